@@ -1,0 +1,53 @@
+//! Value objects of the fact memory.
+//!
+//! This crate is the vocabulary every other crate of the workspace speaks, and it depends on
+//! none of them:
+//!
+//! - [`SessionFact`]: a validated, temporal `subject relation object` triple with
+//!   [`Tags`], a source and a confidence. Invalid facts cannot be constructed or
+//!   deserialized.
+//! - [`FactId`]: the content address of a triple, from a documented, length-prefixed
+//!   BLAKE3 encoding.
+//! - [`Tag`] and [`SourceRole`]: closed vocabularies, snake_case on the wire.
+//! - [`Timestamp`] and [`Clock`]: time as a value, and the only way to learn it
+//!   ([`SystemClock`], or [`ManualClock`] in tests).
+//! - [`clip`]: shortening text on `char` boundaries, used by every crate.
+//! - The dispatch contract: [`ImplementerResult`] and [`ReviewerResult`].
+//!
+//! ```
+//! use fact_model::{Clock, ManualClock, SessionFact, SourceRole, Tag};
+//!
+//! let clock = ManualClock::default();
+//! let fact = SessionFact::builder("task:3", "reviewed_as", "approved")
+//!     .tag(Tag::Decision)
+//!     .source("3", SourceRole::Reviewer)
+//!     .valid_from(clock.now())
+//!     .build()?;
+//! assert_eq!(fact.id(), fact_model::FactId::for_triple("task:3", "reviewed_as", "approved"));
+//! # Ok::<(), fact_model::FactError>(())
+//! ```
+
+#![forbid(unsafe_code)]
+
+mod clip;
+mod clock;
+mod contract;
+mod fact;
+mod id;
+mod tag;
+mod time;
+
+pub use crate::clip::{ELLIPSIS, char_len, clip};
+pub use crate::clock::{Clock, ManualClock, SystemClock};
+pub use crate::contract::{
+    Assessment, ImplementerResult, ImplementerStatus, ReviewIssue, ReviewerResult, Severity,
+    TestRun,
+};
+pub use crate::fact::{
+    FactBuilder, FactError, FactUpdate, Field, MAX_OBJECT_CHARS, MAX_RELATION_CHARS,
+    MAX_SOURCE_TASK_ID_CHARS, MAX_STATEMENT_CHARS, MAX_SUBJECT_CHARS, MAX_TAGS, SessionFact, Tags,
+    fold_statement,
+};
+pub use crate::id::{FactId, ParseFactIdError};
+pub use crate::tag::{ParseSourceRoleError, ParseTagError, SourceRole, Tag};
+pub use crate::time::{Timestamp, TimestampError};
