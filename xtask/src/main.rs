@@ -1,0 +1,123 @@
+//! Repository automation for the workspace, run as `cargo xtask <subcommand>`.
+//!
+//! `cargo xtask` is an alias (see `.cargo/config.toml`) for running this
+//! binary, so the only tool a contributor or CI needs is `cargo` itself.
+//!
+//! # Subcommands
+//!
+//! - `check`: the full CI gate (format, lint, test, docs, benches); see
+//!   [`check`].
+//! - `help`: print usage.
+//!
+//! # Adding a subcommand
+//!
+//! Write a module with a `pub(crate) fn run(args: &[String]) -> Result<(), Error>`
+//! that parses its own arguments, then add one row to [`COMMANDS`]. Usage
+//! text and dispatch are generated from that table.
+//!
+//! Repository hygiene rules (file headers, whitespace, crate layering,
+//! injected time) live in the test-only `tidy` module, so they run as part of
+//! `cargo test --workspace`.
+
+mod cargo;
+mod check;
+#[cfg(test)]
+mod tidy;
+
+use std::io::Write as _;
+use std::process::ExitCode;
+
+/// One subcommand: its name, a one-line summary for the usage text, and the
+/// function that runs it with the remaining arguments.
+struct Subcommand {
+    /// What the user types after `cargo xtask`.
+    name: &'static str,
+    /// Argument synopsis shown in the usage text, e.g. `locomo --data PATH`.
+    synopsis: &'static str,
+    /// One line for the usage text.
+    summary: &'static str,
+    /// Runs the subcommand with the arguments that follow its name.
+    run: fn(&[String]) -> Result<(), Error>,
+}
+
+/// Every subcommand, in the order the usage text lists them.
+const COMMANDS: &[Subcommand] = &[Subcommand {
+    name: "check",
+    synopsis: "",
+    summary: "run every CI check: fmt, clippy, test, doc, bench build",
+    run: check::run,
+}];
+
+/// Why a subcommand failed. The variant decides the process exit code.
+#[derive(Debug)]
+pub(crate) enum Error {
+    /// The command line was wrong; exit code 2 and the usage text.
+    Usage(String),
+    /// The subcommand ran and failed; exit code 1.
+    Failed(String),
+}
+
+fn main() -> ExitCode {
+    let args: Result<Vec<String>, _> = std::env::args_os()
+        .skip(1)
+        .map(|arg| arg.into_string())
+        .collect();
+    let args = match args {
+        Ok(args) => args,
+        Err(arg) => {
+            eprintln!("error: argument {arg:?} is not valid UTF-8");
+            return ExitCode::from(2);
+        }
+    };
+    let Some((name, rest)) = args.split_first() else {
+        print_usage();
+        return ExitCode::SUCCESS;
+    };
+    if matches!(name.as_str(), "help" | "-h" | "--help") {
+        print_usage();
+        return ExitCode::SUCCESS;
+    }
+    let result = match COMMANDS.iter().find(|command| command.name == name) {
+        Some(command) => (command.run)(rest),
+        None => Err(Error::Usage(format!("unknown subcommand `{name}`"))),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Error::Usage(message)) => {
+            eprintln!("error: {message}\n\n{}", usage());
+            ExitCode::from(2)
+        }
+        Err(Error::Failed(message)) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Prints the usage text to stdout, where `--help` output conventionally goes.
+fn print_usage() {
+    // Unlike `println!`, this does not panic when stdout is closed (e.g. piped
+    // into `head`); there is nobody left to tell, so the error is dropped.
+    let _ = writeln!(std::io::stdout(), "{}", usage());
+}
+
+/// The usage text, generated from [`COMMANDS`].
+fn usage() -> String {
+    let mut text = String::from("Usage: cargo xtask <SUBCOMMAND> [ARGS]\n\nSubcommands:\n");
+    for command in COMMANDS {
+        let head = format!("{} {}", command.name, command.synopsis);
+        text.push_str(&format!("  {:<24}{}\n", head.trim_end(), command.summary));
+    }
+    text.push_str(&format!("  {:<24}{}", "help", "print this message"));
+    text
+}
+
+/// Rejects any arguments, for subcommands that take none.
+pub(crate) fn no_args(subcommand: &str, args: &[String]) -> Result<(), Error> {
+    match args.first() {
+        None => Ok(()),
+        Some(arg) => Err(Error::Usage(format!(
+            "`{subcommand}` takes no arguments, got `{arg}`"
+        ))),
+    }
+}

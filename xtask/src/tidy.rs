@@ -1,0 +1,401 @@
+//! Tidy tests: repository rules that `cargo test --workspace` enforces.
+//!
+//! Each rule is a pure function from data (a file's path and text, or the
+//! crate graph) to a list of violation messages. Every message names the
+//! file or crate, the rule, and how to fix it. For each rule there is one
+//! test that applies it to the real workspace and asserts there are no
+//! violations, and data-driven tests (in `tidy/tests.rs`) proving the
+//! rule does fire.
+//!
+//! The rules:
+//!
+//! - **doc-header**: every `.rs` file under `crates/` and `xtask/` begins
+//!   with a `//!` doc comment saying what the file is for.
+//! - **whitespace**: no trailing whitespace in `.rs`, `.toml` and `.md`
+//!   files, and no tab indentation in `.rs` files.
+//! - **layering**: crate dependencies point down the layers
+//!   `fact-model` < `fact-store`, `fact-extract`, `fact-retrieve`, `ledger`
+//!   < `dispatch-runtime` < binaries; see [`check_layering`].
+//! - **injected-time**: library code never reads the system clock directly
+//!   (`SystemTime::now`, `Instant::now`); it takes a `Clock`, whose only real
+//!   implementation lives in `crates/fact-model/src/clock.rs`.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use serde_json::Value;
+
+mod tests;
+
+/// The bottom layer: shared types, depends on no workspace crate.
+const MODEL: &str = "fact-model";
+/// Middle-layer crates: each may use `fact-model`, but only `dispatch-runtime`
+/// may combine several of them.
+const SERVICES: &[&str] = &["fact-store", "fact-extract", "fact-retrieve", "ledger"];
+/// The crate that wires the services together.
+const RUNTIME: &str = "dispatch-runtime";
+/// This crate: tooling, never a dependency of product code.
+const XTASK: &str = "xtask";
+/// The only library file allowed to read the system clock.
+const CLOCK_FILE: &str = "crates/fact-model/src/clock.rs";
+/// Calls that read the system clock.
+const CLOCK_READS: &[&str] = &["SystemTime::now", "Instant::now"];
+/// Directories never searched for files.
+const SKIPPED_DIRS: &[&str] = &["target", ".git"];
+
+// ---------------------------------------------------------------------------
+// Rule: doc-header
+// ---------------------------------------------------------------------------
+
+/// A `.rs` file must begin with a `//!` inner doc comment on its first line.
+fn check_file_header(path: &str, text: &str) -> Option<String> {
+    if text.starts_with("//!") {
+        return None;
+    }
+    Some(format!(
+        "{path}:1: [doc-header] file does not begin with a `//!` doc comment; \
+         fix: make the first line `//! <what this file is for>`"
+    ))
+}
+
+// ---------------------------------------------------------------------------
+// Rule: whitespace
+// ---------------------------------------------------------------------------
+
+/// No line may end in whitespace; `.rs` files may not indent with tabs.
+fn check_whitespace(path: &str, text: &str) -> Vec<String> {
+    let is_rust = path.ends_with(".rs");
+    let mut violations = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        let line_no = index + 1;
+        if line.ends_with(char::is_whitespace) {
+            violations.push(format!(
+                "{path}:{line_no}: [whitespace] trailing whitespace; \
+                 fix: delete the spaces/tabs at the end of the line"
+            ));
+        }
+        let mut indent = line.chars().take_while(|c| c.is_whitespace());
+        if is_rust && indent.any(|c| c == '\t') {
+            violations.push(format!(
+                "{path}:{line_no}: [whitespace] tab used for indentation; \
+                 fix: indent with spaces (`cargo fmt` does it for code)"
+            ));
+        }
+    }
+    violations
+}
+
+// ---------------------------------------------------------------------------
+// Rule: injected-time
+// ---------------------------------------------------------------------------
+
+/// Whether `path` (relative, `/`-separated) is library source:
+/// `crates/<crate>/src/**/*.rs`.
+fn is_library_source(path: &str) -> bool {
+    let mut parts = path.split('/');
+    parts.next() == Some("crates")
+        && parts.next().is_some()
+        && parts.next() == Some("src")
+        && parts.next().is_some()
+        && path.ends_with(".rs")
+}
+
+/// Library source other than [`CLOCK_FILE`] must not read the system clock.
+///
+/// Comment lines are ignored so docs may name the forbidden calls. Tests,
+/// benches and examples (outside `src/`) are exempt.
+fn check_clock_use(path: &str, text: &str) -> Vec<String> {
+    if !is_library_source(path) || path == CLOCK_FILE {
+        return Vec::new();
+    }
+    let mut violations = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("//") {
+            continue;
+        }
+        for call in CLOCK_READS.iter().filter(|call| line.contains(*call)) {
+            violations.push(format!(
+                "{path}:{}: [injected-time] library code calls `{call}`; \
+                 fix: take the time from a `Clock` passed in by the caller \
+                 (see {CLOCK_FILE}) so tests and replays control it",
+                index + 1
+            ));
+        }
+    }
+    violations
+}
+
+// ---------------------------------------------------------------------------
+// Rule: layering
+// ---------------------------------------------------------------------------
+
+/// How a crate depends on another, as `cargo metadata` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DepKind {
+    /// `[dependencies]`
+    Normal,
+    /// `[dev-dependencies]`: only tests, examples and benches see it.
+    Dev,
+    /// `[build-dependencies]`
+    Build,
+}
+
+impl DepKind {
+    /// The word used in violation messages.
+    fn label(self) -> &'static str {
+        match self {
+            Self::Normal => "normal",
+            Self::Dev => "dev",
+            Self::Build => "build",
+        }
+    }
+}
+
+/// One dependency of a crate.
+#[derive(Debug, Clone)]
+struct Dep {
+    /// Package name of the dependency (not its rename).
+    name: String,
+    /// Which dependency table it comes from.
+    kind: DepKind,
+}
+
+/// A workspace crate, reduced to what the layering rules need.
+#[derive(Debug, Clone)]
+struct CrateInfo {
+    /// Package name.
+    name: String,
+    /// Whether the package has a library target.
+    is_lib: bool,
+    /// All its dependencies, workspace crates or not.
+    deps: Vec<Dep>,
+}
+
+/// Checks the crate graph against the layering rules:
+///
+/// 1. `fact-model` depends on no workspace crate (any kind).
+/// 2. No library crate other than `dispatch-runtime` has a normal or build
+///    dependency on more than one of [`SERVICES`]; dev-dependencies are fine.
+/// 3. No crate among `fact-model` and [`SERVICES`] depends on
+///    `dispatch-runtime` (any kind): only it and binaries above it may.
+/// 4. No crate other than `xtask` depends on `xtask` (any kind).
+///
+/// Dependencies on crates that are not in `crates` are ignored.
+fn check_layering(crates: &[CrateInfo]) -> Vec<String> {
+    let members: BTreeSet<&str> = crates.iter().map(|krate| krate.name.as_str()).collect();
+    let mut violations = Vec::new();
+    for krate in crates {
+        let name = krate.name.as_str();
+        let deps = krate
+            .deps
+            .iter()
+            .filter(|dep| members.contains(dep.name.as_str()));
+        for dep in deps.clone() {
+            let (dep_name, kind) = (dep.name.as_str(), dep.kind.label());
+            if name == MODEL {
+                violations.push(format!(
+                    "crate `{name}` has a {kind} dependency on `{dep_name}`; \
+                     [layering 1] `{MODEL}` is the bottom layer and depends on no \
+                     workspace crate; fix: move what it needs into `{MODEL}` or \
+                     move the code that needs `{dep_name}` out of `{MODEL}`"
+                ));
+            } else if SERVICES.contains(&name) && dep_name == RUNTIME {
+                violations.push(format!(
+                    "crate `{name}` has a {kind} dependency on `{RUNTIME}`; \
+                     [layering 3] only `{RUNTIME}` and binaries above it may use \
+                     `{RUNTIME}`; fix: remove the dependency and let `{RUNTIME}` \
+                     call into `{name}` instead (tests that need the runtime \
+                     belong in `{RUNTIME}`)"
+                ));
+            }
+            if dep_name == XTASK && name != XTASK {
+                violations.push(format!(
+                    "crate `{name}` has a {kind} dependency on `{XTASK}`; \
+                     [layering 4] `{XTASK}` is repository tooling, not a library; \
+                     fix: remove the dependency and move shared code into a \
+                     product crate"
+                ));
+            }
+        }
+        if krate.is_lib && name != RUNTIME {
+            let combined: BTreeSet<&str> = deps
+                .filter(|dep| dep.kind != DepKind::Dev && SERVICES.contains(&dep.name.as_str()))
+                .map(|dep| dep.name.as_str())
+                .collect();
+            if combined.len() > 1 {
+                let list: Vec<String> = combined.iter().map(|dep| format!("`{dep}`")).collect();
+                violations.push(format!(
+                    "library crate `{name}` has normal/build dependencies on {}; \
+                     [layering 2] only `{RUNTIME}` may combine more than one of {}; \
+                     fix: keep one, talk to the others through `{MODEL}` types \
+                     wired up by `{RUNTIME}`, or make them dev-dependencies if \
+                     only tests need them",
+                    list.join(", "),
+                    SERVICES.join(", ")
+                ));
+            }
+        }
+    }
+    violations
+}
+
+/// Extracts the workspace crates from `cargo metadata --no-deps` output.
+fn parse_metadata(metadata: &Value) -> Result<Vec<CrateInfo>, String> {
+    const LIB_KINDS: &[&str] = &["lib", "rlib", "dylib", "cdylib", "staticlib", "proc-macro"];
+    let packages = metadata["packages"]
+        .as_array()
+        .ok_or("cargo metadata: no `packages` array")?;
+    let mut crates = Vec::new();
+    for package in packages {
+        let name = package["name"]
+            .as_str()
+            .ok_or("cargo metadata: package without a name")?;
+        let is_lib = package["targets"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|target| target["kind"].as_array().into_iter().flatten())
+            .any(|kind| kind.as_str().is_some_and(|kind| LIB_KINDS.contains(&kind)));
+        let mut deps = Vec::new();
+        for dep in package["dependencies"].as_array().into_iter().flatten() {
+            let dep_name = dep["name"].as_str().ok_or_else(|| {
+                format!("cargo metadata: `{name}` has a dependency without a name")
+            })?;
+            let kind = match dep["kind"].as_str() {
+                None => DepKind::Normal,
+                Some("dev") => DepKind::Dev,
+                Some("build") => DepKind::Build,
+                Some(other) => {
+                    return Err(format!("cargo metadata: unknown dependency kind `{other}`"));
+                }
+            };
+            deps.push(Dep {
+                name: dep_name.to_owned(),
+                kind,
+            });
+        }
+        crates.push(CrateInfo {
+            name: name.to_owned(),
+            is_lib,
+            deps,
+        });
+    }
+    Ok(crates)
+}
+
+// ---------------------------------------------------------------------------
+// Reading the real workspace
+// ---------------------------------------------------------------------------
+
+/// The workspace root.
+fn root() -> std::path::PathBuf {
+    crate::cargo::workspace_root().expect("workspace root")
+}
+
+/// Every file under `root/dir` whose extension is one of `exts`, as
+/// (`/`-separated path relative to `root`, text) pairs, sorted by path.
+/// Skips [`SKIPPED_DIRS`]; a missing `dir` yields nothing.
+fn read_files(root: &Path, dir: &str, exts: &[&str]) -> Vec<(String, String)> {
+    fn walk(root: &Path, dir: &Path, exts: &[&str], out: &mut Vec<(String, String)>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries {
+            let entry = entry.expect("read directory entry");
+            let path = entry.path();
+            let file_type = entry.file_type().expect("file type");
+            let file_name = entry.file_name();
+            if file_type.is_dir() {
+                if !SKIPPED_DIRS.iter().any(|skip| file_name == *skip) {
+                    walk(root, &path, exts, out);
+                }
+            } else if file_type.is_file()
+                && path
+                    .extension()
+                    .and_then(|ext| ext.to_str())
+                    .is_some_and(|ext| exts.contains(&ext))
+            {
+                let bytes = std::fs::read(&path).expect("read file");
+                let relative = path.strip_prefix(root).expect("path under the root");
+                let relative: Vec<_> = relative.iter().map(|part| part.to_string_lossy()).collect();
+                out.push((
+                    relative.join("/"),
+                    String::from_utf8_lossy(&bytes).into_owned(),
+                ));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(root, &root.join(dir), exts, &mut out);
+    out.sort();
+    out
+}
+
+/// Fails the test with every violation, one per line.
+#[track_caller]
+fn assert_clean(rule: &str, violations: &[String]) {
+    assert!(
+        violations.is_empty(),
+        "{} {rule} violation(s):\n{}\n",
+        violations.len(),
+        violations.join("\n")
+    );
+}
+
+#[test]
+fn workspace_rust_files_have_doc_headers() {
+    let root = root();
+    let mut files = read_files(&root, "crates", &["rs"]);
+    files.extend(read_files(&root, "xtask", &["rs"]));
+    assert!(
+        !files.is_empty(),
+        "found no .rs files under {}",
+        root.display()
+    );
+    let violations: Vec<String> = files
+        .iter()
+        .filter_map(|(path, text)| check_file_header(path, text))
+        .collect();
+    assert_clean("doc-header", &violations);
+}
+
+#[test]
+fn workspace_has_no_bad_whitespace() {
+    let files = read_files(&root(), "", &["rs", "toml", "md"]);
+    let violations: Vec<String> = files
+        .iter()
+        .flat_map(|(path, text)| check_whitespace(path, text))
+        .collect();
+    assert_clean("whitespace", &violations);
+}
+
+#[test]
+fn workspace_library_code_does_not_read_the_clock() {
+    let files = read_files(&root(), "crates", &["rs"]);
+    let violations: Vec<String> = files
+        .iter()
+        .flat_map(|(path, text)| check_clock_use(path, text))
+        .collect();
+    assert_clean("injected-time", &violations);
+}
+
+#[test]
+fn workspace_crates_respect_layering() {
+    let output = crate::cargo::command(&["metadata", "--format-version", "1", "--no-deps"])
+        .expect("cargo command")
+        .output()
+        .expect("run cargo metadata");
+    assert!(
+        output.status.success(),
+        "cargo metadata failed ({}):\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let metadata: Value = serde_json::from_slice(&output.stdout).expect("cargo metadata JSON");
+    let crates = parse_metadata(&metadata).expect("parse cargo metadata");
+    assert!(
+        crates.iter().any(|krate| krate.name == XTASK),
+        "cargo metadata did not list xtask: {crates:?}"
+    );
+    assert_clean("layering", &check_layering(&crates));
+}

@@ -1,0 +1,293 @@
+//! Data-driven tests for the tidy rules: each rule fires on bad input and
+//! stays quiet on good input, so a clean workspace run means something.
+
+mod header {
+    use crate::tidy::check_file_header;
+
+    #[test]
+    fn accepts_inner_doc_comment() {
+        assert_eq!(
+            check_file_header("a.rs", "//! Does things.\nuse std;\n"),
+            None
+        );
+    }
+
+    #[test]
+    fn rejects_missing_or_misplaced_doc_comment() {
+        for text in [
+            "use std;\n",
+            "",
+            "\n//! Late.\n",
+            "/// Outer doc.\n",
+            " //! Indented.\n",
+        ] {
+            let violation = check_file_header("crates/x/src/lib.rs", text);
+            let message = violation.unwrap_or_else(|| panic!("no violation for {text:?}"));
+            assert!(
+                message.starts_with("crates/x/src/lib.rs:1: [doc-header]"),
+                "{message}"
+            );
+            assert!(message.contains("fix:"), "{message}");
+        }
+    }
+}
+
+mod whitespace {
+    use crate::tidy::check_whitespace;
+
+    #[test]
+    fn accepts_clean_text() {
+        let text = "//! Doc.\n\nfn f() {\n    let s = \"a\tb\";\n}\n";
+        assert_eq!(check_whitespace("a.rs", text), Vec::<String>::new());
+        assert_eq!(check_whitespace("a.rs", "x\r\ny\r\n"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn reports_trailing_whitespace_with_line_numbers() {
+        let violations = check_whitespace("src/a.rs", "//! Doc.\nfn f() {}   \n");
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(violations[0].starts_with("src/a.rs:2: [whitespace] trailing"));
+        for path in ["Cargo.toml", "README.md"] {
+            let violations = check_whitespace(path, "a\nb\t\nc \n");
+            let lines: Vec<&str> = violations
+                .iter()
+                .filter_map(|v| v.split(": ").next())
+                .collect();
+            assert_eq!(lines, [format!("{path}:2"), format!("{path}:3")]);
+        }
+    }
+
+    #[test]
+    fn reports_tab_indentation_in_rust_only() {
+        let violations = check_whitespace("a.rs", "fn f() {\n\tg();\n  \th();\n}\n");
+        assert_eq!(violations.len(), 2, "{violations:?}");
+        assert!(violations[0].starts_with("a.rs:2: [whitespace] tab used for indentation"));
+        assert!(violations[1].starts_with("a.rs:3: "));
+        assert_eq!(check_whitespace("a.md", "\tcode\n"), Vec::<String>::new());
+    }
+}
+
+mod clock {
+    use crate::tidy::check_clock_use;
+
+    const CALL: &str = "//! Doc.\nfn now() {\n    let _ = std::time::SystemTime::now();\n}\n";
+
+    #[test]
+    fn flags_clock_reads_in_library_source() {
+        let violations = check_clock_use("crates/fact-store/src/lib.rs", CALL);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(violations[0].starts_with("crates/fact-store/src/lib.rs:3: [injected-time]"));
+        assert!(violations[0].contains("`SystemTime::now`"));
+        assert!(violations[0].contains("fix:"));
+        let instant = "let t = Instant::now();\n";
+        assert_eq!(
+            check_clock_use("crates/ledger/src/a/b.rs", instant).len(),
+            1
+        );
+    }
+
+    #[test]
+    fn allows_the_clock_module_tests_benches_examples_and_comments() {
+        for path in [
+            "crates/fact-model/src/clock.rs",
+            "crates/fact-store/tests/store.rs",
+            "crates/fact-store/benches/append.rs",
+            "crates/fact-store/examples/demo.rs",
+            "xtask/src/check.rs",
+        ] {
+            assert_eq!(check_clock_use(path, CALL), Vec::<String>::new(), "{path}");
+        }
+        let comment = "//! Never call `Instant::now` here.\n    // nor SystemTime::now\n";
+        assert_eq!(
+            check_clock_use("crates/fact-store/src/lib.rs", comment),
+            Vec::<String>::new()
+        );
+    }
+}
+
+mod layering {
+    use crate::tidy::{CrateInfo, Dep, DepKind, check_layering, parse_metadata};
+    use DepKind::{Build, Dev, Normal};
+
+    fn krate(name: &str, is_lib: bool, deps: &[(&str, DepKind)]) -> CrateInfo {
+        CrateInfo {
+            name: name.to_owned(),
+            is_lib,
+            deps: deps
+                .iter()
+                .map(|&(name, kind)| Dep {
+                    name: name.to_owned(),
+                    kind,
+                })
+                .collect(),
+        }
+    }
+
+    /// A graph that follows every rule, including the allowed edge cases.
+    fn good_graph() -> Vec<CrateInfo> {
+        vec![
+            krate("fact-model", true, &[("serde", Normal), ("proptest", Dev)]),
+            krate("fact-store", true, &[("fact-model", Normal)]),
+            krate("fact-extract", true, &[("fact-model", Normal)]),
+            krate(
+                "fact-retrieve",
+                true,
+                &[
+                    ("fact-model", Normal),
+                    ("fact-store", Normal),
+                    ("ledger", Dev),
+                ],
+            ),
+            krate("ledger", true, &[("fact-model", Normal)]),
+            krate(
+                "dispatch-runtime",
+                true,
+                &[
+                    ("fact-store", Normal),
+                    ("fact-extract", Normal),
+                    ("ledger", Build),
+                ],
+            ),
+            krate(
+                "factmem-cli",
+                false,
+                &[
+                    ("dispatch-runtime", Normal),
+                    ("fact-store", Normal),
+                    ("ledger", Normal),
+                ],
+            ),
+            krate("xtask", false, &[("serde_json", Dev)]),
+        ]
+    }
+
+    /// `good_graph` plus one extra dependency, checked.
+    fn violations_with(name: &str, dep: &str, kind: DepKind) -> Vec<String> {
+        let mut crates = good_graph();
+        let krate = crates.iter_mut().find(|krate| krate.name == name).unwrap();
+        krate.deps.push(Dep {
+            name: dep.to_owned(),
+            kind,
+        });
+        check_layering(&crates)
+    }
+
+    fn assert_one(violations: &[String], krate: &str, rule: &str) {
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        let message = &violations[0];
+        assert!(message.contains(&format!("crate `{krate}`")), "{message}");
+        assert!(message.contains(&format!("[layering {rule}]")), "{message}");
+        assert!(message.contains("fix:"), "{message}");
+    }
+
+    #[test]
+    fn accepts_a_well_layered_graph() {
+        assert_eq!(check_layering(&good_graph()), Vec::<String>::new());
+    }
+
+    #[test]
+    fn rule_1_fact_model_depends_on_no_workspace_crate() {
+        assert_one(
+            &violations_with("fact-model", "fact-store", Normal),
+            "fact-model",
+            "1",
+        );
+        assert_one(
+            &violations_with("fact-model", "ledger", Dev),
+            "fact-model",
+            "1",
+        );
+        assert_one(
+            &violations_with("fact-model", "dispatch-runtime", Build),
+            "fact-model",
+            "1",
+        );
+    }
+
+    #[test]
+    fn rule_2_only_dispatch_runtime_combines_services() {
+        let violations = violations_with("fact-retrieve", "ledger", Normal);
+        assert_one(&violations, "fact-retrieve", "2");
+        assert!(
+            violations[0].contains("`fact-store`, `ledger`"),
+            "{violations:?}"
+        );
+        assert_one(
+            &violations_with("fact-retrieve", "fact-extract", Build),
+            "fact-retrieve",
+            "2",
+        );
+        // Dev-dependencies and binary-only crates are exempt.
+        assert_eq!(
+            violations_with("fact-retrieve", "fact-extract", Dev),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            violations_with("factmem-cli", "fact-extract", Normal),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn rule_3_lower_layers_do_not_use_dispatch_runtime() {
+        for service in ["fact-store", "fact-extract", "fact-retrieve", "ledger"] {
+            assert_one(
+                &violations_with(service, "dispatch-runtime", Dev),
+                service,
+                "3",
+            );
+        }
+    }
+
+    #[test]
+    fn rule_4_nothing_depends_on_xtask() {
+        assert_one(
+            &violations_with("dispatch-runtime", "xtask", Dev),
+            "dispatch-runtime",
+            "4",
+        );
+        assert_one(
+            &violations_with("factmem-cli", "xtask", Normal),
+            "factmem-cli",
+            "4",
+        );
+    }
+
+    #[test]
+    fn parses_cargo_metadata() {
+        let metadata = serde_json::json!({
+            "packages": [
+                {
+                    "name": "fact-store",
+                    "targets": [{ "kind": ["lib"] }, { "kind": ["bench"] }],
+                    "dependencies": [
+                        { "name": "fact-model", "kind": null },
+                        { "name": "proptest", "kind": "dev" },
+                        { "name": "cc", "kind": "build" }
+                    ]
+                },
+                { "name": "xtask", "targets": [{ "kind": ["bin"] }], "dependencies": [] }
+            ]
+        });
+        let crates = parse_metadata(&metadata).unwrap();
+        assert_eq!(crates.len(), 2);
+        assert_eq!(
+            (crates[0].name.as_str(), crates[0].is_lib),
+            ("fact-store", true)
+        );
+        let kinds: Vec<(&str, DepKind)> = crates[0]
+            .deps
+            .iter()
+            .map(|dep| (dep.name.as_str(), dep.kind))
+            .collect();
+        assert_eq!(
+            kinds,
+            [("fact-model", Normal), ("proptest", Dev), ("cc", Build)]
+        );
+        assert_eq!(
+            (crates[1].name.as_str(), crates[1].is_lib),
+            ("xtask", false)
+        );
+        assert!(parse_metadata(&serde_json::json!({})).is_err());
+    }
+}
