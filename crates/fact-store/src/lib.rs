@@ -1,0 +1,165 @@
+//! The temporal fact store: where a newer fact invalidates the old one instead of
+//! overwriting it.
+//!
+//! - [`SessionFactStore`] is the object-safe contract (`Box<dyn SessionFactStore>`,
+//!   `Arc<dyn SessionFactStore>`); every method takes `&self`, so one store is shared
+//!   between threads.
+//! - [`InMemorySessionFactStore`] implements it with an [`indexmap::IndexMap`] of
+//!   versions plus subject, key and statement indexes.
+//!
+//! # Temporal model
+//!
+//! Facts arrive in batches, one batch per [`add`](SessionFactStore::add) call (one
+//! dispatch result). A fact whose `(subject, relation)` matches a valid fact of an
+//! *earlier* batch ends that fact's validity: its `valid_to` becomes the new fact's
+//! `valid_from`. Facts of one batch never invalidate each other, so a task can require
+//! several actions at once. Re-adding a valid triple changes nothing (it is *refreshed*);
+//! re-adding an invalidated triple starts a new version, and
+//! [`history`](SessionFactStore::history) keeps both.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use fact_model::{Clock, ManualClock, SessionFact, SourceRole, Tag};
+//! use fact_store::{InMemorySessionFactStore, SessionFactStore, StoreConfig};
+//!
+//! let clock = Arc::new(ManualClock::default());
+//! let store = InMemorySessionFactStore::new(StoreConfig::default(), clock.clone());
+//! let status = |task: &str, value: &str| {
+//!     SessionFact::builder("task:7", "completed_with", value)
+//!         .tag(Tag::Decision)
+//!         .source(task, SourceRole::Implementer)
+//!         .valid_from(clock.now())
+//!         .build()
+//! };
+//!
+//! store.add(vec![status("7", "blocked")?]);
+//! clock.advance(std::time::Duration::from_secs(60));
+//! let report = store.add(vec![status("7", "completed")?]);
+//! assert_eq!(report.invalidated.len(), 1);
+//!
+//! let valid = store.valid_facts();
+//! assert_eq!(valid.len(), 1);
+//! assert_eq!(valid[0].object(), "completed");
+//! assert_eq!(store.history("task:7").len(), 2);
+//! # Ok::<(), fact_model::FactError>(())
+//! ```
+
+#![forbid(unsafe_code)]
+
+mod error;
+mod memory;
+mod report;
+mod snapshot;
+
+use std::fmt::Debug;
+
+use fact_model::{FactId, FactUpdate, SessionFact, Tag, Timestamp};
+
+pub use crate::error::{StoreError, StoreResult};
+pub use crate::memory::{
+    COMPACTED_RELATION, CompactionPolicy, InMemorySessionFactStore, StoreConfig,
+};
+pub use crate::report::{
+    AddReport, CompactionReport, ImportDiagnostic, ImportReport, SkipReason, Skipped,
+};
+pub use crate::snapshot::{SNAPSHOT_VERSION, Snapshot, SnapshotRecord};
+
+/// A store of temporal facts, shared by reference between the components of a run.
+///
+/// Object safe: hold it as `Box<dyn SessionFactStore>` or `Arc<dyn SessionFactStore>`.
+/// Every method takes `&self` and never panics; operations on a missing id return
+/// [`StoreError::NotFound`], and malformed input is skipped and reported, never stored.
+pub trait SessionFactStore: Send + Sync + Debug {
+    /// Adds one batch of facts (the facts of one result) and reports what happened to each.
+    ///
+    /// Valid facts of earlier batches with the same `(subject, relation)` as a new fact
+    /// are invalidated; a currently valid triple is refreshed, not duplicated; a fact that
+    /// arrives already invalidated, repeats a triple of the same batch, or repeats the
+    /// statement of a valid memory fact is skipped with its reason. When the store is
+    /// configured to compact automatically and goes over capacity, it compacts before
+    /// returning, and the report says how.
+    fn add(&self, batch: Vec<SessionFact>) -> AddReport;
+
+    /// Invalidates every valid fact with this `subject` and `relation`, now; returns their ids.
+    fn invalidate(&self, subject: &str, relation: &str) -> Vec<FactId>;
+
+    /// Every valid fact, oldest first.
+    fn valid_facts(&self) -> Vec<SessionFact>;
+
+    /// The valid facts carrying any of `tags`, oldest first (none when `tags` is empty).
+    fn valid_facts_by_tags(&self, tags: &[Tag]) -> Vec<SessionFact>;
+
+    /// How many facts are valid.
+    fn valid_count(&self) -> usize;
+
+    /// Compacts until at most `max_valid` facts are valid, following the store's policy.
+    fn compact(&self, max_valid: usize) -> CompactionReport;
+
+    /// The latest version of the fact with this id, valid or not.
+    fn get(&self, id: FactId) -> Option<SessionFact>;
+
+    /// Changes the given fields of the latest version of a fact; `valid_from` stays.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::NotFound`], [`StoreError::InvalidUpdate`], or
+    /// [`StoreError::DuplicateStatement`] when the new statement repeats another valid fact's.
+    fn update(&self, id: FactId, update: &FactUpdate) -> StoreResult<SessionFact>;
+
+    /// Deletes every version of the fact with this id; returns how many were removed.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::NotFound`] when no version has this id: a delete is never a silent no-op.
+    fn delete(&self, id: FactId) -> StoreResult<usize>;
+
+    /// Every version of every fact about `subject`, oldest first.
+    fn history(&self, subject: &str) -> Vec<SessionFact>;
+
+    /// The facts that were valid at `at` (`valid_from <= at < valid_to`), oldest first.
+    fn valid_at(&self, at: Timestamp) -> Vec<SessionFact>;
+
+    /// A serializable copy of every version, oldest first, with its batch.
+    fn export_snapshot(&self) -> Snapshot;
+
+    /// Adds the versions of a JSON snapshot (as written by [`Snapshot::to_json`]).
+    ///
+    /// Each record is validated on its own; a bad record is skipped with a diagnostic and
+    /// the others are imported. Imported batches count as newer than the store's own.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::SnapshotJson`] when the text is not a snapshot document at all,
+    /// [`StoreError::SnapshotVersion`] for an unsupported version. Nothing is imported then.
+    fn import_snapshot(&self, json: &str) -> StoreResult<ImportReport>;
+}
+
+macro_rules! forward_store {
+    ($($ty:ty),*) => {$(
+        impl<S: SessionFactStore + ?Sized> SessionFactStore for $ty {
+            fn add(&self, batch: Vec<SessionFact>) -> AddReport { (**self).add(batch) }
+            fn invalidate(&self, subject: &str, relation: &str) -> Vec<FactId> {
+                (**self).invalidate(subject, relation)
+            }
+            fn valid_facts(&self) -> Vec<SessionFact> { (**self).valid_facts() }
+            fn valid_facts_by_tags(&self, tags: &[Tag]) -> Vec<SessionFact> {
+                (**self).valid_facts_by_tags(tags)
+            }
+            fn valid_count(&self) -> usize { (**self).valid_count() }
+            fn compact(&self, max_valid: usize) -> CompactionReport { (**self).compact(max_valid) }
+            fn get(&self, id: FactId) -> Option<SessionFact> { (**self).get(id) }
+            fn update(&self, id: FactId, update: &FactUpdate) -> StoreResult<SessionFact> {
+                (**self).update(id, update)
+            }
+            fn delete(&self, id: FactId) -> StoreResult<usize> { (**self).delete(id) }
+            fn history(&self, subject: &str) -> Vec<SessionFact> { (**self).history(subject) }
+            fn valid_at(&self, at: Timestamp) -> Vec<SessionFact> { (**self).valid_at(at) }
+            fn export_snapshot(&self) -> Snapshot { (**self).export_snapshot() }
+            fn import_snapshot(&self, json: &str) -> StoreResult<ImportReport> {
+                (**self).import_snapshot(json)
+            }
+        }
+    )*};
+}
+
+forward_store!(&S, Box<S>, std::sync::Arc<S>);

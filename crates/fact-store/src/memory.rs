@@ -1,0 +1,775 @@
+//! [`InMemorySessionFactStore`]: the session-scoped store, an `IndexMap` of versions plus
+//! indexes.
+//!
+//! Every version ever added lives in `records`, keyed by a private, increasing sequence
+//! number, so iteration order is insertion order (oldest first). Three hash indexes keep
+//! `add` independent of the store size:
+//!
+//! - `versions`: fact id → its versions (only the last one can be valid);
+//! - `by_subject`: subject hash → every version about that subject (for `history`);
+//! - `valid_by_key`: `(subject, relation)` hash → the valid versions with that key (for
+//!   invalidation), and `statements`: folded statement hash → valid versions (for dedup).
+//!
+//! Hash-keyed indexes store sequence numbers, and every lookup compares the real strings,
+//! so a hash collision costs a comparison, never a wrong answer.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::hash::{BuildHasher, RandomState};
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use fact_model::{
+    Clock, FactId, FactUpdate, MAX_OBJECT_CHARS, SessionFact, SystemClock, Tag, Timestamp, clip,
+    fold_statement,
+};
+use indexmap::IndexMap;
+use serde::Deserialize;
+
+use crate::{
+    AddReport, CompactionReport, ImportDiagnostic, ImportReport, SNAPSHOT_VERSION,
+    SessionFactStore, SkipReason, Skipped, Snapshot, SnapshotRecord, StoreError, StoreResult,
+};
+
+/// The relation of the summary fact that [`CompactionPolicy::MergeBySubject`] writes.
+pub const COMPACTED_RELATION: &str = "compacted";
+
+/// How a store over capacity chooses what to give up.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CompactionPolicy {
+    /// Seed 000, requirement 2.3: merge the valid facts of the least recently touched
+    /// subjects into one summary fact per subject (the newest batch is never merged); only
+    /// when nothing is left to merge, drop the oldest valid facts.
+    ///
+    /// A summary keeps the subject, has the relation `compacted`, and as object the merged
+    /// `relation object` pairs, oldest first, joined by `; ` and clipped to 200 characters.
+    /// It takes the first three distinct tags, the newest `valid_from` and source, and the
+    /// lowest confidence of the facts it replaces; those facts are removed.
+    #[default]
+    MergeBySubject,
+    /// Seed 002: drop the lowest-confidence valid facts first (the oldest among equals).
+    LowestConfidenceFirst,
+}
+
+/// How an [`InMemorySessionFactStore`] bounds itself.
+///
+/// ```
+/// use fact_store::{CompactionPolicy, StoreConfig};
+///
+/// let config = StoreConfig { capacity: 1_000, ..StoreConfig::default() };
+/// assert_eq!(config.history_limit, 500);
+/// assert_eq!(config.policy, CompactionPolicy::MergeBySubject);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreConfig {
+    /// The most valid facts the store keeps when compacting automatically (default 500).
+    pub capacity: usize,
+    /// The most invalidated versions kept as history (default 500); compaction drops the
+    /// oldest beyond it.
+    pub history_limit: usize,
+    /// What compaction gives up first.
+    pub policy: CompactionPolicy,
+    /// Whether `add`, `invalidate` and `import_snapshot` compact when the store goes over
+    /// `capacity` or `history_limit` (default true). Without it, only `compact` calls do.
+    pub auto_compact: bool,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            capacity: 500,
+            history_limit: 500,
+            policy: CompactionPolicy::MergeBySubject,
+            auto_compact: true,
+        }
+    }
+}
+
+/// An in-memory [`SessionFactStore`], safe to share between threads.
+///
+/// `add` costs O(batch size) hash operations whatever the store size; `valid_facts`,
+/// `valid_at` and `export_snapshot` scan every version; `delete` and compaction are
+/// O(store size). Internally a `RwLock`: reads run in parallel, writes one at a time.
+///
+/// # Compaction
+///
+/// With `auto_compact` on, an `add`, `invalidate` or `import_snapshot` that leaves more
+/// than `capacity` valid facts or more than `history_limit` invalidated versions compacts
+/// before it returns:
+///
+/// 1. while more than `capacity` facts are valid, the [`CompactionPolicy`] applies;
+/// 2. invalidated versions beyond `history_limit` are dropped, oldest first.
+///
+/// The newest facts survive verbatim: facts are merged or dropped oldest first (by
+/// `valid_from`, then insertion), and the batch of the latest `add` is never merged.
+///
+/// ```
+/// use std::sync::Arc;
+/// use fact_model::{ManualClock, SessionFact, SourceRole, Tag, Timestamp};
+/// use fact_store::{InMemorySessionFactStore, SessionFactStore, StoreConfig};
+///
+/// let config = StoreConfig { capacity: 4, ..StoreConfig::default() };
+/// let store = InMemorySessionFactStore::new(config, Arc::new(ManualClock::default()));
+/// for task in 1..=3 {
+///     let at = Timestamp::from_unix_secs(task)?;
+///     let fact = |relation: &str, object: &str| {
+///         SessionFact::builder(format!("task:{task}"), relation, object)
+///             .tag(Tag::Decision)
+///             .source(task.to_string(), SourceRole::Implementer)
+///             .valid_from(at)
+///             .build()
+///     };
+///     store.add(vec![fact("completed_with", "completed")?, fact("summary", "did things")?]);
+/// }
+/// // Six facts over a capacity of four: task 1's two facts became one summary, then task
+/// // 2's did too.
+/// assert_eq!(store.valid_count(), 4);
+/// let summary = &store.history("task:1")[0];
+/// assert_eq!(summary.relation(), "compacted");
+/// assert_eq!(summary.object(), "completed_with completed; summary did things");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct InMemorySessionFactStore {
+    config: StoreConfig,
+    clock: Arc<dyn Clock>,
+    state: RwLock<State>,
+}
+
+impl Default for InMemorySessionFactStore {
+    /// The default configuration and the system clock.
+    fn default() -> Self {
+        InMemorySessionFactStore::new(StoreConfig::default(), Arc::new(SystemClock))
+    }
+}
+
+impl fmt::Debug for InMemorySessionFactStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.read();
+        f.debug_struct("InMemorySessionFactStore")
+            .field("config", &self.config)
+            .field("valid", &state.valid)
+            .field("versions", &state.records.len())
+            .field("last_batch", &state.last_batch)
+            .finish_non_exhaustive()
+    }
+}
+
+impl InMemorySessionFactStore {
+    /// An empty store; `clock` dates explicit invalidations.
+    #[must_use]
+    pub fn new(config: StoreConfig, clock: Arc<dyn Clock>) -> Self {
+        InMemorySessionFactStore {
+            config,
+            clock,
+            state: RwLock::new(State::default()),
+        }
+    }
+
+    /// The configuration the store was built with.
+    #[must_use]
+    pub fn config(&self) -> &StoreConfig {
+        &self.config
+    }
+
+    /// A store holding the versions of a JSON snapshot, with the diagnostics of the
+    /// records it skipped.
+    ///
+    /// # Errors
+    ///
+    /// As [`SessionFactStore::import_snapshot`].
+    pub fn from_snapshot_json(
+        json: &str,
+        config: StoreConfig,
+        clock: Arc<dyn Clock>,
+    ) -> StoreResult<(Self, ImportReport)> {
+        let store = InMemorySessionFactStore::new(config, clock);
+        let report = store.import_snapshot(json)?;
+        Ok((store, report))
+    }
+
+    // A panic while holding the lock cannot leave `State` half-updated in a way that
+    // breaks memory safety, and no code here panics; recover the guard rather than
+    // propagate poison to every later caller.
+    fn read(&self) -> RwLockReadGuard<'_, State> {
+        self.state.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, State> {
+        self.state.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn compact_if_needed(&self, state: &mut State) -> Option<CompactionReport> {
+        let over =
+            state.valid > self.config.capacity || state.history_len() > self.config.history_limit;
+        (self.config.auto_compact && over)
+            .then(|| state.compact(self.config.capacity, &self.config))
+    }
+}
+
+impl SessionFactStore for InMemorySessionFactStore {
+    fn add(&self, batch: Vec<SessionFact>) -> AddReport {
+        let mut state = self.write();
+        let mut report = state.add_batch(batch);
+        state.newest_input_batch = state.last_batch;
+        report.compaction = self.compact_if_needed(&mut state);
+        report
+    }
+
+    fn invalidate(&self, subject: &str, relation: &str) -> Vec<FactId> {
+        let now = self.clock.now();
+        let mut state = self.write();
+        let ended = state
+            .valid_seqs_for_key(subject, relation)
+            .into_iter()
+            .filter_map(|seq| state.end_validity(seq, now))
+            .collect();
+        // Invalidation grows history, which has a limit too.
+        self.compact_if_needed(&mut state);
+        ended
+    }
+
+    fn valid_facts(&self) -> Vec<SessionFact> {
+        self.read().facts_where(SessionFact::is_valid)
+    }
+
+    fn valid_facts_by_tags(&self, tags: &[Tag]) -> Vec<SessionFact> {
+        self.read()
+            .facts_where(|fact| fact.is_valid() && fact.tags().contains_any(tags))
+    }
+
+    fn valid_count(&self) -> usize {
+        self.read().valid
+    }
+
+    fn compact(&self, max_valid: usize) -> CompactionReport {
+        self.write().compact(max_valid, &self.config)
+    }
+
+    fn get(&self, id: FactId) -> Option<SessionFact> {
+        let state = self.read();
+        let seq = state.latest_version(id)?;
+        state.records.get(&seq).map(|record| record.fact.clone())
+    }
+
+    fn update(&self, id: FactId, update: &FactUpdate) -> StoreResult<SessionFact> {
+        self.write().update(id, update)
+    }
+
+    fn delete(&self, id: FactId) -> StoreResult<usize> {
+        let mut state = self.write();
+        let seqs: HashSet<u64> = state
+            .versions
+            .get(&id)
+            .map(|seqs| seqs.iter().copied().collect())
+            .unwrap_or_default();
+        if seqs.is_empty() {
+            return Err(StoreError::NotFound { id });
+        }
+        state.remove(&seqs);
+        Ok(seqs.len())
+    }
+
+    fn history(&self, subject: &str) -> Vec<SessionFact> {
+        let state = self.read();
+        let key = state.hasher.hash_one(subject);
+        state
+            .by_subject
+            .get(&key)
+            .into_iter()
+            .flatten()
+            .filter_map(|seq| state.records.get(seq))
+            .filter(|record| record.fact.subject() == subject)
+            .map(|record| record.fact.clone())
+            .collect()
+    }
+
+    fn valid_at(&self, at: Timestamp) -> Vec<SessionFact> {
+        self.read().facts_where(|fact| fact.is_valid_at(at))
+    }
+
+    fn export_snapshot(&self) -> Snapshot {
+        let state = self.read();
+        Snapshot {
+            version: SNAPSHOT_VERSION,
+            records: state
+                .records
+                .values()
+                .map(|record| SnapshotRecord {
+                    batch: record.batch,
+                    fact: record.fact.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    fn import_snapshot(&self, json: &str) -> StoreResult<ImportReport> {
+        #[derive(Deserialize)]
+        struct Document {
+            version: u64,
+            records: Vec<serde_json::Value>,
+        }
+        let document: Document =
+            serde_json::from_str(json).map_err(|e| StoreError::SnapshotJson(Arc::new(e)))?;
+        if document.version != SNAPSHOT_VERSION {
+            return Err(StoreError::SnapshotVersion {
+                found: document.version,
+                supported: SNAPSHOT_VERSION,
+            });
+        }
+        let mut state = self.write();
+        let mut report = state.import(document.records);
+        state.newest_input_batch = state.last_batch;
+        if let Some(compaction) = self.compact_if_needed(&mut state) {
+            report.invalidated.extend(compaction.dropped_valid);
+        }
+        Ok(report)
+    }
+}
+
+/// One version of a fact.
+#[derive(Debug)]
+struct Record {
+    fact: SessionFact,
+    /// The batch that added it or last refreshed it.
+    batch: u64,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    next_seq: u64,
+    last_batch: u64,
+    /// The batch of the latest `add` (summaries written by compaction do not count), which
+    /// compaction never merges.
+    newest_input_batch: u64,
+    records: IndexMap<u64, Record>,
+    valid: usize,
+    versions: HashMap<FactId, Vec<u64>>,
+    by_subject: HashMap<u64, Vec<u64>>,
+    valid_by_key: HashMap<u64, Vec<u64>>,
+    statements: HashMap<u64, Vec<u64>>,
+    hasher: RandomState,
+}
+
+fn link(index: &mut HashMap<u64, Vec<u64>>, key: u64, seq: u64) {
+    index.entry(key).or_default().push(seq);
+}
+
+fn unlink(index: &mut HashMap<u64, Vec<u64>>, key: u64, seq: u64) {
+    if let Some(seqs) = index.get_mut(&key) {
+        seqs.retain(|s| *s != seq);
+        if seqs.is_empty() {
+            index.remove(&key);
+        }
+    }
+}
+
+impl State {
+    fn history_len(&self) -> usize {
+        self.records.len() - self.valid
+    }
+
+    fn key_hash(&self, subject: &str, relation: &str) -> u64 {
+        self.hasher.hash_one((subject, relation))
+    }
+
+    fn facts_where(&self, keep: impl Fn(&SessionFact) -> bool) -> Vec<SessionFact> {
+        self.records
+            .values()
+            .filter(|record| keep(&record.fact))
+            .map(|record| record.fact.clone())
+            .collect()
+    }
+
+    fn latest_version(&self, id: FactId) -> Option<u64> {
+        self.versions.get(&id)?.last().copied()
+    }
+
+    /// The valid version of `id`, if any: only the latest version can be valid.
+    fn valid_version(&self, id: FactId) -> Option<u64> {
+        let seq = self.latest_version(id)?;
+        self.records
+            .get(&seq)
+            .is_some_and(|record| record.fact.is_valid())
+            .then_some(seq)
+    }
+
+    fn valid_seqs_for_key(&self, subject: &str, relation: &str) -> Vec<u64> {
+        let key = self.key_hash(subject, relation);
+        self.valid_by_key
+            .get(&key)
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(|seq| {
+                self.records.get(seq).is_some_and(|record| {
+                    record.fact.subject() == subject && record.fact.relation() == relation
+                })
+            })
+            .collect()
+    }
+
+    /// The valid fact whose folded statement is `folded`, other than `except`.
+    fn find_statement(&self, folded: &str, except: Option<FactId>) -> Option<FactId> {
+        let key = self.hasher.hash_one(folded);
+        self.statements
+            .get(&key)
+            .into_iter()
+            .flatten()
+            .filter_map(|seq| self.records.get(seq))
+            .map(|record| &record.fact)
+            .find(|fact| {
+                Some(fact.id()) != except
+                    && fact
+                        .statement()
+                        .is_some_and(|s| fold_statement(s) == folded)
+            })
+            .map(SessionFact::id)
+    }
+
+    fn link_valid(&mut self, seq: u64, fact: &SessionFact) {
+        let key = self.key_hash(fact.subject(), fact.relation());
+        link(&mut self.valid_by_key, key, seq);
+        if let Some(statement) = fact.statement() {
+            let key = self.hasher.hash_one(fold_statement(statement));
+            link(&mut self.statements, key, seq);
+        }
+        self.valid += 1;
+    }
+
+    fn unlink_valid(&mut self, seq: u64, fact: &SessionFact) {
+        let key = self.key_hash(fact.subject(), fact.relation());
+        unlink(&mut self.valid_by_key, key, seq);
+        if let Some(statement) = fact.statement() {
+            let key = self.hasher.hash_one(fold_statement(statement));
+            unlink(&mut self.statements, key, seq);
+        }
+        self.valid -= 1;
+    }
+
+    /// Stores a new version and indexes it.
+    fn insert(&mut self, fact: SessionFact, batch: u64) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.versions.entry(fact.id()).or_default().push(seq);
+        let subject_key = self.hasher.hash_one(fact.subject());
+        link(&mut self.by_subject, subject_key, seq);
+        if fact.is_valid() {
+            self.link_valid(seq, &fact);
+        }
+        self.records.insert(seq, Record { fact, batch });
+    }
+
+    /// Ends the validity of a valid version at `at`, or at its `valid_from` if `at` is
+    /// earlier (input out of time order), so `valid_to` is never before `valid_from`.
+    fn end_validity(&mut self, seq: u64, at: Timestamp) -> Option<FactId> {
+        let fact = self.records.get(&seq)?.fact.clone();
+        let ended = fact.invalidated_at(at.max(fact.valid_from())).ok()?;
+        self.unlink_valid(seq, &fact);
+        let record = self.records.get_mut(&seq)?;
+        record.fact = ended;
+        Some(fact.id())
+    }
+
+    /// Removes versions and every index entry pointing at them.
+    fn remove(&mut self, seqs: &HashSet<u64>) {
+        for &seq in seqs {
+            let Some(record) = self.records.get(&seq) else {
+                continue;
+            };
+            let fact = record.fact.clone();
+            if fact.is_valid() {
+                self.unlink_valid(seq, &fact);
+            }
+            let subject_key = self.hasher.hash_one(fact.subject());
+            unlink(&mut self.by_subject, subject_key, seq);
+            if let Some(versions) = self.versions.get_mut(&fact.id()) {
+                versions.retain(|s| *s != seq);
+                if versions.is_empty() {
+                    self.versions.remove(&fact.id());
+                }
+            }
+        }
+        self.records.retain(|seq, _| !seqs.contains(seq));
+    }
+
+    fn add_batch(&mut self, batch: Vec<SessionFact>) -> AddReport {
+        self.last_batch += 1;
+        let this_batch = self.last_batch;
+        let incoming: HashSet<FactId> = batch
+            .iter()
+            .filter(|fact| fact.is_valid())
+            .map(SessionFact::id)
+            .collect();
+        let mut seen = HashSet::with_capacity(batch.len());
+        let mut report = AddReport::default();
+        for (index, fact) in batch.into_iter().enumerate() {
+            let id = fact.id();
+            let skip = |reason| Skipped { index, id, reason };
+            if !fact.is_valid() {
+                report.skipped.push(skip(SkipReason::ArrivedInvalidated));
+                continue;
+            }
+            if !seen.insert(id) {
+                report.skipped.push(skip(SkipReason::DuplicateInBatch));
+                continue;
+            }
+            let refresh = self.valid_version(id);
+            if refresh.is_none()
+                && let Some(statement) = fact.statement()
+                && let Some(existing) = self.find_statement(&fold_statement(statement), None)
+            {
+                report
+                    .skipped
+                    .push(skip(SkipReason::DuplicateStatement { existing }));
+                continue;
+            }
+            // End the facts of earlier batches with this key, except those this batch
+            // re-adds: they are refreshed when their turn comes, whatever the order.
+            for seq in self.valid_seqs_for_key(fact.subject(), fact.relation()) {
+                let earlier = self.records.get(&seq).is_some_and(|record| {
+                    record.batch != this_batch && !incoming.contains(&record.fact.id())
+                });
+                if earlier && let Some(ended) = self.end_validity(seq, fact.valid_from()) {
+                    report.invalidated.push(ended);
+                }
+            }
+            match refresh.and_then(|seq| self.records.get_mut(&seq)) {
+                Some(record) => {
+                    record.batch = this_batch;
+                    report.refreshed.push(id);
+                }
+                None => {
+                    self.insert(fact, this_batch);
+                    report.added.push(id);
+                }
+            }
+        }
+        report
+    }
+
+    fn import(&mut self, records: Vec<serde_json::Value>) -> ImportReport {
+        let base = self.last_batch;
+        let mut report = ImportReport::default();
+        for (index, value) in records.into_iter().enumerate() {
+            let mut skip =
+                |message: String| report.skipped.push(ImportDiagnostic { index, message });
+            let record: SnapshotRecord = match serde_json::from_value(value) {
+                Ok(record) => record,
+                Err(e) => {
+                    skip(format!("invalid record: {e}"));
+                    continue;
+                }
+            };
+            let batch = base.saturating_add(record.batch);
+            self.last_batch = self.last_batch.max(batch);
+            let fact = record.fact;
+            if !fact.is_valid() {
+                self.insert(fact, batch);
+                report.imported += 1;
+                continue;
+            }
+            if self.valid_version(fact.id()).is_some() {
+                skip(format!("fact {} is already valid in the store", fact.id()));
+                continue;
+            }
+            if let Some(statement) = fact.statement()
+                && let Some(existing) = self.find_statement(&fold_statement(statement), None)
+            {
+                skip(format!(
+                    "fact {} repeats the statement of valid fact {existing}",
+                    fact.id()
+                ));
+                continue;
+            }
+            // The latest batch wins a key, as in `add`.
+            let mut superseded_at = None;
+            for seq in self.valid_seqs_for_key(fact.subject(), fact.relation()) {
+                let Some(existing) = self.records.get(&seq) else {
+                    continue;
+                };
+                if existing.batch < batch {
+                    if let Some(ended) = self.end_validity(seq, fact.valid_from()) {
+                        report.invalidated.push(ended);
+                    }
+                } else if existing.batch > batch {
+                    superseded_at = Some(existing.fact.valid_from());
+                }
+            }
+            let fact = match superseded_at {
+                Some(at) => match fact.invalidated_at(at.max(fact.valid_from())) {
+                    Ok(ended) => ended,
+                    Err(e) => {
+                        skip(format!("fact {} cannot be ordered: {e}", fact.id()));
+                        continue;
+                    }
+                },
+                None => fact,
+            };
+            self.insert(fact, batch);
+            report.imported += 1;
+        }
+        report
+    }
+
+    fn update(&mut self, id: FactId, update: &FactUpdate) -> StoreResult<SessionFact> {
+        let seq = self.latest_version(id).ok_or(StoreError::NotFound { id })?;
+        let old = self
+            .records
+            .get(&seq)
+            .map(|record| record.fact.clone())
+            .ok_or(StoreError::NotFound { id })?;
+        let new = old
+            .updated(update)
+            .map_err(|source| StoreError::InvalidUpdate { id, source })?;
+        if old.is_valid()
+            && let Some(statement) = new.statement()
+            && let Some(existing) = self.find_statement(&fold_statement(statement), Some(id))
+        {
+            return Err(StoreError::DuplicateStatement { id, existing });
+        }
+        if old.is_valid() {
+            self.unlink_valid(seq, &old);
+            self.link_valid(seq, &new);
+        }
+        if let Some(record) = self.records.get_mut(&seq) {
+            record.fact = new.clone();
+        }
+        Ok(new)
+    }
+
+    fn compact(&mut self, max_valid: usize, config: &StoreConfig) -> CompactionReport {
+        let mut report = CompactionReport::default();
+        if self.valid > max_valid {
+            match config.policy {
+                CompactionPolicy::MergeBySubject => {
+                    self.merge_subjects(max_valid, &mut report);
+                    self.drop_valid(
+                        max_valid,
+                        |fact, seq| (0.0, fact.valid_from(), seq),
+                        &mut report,
+                    );
+                }
+                CompactionPolicy::LowestConfidenceFirst => {
+                    self.drop_valid(
+                        max_valid,
+                        |fact, seq| (fact.confidence(), fact.valid_from(), seq),
+                        &mut report,
+                    );
+                }
+            }
+        }
+        // Last, because a summary may invalidate an older summary of its subject.
+        let excess_history = self.history_len().saturating_sub(config.history_limit);
+        if excess_history > 0 {
+            let oldest: HashSet<u64> = self
+                .records
+                .iter()
+                .filter(|(_, record)| !record.fact.is_valid())
+                .map(|(seq, _)| *seq)
+                .take(excess_history)
+                .collect();
+            report.dropped_history = oldest.len();
+            self.remove(&oldest);
+        }
+        report
+    }
+
+    /// Merges subjects, least recently touched first, until `max_valid` is met.
+    fn merge_subjects(&mut self, max_valid: usize, report: &mut CompactionReport) {
+        let protected = self.newest_input_batch;
+        let mut groups: IndexMap<&str, Vec<u64>> = IndexMap::new();
+        for (seq, record) in &self.records {
+            if record.fact.is_valid() && record.batch != protected {
+                groups.entry(record.fact.subject()).or_default().push(*seq);
+            }
+        }
+        let mut groups: Vec<Vec<u64>> =
+            groups.into_values().filter(|seqs| seqs.len() > 1).collect();
+        groups.sort_by_key(|seqs| seqs.last().copied());
+        for seqs in groups {
+            if self.valid <= max_valid {
+                break;
+            }
+            let facts: Vec<&SessionFact> = seqs
+                .iter()
+                .filter_map(|seq| self.records.get(seq))
+                .map(|record| &record.fact)
+                .collect();
+            let Some(summary) = summarize(&facts) else {
+                continue;
+            };
+            report.merged += seqs.len();
+            self.remove(&seqs.into_iter().collect());
+            report.summaries.push(summary.id());
+            self.add_batch(vec![summary]);
+        }
+    }
+
+    /// Drops valid facts in ascending `order` (a rank, then age) until `max_valid` is met.
+    fn drop_valid(
+        &mut self,
+        max_valid: usize,
+        order: impl Fn(&SessionFact, u64) -> (f64, Timestamp, u64),
+        report: &mut CompactionReport,
+    ) {
+        let excess = self.valid.saturating_sub(max_valid);
+        if excess == 0 {
+            return;
+        }
+        let mut candidates: Vec<((f64, Timestamp, u64), FactId)> = self
+            .records
+            .iter()
+            .filter(|(_, record)| record.fact.is_valid())
+            .map(|(seq, record)| (order(&record.fact, *seq), record.fact.id()))
+            .collect();
+        candidates.sort_by(|(a, _), (b, _)| a.0.total_cmp(&b.0).then((a.1, a.2).cmp(&(b.1, b.2))));
+        candidates.truncate(excess);
+        let seqs = candidates.iter().map(|((_, _, seq), _)| *seq).collect();
+        self.remove(&seqs);
+        report
+            .dropped_valid
+            .extend(candidates.into_iter().map(|(_, id)| id));
+    }
+}
+
+/// The summary fact that replaces the valid facts of one subject (oldest first).
+fn summarize(facts: &[&SessionFact]) -> Option<SessionFact> {
+    let first = facts.first()?;
+    let newest = facts.iter().max_by_key(|fact| fact.valid_from())?;
+    let mut object = String::new();
+    let mut tags: Vec<Tag> = Vec::new();
+    for fact in facts {
+        if !object.is_empty() {
+            object.push_str("; ");
+        }
+        object.push_str(fact.relation());
+        object.push(' ');
+        object.push_str(fact.object());
+        for tag in fact.tags().as_slice() {
+            if tags.len() < fact_model::MAX_TAGS && !tags.contains(tag) {
+                tags.push(*tag);
+            }
+        }
+        if object.len() > MAX_OBJECT_CHARS * 4 {
+            break;
+        }
+    }
+    let confidence = facts
+        .iter()
+        .map(|fact| fact.confidence())
+        .fold(1.0, f64::min);
+    SessionFact::builder(
+        first.subject(),
+        COMPACTED_RELATION,
+        clip(&object, MAX_OBJECT_CHARS),
+    )
+    .tags(tags)
+    .valid_from(newest.valid_from())
+    .source(newest.source_task_id(), newest.source_role())
+    .confidence(confidence)
+    .build()
+    .ok()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,79 @@
+//! What store operations report back: [`AddReport`], [`CompactionReport`], [`ImportReport`].
+
+use fact_model::FactId;
+use serde::Serialize;
+
+/// What one [`add`](crate::SessionFactStore::add) did with its batch.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct AddReport {
+    /// Facts stored as new versions.
+    pub added: Vec<FactId>,
+    /// Facts that were already valid and stay as they were.
+    pub refreshed: Vec<FactId>,
+    /// Facts of earlier batches that this batch invalidated.
+    pub invalidated: Vec<FactId>,
+    /// Facts not stored, with the reason.
+    pub skipped: Vec<Skipped>,
+    /// The automatic compaction this add triggered, if any.
+    pub compaction: Option<CompactionReport>,
+}
+
+/// A fact of a batch that was not stored.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Skipped {
+    /// Its position in the batch.
+    pub index: usize,
+    /// Its id.
+    pub id: FactId,
+    /// Why it was skipped.
+    pub reason: SkipReason,
+}
+
+/// Why a fact of a batch was not stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+#[non_exhaustive]
+pub enum SkipReason {
+    /// It arrived with `valid_to` set; only valid facts are added.
+    ArrivedInvalidated,
+    /// The same triple appeared earlier in the same batch.
+    DuplicateInBatch,
+    /// A valid fact already has the same statement (after case and whitespace folding).
+    DuplicateStatement {
+        /// The valid fact with that statement.
+        existing: FactId,
+    },
+}
+
+/// What a compaction removed and merged.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CompactionReport {
+    /// Invalidated versions dropped, oldest first, to keep history within its limit.
+    pub dropped_history: usize,
+    /// Valid facts merged into subject summaries.
+    pub merged: usize,
+    /// The summary facts created, one per merged subject.
+    pub summaries: Vec<FactId>,
+    /// Valid facts dropped outright (oldest first, or lowest confidence first).
+    pub dropped_valid: Vec<FactId>,
+}
+
+/// What an [`import_snapshot`](crate::SessionFactStore::import_snapshot) did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ImportReport {
+    /// Versions imported.
+    pub imported: usize,
+    /// Valid facts that imported versions invalidated.
+    pub invalidated: Vec<FactId>,
+    /// Records not imported, with the reason.
+    pub skipped: Vec<ImportDiagnostic>,
+}
+
+/// A snapshot record that was not imported.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ImportDiagnostic {
+    /// Its position in the snapshot's `records`.
+    pub index: usize,
+    /// What was wrong with it.
+    pub message: String,
+}

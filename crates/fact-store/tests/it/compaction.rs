@@ -1,0 +1,142 @@
+//! Capacity and compaction policies.
+
+use super::{fact, store_with};
+use fact_model::{SessionFact, SourceRole, Tag};
+use fact_store::{CompactionPolicy, SessionFactStore, StoreConfig};
+
+/// The facts of one implementer result of task `task`, as the rule extractor makes them.
+fn result(task: u32) -> Vec<SessionFact> {
+    let subject = format!("task:{task}");
+    let secs = i64::from(task);
+    vec![
+        fact(&subject, "completed_with", "completed", task, secs),
+        fact(
+            &subject,
+            "summary",
+            &format!("implemented part {task}"),
+            task,
+            secs,
+        ),
+        fact(
+            &format!("src/part_{task}.rs"),
+            "modified_by",
+            &subject,
+            task,
+            secs,
+        ),
+    ]
+}
+
+#[test]
+fn six_hundred_results_compacted_to_five_hundred_keep_the_newest_verbatim() {
+    let (store, _) = store_with(StoreConfig::default());
+    for task in 1..=600 {
+        let report = store.add(result(task));
+        assert!(
+            store.valid_count() <= 500,
+            "after task {task}: {}",
+            store.valid_count()
+        );
+        if task == 600 {
+            assert!(report.compaction.is_some());
+        }
+    }
+    let valid = store.valid_facts();
+    for newest in result(600) {
+        assert!(valid.contains(&newest), "{newest:?} must survive verbatim");
+    }
+    let task1: Vec<&SessionFact> = valid.iter().filter(|f| f.subject() == "task:1").collect();
+    assert!(
+        task1.iter().all(|f| f.relation() == "compacted"),
+        "task 1's facts are merged or gone: {task1:?}"
+    );
+    assert!(!valid.contains(&result(1)[0]));
+}
+
+#[test]
+fn merge_by_subject_writes_one_summary_per_subject() {
+    let config = StoreConfig {
+        capacity: 4,
+        auto_compact: false,
+        ..StoreConfig::default()
+    };
+    let (store, _) = store_with(config);
+    store.add(result(1));
+    store.add(result(2));
+    let report = store.compact(4);
+    assert_eq!((report.merged, report.summaries.len()), (2, 1));
+    let summary = store.history("task:1").pop().unwrap();
+    assert_eq!(summary.relation(), "compacted");
+    assert_eq!(
+        summary.object(),
+        "completed_with completed; summary implemented part 1"
+    );
+    assert_eq!(summary.tags().as_slice(), &[Tag::Decision]);
+    assert_eq!(store.valid_count(), 4);
+    // Nothing left to merge outside the newest batch: the oldest valid facts go, and the
+    // newest batch survives verbatim.
+    let report = store.compact(3);
+    assert_eq!((report.merged, report.dropped_valid.len()), (0, 1));
+    let newest: Vec<SessionFact> = result(2);
+    assert_eq!(store.valid_facts(), newest);
+}
+
+#[test]
+fn lowest_confidence_first_drops_the_least_certain() {
+    let config = StoreConfig {
+        capacity: 2,
+        policy: CompactionPolicy::LowestConfidenceFirst,
+        ..StoreConfig::default()
+    };
+    let (store, _) = store_with(config);
+    let with_confidence = |object: &str, confidence: f64| {
+        SessionFact::builder("user", object, "x")
+            .tag(Tag::Knowledge)
+            .source("chat", SourceRole::Extractor)
+            .valid_from(super::t(0))
+            .confidence(confidence)
+            .build()
+            .unwrap()
+    };
+    store.add(vec![with_confidence("a", 0.9), with_confidence("b", 0.3)]);
+    let report = store.add(vec![with_confidence("c", 0.6)]);
+    assert_eq!(report.compaction.unwrap().dropped_valid.len(), 1);
+    let mut left: Vec<String> = store
+        .valid_facts()
+        .iter()
+        .map(|f| f.relation().to_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["a", "c"]);
+}
+
+#[test]
+fn history_beyond_its_limit_is_dropped_oldest_first() {
+    let config = StoreConfig {
+        history_limit: 2,
+        ..StoreConfig::default()
+    };
+    let (store, _) = store_with(config);
+    for n in 0..5 {
+        store.add(vec![fact("task:1", "summary", &format!("v{n}"), 1, n)]);
+    }
+    let objects: Vec<String> = store
+        .history("task:1")
+        .iter()
+        .map(|f| f.object().to_owned())
+        .collect();
+    assert_eq!(objects, ["v2", "v3", "v4"]);
+}
+
+#[test]
+fn without_auto_compaction_the_store_grows() {
+    let config = StoreConfig {
+        capacity: 1,
+        auto_compact: false,
+        ..StoreConfig::default()
+    };
+    let (store, _) = store_with(config);
+    let report = store.add(result(1));
+    assert!(report.compaction.is_none());
+    assert_eq!(store.valid_count(), 3);
+}

@@ -1,0 +1,94 @@
+//! Snapshot export and import.
+
+use super::{fact, memory, store, store_with};
+use fact_store::{SessionFactStore, Snapshot, StoreConfig, StoreError};
+use serde_json::json;
+
+fn filled() -> std::sync::Arc<dyn SessionFactStore> {
+    let (store, _) = store();
+    store.add(vec![
+        fact("task:1", "completed_with", "blocked", 1, 0),
+        memory("tabs", "Prefers tabs", 0.6),
+    ]);
+    store.add(vec![fact("task:1", "completed_with", "completed", 1, 10)]);
+    store.add(vec![fact("src/a.rs", "modified_by", "task:1", 1, 10)]);
+    store
+}
+
+#[test]
+fn export_then_import_yields_an_equal_store() {
+    let source = filled();
+    let json = source.export_snapshot().to_json();
+    let (copy, _) = store();
+    let report = copy.import_snapshot(&json).unwrap();
+    assert_eq!((report.imported, report.skipped.len()), (4, 0));
+    assert_eq!(copy.export_snapshot(), source.export_snapshot());
+    assert_eq!(copy.valid_facts(), source.valid_facts());
+    assert_eq!(copy.history("task:1"), source.history("task:1"));
+}
+
+#[test]
+fn bad_records_are_skipped_with_diagnostics_and_the_rest_imported() {
+    let source = filled();
+    let mut document = serde_json::to_value(source.export_snapshot()).unwrap();
+    let records = document["records"].as_array_mut().unwrap();
+    records[1]["fact"]["confidence"] = json!(3.0);
+    records.push(json!({"batch": 9, "fact": {"subject": ""}}));
+    records.push(json!("not a record"));
+    let (copy, _) = store();
+    let report = copy.import_snapshot(&document.to_string()).unwrap();
+    assert_eq!(report.imported, 3);
+    let indexes: Vec<usize> = report.skipped.iter().map(|d| d.index).collect();
+    assert_eq!(indexes, [1, 4, 5]);
+    assert!(
+        report.skipped[0]
+            .message
+            .contains("`confidence` must be a finite number"),
+        "{:?}",
+        report.skipped[0]
+    );
+}
+
+#[test]
+fn documents_that_are_not_snapshots_are_errors_and_import_nothing() {
+    let (store, _) = store();
+    assert!(matches!(
+        store.import_snapshot("{"),
+        Err(StoreError::SnapshotJson(_))
+    ));
+    assert!(matches!(
+        store.import_snapshot("[]"),
+        Err(StoreError::SnapshotJson(_))
+    ));
+    let err = store
+        .import_snapshot(r#"{"version": 2, "records": []}"#)
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "snapshot version 2 is not supported; this store reads version 1"
+    );
+    assert_eq!(store.export_snapshot().records.len(), 0);
+}
+
+#[test]
+fn importing_into_a_non_empty_store_lets_the_snapshot_win_its_keys() {
+    let (store, _) = store_with(StoreConfig::default());
+    store.add(vec![fact("task:1", "completed_with", "failed", 1, 20)]);
+    let report = store
+        .import_snapshot(&filled().export_snapshot().to_json())
+        .unwrap();
+    assert_eq!(
+        report.invalidated.len(),
+        1,
+        "imported batches are newer than the store's own"
+    );
+    let valid: Vec<String> = store
+        .valid_facts()
+        .iter()
+        .map(|f| f.object().to_owned())
+        .collect();
+    assert!(valid.contains(&"completed".to_owned()) && !valid.contains(&"failed".to_owned()));
+    // The snapshot is plain serde data too.
+    let snapshot: Snapshot = serde_json::from_str(&store.export_snapshot().to_json()).unwrap();
+    assert_eq!(snapshot.version, 1);
+}

@@ -1,0 +1,190 @@
+//! Temporal invalidation: newer batches end older facts; nothing is overwritten.
+
+use super::{fact, store, t, valid_lines};
+use fact_model::FactId;
+
+#[test]
+fn a_later_batch_invalidates_the_same_subject_and_relation() {
+    let (store, _) = store();
+    store.add(vec![fact("task:1", "completed_with", "blocked", 1, 10)]);
+    let report = store.add(vec![fact("task:1", "completed_with", "completed", 1, 20)]);
+    assert_eq!(report.added.len(), 1);
+    assert_eq!(
+        report.invalidated,
+        [FactId::for_triple("task:1", "completed_with", "blocked")]
+    );
+    assert_eq!(valid_lines(&*store), ["task:1 completed_with completed"]);
+    let history = store.history("task:1");
+    assert_eq!(history.len(), 2);
+    assert_eq!(
+        history[0].valid_to(),
+        Some(t(20)),
+        "ends when the new fact begins"
+    );
+    assert_eq!(history[1].valid_to(), None);
+}
+
+#[test]
+fn facts_of_one_batch_never_invalidate_each_other() {
+    let (store, _) = store();
+    let report = store.add(vec![
+        fact("task:2", "requires", "write the parser", 2, 0),
+        fact("task:2", "requires", "update the docs", 2, 0),
+    ]);
+    assert_eq!((report.added.len(), report.invalidated.len()), (2, 0));
+    assert_eq!(store.valid_count(), 2);
+    // The next batch with that key replaces both.
+    let report = store.add(vec![fact("task:2", "requires", "nothing", 2, 5)]);
+    assert_eq!(report.invalidated.len(), 2);
+    assert_eq!(valid_lines(&*store), ["task:2 requires nothing"]);
+}
+
+#[test]
+fn re_adding_a_valid_triple_refreshes_it() {
+    let (store, _) = store();
+    let f = fact("src/a.rs", "modified_by", "task:1", 1, 0);
+    store.add(vec![f.clone()]);
+    let report = store.add(vec![fact("src/a.rs", "modified_by", "task:1", 1, 9)]);
+    assert_eq!(report.refreshed, [f.id()]);
+    assert!(report.added.is_empty() && report.invalidated.is_empty());
+    assert_eq!(
+        store.history("src/a.rs"),
+        [f],
+        "valid_from of the refreshed fact is unchanged"
+    );
+}
+
+#[test]
+fn re_adding_an_invalidated_triple_starts_a_new_version() {
+    let (store, _) = store();
+    store.add(vec![fact("task:3", "reviewed_as", "needs_changes", 3, 0)]);
+    store.add(vec![fact("task:3", "reviewed_as", "approved", 3, 10)]);
+    let report = store.add(vec![fact("task:3", "reviewed_as", "needs_changes", 3, 20)]);
+    assert_eq!(report.added.len(), 1);
+    let history: Vec<_> = store
+        .history("task:3")
+        .iter()
+        .map(|f| (f.object().to_owned(), f.valid_from(), f.valid_to()))
+        .collect();
+    assert_eq!(
+        history,
+        [
+            ("needs_changes".to_owned(), t(0), Some(t(10))),
+            ("approved".to_owned(), t(10), Some(t(20))),
+            ("needs_changes".to_owned(), t(20), None),
+        ]
+    );
+    let id = FactId::for_triple("task:3", "reviewed_as", "needs_changes");
+    assert_eq!(
+        store.get(id).unwrap().valid_from(),
+        t(20),
+        "get returns the latest version"
+    );
+}
+
+#[test]
+fn a_batch_that_re_adds_one_of_several_facts_keeps_it_whatever_the_order() {
+    for reversed in [false, true] {
+        let (store, _) = store();
+        store.add(vec![
+            fact("task:4", "requires", "a", 4, 0),
+            fact("task:4", "requires", "b", 4, 0),
+        ]);
+        let mut batch = vec![
+            fact("task:4", "requires", "a", 4, 5),
+            fact("task:4", "requires", "c", 4, 5),
+        ];
+        if reversed {
+            batch.reverse();
+        }
+        let report = store.add(batch);
+        assert_eq!(
+            report.refreshed,
+            [FactId::for_triple("task:4", "requires", "a")]
+        );
+        assert_eq!(
+            report.invalidated,
+            [FactId::for_triple("task:4", "requires", "b")]
+        );
+        let mut lines = valid_lines(&*store);
+        lines.sort();
+        assert_eq!(
+            lines,
+            ["task:4 requires a", "task:4 requires c"],
+            "reversed: {reversed}"
+        );
+    }
+}
+
+#[test]
+fn out_of_order_time_never_ends_a_fact_before_it_began() {
+    let (store, _) = store();
+    store.add(vec![fact("task:5", "summary", "late clock", 5, 100)]);
+    store.add(vec![fact("task:5", "summary", "early clock", 5, 50)]);
+    let old = &store.history("task:5")[0];
+    assert_eq!(
+        old.valid_to(),
+        Some(t(100)),
+        "clamped to its own valid_from"
+    );
+}
+
+#[test]
+fn explicit_invalidation_uses_the_injected_clock() {
+    let (store, clock) = store();
+    store.add(vec![fact("task:6", "blocked_by", "missing schema", 6, 0)]);
+    clock.set(t(42));
+    let ended = store.invalidate("task:6", "blocked_by");
+    assert_eq!(
+        ended,
+        [FactId::for_triple("task:6", "blocked_by", "missing schema")]
+    );
+    assert_eq!(store.valid_count(), 0);
+    assert_eq!(store.history("task:6")[0].valid_to(), Some(t(42)));
+    assert!(
+        store.invalidate("task:6", "blocked_by").is_empty(),
+        "nothing left to invalidate"
+    );
+}
+
+#[test]
+fn valid_at_answers_for_any_instant() {
+    let (store, _) = store();
+    store.add(vec![fact("task:7", "completed_with", "blocked", 7, 10)]);
+    store.add(vec![fact("task:7", "completed_with", "completed", 7, 20)]);
+    let objects = |secs| -> Vec<String> {
+        store
+            .valid_at(t(secs))
+            .iter()
+            .map(|f| f.object().to_owned())
+            .collect()
+    };
+    assert!(objects(9).is_empty());
+    assert_eq!(objects(10), ["blocked"]);
+    assert_eq!(objects(19), ["blocked"]);
+    assert_eq!(objects(20), ["completed"]);
+}
+
+#[test]
+fn arriving_invalidated_and_repeated_facts_are_skipped_with_reasons() {
+    let (store, _) = store();
+    let ended = fact("a", "b", "c", 1, 0).invalidated_at(t(1)).unwrap();
+    let report = store.add(vec![
+        ended,
+        fact("x", "y", "z", 1, 0),
+        fact("x", "y", "z", 1, 0),
+    ]);
+    let reasons: Vec<_> = report
+        .skipped
+        .iter()
+        .map(|s| (s.index, format!("{:?}", s.reason)))
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            (0, "ArrivedInvalidated".to_owned()),
+            (2, "DuplicateInBatch".to_owned())
+        ]
+    );
+    assert_eq!(store.valid_count(), 1);
+}
