@@ -31,8 +31,15 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// assert_ne!(FactId::for_triple("ab", "c", "x"), FactId::for_triple("a", "bc", "x"));
 /// # Ok::<(), fact_model::ParseFactIdError>(())
 /// ```
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct FactId([u8; 8]);
+
+/// Hashes as one `u64`: the id is already a uniform hash, so integer hashers can use it.
+impl std::hash::Hash for FactId {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(u64::from_le_bytes(self.0));
+    }
+}
 
 /// Why a string is not a [`FactId`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

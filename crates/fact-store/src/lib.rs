@@ -78,24 +78,123 @@ pub trait SessionFactStore: Send + Sync + Debug {
     /// statement of a valid memory fact is skipped with its reason. When the store is
     /// configured to compact automatically and goes over capacity, it compacts before
     /// returning, and the report says how.
+    ///
+    /// ```
+    /// # use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
+    /// # use fact_store::{InMemorySessionFactStore, SessionFactStore};
+    /// # let at = |secs| Timestamp::from_unix_secs(secs).unwrap();
+    /// # let fact = |s: &str, r: &str, o: &str, secs| SessionFact::builder(s, r, o)
+    /// #     .tag(Tag::Decision).source("1", SourceRole::Implementer)
+    /// #     .valid_from(at(secs)).build().unwrap();
+    /// let store = InMemorySessionFactStore::default();
+    /// let report = store.add(vec![
+    ///     fact("task:1", "requires", "parser", 0),
+    ///     fact("task:1", "requires", "docs", 0), // same batch: both stay valid
+    /// ]);
+    /// assert_eq!(report.added.len(), 2);
+    /// let report = store.add(vec![fact("task:1", "requires", "nothing", 5)]);
+    /// assert_eq!(report.invalidated.len(), 2);
+    /// ```
     fn add(&self, batch: Vec<SessionFact>) -> AddReport;
 
     /// Invalidates every valid fact with this `subject` and `relation`, now; returns their ids.
+    ///
+    /// ```
+    /// # use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
+    /// # use fact_store::{InMemorySessionFactStore, SessionFactStore};
+    /// # let at = |secs| Timestamp::from_unix_secs(secs).unwrap();
+    /// # let fact = |s: &str, r: &str, o: &str, secs| SessionFact::builder(s, r, o)
+    /// #     .tag(Tag::Decision).source("1", SourceRole::Implementer)
+    /// #     .valid_from(at(secs)).build().unwrap();
+    /// let store = InMemorySessionFactStore::default();
+    /// store.add(vec![fact("task:2", "blocked_by", "missing schema", 0)]);
+    /// assert_eq!(store.invalidate("task:2", "blocked_by").len(), 1);
+    /// assert_eq!(store.valid_count(), 0);
+    /// ```
     fn invalidate(&self, subject: &str, relation: &str) -> Vec<FactId>;
 
     /// Every valid fact, oldest first.
+    ///
+    /// ```
+    /// # use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
+    /// # use fact_store::{InMemorySessionFactStore, SessionFactStore};
+    /// # let at = |secs| Timestamp::from_unix_secs(secs).unwrap();
+    /// # let fact = |s: &str, r: &str, o: &str, secs| SessionFact::builder(s, r, o)
+    /// #     .tag(Tag::Decision).source("1", SourceRole::Implementer)
+    /// #     .valid_from(at(secs)).build().unwrap();
+    /// let store = InMemorySessionFactStore::default();
+    /// store.add(vec![fact("a", "r", "1", 0)]);
+    /// store.add(vec![fact("a", "r", "2", 1), fact("b", "r", "3", 1)]);
+    /// let objects: Vec<_> = store.valid_facts().iter().map(|f| f.object().to_owned()).collect();
+    /// assert_eq!(objects, ["2", "3"]);
+    /// ```
     fn valid_facts(&self) -> Vec<SessionFact>;
 
     /// The valid facts carrying any of `tags`, oldest first (none when `tags` is empty).
+    ///
+    /// ```
+    /// # use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
+    /// # use fact_store::{InMemorySessionFactStore, SessionFactStore};
+    /// # let at = |secs| Timestamp::from_unix_secs(secs).unwrap();
+    /// # let fact = |s: &str, r: &str, o: &str, secs| SessionFact::builder(s, r, o)
+    /// #     .tag(Tag::Decision).source("1", SourceRole::Implementer)
+    /// #     .valid_from(at(secs)).build().unwrap();
+    /// let store = InMemorySessionFactStore::default();
+    /// store.add(vec![fact("task:1", "completed_with", "completed", 0)]);
+    /// assert_eq!(store.valid_facts_by_tags(&[Tag::Error, Tag::Decision]).len(), 1);
+    /// assert!(store.valid_facts_by_tags(&[Tag::Error]).is_empty());
+    /// ```
     fn valid_facts_by_tags(&self, tags: &[Tag]) -> Vec<SessionFact>;
 
     /// How many facts are valid.
+    ///
+    /// ```
+    /// # use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
+    /// # use fact_store::{InMemorySessionFactStore, SessionFactStore};
+    /// # let at = |secs| Timestamp::from_unix_secs(secs).unwrap();
+    /// # let fact = |s: &str, r: &str, o: &str, secs| SessionFact::builder(s, r, o)
+    /// #     .tag(Tag::Decision).source("1", SourceRole::Implementer)
+    /// #     .valid_from(at(secs)).build().unwrap();
+    /// let store = InMemorySessionFactStore::default();
+    /// store.add(vec![fact("a", "r", "1", 0)]);
+    /// store.add(vec![fact("a", "r", "2", 1)]);
+    /// assert_eq!(store.valid_count(), 1);
+    /// ```
     fn valid_count(&self) -> usize;
 
     /// Compacts until at most `max_valid` facts are valid, following the store's policy.
+    ///
+    /// Also drops history beyond the store's history limit, oldest first.
+    ///
+    /// ```
+    /// # use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
+    /// # use fact_store::{InMemorySessionFactStore, SessionFactStore};
+    /// # let at = |secs| Timestamp::from_unix_secs(secs).unwrap();
+    /// # let fact = |s: &str, r: &str, o: &str, secs| SessionFact::builder(s, r, o)
+    /// #     .tag(Tag::Decision).source("1", SourceRole::Implementer)
+    /// #     .valid_from(at(secs)).build().unwrap();
+    /// let store = InMemorySessionFactStore::default();
+    /// store.add(vec![fact("task:1", "summary", "parser", 0), fact("task:1", "requires", "docs", 0)]);
+    /// store.add(vec![fact("task:2", "summary", "lexer", 1)]);
+    /// let report = store.compact(2);
+    /// assert_eq!((report.merged, store.valid_count()), (2, 2));
+    /// ```
     fn compact(&self, max_valid: usize) -> CompactionReport;
 
     /// The latest version of the fact with this id, valid or not.
+    ///
+    /// ```
+    /// # use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
+    /// # use fact_store::{InMemorySessionFactStore, SessionFactStore};
+    /// # let at = |secs| Timestamp::from_unix_secs(secs).unwrap();
+    /// # let fact = |s: &str, r: &str, o: &str, secs| SessionFact::builder(s, r, o)
+    /// #     .tag(Tag::Decision).source("1", SourceRole::Implementer)
+    /// #     .valid_from(at(secs)).build().unwrap();
+    /// let store = InMemorySessionFactStore::default();
+    /// let f = fact("a", "r", "o", 0);
+    /// store.add(vec![f.clone()]);
+    /// assert_eq!(store.get(f.id()), Some(f));
+    /// ```
     fn get(&self, id: FactId) -> Option<SessionFact>;
 
     /// Changes the given fields of the latest version of a fact; `valid_from` stays.
@@ -104,6 +203,22 @@ pub trait SessionFactStore: Send + Sync + Debug {
     ///
     /// [`StoreError::NotFound`], [`StoreError::InvalidUpdate`], or
     /// [`StoreError::DuplicateStatement`] when the new statement repeats another valid fact's.
+    ///
+    /// ```
+    /// # use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
+    /// # use fact_store::{InMemorySessionFactStore, SessionFactStore};
+    /// # let at = |secs| Timestamp::from_unix_secs(secs).unwrap();
+    /// # let fact = |s: &str, r: &str, o: &str, secs| SessionFact::builder(s, r, o)
+    /// #     .tag(Tag::Decision).source("1", SourceRole::Implementer)
+    /// #     .valid_from(at(secs)).build().unwrap();
+    /// let store = InMemorySessionFactStore::default();
+    /// # use fact_model::FactUpdate;
+    /// let f = fact("user", "prefers", "tabs", 0);
+    /// store.add(vec![f.clone()]);
+    /// let update = FactUpdate { confidence: Some(0.4), ..FactUpdate::default() };
+    /// assert_eq!(store.update(f.id(), &update)?.confidence(), 0.4);
+    /// # Ok::<(), fact_store::StoreError>(())
+    /// ```
     fn update(&self, id: FactId, update: &FactUpdate) -> StoreResult<SessionFact>;
 
     /// Deletes every version of the fact with this id; returns how many were removed.
@@ -111,15 +226,75 @@ pub trait SessionFactStore: Send + Sync + Debug {
     /// # Errors
     ///
     /// [`StoreError::NotFound`] when no version has this id: a delete is never a silent no-op.
+    ///
+    /// ```
+    /// # use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
+    /// # use fact_store::{InMemorySessionFactStore, SessionFactStore};
+    /// # let at = |secs| Timestamp::from_unix_secs(secs).unwrap();
+    /// # let fact = |s: &str, r: &str, o: &str, secs| SessionFact::builder(s, r, o)
+    /// #     .tag(Tag::Decision).source("1", SourceRole::Implementer)
+    /// #     .valid_from(at(secs)).build().unwrap();
+    /// let store = InMemorySessionFactStore::default();
+    /// # use fact_store::StoreError;
+    /// let f = fact("a", "r", "o", 0);
+    /// store.add(vec![f.clone()]);
+    /// assert_eq!(store.delete(f.id())?, 1);
+    /// assert!(matches!(store.delete(f.id()), Err(StoreError::NotFound { .. })));
+    /// # Ok::<(), StoreError>(())
+    /// ```
     fn delete(&self, id: FactId) -> StoreResult<usize>;
 
     /// Every version of every fact about `subject`, oldest first.
+    ///
+    /// ```
+    /// # use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
+    /// # use fact_store::{InMemorySessionFactStore, SessionFactStore};
+    /// # let at = |secs| Timestamp::from_unix_secs(secs).unwrap();
+    /// # let fact = |s: &str, r: &str, o: &str, secs| SessionFact::builder(s, r, o)
+    /// #     .tag(Tag::Decision).source("1", SourceRole::Implementer)
+    /// #     .valid_from(at(secs)).build().unwrap();
+    /// let store = InMemorySessionFactStore::default();
+    /// store.add(vec![fact("task:3", "reviewed_as", "needs_changes", 0)]);
+    /// store.add(vec![fact("task:3", "reviewed_as", "approved", 9)]);
+    /// let history = store.history("task:3");
+    /// assert_eq!(history[0].valid_to(), Some(at(9)));
+    /// assert_eq!(history[1].object(), "approved");
+    /// ```
     fn history(&self, subject: &str) -> Vec<SessionFact>;
 
     /// The facts that were valid at `at` (`valid_from <= at < valid_to`), oldest first.
+    ///
+    /// ```
+    /// # use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
+    /// # use fact_store::{InMemorySessionFactStore, SessionFactStore};
+    /// # let at = |secs| Timestamp::from_unix_secs(secs).unwrap();
+    /// # let fact = |s: &str, r: &str, o: &str, secs| SessionFact::builder(s, r, o)
+    /// #     .tag(Tag::Decision).source("1", SourceRole::Implementer)
+    /// #     .valid_from(at(secs)).build().unwrap();
+    /// let store = InMemorySessionFactStore::default();
+    /// store.add(vec![fact("task:3", "reviewed_as", "needs_changes", 0)]);
+    /// store.add(vec![fact("task:3", "reviewed_as", "approved", 9)]);
+    /// assert_eq!(store.valid_at(at(5))[0].object(), "needs_changes");
+    /// assert_eq!(store.valid_at(at(9))[0].object(), "approved");
+    /// ```
     fn valid_at(&self, at: Timestamp) -> Vec<SessionFact>;
 
     /// A serializable copy of every version, oldest first, with its batch.
+    ///
+    /// ```
+    /// # use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
+    /// # use fact_store::{InMemorySessionFactStore, SessionFactStore};
+    /// # let at = |secs| Timestamp::from_unix_secs(secs).unwrap();
+    /// # let fact = |s: &str, r: &str, o: &str, secs| SessionFact::builder(s, r, o)
+    /// #     .tag(Tag::Decision).source("1", SourceRole::Implementer)
+    /// #     .valid_from(at(secs)).build().unwrap();
+    /// let store = InMemorySessionFactStore::default();
+    /// store.add(vec![fact("a", "r", "o", 0)]);
+    /// let copy = InMemorySessionFactStore::default();
+    /// copy.import_snapshot(&store.export_snapshot().to_json())?;
+    /// assert_eq!(copy.export_snapshot(), store.export_snapshot());
+    /// # Ok::<(), fact_store::StoreError>(())
+    /// ```
     fn export_snapshot(&self) -> Snapshot;
 
     /// Adds the versions of a JSON snapshot (as written by [`Snapshot::to_json`]).
@@ -131,6 +306,24 @@ pub trait SessionFactStore: Send + Sync + Debug {
     ///
     /// [`StoreError::SnapshotJson`] when the text is not a snapshot document at all,
     /// [`StoreError::SnapshotVersion`] for an unsupported version. Nothing is imported then.
+    ///
+    /// ```
+    /// # use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
+    /// # use fact_store::{InMemorySessionFactStore, SessionFactStore};
+    /// # let at = |secs| Timestamp::from_unix_secs(secs).unwrap();
+    /// # let fact = |s: &str, r: &str, o: &str, secs| SessionFact::builder(s, r, o)
+    /// #     .tag(Tag::Decision).source("1", SourceRole::Implementer)
+    /// #     .valid_from(at(secs)).build().unwrap();
+    /// let store = InMemorySessionFactStore::default();
+    /// let json = r#"{"version": 1, "records": [{"batch": 1, "fact": {
+    ///     "subject": "", "relation": "r", "object": "o", "tags": ["decision"],
+    ///     "valid_from": "2026-11-22T00:00:00Z", "source_task_id": "1",
+    ///     "source_role": "implementer"}}]}"#;
+    /// let report = store.import_snapshot(json)?;
+    /// assert_eq!(report.imported, 0);
+    /// assert!(report.skipped[0].message.contains("`subject` must not be empty"));
+    /// # Ok::<(), fact_store::StoreError>(())
+    /// ```
     fn import_snapshot(&self, json: &str) -> StoreResult<ImportReport>;
 }
 

@@ -6,6 +6,7 @@ mod compaction;
 mod crud;
 mod snapshot;
 mod temporal;
+mod workload;
 
 use std::sync::Arc;
 
