@@ -174,6 +174,18 @@ impl InMemorySessionFactStore {
     /// A store holding the versions of a JSON snapshot, with the diagnostics of the
     /// records it skipped.
     ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use fact_model::SystemClock;
+    /// use fact_store::{InMemorySessionFactStore, SessionFactStore, StoreConfig};
+    ///
+    /// let json = r#"{"version": 1, "records": []}"#;
+    /// let (store, report) =
+    ///     InMemorySessionFactStore::from_snapshot_json(json, StoreConfig::default(), Arc::new(SystemClock))?;
+    /// assert_eq!((store.valid_count(), report.imported), (0, 0));
+    /// # Ok::<(), fact_store::StoreError>(())
+    /// ```
+    ///
     /// # Errors
     ///
     /// As [`SessionFactStore::import_snapshot`].
@@ -391,7 +403,7 @@ fn unlink(index: &mut IntMap<u64, Vec<u64>>, key: u64, seq: u64) {
 
 impl State {
     fn history_len(&self) -> usize {
-        self.records.len() - self.valid
+        self.records.len().saturating_sub(self.valid)
     }
 
     fn key_hash(&self, subject: &str, relation: &str) -> u64 {
@@ -469,7 +481,7 @@ impl State {
             let key = self.hasher.hash_one(fold_statement(statement));
             unlink(&mut self.statements, key, seq);
         }
-        self.valid -= 1;
+        self.valid = self.valid.saturating_sub(1);
     }
 
     /// Stores a new version and indexes it.

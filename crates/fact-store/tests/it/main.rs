@@ -6,7 +6,7 @@ mod compaction;
 mod crud;
 mod snapshot;
 mod temporal;
-mod workload;
+mod workload_port;
 
 use std::sync::Arc;
 
