@@ -29,6 +29,10 @@ pub const ELLIPSIS: &str = "...";
 /// ```
 #[must_use]
 pub fn clip(text: &str, max_chars: usize) -> Cow<'_, str> {
+    // A char is at least one byte, so text of at most `max_chars` bytes fits.
+    if text.len() <= max_chars {
+        return Cow::Borrowed(text);
+    }
     // Find the byte offset of the char that would be number `max_chars + 1`; if there is
     // none, the text fits.
     let Some((overflow_at, _)) = text.char_indices().nth(max_chars) else {

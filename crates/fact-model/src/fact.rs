@@ -316,6 +316,10 @@ fn check_text(field: Field, value: &str, max: usize) -> Result<(), FactError> {
     if value.trim().is_empty() {
         return Err(FactError::Blank { field });
     }
+    // A char is at least one byte: only count chars when the bytes could exceed the limit.
+    if value.len() <= max {
+        return Ok(());
+    }
     let actual = char_len(value);
     if actual > max {
         return Err(FactError::TooLong { field, max, actual });

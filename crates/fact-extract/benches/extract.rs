@@ -1,0 +1,43 @@
+//! Extraction benchmarks on the shared dispatch workload: one implementer result (5 files,
+//! 2 follow-ups, 1 test run) and one reviewer result (3 issues, 2 required fixes).
+//! Run with `cargo bench -p fact-extract --bench extract`.
+
+#![allow(clippy::unwrap_used)]
+
+#[path = "../../fact-store/benches/support/workload.rs"]
+mod workload;
+
+use std::sync::Arc;
+
+use divan::Bencher;
+use fact_extract::{FactExtractor, RuleBasedFactExtractor};
+use fact_model::ManualClock;
+
+fn main() {
+    divan::main();
+}
+
+const TASKS: usize = 1_000;
+
+fn setup() -> (RuleBasedFactExtractor, workload::Workload) {
+    let extractor = RuleBasedFactExtractor::with_defaults(Arc::new(ManualClock::default()));
+    (extractor, workload::generate(TASKS * 13, 0, 42))
+}
+
+#[divan::bench(sample_count = 1000)]
+fn implementer_result(bencher: Bencher<'_, '_>) {
+    let (extractor, workload) = setup();
+    let mut next = workload.tasks.iter().cycle();
+    bencher
+        .with_inputs(|| &next.next().unwrap().implementer)
+        .bench_local_values(|result| extractor.extract_from_implementer(result, &result.task_id));
+}
+
+#[divan::bench(sample_count = 1000)]
+fn reviewer_result(bencher: Bencher<'_, '_>) {
+    let (extractor, workload) = setup();
+    let mut next = workload.tasks.iter().cycle();
+    bencher
+        .with_inputs(|| &next.next().unwrap().reviewer)
+        .bench_local_values(|result| extractor.extract_from_reviewer(result, &result.task_id));
+}

@@ -1,0 +1,195 @@
+//! Rules for reviewer results.
+
+use fact_model::{ReviewIssue, ReviewerResult, Tag};
+
+use crate::{ExtractionRule, RuleContext, RuleError, RuleOutput};
+
+/// Word starts that mark an issue as being about a convention (lowercase).
+const CONVENTION_WORDS: &[&str] = &[
+    "convention",
+    "pattern",
+    "naming",
+    "style",
+    "camelcase",
+    "snake_case",
+    "pascalcase",
+    "format",
+];
+
+/// The subject of facts about an issue: its file, else the task.
+fn issue_subject<'a>(issue: &'a ReviewIssue, ctx: &'a RuleContext<'_>) -> &'a str {
+    match issue.file.as_deref().map(str::trim) {
+        Some(file) if !file.is_empty() => file,
+        _ => ctx.task_subject(),
+    }
+}
+
+/// Whether `text` has a word starting with one of [`CONVENTION_WORDS`], in any case.
+///
+/// Word starts only, so `formatting` and `Patterns` count but `information` does not.
+/// The words are ASCII, so comparing bytes case-insensitively needs no lowercased copy.
+fn mentions_convention(text: &str) -> bool {
+    // Bytes, not chars: the words are ASCII, and every byte of a non-ASCII char counts as
+    // part of a word, so a word start is never inside a multi-byte char.
+    let bytes = text.as_bytes();
+    let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || !b.is_ascii();
+    let mut previous_is_word = false;
+    for (at, &b) in bytes.iter().enumerate() {
+        let word = is_word(b);
+        // Every word of the list starts with one of these letters: a cheap filter.
+        if word
+            && !previous_is_word
+            && matches!(b.to_ascii_lowercase(), b'c' | b'p' | b'n' | b's' | b'f')
+        {
+            let rest = bytes.get(at..).unwrap_or_default();
+            let starts_with = |candidate: &&str| {
+                rest.get(..candidate.len())
+                    .is_some_and(|prefix| prefix.eq_ignore_ascii_case(candidate.as_bytes()))
+            };
+            if CONVENTION_WORDS.iter().any(starts_with) {
+                return true;
+            }
+        }
+        previous_is_word = word;
+    }
+    false
+}
+
+/// `task:{id} reviewed_as {assessment}` (decision).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Assessment;
+
+impl ExtractionRule<ReviewerResult> for Assessment {
+    fn name(&self) -> &str {
+        "reviewer.assessment"
+    }
+
+    fn extract(
+        &self,
+        result: &ReviewerResult,
+        ctx: &RuleContext<'_>,
+    ) -> Result<RuleOutput, RuleError> {
+        let mut out = RuleOutput::default();
+        out.push(ctx.fact(
+            ctx.task_subject(),
+            "reviewed_as",
+            result.assessment.as_str(),
+            &[Tag::Decision],
+        )?);
+        Ok(out)
+    }
+}
+
+/// `{file or task:{id}} issue [{severity}] {message}` for each issue (error).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Issues;
+
+impl ExtractionRule<ReviewerResult> for Issues {
+    fn name(&self) -> &str {
+        "reviewer.issues"
+    }
+
+    fn extract(
+        &self,
+        result: &ReviewerResult,
+        ctx: &RuleContext<'_>,
+    ) -> Result<RuleOutput, RuleError> {
+        let mut out = RuleOutput::default();
+        for issue in &result.issues {
+            let message = issue.message.trim();
+            if message.is_empty() {
+                continue;
+            }
+            let object = format!("[{}] {message}", issue.severity.as_str());
+            out.push(ctx.fact(issue_subject(issue, ctx), "issue", &object, &[Tag::Error])?);
+        }
+        Ok(out)
+    }
+}
+
+/// `task:{id} must_fix {fix, clipped}` for each required fix (convention).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RequiredFixes;
+
+impl ExtractionRule<ReviewerResult> for RequiredFixes {
+    fn name(&self) -> &str {
+        "reviewer.required_fixes"
+    }
+
+    fn extract(
+        &self,
+        result: &ReviewerResult,
+        ctx: &RuleContext<'_>,
+    ) -> Result<RuleOutput, RuleError> {
+        let mut out = RuleOutput::default();
+        for fix in &result.required_fixes {
+            out.push(ctx.fact(
+                ctx.task_subject(),
+                "must_fix",
+                fix.trim(),
+                &[Tag::Convention],
+            )?);
+        }
+        Ok(out)
+    }
+}
+
+/// `{file or task:{id}} convention {message, clipped}` for each issue whose message or fix
+/// mentions a convention (convention).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Conventions;
+
+impl ExtractionRule<ReviewerResult> for Conventions {
+    fn name(&self) -> &str {
+        "reviewer.conventions"
+    }
+
+    fn extract(
+        &self,
+        result: &ReviewerResult,
+        ctx: &RuleContext<'_>,
+    ) -> Result<RuleOutput, RuleError> {
+        let mut out = RuleOutput::default();
+        for issue in &result.issues {
+            if mentions_convention(&issue.message) || mentions_convention(&issue.fix) {
+                out.push(ctx.fact(
+                    issue_subject(issue, ctx),
+                    "convention",
+                    issue.message.trim(),
+                    &[Tag::Convention],
+                )?);
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mentions_convention;
+
+    #[test]
+    fn convention_words_match_at_word_starts_in_any_case() {
+        for yes in [
+            "Use the naming convention",
+            "follow the existing PATTERNS",
+            "inconsistent Style",
+            "use camelCase here",
+            "rename to snake_case",
+            "should be PascalCase",
+            "run the formatter",
+            "(format) this",
+        ] {
+            assert!(mentions_convention(yes), "{yes:?}");
+        }
+        for no in [
+            "missing information",
+            "add validation",
+            "unstyled",
+            "",
+            "résumé",
+        ] {
+            assert!(!mentions_convention(no), "{no:?}");
+        }
+    }
+}
