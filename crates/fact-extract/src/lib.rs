@@ -135,7 +135,9 @@ impl RuleOutput {
 ///
 /// Object safe: the extractor stores `Box<dyn ExtractionRule<R>>`. A rule reads the
 /// result and builds facts through [`RuleContext::fact`], which applies the source,
-/// timestamp, clipping and blank-skipping every rule shares.
+/// timestamp, clipping and blank-skipping every rule shares. A rule without state is
+/// easiest written as a function wrapped in an [`FnRule`]; implement the trait for rules
+/// that carry configuration.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -179,6 +181,64 @@ pub trait ExtractionRule<R>: Send + Sync + Debug {
     /// Any [`RuleError`]; the extractor turns it into a diagnostic and discards this
     /// rule's output, keeping every other rule's.
     fn extract(&self, result: &R, ctx: &RuleContext<'_>) -> Result<RuleOutput, RuleError>;
+}
+
+/// The signature of a rule written as a plain function: read `result`, push facts and
+/// notes into `out`.
+pub type RuleFn<R> = fn(&R, &RuleContext<'_>, &mut RuleOutput) -> Result<(), RuleError>;
+
+/// A rule made of a name and a function: the simplest way to write one.
+///
+/// Every default rule is an `FnRule` constant in [`rules`].
+///
+/// ```
+/// use fact_extract::{FnRule, RuleContext, RuleError, RuleOutput};
+/// use fact_model::{ImplementerResult, Tag};
+///
+/// fn file_count(result: &ImplementerResult, ctx: &RuleContext<'_>, out: &mut RuleOutput) -> Result<(), RuleError> {
+///     let count = result.files_changed.len().to_string();
+///     out.push(ctx.fact(ctx.task_subject(), "changed_files", &count, &[Tag::FileChange])?);
+///     Ok(())
+/// }
+///
+/// const FILE_COUNT: FnRule<ImplementerResult> = FnRule::new("implementer.file_count", file_count);
+/// ```
+pub struct FnRule<R> {
+    name: &'static str,
+    extract: RuleFn<R>,
+}
+
+impl<R> FnRule<R> {
+    /// A rule called `name` that runs `extract`.
+    pub const fn new(name: &'static str, extract: RuleFn<R>) -> Self {
+        FnRule { name, extract }
+    }
+}
+
+impl<R> Clone for FnRule<R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<R> Copy for FnRule<R> {}
+
+impl<R> Debug for FnRule<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("FnRule").field(&self.name).finish()
+    }
+}
+
+impl<R> ExtractionRule<R> for FnRule<R> {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn extract(&self, result: &R, ctx: &RuleContext<'_>) -> Result<RuleOutput, RuleError> {
+        let mut out = RuleOutput::default();
+        (self.extract)(result, ctx, &mut out)?;
+        Ok(out)
+    }
 }
 
 /// What every rule of one extraction shares: the task, the role and the instant.
@@ -298,12 +358,18 @@ mod tests {
         for (text, expect) in [
             ("plain text", "plain text"),
             ("  padded  ", "padded"),
-            ("two  spaces\tand\ttabs\nand lines", "two spaces and tabs and lines"),
+            (
+                "two  spaces\tand\ttabs\nand lines",
+                "two spaces and tabs and lines",
+            ),
             ("é  ü\u{3000}日本", "é ü 日本"),
             ("", ""),
         ] {
             assert_eq!(one_line(text), expect, "{text:?}");
         }
-        assert!(matches!(one_line("already fine"), std::borrow::Cow::Borrowed(_)));
+        assert!(matches!(
+            one_line("already fine"),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 }

@@ -1,21 +1,21 @@
-//! The default rules: one struct per row of the rule table.
+//! The default rules: one [`FnRule`](crate::FnRule) constant per row of the rule table.
 //!
 //! | rule | subject | relation | object | tags |
 //! |---|---|---|---|---|
-//! | [`Status`] | `task:{id}` | `completed_with` | status | decision |
-//! | [`Summary`] | `task:{id}` | `summary` | summary, clipped to 120 chars | decision |
-//! | [`FilesChanged`] | each changed path | `modified_by` | `task:{id}` | file_change |
-//! | [`MentionedPaths`] | each path named in the summary but not changed | `mentioned_by` | `task:{id}` | file_change |
-//! | [`FollowUps`] | `task:{id}` | `requires` | each follow-up action, clipped | dependency |
-//! | [`Blockers`] | `task:{id}` (status blocked or failed) | `blocked_by` | each follow-up action, clipped | error |
-//! | [`TestRuns`] | each test command | `passed_in` / `failed_in` | `task:{id}` | test |
-//! | [`TestFailures`] | each test command | `failure` | each failure line, clipped | test, error |
-//! | [`Assessment`] | `task:{id}` | `reviewed_as` | assessment | decision |
-//! | [`Issues`] | the issue's file, else `task:{id}` | `issue` | `[{severity}] {message}`, clipped | error |
-//! | [`RequiredFixes`] | `task:{id}` | `must_fix` | each fix, clipped | convention |
-//! | [`Conventions`] | the issue's file, else `task:{id}` | `convention` | the message, clipped | convention |
+//! | [`STATUS`] | `task:{id}` | `completed_with` | status | decision |
+//! | [`SUMMARY`] | `task:{id}` | `summary` | summary, clipped to 120 chars | decision |
+//! | [`FILES_CHANGED`] | each changed path | `modified_by` | `task:{id}` | file_change |
+//! | [`MENTIONED_PATHS`] | each path named in the summary but not changed | `mentioned_by` | `task:{id}` | file_change |
+//! | [`FOLLOW_UPS`] | `task:{id}` | `requires` | each follow-up action, clipped | dependency |
+//! | [`BLOCKERS`] | `task:{id}` (status blocked or failed) | `blocked_by` | each follow-up action, clipped | error |
+//! | [`TEST_RUNS`] | each test command | `passed_in` / `failed_in` | `task:{id}` | test |
+//! | [`TEST_FAILURES`] | each test command | `failure` | each failure line, clipped | test, error |
+//! | [`ASSESSMENT`] | `task:{id}` | `reviewed_as` | assessment | decision |
+//! | [`ISSUES`] | the issue's file, else `task:{id}` | `issue` | `[{severity}] {message}`, clipped | error |
+//! | [`REQUIRED_FIXES`] | `task:{id}` | `must_fix` | each fix, clipped | convention |
+//! | [`CONVENTIONS`] | the issue's file, else `task:{id}` | `convention` | the message, clipped | convention |
 //!
-//! [`Conventions`] applies to issues whose message or fix mentions a convention:
+//! [`CONVENTIONS`] applies to issues whose message or fix mentions a convention:
 //! a word starting with `convention`, `pattern`, `naming`, `style`, `camelcase`,
 //! `snake_case`, `pascalcase` or `format`, in any case.
 
@@ -27,32 +27,33 @@ use fact_model::{ImplementerResult, ReviewerResult};
 use crate::ExtractionRule;
 
 pub use self::implementer::{
-    Blockers, FilesChanged, FollowUps, MentionedPaths, Status, Summary, TestFailures, TestRuns,
+    BLOCKERS, FILES_CHANGED, FOLLOW_UPS, MENTIONED_PATHS, STATUS, SUMMARY, TEST_FAILURES, TEST_RUNS,
 };
-pub use self::reviewer::{Assessment, Conventions, Issues, RequiredFixes};
+pub use self::reviewer::{ASSESSMENT, CONVENTIONS, ISSUES, REQUIRED_FIXES};
 
 /// The default implementer rules, in table order.
 #[must_use]
 pub fn implementer_defaults() -> Vec<Box<dyn ExtractionRule<ImplementerResult>>> {
-    vec![
-        Box::new(Status),
-        Box::new(Summary),
-        Box::new(FilesChanged),
-        Box::new(MentionedPaths),
-        Box::new(FollowUps),
-        Box::new(Blockers),
-        Box::new(TestRuns),
-        Box::new(TestFailures),
+    [
+        STATUS,
+        SUMMARY,
+        FILES_CHANGED,
+        MENTIONED_PATHS,
+        FOLLOW_UPS,
+        BLOCKERS,
+        TEST_RUNS,
+        TEST_FAILURES,
     ]
+    .into_iter()
+    .map(|rule| Box::new(rule) as Box<dyn ExtractionRule<ImplementerResult>>)
+    .collect()
 }
 
 /// The default reviewer rules, in table order.
 #[must_use]
 pub fn reviewer_defaults() -> Vec<Box<dyn ExtractionRule<ReviewerResult>>> {
-    vec![
-        Box::new(Assessment),
-        Box::new(Issues),
-        Box::new(RequiredFixes),
-        Box::new(Conventions),
-    ]
+    [ASSESSMENT, ISSUES, REQUIRED_FIXES, CONVENTIONS]
+        .into_iter()
+        .map(|rule| Box::new(rule) as Box<dyn ExtractionRule<ReviewerResult>>)
+        .collect()
 }

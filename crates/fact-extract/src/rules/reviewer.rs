@@ -2,7 +2,7 @@
 
 use fact_model::{ReviewIssue, ReviewerResult, Tag};
 
-use crate::{ExtractionRule, RuleContext, RuleError, RuleOutput};
+use crate::{FnRule, RuleContext, RuleError, RuleOutput};
 
 /// Word starts that mark an issue as being about a convention (lowercase).
 const CONVENTION_WORDS: &[&str] = &[
@@ -56,112 +56,81 @@ fn mentions_convention(text: &str) -> bool {
 }
 
 /// `task:{id} reviewed_as {assessment}` (decision).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Assessment;
+pub const ASSESSMENT: FnRule<ReviewerResult> = FnRule::new("reviewer.assessment", assessment);
 
-impl ExtractionRule<ReviewerResult> for Assessment {
-    fn name(&self) -> &str {
-        "reviewer.assessment"
-    }
-
-    fn extract(
-        &self,
-        result: &ReviewerResult,
-        ctx: &RuleContext<'_>,
-    ) -> Result<RuleOutput, RuleError> {
-        let mut out = RuleOutput::default();
-        out.push(ctx.fact(
-            ctx.task_subject(),
-            "reviewed_as",
-            result.assessment.as_str(),
-            &[Tag::Decision],
-        )?);
-        Ok(out)
-    }
+fn assessment(
+    result: &ReviewerResult,
+    ctx: &RuleContext<'_>,
+    out: &mut RuleOutput,
+) -> Result<(), RuleError> {
+    out.push(ctx.fact(
+        ctx.task_subject(),
+        "reviewed_as",
+        result.assessment.as_str(),
+        &[Tag::Decision],
+    )?);
+    Ok(())
 }
 
 /// `{file or task:{id}} issue [{severity}] {message}` for each issue (error).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Issues;
+pub const ISSUES: FnRule<ReviewerResult> = FnRule::new("reviewer.issues", issues);
 
-impl ExtractionRule<ReviewerResult> for Issues {
-    fn name(&self) -> &str {
-        "reviewer.issues"
-    }
-
-    fn extract(
-        &self,
-        result: &ReviewerResult,
-        ctx: &RuleContext<'_>,
-    ) -> Result<RuleOutput, RuleError> {
-        let mut out = RuleOutput::default();
-        for issue in &result.issues {
-            let message = issue.message.trim();
-            if message.is_empty() {
-                continue;
-            }
-            let object = format!("[{}] {message}", issue.severity.as_str());
-            out.push(ctx.fact(issue_subject(issue, ctx), "issue", &object, &[Tag::Error])?);
+fn issues(
+    result: &ReviewerResult,
+    ctx: &RuleContext<'_>,
+    out: &mut RuleOutput,
+) -> Result<(), RuleError> {
+    for issue in &result.issues {
+        let message = issue.message.trim();
+        if message.is_empty() {
+            continue;
         }
-        Ok(out)
+        let object = format!("[{}] {message}", issue.severity.as_str());
+        out.push(ctx.fact(issue_subject(issue, ctx), "issue", &object, &[Tag::Error])?);
     }
+    Ok(())
 }
 
 /// `task:{id} must_fix {fix, clipped}` for each required fix (convention).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct RequiredFixes;
+pub const REQUIRED_FIXES: FnRule<ReviewerResult> =
+    FnRule::new("reviewer.required_fixes", required_fixes);
 
-impl ExtractionRule<ReviewerResult> for RequiredFixes {
-    fn name(&self) -> &str {
-        "reviewer.required_fixes"
+fn required_fixes(
+    result: &ReviewerResult,
+    ctx: &RuleContext<'_>,
+    out: &mut RuleOutput,
+) -> Result<(), RuleError> {
+    for fix in &result.required_fixes {
+        out.push(ctx.fact(
+            ctx.task_subject(),
+            "must_fix",
+            fix.trim(),
+            &[Tag::Convention],
+        )?);
     }
-
-    fn extract(
-        &self,
-        result: &ReviewerResult,
-        ctx: &RuleContext<'_>,
-    ) -> Result<RuleOutput, RuleError> {
-        let mut out = RuleOutput::default();
-        for fix in &result.required_fixes {
-            out.push(ctx.fact(
-                ctx.task_subject(),
-                "must_fix",
-                fix.trim(),
-                &[Tag::Convention],
-            )?);
-        }
-        Ok(out)
-    }
+    Ok(())
 }
 
 /// `{file or task:{id}} convention {message, clipped}` for each issue whose message or fix
 /// mentions a convention (convention).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Conventions;
+pub const CONVENTIONS: FnRule<ReviewerResult> = FnRule::new("reviewer.conventions", conventions);
 
-impl ExtractionRule<ReviewerResult> for Conventions {
-    fn name(&self) -> &str {
-        "reviewer.conventions"
-    }
-
-    fn extract(
-        &self,
-        result: &ReviewerResult,
-        ctx: &RuleContext<'_>,
-    ) -> Result<RuleOutput, RuleError> {
-        let mut out = RuleOutput::default();
-        for issue in &result.issues {
-            if mentions_convention(&issue.message) || mentions_convention(&issue.fix) {
-                out.push(ctx.fact(
-                    issue_subject(issue, ctx),
-                    "convention",
-                    issue.message.trim(),
-                    &[Tag::Convention],
-                )?);
-            }
+fn conventions(
+    result: &ReviewerResult,
+    ctx: &RuleContext<'_>,
+    out: &mut RuleOutput,
+) -> Result<(), RuleError> {
+    for issue in &result.issues {
+        if mentions_convention(&issue.message) || mentions_convention(&issue.fix) {
+            out.push(ctx.fact(
+                issue_subject(issue, ctx),
+                "convention",
+                issue.message.trim(),
+                &[Tag::Convention],
+            )?);
         }
-        Ok(out)
     }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -191,35 +191,35 @@ fn every_rule_alone() {
     let alone = || RuleBasedFactExtractor::empty(Arc::new(ManualClock::new(at())));
     let implementer_cases: Vec<Case<ImplementerResult>> = vec![
         (
-            Box::new(rules::Status),
+            Box::new(rules::STATUS),
             &["task:7 | completed_with | failed | decision"],
         ),
         (
-            Box::new(rules::Summary),
+            Box::new(rules::SUMMARY),
             &["task:7 | summary | Touched src/a.rs and src/b.rs | decision"],
         ),
         (
-            Box::new(rules::FilesChanged),
+            Box::new(rules::FILES_CHANGED),
             &["src/a.rs | modified_by | task:7 | file_change"],
         ),
         (
-            Box::new(rules::MentionedPaths),
+            Box::new(rules::MENTIONED_PATHS),
             &["src/b.rs | mentioned_by | task:7 | file_change"],
         ),
         (
-            Box::new(rules::FollowUps),
+            Box::new(rules::FOLLOW_UPS),
             &["task:7 | requires | Fix t1 | dependency"],
         ),
         (
-            Box::new(rules::Blockers),
+            Box::new(rules::BLOCKERS),
             &["task:7 | blocked_by | Fix t1 | error"],
         ),
         (
-            Box::new(rules::TestRuns),
+            Box::new(rules::TEST_RUNS),
             &["cargo test | failed_in | task:7 | test"],
         ),
         (
-            Box::new(rules::TestFailures),
+            Box::new(rules::TEST_FAILURES),
             &["cargo test | failure | t1 failed | test,error"],
         ),
     ];
@@ -232,19 +232,19 @@ fn every_rule_alone() {
     }
     let reviewer_cases: Vec<Case<ReviewerResult>> = vec![
         (
-            Box::new(rules::Assessment),
+            Box::new(rules::ASSESSMENT),
             &["task:7 | reviewed_as | needs_changes | decision"],
         ),
         (
-            Box::new(rules::Issues),
+            Box::new(rules::ISSUES),
             &["src/a.rs | issue | [minor] Wrong naming style | error"],
         ),
         (
-            Box::new(rules::RequiredFixes),
+            Box::new(rules::REQUIRED_FIXES),
             &["task:7 | must_fix | Rename things | convention"],
         ),
         (
-            Box::new(rules::Conventions),
+            Box::new(rules::CONVENTIONS),
             &["src/a.rs | convention | Wrong naming style | convention"],
         ),
     ];
