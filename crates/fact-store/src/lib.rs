@@ -47,6 +47,7 @@
 #![forbid(unsafe_code)]
 
 mod error;
+mod index;
 mod memory;
 mod report;
 mod snapshot;
@@ -56,6 +57,7 @@ use std::fmt::Debug;
 use fact_model::{FactId, FactUpdate, SessionFact, Tag, Timestamp};
 
 pub use crate::error::{StoreError, StoreResult};
+pub use crate::index::{Analyzer, AnalyzerConfig, STOPWORDS, ScoredFact, TermQuery, TermWeighting};
 pub use crate::memory::{
     COMPACTED_RELATION, CompactionPolicy, InMemorySessionFactStore, StoreConfig,
 };
@@ -325,6 +327,20 @@ pub trait SessionFactStore: Send + Sync + Debug {
     /// # Ok::<(), fact_store::StoreError>(())
     /// ```
     fn import_snapshot(&self, json: &str) -> StoreResult<ImportReport>;
+
+    /// The analyzer of the store's term index: queries must be analyzed with it.
+    fn analyzer(&self) -> &Analyzer;
+
+    /// The valid facts (or those valid at `query.as_of`) that share a term with the query
+    /// text (analyzed with [`analyzer`](Self::analyzer)),
+    /// scored by `weighting`, best first: higher score, then newer `valid_from`, then
+    /// smaller id. Facts scoring zero are never returned.
+    ///
+    /// Only facts holding a query term are scored (the store keeps an inverted index over
+    /// its valid facts); term statistics (`df`, document count, average length) cover all
+    /// valid facts, before the tag filter and the source-task exclusion. An `as_of` search
+    /// scans the facts valid at that instant instead, with statistics over them.
+    fn search(&self, query: &TermQuery<'_>, weighting: &dyn TermWeighting) -> Vec<ScoredFact>;
 }
 
 macro_rules! forward_store {
@@ -350,6 +366,10 @@ macro_rules! forward_store {
             fn export_snapshot(&self) -> Snapshot { (**self).export_snapshot() }
             fn import_snapshot(&self, json: &str) -> StoreResult<ImportReport> {
                 (**self).import_snapshot(json)
+            }
+            fn analyzer(&self) -> &Analyzer { (**self).analyzer() }
+            fn search(&self, query: &TermQuery<'_>, weighting: &dyn TermWeighting) -> Vec<ScoredFact> {
+                (**self).search(query, weighting)
             }
         }
     )*};

@@ -25,9 +25,11 @@ use fact_model::{
 use indexmap::IndexMap;
 use serde::Deserialize;
 
+use crate::index::{TermIndex, TopK, scan_scores};
 use crate::{
-    AddReport, CompactionReport, ImportDiagnostic, ImportReport, SNAPSHOT_VERSION,
-    SessionFactStore, SkipReason, Skipped, Snapshot, SnapshotRecord, StoreError, StoreResult,
+    AddReport, Analyzer, AnalyzerConfig, CompactionReport, ImportDiagnostic, ImportReport,
+    SNAPSHOT_VERSION, ScoredFact, SessionFactStore, SkipReason, Skipped, Snapshot, SnapshotRecord,
+    StoreError, StoreResult, TermQuery, TermWeighting,
 };
 
 /// The relation of the summary fact that [`CompactionPolicy::MergeBySubject`] writes.
@@ -72,6 +74,8 @@ pub struct StoreConfig {
     /// Whether `add`, `invalidate` and `import_snapshot` compact when the store goes over
     /// `capacity` or `history_limit` (default true). Without it, only `compact` calls do.
     pub auto_compact: bool,
+    /// How the term index analyzes fact text (and queries must be analyzed).
+    pub analyzer: AnalyzerConfig,
 }
 
 impl Default for StoreConfig {
@@ -81,6 +85,7 @@ impl Default for StoreConfig {
             history_limit: 500,
             policy: CompactionPolicy::MergeBySubject,
             auto_compact: true,
+            analyzer: AnalyzerConfig::default(),
         }
     }
 }
@@ -131,6 +136,7 @@ impl Default for StoreConfig {
 /// ```
 pub struct InMemorySessionFactStore {
     config: StoreConfig,
+    analyzer: Analyzer,
     clock: Arc<dyn Clock>,
     state: RwLock<State>,
 }
@@ -158,10 +164,15 @@ impl InMemorySessionFactStore {
     /// An empty store; `clock` dates explicit invalidations.
     #[must_use]
     pub fn new(config: StoreConfig, clock: Arc<dyn Clock>) -> Self {
+        let state = State {
+            analyzer: Analyzer::new(config.analyzer),
+            ..State::default()
+        };
         InMemorySessionFactStore {
+            analyzer: state.analyzer.clone(),
             config,
             clock,
-            state: RwLock::new(State::default()),
+            state: RwLock::new(state),
         }
     }
 
@@ -224,6 +235,7 @@ impl SessionFactStore for InMemorySessionFactStore {
         let mut report = state.add_batch(batch);
         state.newest_input_batch = state.last_batch;
         report.compaction = self.compact_if_needed(&mut state);
+        state.maintain_index();
         report
     }
 
@@ -237,6 +249,7 @@ impl SessionFactStore for InMemorySessionFactStore {
             .collect();
         // Invalidation grows history, which has a limit too.
         self.compact_if_needed(&mut state);
+        state.maintain_index();
         ended
     }
 
@@ -254,7 +267,10 @@ impl SessionFactStore for InMemorySessionFactStore {
     }
 
     fn compact(&self, max_valid: usize) -> CompactionReport {
-        self.write().compact(max_valid, &self.config)
+        let mut state = self.write();
+        let report = state.compact(max_valid, &self.config);
+        state.maintain_index();
+        report
     }
 
     fn get(&self, id: FactId) -> Option<SessionFact> {
@@ -278,6 +294,7 @@ impl SessionFactStore for InMemorySessionFactStore {
             return Err(StoreError::NotFound { id });
         }
         state.remove(&seqs);
+        state.maintain_index();
         Ok(seqs.len())
     }
 
@@ -334,7 +351,16 @@ impl SessionFactStore for InMemorySessionFactStore {
         if let Some(compaction) = self.compact_if_needed(&mut state) {
             report.invalidated.extend(compaction.dropped_valid);
         }
+        state.maintain_index();
         Ok(report)
+    }
+
+    fn analyzer(&self) -> &Analyzer {
+        &self.analyzer
+    }
+
+    fn search(&self, query: &TermQuery<'_>, weighting: &dyn TermWeighting) -> Vec<ScoredFact> {
+        self.read().search(query, weighting)
     }
 }
 
@@ -370,6 +396,8 @@ struct Record {
     fact: SessionFact,
     /// The batch that added it or last refreshed it.
     batch: u64,
+    /// Its slot in the term index, while it is valid.
+    slot: Option<u32>,
 }
 
 #[derive(Debug, Default)]
@@ -386,6 +414,8 @@ struct State {
     valid_by_key: IntMap<u64, Vec<u64>>,
     statements: IntMap<u64, Vec<u64>>,
     hasher: RandomState,
+    analyzer: Analyzer,
+    index: TermIndex,
 }
 
 fn link(index: &mut IntMap<u64, Vec<u64>>, key: u64, seq: u64) {
@@ -464,7 +494,8 @@ impl State {
             .map(SessionFact::id)
     }
 
-    fn link_valid(&mut self, seq: u64, fact: &SessionFact) {
+    /// Indexes a valid version; returns its term-index slot.
+    fn link_valid(&mut self, seq: u64, fact: &SessionFact) -> u32 {
         let key = self.key_hash(fact.subject(), fact.relation());
         link(&mut self.valid_by_key, key, seq);
         if let Some(statement) = fact.statement() {
@@ -472,9 +503,10 @@ impl State {
             link(&mut self.statements, key, seq);
         }
         self.valid += 1;
+        self.index.insert(seq, fact, &self.analyzer)
     }
 
-    fn unlink_valid(&mut self, seq: u64, fact: &SessionFact) {
+    fn unlink_valid(&mut self, seq: u64, fact: &SessionFact, slot: Option<u32>) {
         let key = self.key_hash(fact.subject(), fact.relation());
         unlink(&mut self.valid_by_key, key, seq);
         if let Some(statement) = fact.statement() {
@@ -482,6 +514,20 @@ impl State {
             unlink(&mut self.statements, key, seq);
         }
         self.valid = self.valid.saturating_sub(1);
+        if let Some(slot) = slot {
+            self.index.remove(slot);
+        }
+    }
+
+    /// Rebuilds the term index when dead postings outnumber live ones.
+    fn maintain_index(&mut self) {
+        if self.index.wants_rebuild() {
+            for (seq, slot) in self.index.rebuild() {
+                if let Some(record) = self.records.get_mut(&seq) {
+                    record.slot = Some(slot);
+                }
+            }
+        }
     }
 
     /// Stores a new version and indexes it.
@@ -491,20 +537,20 @@ impl State {
         self.versions.entry(fact.id()).or_default().push(seq);
         let subject_key = self.hasher.hash_one(fact.subject());
         link(&mut self.by_subject, subject_key, seq);
-        if fact.is_valid() {
-            self.link_valid(seq, &fact);
-        }
-        self.records.insert(seq, Record { fact, batch });
+        let slot = fact.is_valid().then(|| self.link_valid(seq, &fact));
+        self.records.insert(seq, Record { fact, batch, slot });
     }
 
     /// Ends the validity of a valid version at `at`, or at its `valid_from` if `at` is
     /// earlier (input out of time order), so `valid_to` is never before `valid_from`.
     fn end_validity(&mut self, seq: u64, at: Timestamp) -> Option<FactId> {
-        let fact = self.records.get(&seq)?.fact.clone();
+        let record = self.records.get(&seq)?;
+        let (fact, slot) = (record.fact.clone(), record.slot);
         let ended = fact.invalidated_at(at.max(fact.valid_from())).ok()?;
-        self.unlink_valid(seq, &fact);
+        self.unlink_valid(seq, &fact, slot);
         let record = self.records.get_mut(&seq)?;
         record.fact = ended;
+        record.slot = None;
         Some(fact.id())
     }
 
@@ -514,9 +560,9 @@ impl State {
             let Some(record) = self.records.get(&seq) else {
                 continue;
             };
-            let fact = record.fact.clone();
+            let (fact, slot) = (record.fact.clone(), record.slot);
             if fact.is_valid() {
-                self.unlink_valid(seq, &fact);
+                self.unlink_valid(seq, &fact, slot);
             }
             let subject_key = self.hasher.hash_one(fact.subject());
             unlink(&mut self.by_subject, subject_key, seq);
@@ -649,6 +695,60 @@ impl State {
         report
     }
 
+    fn search(&self, query: &TermQuery<'_>, weighting: &dyn TermWeighting) -> Vec<ScoredFact> {
+        if query.limit == 0 {
+            return Vec::new();
+        }
+        let tags_match =
+            |tags: &fact_model::Tags| query.tags.is_none_or(|wanted| tags.contains_any(wanted));
+        let excluded =
+            |fact: &SessionFact| query.exclude_source_task == Some(fact.source_task_id());
+        let mut top = TopK::new(query.limit);
+        match query.as_of {
+            None => {
+                for (slot, score) in self.index.score(query.text, &self.analyzer, weighting) {
+                    // Most candidates lose on score alone, without touching their slot.
+                    if !top.may_admit(score) {
+                        continue;
+                    }
+                    let Some(entry) = self.index.entry(slot) else {
+                        continue;
+                    };
+                    if !tags_match(&entry.tags) || !top.admits(score, entry.valid_from, entry.id) {
+                        continue;
+                    }
+                    // Only facts that would enter the top k are looked up.
+                    if let Some(record) = self.records.get(&entry.seq)
+                        && !excluded(&record.fact)
+                    {
+                        top.push(score, entry.valid_from, entry.id, entry.seq);
+                    }
+                }
+            }
+            Some(at) => {
+                let facts = self.records.iter().filter(|(_, r)| r.fact.is_valid_at(at));
+                let seqs: IntMap<FactId, u64> =
+                    facts.clone().map(|(seq, r)| (r.fact.id(), *seq)).collect();
+                let facts = facts.map(|(_, r)| &r.fact);
+                for (fact, score) in scan_scores(&self.analyzer, facts, query.text, weighting) {
+                    if tags_match(fact.tags())
+                        && !excluded(fact)
+                        && let Some(seq) = seqs.get(&fact.id())
+                    {
+                        top.push(score, fact.valid_from(), fact.id(), *seq);
+                    }
+                }
+            }
+        }
+        top.into_sorted()
+            .into_iter()
+            .filter_map(|(score, seq)| {
+                let fact = self.records.get(&seq)?.fact.clone();
+                Some(ScoredFact { fact, score })
+            })
+            .collect()
+    }
+
     fn update(&mut self, id: FactId, update: &FactUpdate) -> StoreResult<SessionFact> {
         let seq = self.latest_version(id).ok_or(StoreError::NotFound { id })?;
         let old = self
@@ -665,12 +765,15 @@ impl State {
         {
             return Err(StoreError::DuplicateStatement { id, existing });
         }
+        let mut slot = None;
         if old.is_valid() {
-            self.unlink_valid(seq, &old);
-            self.link_valid(seq, &new);
+            let old_slot = self.records.get(&seq).and_then(|record| record.slot);
+            self.unlink_valid(seq, &old, old_slot);
+            slot = Some(self.link_valid(seq, &new));
         }
         if let Some(record) = self.records.get_mut(&seq) {
             record.fact = new.clone();
+            record.slot = slot;
         }
         Ok(new)
     }

@@ -9,7 +9,51 @@ use fact_model::{Clock, FactUpdate, ManualClock, SessionFact, SourceRole, Tag, T
 use proptest::prelude::*;
 
 use super::{CompactionPolicy, InMemorySessionFactStore, State, StoreConfig};
-use crate::SessionFactStore;
+use crate::{SessionFactStore, TermQuery, TermWeighting};
+
+/// BM25 with the usual constants, to exercise both factors of a weighting.
+#[derive(Debug)]
+struct Bm25;
+
+impl TermWeighting for Bm25 {
+    fn term_weight(&self, df: usize, docs: usize, _: usize) -> f64 {
+        (1.0 + (docs as f64 - df as f64 + 0.5) / (df as f64 + 0.5)).ln()
+    }
+
+    fn tf_weight(&self, tf: u32, doc_len: u32, avg: f64) -> f64 {
+        let tf = f64::from(tf);
+        tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * f64::from(doc_len) / avg))
+    }
+}
+
+/// The index answers exactly as a brute-force scan (an `as_of` search at the end of time
+/// scans the valid facts).
+fn check_index(store: &InMemorySessionFactStore) -> Result<(), TestCaseError> {
+    for text in [
+        "alpha task 1",
+        "requires summary beta",
+        "gamma delta tabs vim src",
+        "nothing",
+    ] {
+        for limit in [1, 3, 100] {
+            let query = TermQuery {
+                text,
+                limit,
+                ..TermQuery::default()
+            };
+            let indexed = store.search(&query, &Bm25);
+            let scanned = store.search(
+                &TermQuery {
+                    as_of: Some(Timestamp::MAX),
+                    ..query.clone()
+                },
+                &Bm25,
+            );
+            prop_assert_eq!(&indexed, &scanned, "query {:?} limit {}", text, limit);
+        }
+    }
+    Ok(())
+}
 
 const SUBJECTS: &[&str] = &["task:1", "task:2", "src/a.rs", "user"];
 const RELATIONS: &[&str] = &["requires", "summary", "compacted"];
@@ -80,13 +124,15 @@ fn config() -> impl Strategy<Value = StoreConfig> {
             Just(CompactionPolicy::LowestConfidenceFirst)
         ],
         any::<bool>(),
+        any::<bool>(),
     )
         .prop_map(
-            |(capacity, history_limit, policy, auto_compact)| StoreConfig {
+            |(capacity, history_limit, policy, auto_compact, stemming)| StoreConfig {
                 capacity,
                 history_limit,
                 policy,
                 auto_compact,
+                analyzer: crate::AnalyzerConfig { stemming },
             },
         )
 }
@@ -250,6 +296,8 @@ proptest! {
             let state = store.read();
             check_state(&state)?;
             check_append_only(&before, &versions(&state))?;
+            drop(state);
+            check_index(&store)?;
         }
 
         // Snapshot export then import yields an equal store.

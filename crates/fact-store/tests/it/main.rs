@@ -4,6 +4,7 @@
 
 mod compaction;
 mod crud;
+mod search;
 mod snapshot;
 mod temporal;
 mod workload_port;

@@ -1,0 +1,70 @@
+//! Retrieval benchmarks on the shared dispatch workload: retrieve + format one query
+//! (40 random domain words, as in `../shared/bench/`) against stores of 1,000 and 100,000
+//! facts, made by the default rule extractor from the workload's results.
+//! Run with `cargo bench -p fact-retrieve --bench retrieve`.
+
+#![allow(clippy::unwrap_used)]
+
+#[path = "../../fact-store/benches/support/workload.rs"]
+mod workload;
+
+use std::sync::Arc;
+
+use divan::Bencher;
+use fact_extract::{FactExtractor, RuleBasedFactExtractor};
+use fact_model::ManualClock;
+use fact_retrieve::{Bm25, FactQuery, FactRetriever, IndexRetriever, KeywordOverlap};
+use fact_store::{InMemorySessionFactStore, SessionFactStore, StoreConfig, TermWeighting};
+
+fn main() {
+    divan::main();
+}
+
+/// A store filled from the workload for `facts` (the generator's argument), and its queries.
+fn setup(facts: usize) -> (Arc<dyn SessionFactStore>, Vec<FactQuery>) {
+    let clock = Arc::new(ManualClock::default());
+    let config = StoreConfig {
+        capacity: usize::MAX,
+        history_limit: usize::MAX,
+        ..StoreConfig::default()
+    };
+    let store: Arc<dyn SessionFactStore> =
+        Arc::new(InMemorySessionFactStore::new(config, clock.clone()));
+    let extractor = RuleBasedFactExtractor::with_defaults(clock.clone());
+    let workload = workload::generate(facts, 500, 42);
+    for task in &workload.tasks {
+        clock.advance(std::time::Duration::from_secs(1));
+        let id = &task.implementer.task_id;
+        store.add(
+            extractor
+                .extract_from_implementer(&task.implementer, id)
+                .facts,
+        );
+        store.add(extractor.extract_from_reviewer(&task.reviewer, id).facts);
+    }
+    let queries = workload
+        .queries
+        .into_iter()
+        .map(|(task, text)| FactQuery::new(task, text))
+        .collect();
+    (store, queries)
+}
+
+fn bench(bencher: Bencher<'_, '_>, facts: usize, weighting: Box<dyn TermWeighting>) {
+    let (store, queries) = setup(facts);
+    let retriever = IndexRetriever::new(store).with_weighting(weighting);
+    let mut next = queries.iter().cycle();
+    bencher
+        .with_inputs(|| next.next().unwrap())
+        .bench_local_values(|query| retriever.retrieve(query));
+}
+
+#[divan::bench(args = [1_000, 100_000], sample_count = 500)]
+fn retrieve_and_format_bm25(bencher: Bencher<'_, '_>, facts: usize) {
+    bench(bencher, facts, Box::new(Bm25::default()));
+}
+
+#[divan::bench(args = [1_000, 100_000], sample_count = 500)]
+fn retrieve_and_format_overlap(bencher: Bencher<'_, '_>, facts: usize) {
+    bench(bencher, facts, Box::new(KeywordOverlap));
+}

@@ -1,0 +1,212 @@
+//! [`FactRetriever`] and [`IndexRetriever`]: the retrieval pipeline.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use fact_model::{SessionFact, Tag, Timestamp};
+use fact_store::{SessionFactStore, TermQuery, TermWeighting};
+use serde::{Deserialize, Serialize};
+
+use crate::{Bm25, CharsPerToken, SESSION_CONTEXT_HEADER, TokenCounter, format_fact_line};
+
+/// What the next task needs facts for.
+///
+/// ```
+/// use fact_retrieve::FactQuery;
+///
+/// let query = FactQuery::new("4", "Add retries to the dispatch runtime");
+/// assert_eq!((query.max_facts, query.max_tokens), (10, 500));
+/// let query: FactQuery = serde_json::from_str(r#"{"task_id": "4", "task_description": "x", "max_tokens": 200}"#)?;
+/// assert_eq!(query.max_tokens, 200);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FactQuery {
+    /// The task's description or prompt; its terms are matched against facts.
+    pub task_description: String,
+    /// The querying task: its own facts are left out (it already knows them).
+    pub task_id: String,
+    /// Keep only facts with any of these tags.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<Tag>>,
+    /// The most facts to return (default 10).
+    #[serde(default = "default_max_facts")]
+    pub max_facts: usize,
+    /// The most tokens the rendered `[Session Context]` section may cost (default 500).
+    #[serde(default = "default_max_tokens")]
+    pub max_tokens: usize,
+    /// Retrieve from the facts valid at this instant instead of the valid ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub as_of: Option<Timestamp>,
+}
+
+fn default_max_facts() -> usize {
+    10
+}
+
+fn default_max_tokens() -> usize {
+    500
+}
+
+impl FactQuery {
+    /// A query with the default limits, no tag filter, on the valid facts.
+    #[must_use]
+    pub fn new(task_id: impl Into<String>, task_description: impl Into<String>) -> Self {
+        FactQuery {
+            task_description: task_description.into(),
+            task_id: task_id.into(),
+            tags: None,
+            max_facts: default_max_facts(),
+            max_tokens: default_max_tokens(),
+            as_of: None,
+        }
+    }
+}
+
+/// A retrieved fact and its relevance score.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RetrievedFact {
+    /// The fact.
+    pub fact: SessionFact,
+    /// Its score under the retriever's scorer, above zero.
+    pub score: f64,
+}
+
+/// What a retrieval returns: facts in rank order, and the section that injects them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Retrieval {
+    /// The facts, best first.
+    pub facts: Vec<RetrievedFact>,
+    /// The `[Session Context]` section for exactly these facts; empty when there are none.
+    pub section: String,
+    /// What `section` costs under the retriever's token counter (0 when empty).
+    pub tokens_used: usize,
+}
+
+/// Finds the facts relevant to a task, within a token budget. Never fails: a retrieval
+/// that finds nothing returns an empty [`Retrieval`].
+pub trait FactRetriever: Send + Sync + Debug {
+    /// The facts for `query`, best first, with their rendered section.
+    fn retrieve(&self, query: &FactQuery) -> Retrieval;
+}
+
+impl<R: FactRetriever + ?Sized> FactRetriever for Box<R> {
+    fn retrieve(&self, query: &FactQuery) -> Retrieval {
+        (**self).retrieve(query)
+    }
+}
+
+impl<R: FactRetriever + ?Sized> FactRetriever for Arc<R> {
+    fn retrieve(&self, query: &FactQuery) -> Retrieval {
+        (**self).retrieve(query)
+    }
+}
+
+/// The default [`FactRetriever`]: asks the store's term index, then fits the budget.
+///
+/// The pipeline: the store's analyzer turns the description into terms; the store scores
+/// the facts valid now (or at `as_of`) that share a term, with this retriever's
+/// [`TermWeighting`] ([`Bm25`] unless set), after the tag filter and leaving out the
+/// querying task's own facts; facts scoring zero never come back; ties go to the newer
+/// fact, then the smaller id; at most `max_facts` are kept. Then, in rank order, each fact
+/// is added while the rendered section, header included, stays within `max_tokens` under
+/// the [`TokenCounter`] ([`CharsPerToken`] unless set); the first fact that does not fit
+/// ends the list.
+///
+/// ```
+/// use std::sync::Arc;
+/// use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
+/// use fact_retrieve::{FactQuery, FactRetriever, IndexRetriever};
+/// use fact_store::{InMemorySessionFactStore, SessionFactStore};
+///
+/// let store = Arc::new(InMemorySessionFactStore::default());
+/// store.add(vec![SessionFact::builder("src/parser.rs", "modified_by", "task:2")
+///     .tag(Tag::FileChange).source("2", SourceRole::Implementer)
+///     .valid_from(Timestamp::UNIX_EPOCH).build()?]);
+/// let retriever = IndexRetriever::new(store);
+/// let found = retriever.retrieve(&FactQuery::new("5", "Extend the parser with comments"));
+/// assert_eq!(found.section, "[Session Context]\n- src/parser.rs modified_by task:2 [task:2]");
+/// assert!(retriever.retrieve(&FactQuery::new("5", "Write the changelog")).facts.is_empty());
+/// # Ok::<(), fact_model::FactError>(())
+/// ```
+#[derive(Debug)]
+pub struct IndexRetriever {
+    store: Arc<dyn SessionFactStore>,
+    weighting: Box<dyn TermWeighting>,
+    counter: Arc<dyn TokenCounter>,
+}
+
+impl IndexRetriever {
+    /// A retriever over `store` with BM25 and the chars-per-token counter.
+    #[must_use]
+    pub fn new(store: Arc<dyn SessionFactStore>) -> Self {
+        IndexRetriever {
+            store,
+            weighting: Box::new(Bm25::default()),
+            counter: Arc::new(CharsPerToken::default()),
+        }
+    }
+
+    /// Scores with `weighting` instead.
+    #[must_use]
+    pub fn with_weighting(mut self, weighting: Box<dyn TermWeighting>) -> Self {
+        self.weighting = weighting;
+        self
+    }
+
+    /// Counts tokens with `counter` instead.
+    #[must_use]
+    pub fn with_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
+        self.counter = counter;
+        self
+    }
+
+    /// The ranked facts for `query`, before the token budget.
+    #[must_use]
+    pub fn rank(&self, query: &FactQuery) -> Vec<RetrievedFact> {
+        let term_query = TermQuery {
+            text: &query.task_description,
+            tags: query.tags.as_deref(),
+            exclude_source_task: Some(&query.task_id),
+            as_of: query.as_of,
+            limit: query.max_facts,
+        };
+        self.store
+            .search(&term_query, &*self.weighting)
+            .into_iter()
+            .map(|scored| RetrievedFact {
+                fact: scored.fact,
+                score: scored.score,
+            })
+            .collect()
+    }
+}
+
+impl FactRetriever for IndexRetriever {
+    fn retrieve(&self, query: &FactQuery) -> Retrieval {
+        let mut section = String::from(SESSION_CONTEXT_HEADER);
+        let mut tokens_used = 0;
+        let mut facts = Vec::new();
+        for candidate in self.rank(query) {
+            let line = format_fact_line(&candidate.fact);
+            let before = section.len();
+            section.push('\n');
+            section.push_str(&line);
+            let tokens = self.counter.count(&section);
+            if tokens > query.max_tokens {
+                section.truncate(before);
+                break;
+            }
+            tokens_used = tokens;
+            facts.push(candidate);
+        }
+        if facts.is_empty() {
+            return Retrieval::default();
+        }
+        Retrieval {
+            facts,
+            section,
+            tokens_used,
+        }
+    }
+}

@@ -1,0 +1,189 @@
+//! The term index behind `search`: filters, order, and agreement with a brute-force scan.
+
+use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
+use fact_store::{SessionFactStore, StoreConfig, TermQuery, TermWeighting};
+
+use super::{fact, store_with, t};
+
+/// Counts the distinct query terms a fact contains.
+#[derive(Debug)]
+struct Overlap;
+
+impl TermWeighting for Overlap {
+    fn term_weight(&self, _: usize, _: usize, query_terms: usize) -> f64 {
+        1.0 / query_terms as f64
+    }
+
+    fn tf_weight(&self, _: u32, _: u32, _: f64) -> f64 {
+        1.0
+    }
+}
+
+fn search(store: &dyn SessionFactStore, text: &str, query: TermQuery<'_>) -> Vec<(String, f64)> {
+    store
+        .search(&TermQuery { text, ..query }, &Overlap)
+        .into_iter()
+        .map(|s| {
+            (
+                format!(
+                    "{} {} {}",
+                    s.fact.subject(),
+                    s.fact.relation(),
+                    s.fact.object()
+                ),
+                s.score,
+            )
+        })
+        .collect()
+}
+
+fn query() -> TermQuery<'static> {
+    TermQuery {
+        limit: 10,
+        ..TermQuery::default()
+    }
+}
+
+#[test]
+fn ranks_by_score_then_recency_then_id() {
+    let (store, _) = store_with(StoreConfig::default());
+    store.add(vec![fact("src/parser.rs", "modified_by", "task:1", 1, 0)]);
+    store.add(vec![fact("src/lexer.rs", "modified_by", "task:2", 2, 10)]);
+    store.add(vec![fact("docs/parser.md", "mentioned_by", "task:3", 3, 5)]);
+    let results = search(&*store, "parser lexer", query());
+    assert_eq!(
+        results,
+        [
+            ("src/lexer.rs modified_by task:2".to_owned(), 0.5),
+            ("docs/parser.md mentioned_by task:3".to_owned(), 0.5),
+            ("src/parser.rs modified_by task:1".to_owned(), 0.5),
+        ]
+    );
+    let results = search(&*store, "src parser", query());
+    assert_eq!(
+        results[0],
+        ("src/parser.rs modified_by task:1".to_owned(), 1.0)
+    );
+    assert!(
+        search(&*store, "unrelated words", query()).is_empty(),
+        "zero scores are dropped"
+    );
+}
+
+#[test]
+fn filters_by_tag_and_source_task_and_limits() {
+    let (store, _) = store_with(StoreConfig::default());
+    // Equal scores: newer facts rank first.
+    let tagged = |subject: &str, task: &str, tag: Tag| {
+        SessionFact::builder(subject, "issue", "parser bug")
+            .tag(tag)
+            .source(task, SourceRole::Reviewer)
+            .valid_from(t(task.parse().unwrap()))
+            .build()
+            .unwrap()
+    };
+    store.add(vec![
+        tagged("a.rs", "1", Tag::Error),
+        tagged("b.rs", "2", Tag::Convention),
+        tagged("c.rs", "3", Tag::Error),
+    ]);
+    let subjects = |q: TermQuery<'_>| -> Vec<String> {
+        search(&*store, "parser", q)
+            .into_iter()
+            .map(|(line, _)| line.split(' ').next().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(subjects(query()).len(), 3);
+    assert_eq!(
+        subjects(TermQuery {
+            tags: Some(&[Tag::Error]),
+            ..query()
+        }),
+        ["c.rs", "a.rs"]
+    );
+    assert_eq!(
+        subjects(TermQuery {
+            exclude_source_task: Some("3"),
+            ..query()
+        }),
+        ["b.rs", "a.rs"]
+    );
+    assert_eq!(
+        subjects(TermQuery {
+            limit: 1,
+            ..query()
+        }),
+        ["c.rs"]
+    );
+    assert!(
+        subjects(TermQuery {
+            limit: 0,
+            ..query()
+        })
+        .is_empty()
+    );
+}
+
+#[test]
+fn invalidated_facts_leave_the_index_and_as_of_finds_them() {
+    let (store, _) = store_with(StoreConfig::default());
+    store.add(vec![fact("task:1", "completed_with", "blocked", 1, 0)]);
+    store.add(vec![fact("task:1", "completed_with", "completed", 1, 10)]);
+    assert!(search(&*store, "blocked", query()).is_empty());
+    let then = search(
+        &*store,
+        "blocked",
+        TermQuery {
+            as_of: Some(t(5)),
+            ..query()
+        },
+    );
+    assert_eq!(then.len(), 1);
+    assert_eq!(search(&*store, "completed", query()).len(), 1);
+}
+
+#[test]
+fn heavy_churn_rebuilds_the_index_without_changing_answers() {
+    let config = StoreConfig {
+        auto_compact: false,
+        ..StoreConfig::default()
+    };
+    let (store, _) = store_with(config);
+    for n in 0..3_000 {
+        store.add(vec![
+            fact(
+                "task:1",
+                "summary",
+                &format!("parser revision {n} lexer"),
+                1,
+                n,
+            ),
+            fact(
+                &format!("src/file{}.rs", n % 50),
+                "modified_by",
+                "task:1",
+                1,
+                n,
+            ),
+        ]);
+    }
+    for text in ["parser revision 2999", "lexer", "src file7 rs", "task"] {
+        for limit in [1, 5, 1000] {
+            let indexed = search(&*store, text, TermQuery { limit, ..query() });
+            let scanned = search(
+                &*store,
+                text,
+                TermQuery {
+                    limit,
+                    as_of: Some(Timestamp::MAX),
+                    ..query()
+                },
+            );
+            assert_eq!(indexed, scanned, "{text:?} limit {limit}");
+        }
+    }
+    assert_eq!(
+        search(&*store, "revision 2999", query())[0].0,
+        "task:1 summary parser revision 2999 lexer"
+    );
+}
