@@ -30,6 +30,7 @@ const STEPS: &[Step] = &[
             "clippy",
             "--workspace",
             "--all-targets",
+            "--all-features",
             "--locked",
             "--",
             "-D",
@@ -37,13 +38,20 @@ const STEPS: &[Step] = &[
         ],
         env: &[],
     },
-    // Unit, integration and doc tests, including xtask's tidy tests.
+    // Unit, integration and doc tests, including xtask's tidy tests, with every feature
+    // (the default build is compiled by the benchmark step).
     Step {
-        args: &["test", "--workspace", "--locked"],
+        args: &["test", "--workspace", "--all-features", "--locked"],
         env: &[],
     },
     Step {
-        args: &["doc", "--workspace", "--no-deps", "--locked"],
+        args: &[
+            "doc",
+            "--workspace",
+            "--no-deps",
+            "--all-features",
+            "--locked",
+        ],
         env: &[("RUSTDOCFLAGS", "-D warnings")],
     },
     // Benchmarks must keep compiling; running them is not CI's job.

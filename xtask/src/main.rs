@@ -7,6 +7,7 @@
 //!
 //! - `check`: the full CI gate (format, lint, test, docs, benches); see
 //!   [`check`].
+//! - `eval locomo --data PATH`: the LoCoMo retrieval evaluation; see [`eval`].
 //! - `help`: print usage.
 //!
 //! # Adding a subcommand
@@ -21,6 +22,7 @@
 
 mod cargo;
 mod check;
+mod eval;
 #[cfg(test)]
 mod tidy;
 
@@ -41,12 +43,20 @@ struct Subcommand {
 }
 
 /// Every subcommand, in the order the usage text lists them.
-const COMMANDS: &[Subcommand] = &[Subcommand {
-    name: "check",
-    synopsis: "",
-    summary: "run every CI check: fmt, clippy, test, doc, bench build",
-    run: check::run,
-}];
+const COMMANDS: &[Subcommand] = &[
+    Subcommand {
+        name: "check",
+        synopsis: "",
+        summary: "run every CI check: fmt, clippy, test, doc, bench build",
+        run: check::run,
+    },
+    Subcommand {
+        name: "eval",
+        synopsis: "locomo --data PATH [--corpus observations|turns] [--scorer bm25|overlap] [--stemming on|off]",
+        summary: "LoCoMo fact-retrieval recall and latency, as ../shared/eval/README.md specifies",
+        run: eval::run,
+    },
+];
 
 /// Why a subcommand failed. The variant decides the process exit code.
 #[derive(Debug)]

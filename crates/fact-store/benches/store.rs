@@ -4,7 +4,7 @@
 //! Each store is filled from the shared dispatch workload (`../shared/bench/`, ported in
 //! `support/workload.rs`), with automatic compaction off so the size is what the argument
 //! says. Each sample adds one new task's batch, so a store grows by 6 facts per sample
-//! (600 over a run): figures are per batch at N to N + 600 facts.
+//! (1,800 over a run): figures are per batch at N to N + 1,800 facts.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -59,7 +59,7 @@ fn filled(
     (store, rest.into_iter())
 }
 
-#[divan::bench(args = [1_000, 100_000, 1_000_000], sample_count = 100, sample_size = 1)]
+#[divan::bench(args = [1_000, 100_000, 1_000_000], sample_count = 300, sample_size = 1)]
 fn add_batch_of_6(bencher: Bencher<'_, '_>, size: usize) {
     let (store, mut batches) = filled(size);
     bencher

@@ -127,6 +127,16 @@ impl Analyzer {
             if word.is_empty() {
                 continue;
             }
+            // Words already lowercase ASCII (most of them) need no copy.
+            if word
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+            {
+                if STOPWORDS.binary_search(&word).is_err() {
+                    f(word);
+                }
+                continue;
+            }
             lower.clear();
             if word.is_ascii() {
                 lower.push_str(word);
@@ -239,8 +249,10 @@ pub(crate) struct Slot {
     pub(crate) valid_from: Timestamp,
     pub(crate) id: FactId,
     pub(crate) tags: Tags,
-    /// Term ids with their counts.
-    terms: Box<[(u32, u32)]>,
+    /// Where its `(term id, count)` pairs start in [`TermIndex::fact_terms`].
+    terms_at: usize,
+    /// How many pairs it has.
+    terms_len: u32,
 }
 
 /// One term of the index: its live document frequency and its postings.
@@ -271,6 +283,9 @@ pub(crate) struct TermIndex {
     lens: Vec<u32>,
     /// By slot.
     slots: Vec<Slot>,
+    /// The `(term id, count)` pairs of every slot, back to back: one arena instead of an
+    /// allocation per fact.
+    fact_terms: Vec<(u32, u32)>,
     docs: usize,
     total_len: u64,
     live_postings: usize,
@@ -302,7 +317,7 @@ impl TermIndex {
     pub(crate) fn insert(&mut self, seq: u64, fact: &SessionFact, analyzer: &Analyzer) -> u32 {
         let slot = u32::try_from(self.slots.len()).unwrap_or(u32::MAX);
         let mut len = 0u32;
-        let mut counts: Vec<(u32, u32)> = Vec::new();
+        let terms_at = self.fact_terms.len();
         let fields = [fact.subject(), fact.relation(), fact.object()];
         for field in fields.into_iter().chain(fact.statement()) {
             analyzer.for_each_word(field, |word| {
@@ -315,18 +330,21 @@ impl TermIndex {
                     }
                 };
                 len = len.saturating_add(1);
+                let counts = self.fact_terms.get_mut(terms_at..).unwrap_or_default();
                 match counts.iter_mut().find(|(t, _)| *t == id) {
                     Some((_, count)) => *count += 1,
-                    None => counts.push((id, 1)),
+                    None => self.fact_terms.push((id, 1)),
                 }
             });
         }
-        for &(id, tf) in &counts {
+        let counts = self.fact_terms.get(terms_at..).unwrap_or_default();
+        for &(id, tf) in counts {
             if let Some(term) = self.terms.get_mut(id as usize) {
                 term.df += 1;
                 term.postings.push((slot, tf));
             }
         }
+        let terms_len = u32::try_from(counts.len()).unwrap_or(u32::MAX);
         self.live_postings += counts.len();
         self.docs += 1;
         self.total_len += u64::from(len);
@@ -336,7 +354,8 @@ impl TermIndex {
             valid_from: fact.valid_from(),
             id: fact.id(),
             tags: *fact.tags(),
-            terms: counts.into_boxed_slice(),
+            terms_at,
+            terms_len,
         });
         slot
     }
@@ -354,13 +373,18 @@ impl TermIndex {
         }
         self.total_len = self.total_len.saturating_sub(u64::from(*len));
         *len = DEAD;
-        for &(id, _) in entry.terms.iter() {
+        let pairs = entry.terms_len as usize;
+        let counts = self
+            .fact_terms
+            .get(entry.terms_at..entry.terms_at + pairs)
+            .unwrap_or_default();
+        for &(id, _) in counts {
             if let Some(term) = self.terms.get_mut(id as usize) {
                 term.df = term.df.saturating_sub(1);
             }
         }
-        self.live_postings = self.live_postings.saturating_sub(entry.terms.len());
-        self.dead_postings += entry.terms.len();
+        self.live_postings = self.live_postings.saturating_sub(pairs);
+        self.dead_postings += pairs;
         self.docs = self.docs.saturating_sub(1);
     }
 
@@ -374,8 +398,9 @@ impl TermIndex {
         let mut renumber = vec![u32::MAX; self.slots.len()];
         let mut slots = Vec::with_capacity(self.docs);
         let mut lens = Vec::with_capacity(self.docs);
+        let mut fact_terms = Vec::with_capacity(self.live_postings);
         let old_slots = std::mem::take(&mut self.slots);
-        for (old, (slot, len)) in old_slots
+        for (old, (mut slot, len)) in old_slots
             .into_iter()
             .zip(std::mem::take(&mut self.lens))
             .enumerate()
@@ -384,10 +409,15 @@ impl TermIndex {
                 if let Some(entry) = renumber.get_mut(old) {
                     *entry = u32::try_from(slots.len()).unwrap_or(u32::MAX);
                 }
+                let end = slot.terms_at + slot.terms_len as usize;
+                let pairs = self.fact_terms.get(slot.terms_at..end).unwrap_or_default();
+                slot.terms_at = fact_terms.len();
+                fact_terms.extend_from_slice(pairs);
                 slots.push(slot);
                 lens.push(len);
             }
         }
+        self.fact_terms = fact_terms;
         for term in &mut self.terms {
             term.postings
                 .retain_mut(|(slot, _)| match renumber.get(*slot as usize) {

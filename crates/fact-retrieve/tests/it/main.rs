@@ -7,6 +7,7 @@ mod format;
 mod memory;
 mod pipeline;
 mod properties;
+mod token;
 
 use std::sync::Arc;
 

@@ -1,0 +1,454 @@
+//! `cargo xtask eval locomo --data PATH`: the LoCoMo fact-retrieval evaluation.
+//!
+//! Implements the protocol of `../shared/eval/README.md` exactly, and prints one JSON line
+//! with the keys of `../shared/eval/fts5_baseline.py`, so the two compare side by side:
+//!
+//! - each of the ten samples is indexed on its own, in a fresh store;
+//! - corpus `observations`: every `[text, dia_id]` of `observation.session_N_observation
+//!   .<speaker>` is one fact; corpus `turns`: every `{speaker, dia_id, text}` of
+//!   `conversation.session_N` is one fact; subject = the speaker, object = the text (texts
+//!   over the 200-character object limit are clipped there and kept whole as the
+//!   statement, which is indexed too), evidence = its dia_id(s);
+//! - questions: every `qa` entry whose category is not 5 and whose evidence is not empty;
+//!   the query is the question text alone;
+//! - recall@k = |evidence ∩ dia_ids of the top k facts| / |evidence|, averaged, for k in
+//!   1, 5, 10, 20; latency is measured around the ranking call alone (store already
+//!   built), reported as p50 and p95 in microseconds.
+//!
+//! The evaluation always runs an optimized build: a debug `cargo xtask` re-runs itself with
+//! `--release`.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Instant;
+
+use fact_model::{FactId, SessionFact, SourceRole, SystemClock, Tag, Timestamp, clip};
+use fact_retrieve::{Bm25, FactQuery, IndexRetriever, KeywordOverlap};
+use fact_store::{
+    AnalyzerConfig, InMemorySessionFactStore, SessionFactStore, SkipReason, StoreConfig,
+    TermWeighting,
+};
+use serde_json::Value;
+
+use crate::{Error, cargo};
+
+const KS: [usize; 4] = [1, 5, 10, 20];
+/// The deepest cut-off of [`KS`]: how many facts each query ranks.
+const MAX_K: usize = 20;
+
+/// What the command line asked for.
+#[derive(Debug)]
+struct Options {
+    data: String,
+    corpus: Corpus,
+    scorer: Scorer,
+    stemming: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Corpus {
+    Observations,
+    Turns,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scorer {
+    Bm25,
+    Overlap,
+}
+
+fn parse(args: &[String]) -> Result<Options, Error> {
+    let usage = |message: String| Error::Usage(message);
+    let mut args = args.iter();
+    match args.next().map(String::as_str) {
+        Some("locomo") => {}
+        Some(other) => {
+            return Err(usage(format!(
+                "unknown evaluation `{other}`; the one evaluation is `locomo`"
+            )));
+        }
+        None => {
+            return Err(usage(
+                "`eval` needs an evaluation name: `eval locomo --data PATH`".into(),
+            ));
+        }
+    }
+    let mut options = Options {
+        data: String::new(),
+        corpus: Corpus::Observations,
+        scorer: Scorer::Bm25,
+        stemming: true,
+    };
+    while let Some(flag) = args.next() {
+        let mut value = || {
+            args.next()
+                .cloned()
+                .ok_or_else(|| usage(format!("`{flag}` needs a value")))
+        };
+        match flag.as_str() {
+            "--data" => options.data = value()?,
+            "--corpus" => {
+                options.corpus = match value()?.as_str() {
+                    "observations" => Corpus::Observations,
+                    "turns" => Corpus::Turns,
+                    other => {
+                        return Err(usage(format!(
+                            "unknown corpus `{other}`; use observations or turns"
+                        )));
+                    }
+                }
+            }
+            "--scorer" => {
+                options.scorer = match value()?.as_str() {
+                    "bm25" => Scorer::Bm25,
+                    "overlap" => Scorer::Overlap,
+                    other => {
+                        return Err(usage(format!(
+                            "unknown scorer `{other}`; use bm25 or overlap"
+                        )));
+                    }
+                }
+            }
+            "--stemming" => {
+                options.stemming = match value()?.as_str() {
+                    "on" => true,
+                    "off" => false,
+                    other => {
+                        return Err(usage(format!("`--stemming` is on or off, not `{other}`")));
+                    }
+                }
+            }
+            other => return Err(usage(format!("unknown flag `{other}`"))),
+        }
+    }
+    if options.data.is_empty() {
+        return Err(usage(
+            "`eval locomo` needs `--data PATH` (e.g. ../shared/eval/locomo10.json)".into(),
+        ));
+    }
+    Ok(options)
+}
+
+/// Entry point of `cargo xtask eval`.
+pub(crate) fn run(args: &[String]) -> Result<(), Error> {
+    let options = parse(args)?;
+    if cfg!(debug_assertions) {
+        // Latency figures from a debug build would mean nothing: run optimized.
+        let mut forwarded = vec![
+            "run",
+            "--quiet",
+            "--release",
+            "--package",
+            "xtask",
+            "--",
+            "eval",
+        ];
+        forwarded.extend(args.iter().map(String::as_str));
+        let status = cargo::command(&forwarded)
+            .map_err(Error::Failed)?
+            .status()
+            .map_err(|e| Error::Failed(format!("could not start the release build: {e}")))?;
+        return if status.success() {
+            Ok(())
+        } else {
+            Err(Error::Failed(format!(
+                "release evaluation failed ({status})"
+            )))
+        };
+    }
+    let text = std::fs::read_to_string(&options.data)
+        .map_err(|e| Error::Failed(format!("cannot read {}: {e}", options.data)))?;
+    let data: Value = serde_json::from_str(&text)
+        .map_err(|e| Error::Failed(format!("{} is not JSON: {e}", options.data)))?;
+    let samples = data
+        .as_array()
+        .ok_or_else(|| Error::Failed(format!("{} is not a JSON array of samples", options.data)))?;
+    let report = evaluate(samples, &options)?;
+    let mut stdout = std::io::stdout().lock();
+    std::io::Write::write_all(&mut stdout, format!("{report}\n").as_bytes())
+        .map_err(|e| Error::Failed(format!("cannot write the result: {e}")))
+}
+
+/// One fact of a sample: speaker, text, evidence ids.
+type Item = (String, String, Vec<String>);
+
+fn items(sample: &Value, corpus: Corpus) -> Vec<Item> {
+    let mut out = Vec::new();
+    let strings = |v: &Value| -> Vec<String> {
+        match v {
+            Value::String(s) => vec![s.clone()],
+            Value::Array(list) => list
+                .iter()
+                .filter_map(|d| d.as_str().map(str::to_owned))
+                .collect(),
+            _ => Vec::new(),
+        }
+    };
+    match corpus {
+        Corpus::Observations => {
+            for by_speaker in sample["observation"]
+                .as_object()
+                .into_iter()
+                .flat_map(|m| m.values())
+            {
+                for (speaker, entries) in by_speaker.as_object().into_iter().flatten() {
+                    for entry in entries.as_array().into_iter().flatten() {
+                        if let (Some(text), Some(dia)) =
+                            (entry.get(0).and_then(Value::as_str), entry.get(1))
+                        {
+                            out.push((speaker.clone(), text.to_owned(), strings(dia)));
+                        }
+                    }
+                }
+            }
+        }
+        Corpus::Turns => {
+            for (key, turns) in sample["conversation"].as_object().into_iter().flatten() {
+                if !key.starts_with("session_") {
+                    continue;
+                }
+                for turn in turns.as_array().into_iter().flatten() {
+                    let speaker = turn["speaker"].as_str().unwrap_or_default();
+                    let text = turn.get("text").and_then(Value::as_str).unwrap_or_default();
+                    out.push((
+                        speaker.to_owned(),
+                        text.to_owned(),
+                        strings(&turn["dia_id"]),
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A fact for one item: `speaker said text`, the whole text as statement when clipped.
+fn fact(speaker: &str, text: &str) -> Option<SessionFact> {
+    let mut builder = SessionFact::builder(clip(speaker, 200), "said", clip(text, 200))
+        .tag(Tag::Observation)
+        .source("locomo", SourceRole::User)
+        .valid_from(Timestamp::UNIX_EPOCH);
+    if text.chars().count() > 200 {
+        builder = builder.statement(clip(text, 500));
+    }
+    builder.build().ok()
+}
+
+fn evaluate(samples: &[Value], options: &Options) -> Result<Value, Error> {
+    let mut recall = [0.0f64; KS.len()];
+    let mut latencies_us: Vec<f64> = Vec::new();
+    let mut questions = 0usize;
+    let mut facts_indexed = 0usize;
+    for sample in samples {
+        let config = StoreConfig {
+            capacity: usize::MAX,
+            history_limit: usize::MAX,
+            auto_compact: false,
+            analyzer: AnalyzerConfig {
+                stemming: options.stemming,
+            },
+            ..StoreConfig::default()
+        };
+        let store = Arc::new(InMemorySessionFactStore::new(config, Arc::new(SystemClock)));
+        // Evidence of each stored fact; duplicates (same triple or same statement) share one.
+        let mut evidence: HashMap<FactId, HashSet<String>> = HashMap::new();
+        let mut batch = Vec::new();
+        for (speaker, text, dia) in items(sample, options.corpus) {
+            if let Some(fact) = fact(&speaker, &text) {
+                evidence.entry(fact.id()).or_default().extend(dia);
+                batch.push(fact);
+            }
+        }
+        let ids: Vec<FactId> = batch.iter().map(SessionFact::id).collect();
+        // One batch per sample: all facts share (speaker, said), and facts of one batch
+        // never invalidate each other.
+        let report = store.add(batch);
+        for skipped in &report.skipped {
+            if let SkipReason::DuplicateStatement { existing } = skipped.reason
+                && let Some(id) = ids.get(skipped.index)
+                && let Some(moved) = evidence.remove(id)
+            {
+                evidence.entry(existing).or_default().extend(moved);
+            }
+        }
+        facts_indexed += store.valid_count();
+        let weighting: Box<dyn TermWeighting> = match options.scorer {
+            Scorer::Bm25 => Box::new(Bm25::default()),
+            Scorer::Overlap => Box::new(KeywordOverlap),
+        };
+        let retriever = IndexRetriever::new(store).with_weighting(weighting);
+        for qa in sample["qa"].as_array().into_iter().flatten() {
+            let gold: HashSet<String> = qa["evidence"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|e| e.as_str().map(str::to_owned))
+                .collect();
+            if qa["category"].as_i64() == Some(5) || gold.is_empty() {
+                continue;
+            }
+            let question = qa["question"].as_str().unwrap_or_default();
+            let query = FactQuery {
+                max_facts: MAX_K,
+                ..FactQuery::new("eval", question)
+            };
+            let start = Instant::now();
+            let ranked = retriever.rank(&query);
+            latencies_us.push(start.elapsed().as_secs_f64() * 1e6);
+            questions += 1;
+            for (slot, k) in recall.iter_mut().zip(KS) {
+                let mut found: HashSet<&str> = HashSet::new();
+                for hit in ranked.iter().take(k) {
+                    if let Some(ids) = evidence.get(&hit.fact.id()) {
+                        found.extend(ids.iter().map(String::as_str));
+                    }
+                }
+                *slot += gold.iter().filter(|g| found.contains(g.as_str())).count() as f64
+                    / gold.len() as f64;
+            }
+        }
+    }
+    if questions == 0 {
+        return Err(Error::Failed("the data has no answerable questions".into()));
+    }
+    latencies_us.sort_by(f64::total_cmp);
+    let at = |q: f64| {
+        latencies_us
+            .get(((latencies_us.len() as f64) * q) as usize)
+            .copied()
+            .unwrap_or(0.0)
+    };
+    let round = |x: f64, digits: i32| (x * 10f64.powi(digits)).round() / 10f64.powi(digits);
+    let system = format!(
+        "factmem-{}{}",
+        match options.scorer {
+            Scorer::Bm25 => "bm25",
+            Scorer::Overlap => "overlap",
+        },
+        if options.stemming { "-porter2" } else { "" }
+    );
+    let mut out = serde_json::Map::new();
+    out.insert("system".into(), system.into());
+    out.insert(
+        "corpus".into(),
+        match options.corpus {
+            Corpus::Observations => "observations",
+            Corpus::Turns => "turns",
+        }
+        .into(),
+    );
+    out.insert("questions".into(), questions.into());
+    for (k, total) in KS.iter().zip(recall) {
+        out.insert(
+            format!("recall@{k}"),
+            round(total / questions as f64, 4).into(),
+        );
+    }
+    out.insert("p50_us".into(), round(at(0.5), 1).into());
+    out.insert("p95_us".into(), round(at(0.95), 1).into());
+    if facts_indexed == 0 {
+        return Err(Error::Failed("no fact was indexed".into()));
+    }
+    Ok(Value::Object(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn options(corpus: Corpus) -> Options {
+        Options {
+            data: "x".into(),
+            corpus,
+            scorer: Scorer::Bm25,
+            stemming: true,
+        }
+    }
+
+    fn sample() -> Value {
+        json!({
+            "observation": {"session_1_observation": {
+                "Ann": [["Ann adopted a rescue dog named Pixel.", "D1:1"], ["Ann paints landscapes on weekends.", ["D1:3", "D1:4"]]],
+                "Bob": [["Bob is training for a marathon in spring.", "D1:2"]]
+            }},
+            "conversation": {"speaker_a": "Ann", "session_1_date_time": "x", "session_1": [
+                {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a dog, Pixel!"},
+                {"speaker": "Bob", "dia_id": "D1:2", "text": "Nice. I am training for a marathon."}
+            ]},
+            "qa": [
+                {"question": "What is the name of Ann's dog?", "evidence": ["D1:1"], "category": 1},
+                {"question": "What does Ann paint?", "evidence": ["D1:3", "D1:9"], "category": 1},
+                {"question": "Unanswerable?", "evidence": ["D1:2"], "category": 5},
+                {"question": "No evidence", "evidence": [], "category": 2}
+            ]
+        })
+    }
+
+    #[test]
+    fn follows_the_protocol_on_a_small_sample() {
+        let report = evaluate(&[sample()], &options(Corpus::Observations)).unwrap();
+        assert_eq!(
+            report["questions"], 2,
+            "category 5 and evidence-less questions are skipped"
+        );
+        // First question: found at rank 1. Second: one of two evidence ids exists.
+        assert_eq!(report["recall@1"], 0.75);
+        assert_eq!(report["recall@20"], 0.75);
+        let keys: Vec<&str> = report
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "corpus",
+                "p50_us",
+                "p95_us",
+                "questions",
+                "recall@1",
+                "recall@10",
+                "recall@20",
+                "recall@5",
+                "system"
+            ]
+        );
+        let turns = evaluate(&[sample()], &options(Corpus::Turns)).unwrap();
+        assert_eq!(turns["corpus"], "turns");
+        assert_eq!(turns["recall@1"], 0.5);
+    }
+
+    #[test]
+    fn arguments_are_checked() {
+        let args = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert!(matches!(parse(&args(&[])), Err(Error::Usage(_))));
+        assert!(matches!(parse(&args(&["beir"])), Err(Error::Usage(_))));
+        assert!(matches!(parse(&args(&["locomo"])), Err(Error::Usage(m)) if m.contains("--data")));
+        assert!(matches!(
+            parse(&args(&["locomo", "--data"])),
+            Err(Error::Usage(_))
+        ));
+        assert!(matches!(
+            parse(&args(&["locomo", "--data", "f", "--corpus", "x"])),
+            Err(Error::Usage(_))
+        ));
+        let ok = parse(&args(&[
+            "locomo",
+            "--data",
+            "f",
+            "--corpus",
+            "turns",
+            "--scorer",
+            "overlap",
+            "--stemming",
+            "off",
+        ]))
+        .unwrap();
+        assert_eq!(
+            (ok.corpus, ok.scorer, ok.stemming),
+            (Corpus::Turns, Scorer::Overlap, false)
+        );
+    }
+}
