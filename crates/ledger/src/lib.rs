@@ -1,0 +1,27 @@
+//! Ledgers for dispatch orchestration (seed 003): the progress ledger compiled from a
+//! spec's tasks.md, the task ledger that dispatch outcomes update, and stall detection.
+//!
+//! - [`parse_tasks`] reads tasks.md in one pass: [`Task`]s with their metadata and whole
+//!   prompts, and [`Diagnostic`]s for lines it could not use.
+//! - [`ProgressLedger`] is a compiled tasks.md: tasks, [`Totals`], the active task and a
+//!   [`Fingerprint`]; [`LedgerCache`] recompiles only when the file changed, and never
+//!   hides a failure behind a stale ledger.
+//! - [`TaskLedger`] holds `ledger.*` [`StateSnapshotFact`]s, last write wins per key, with
+//!   every change kept in a revision history; implementer and reviewer results update it.
+//! - [`StallDetector`] counts non-progress outcomes and spots review loops.
+
+#![forbid(unsafe_code)]
+
+mod parse;
+mod progress;
+mod stall;
+mod task;
+mod task_ledger;
+
+pub use crate::parse::parse_tasks;
+pub use crate::progress::{
+    Fingerprint, Freshness, LedgerCache, LedgerError, ProgressLedger, StaleLedger, Totals,
+};
+pub use crate::stall::{IssueFingerprint, Outcome, StallConfig, StallDetector, StallState};
+pub use crate::task::{Diagnostic, Task, TaskStatus};
+pub use crate::task_ledger::{LedgerChange, StateSnapshotFact, TaskLedger, keys};

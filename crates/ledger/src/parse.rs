@@ -1,0 +1,702 @@
+//! Parsing tasks.md text into [`Task`]s, in one pass over its lines; the accepted format
+//! is documented on [`parse_tasks`].
+
+use std::collections::HashMap;
+
+use crate::{Diagnostic, Task, TaskStatus};
+
+/// Keys that open a prompt section at the start of any line, not only of a paragraph.
+const LINE_START_KEYS: [&str; 5] = ["Role", "Task", "Restrictions", "Success", "Instructions"];
+
+/// Parses tasks.md text: the tasks in file order and the diagnostics, in one pass over
+/// the lines (time linear in the size of the text).
+///
+/// Never panics; a line it cannot use is skipped, with a [`Diagnostic`] when it looks
+/// like a task or loses prompt text.
+///
+/// # Task lines
+///
+/// A task is a `-` or `*` bullet with a checkbox (`[ ]` pending, `[-]` in progress, `[x]`
+/// or `[X]` completed), a numeric id and a title: `- [x] 1. Title`, `* [ ] 2.3 Title`,
+/// `- [-] 3.4.1. Title`, `- [ ] 4\. Title`. The id is kept as its canonical reference,
+/// digits and dots only (`1`, `2.3`, `3.4.1`): a trailing `.` and the markdown escape
+/// `\.` are dropped. A checkbox bullet without such an id is not a task: it yields a
+/// [`Diagnostic`] (and, under a task, also stays one of its details).
+///
+/// **Depth.** The indentation of a task line is its leading spaces and tabs, a space
+/// counting 1 column and a tab 2. The depth is the indentation minus that of the
+/// least-indented task line of the file, divided by 2 and rounded down: 2 spaces or 1 tab
+/// per level, so the outermost tasks are at depth 0 even when the whole list is indented.
+///
+/// # Metadata
+///
+/// Every line after a task line, up to the next task line, belongs to that task. A line is
+/// read after its indentation and an optional `-`/`*` bullet:
+///
+/// - `_Requirements: 1.1, 2_`: comma-separated ids, trimmed, added to
+///   [`Task::requirements`];
+/// - `_Leverage: …_`: text, [`Task::leverage`];
+/// - `File: …` / `Files: …`: comma-separated paths, [`Task::files`]. A path written in
+///   backticks is taken from them; otherwise backticks are stripped and a trailing
+///   parenthesized note (`src/a.ts (new)`) is dropped. Commas inside parentheses or
+///   backticks do not separate paths;
+/// - `Purpose: …`: text, [`Task::purpose`];
+/// - `_Prompt: …_`: the prompt, see below;
+/// - any other bullet, including unknown `_Key: …_` metadata: its text (without the
+///   bullet) is an implementation detail, [`Task::details`]. A prose line right after a
+///   detail bullet and indented deeper than that bullet continues the detail; other prose
+///   lines are skipped.
+///
+/// The underscores around `Requirements`, `Leverage`, `File(s)` and `Purpose` are optional;
+/// `_Prompt:` needs its leading underscore, since its closing `_` is what ends a multi-line
+/// prompt. When a key is repeated, lists are extended and texts joined with `; `.
+/// Everything before the first task (a `# Tasks: …` title, prose, stray metadata) is
+/// ignored without diagnostics, except checkbox bullets without an id.
+///
+/// # Prompts
+///
+/// A prompt starts at `_Prompt:` and ends at the first line (that one included) whose text
+/// ends with `_`, the closing underscore. It may be one line (`_Prompt: … _`), a `|` block
+/// (`_Prompt: |` then indented lines, blank lines between paragraphs included), or text
+/// after `_Prompt:` continuing on the following lines. The prompt text is everything
+/// between `_Prompt:` and the closing `_`, with the `|` marker dropped, the common
+/// indentation of the lines after the first removed, trailing whitespace of each line
+/// removed, blank lines kept, and the whole trimmed. A prompt still open at the next task
+/// line or at the end of the file keeps what was read and yields a diagnostic; lines inside
+/// a prompt are prompt text, never metadata, details or diagnostics.
+///
+/// **Sections.** The prompt is cut into pieces at ` | `, at a `|` that starts or ends a
+/// line, at the start of a paragraph (a line after a blank line), and at the start of a
+/// line beginning with one of the usual keys `Role:`, `Task:`, `Restrictions:`,
+/// `Success:`, `Instructions:`. A piece matching `^\s*([A-Z][A-Za-z ]{0,30}):\s*(.*)` opens
+/// a section (key, value). A piece that matches nothing continues the open section
+/// (the separator is part of the text, as in `'a' | 'b'` or a second paragraph): a
+/// section's value is the prompt text from after its `Key:` to the end of its last piece,
+/// trimmed. A piece that echoes task metadata (`_Leverage: …`, `_Requirements: …`) closes
+/// the open section and belongs to none. Text before the first key, such as `Implement the
+/// task for spec X, first call …:`, is not a section; the first key may follow it in the
+/// same piece after a `: `.
+///
+/// # Diagnostics
+///
+/// A checkbox bullet without a numeric id, a prompt not closed before the next task or the
+/// end of the file, a task id already used, and a second `_Prompt:` under one task (its
+/// text is appended to the first) each yield a [`Diagnostic`] with its 1-based line.
+///
+/// # Example
+///
+/// ```
+/// use ledger::{TaskStatus, parse_tasks};
+///
+/// let text = "# Tasks: Example
+///
+/// - [x] 1. Parse the file
+///   - File: `src/parse.rs`
+///   - _Requirements: 1.1, 2_
+///   - _Prompt: |
+///       Implement the task:
+///
+///       Role: Rust Developer
+///
+///       Task: Parse tasks.md._
+/// - [ ] 1.1 Test it
+/// - [ ] Write the docs
+/// ";
+/// let (tasks, diagnostics) = parse_tasks(text);
+/// assert_eq!(tasks.len(), 2);
+/// let first = &tasks[0];
+/// assert_eq!((first.id(), first.title()), ("1", "Parse the file"));
+/// assert_eq!(first.status(), TaskStatus::Completed);
+/// assert_eq!(first.files(), ["src/parse.rs"]);
+/// assert_eq!(first.requirements(), ["1.1", "2"]);
+/// // The whole prompt, blank lines included, without the `|` marker and the closing `_`.
+/// assert_eq!(
+///     first.prompt(),
+///     Some("Implement the task:\n\nRole: Rust Developer\n\nTask: Parse tasks.md."),
+/// );
+/// assert_eq!(first.prompt_section("Role"), Some("Rust Developer"));
+/// assert_eq!(first.prompt_section("Task"), Some("Parse tasks.md."));
+/// // `1.1` is not indented: depth 0. Lines are 1-based.
+/// assert_eq!((tasks[1].id(), tasks[1].depth(), tasks[1].line()), ("1.1", 0, 12));
+/// // The last checkbox has no id: not a task, a diagnostic on its line.
+/// assert_eq!(diagnostics.len(), 1);
+/// assert_eq!(diagnostics[0].line, 13);
+/// ```
+#[must_use]
+pub fn parse_tasks(text: &str) -> (Vec<Task>, Vec<Diagnostic>) {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut parser = Parser::default();
+    for (index, line) in text.lines().enumerate() {
+        parser.line(index + 1, line);
+    }
+    parser.finish()
+}
+
+/// A task line, split.
+struct TaskLine<'a> {
+    indent: usize,
+    status: TaskStatus,
+    id: String,
+    title: &'a str,
+}
+
+/// What a line is, as far as task lines go.
+enum LineKind<'a> {
+    Task(TaskLine<'a>),
+    /// A checkbox bullet without a numeric id; the bullet's text.
+    CheckboxWithoutId(&'a str),
+    Other,
+}
+
+/// A prompt being read: its `_Prompt:` line and the raw lines, the first one being the
+/// text after `_Prompt:`.
+struct OpenPrompt<'a> {
+    line: usize,
+    lines: Vec<&'a str>,
+}
+
+/// How a prompt ended.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum PromptEnd {
+    /// At its closing `_`.
+    Closed,
+    /// Cut by the task line at this line.
+    Task(usize),
+    /// Cut by the end of the file.
+    Eof,
+}
+
+/// The state of the one pass.
+#[derive(Default)]
+struct Parser<'a> {
+    tasks: Vec<Task>,
+    /// The indentation width of each task line, for the depths computed at the end.
+    indents: Vec<usize>,
+    diagnostics: Vec<Diagnostic>,
+    /// The line of each task id seen, for duplicates.
+    seen: HashMap<String, usize>,
+    prompt: Option<OpenPrompt<'a>>,
+    /// The indentation of the bullet detail on the previous line, which a more indented
+    /// prose line continues.
+    detail_indent: Option<usize>,
+}
+
+impl<'a> Parser<'a> {
+    fn line(&mut self, number: usize, raw: &'a str) {
+        let kind = classify(raw);
+        if let Some(mut open) = self.prompt.take() {
+            if let LineKind::Task(_) = kind {
+                self.end_prompt(open, PromptEnd::Task(number));
+            } else {
+                open.lines.push(raw);
+                if raw.trim_end().ends_with('_') {
+                    self.end_prompt(open, PromptEnd::Closed);
+                } else {
+                    self.prompt = Some(open);
+                }
+                return;
+            }
+        }
+        match kind {
+            LineKind::Task(task) => self.start_task(number, task),
+            LineKind::CheckboxWithoutId(text) => {
+                self.diagnostics.push(Diagnostic {
+                    line: number,
+                    message: format!("checkbox without a numeric task id, not a task: {text}"),
+                });
+                if let Some(task) = self.tasks.last_mut() {
+                    task.details.push(text.to_owned());
+                    self.detail_indent = Some(split_indent(raw).0);
+                }
+            }
+            LineKind::Other => self.metadata(number, raw),
+        }
+    }
+
+    fn start_task(&mut self, number: usize, line: TaskLine<'_>) {
+        if let Some(first) = self.seen.get(&line.id) {
+            self.diagnostics.push(Diagnostic {
+                line: number,
+                message: format!("duplicate task id {} (first at line {first})", line.id),
+            });
+        } else {
+            self.seen.insert(line.id.clone(), number);
+        }
+        self.indents.push(line.indent);
+        self.tasks.push(Task {
+            id: line.id,
+            title: line.title.to_owned(),
+            status: line.status,
+            depth: 0,
+            line: number,
+            requirements: Vec::new(),
+            leverage: None,
+            files: Vec::new(),
+            purpose: None,
+            details: Vec::new(),
+            prompt: None,
+            prompt_sections: Vec::new(),
+        });
+        self.detail_indent = None;
+    }
+
+    /// A line under a task that is neither a task nor a checkbox.
+    fn metadata(&mut self, number: usize, raw: &'a str) {
+        let detail_indent = self.detail_indent.take();
+        let (indent, body) = split_indent(raw);
+        let body = body.trim_end();
+        let Some(task) = self.tasks.last_mut() else {
+            return;
+        };
+        if body.is_empty() {
+            return;
+        }
+        let bullet = strip_bullet(body);
+        let content = bullet.unwrap_or(body);
+        if let Some(rest) = content.strip_prefix("_Prompt:") {
+            let open = OpenPrompt {
+                line: number,
+                lines: vec![rest],
+            };
+            if rest.trim_end().ends_with('_') {
+                self.end_prompt(open, PromptEnd::Closed);
+            } else {
+                self.prompt = Some(open);
+            }
+            return;
+        }
+        if let Some(value) = known_value(content, &["Requirements"]) {
+            split_list(value, |item| task.requirements.push(item.to_owned()));
+        } else if let Some(value) = known_value(content, &["Leverage"]) {
+            append_text(&mut task.leverage, value);
+        } else if let Some(value) = known_value(content, &["Files", "File"]) {
+            split_list(value, |item| task.files.extend(clean_path(item)));
+        } else if let Some(value) = known_value(content, &["Purpose"]) {
+            append_text(&mut task.purpose, value);
+        } else if let Some(text) = bullet {
+            task.details.push(text.to_owned());
+            self.detail_indent = Some(indent);
+        } else if content.starts_with('_') && key_at(content.get(1..).unwrap_or("")).is_some() {
+            // Unknown `_Key: …_` metadata written without a bullet.
+            task.details.push(content.to_owned());
+        } else if let Some(detail_indent) = detail_indent.filter(|&bullet| indent > bullet)
+            && let Some(last) = task.details.last_mut()
+        {
+            last.push(' ');
+            last.push_str(content);
+            self.detail_indent = Some(detail_indent);
+        }
+    }
+
+    /// Stores a prompt read to its closing `_` or cut by a task line or the end.
+    fn end_prompt(&mut self, open: OpenPrompt<'_>, end: PromptEnd) {
+        let text = prompt_text(&open.lines, end == PromptEnd::Closed);
+        let Some(task) = self.tasks.last_mut() else {
+            return;
+        };
+        let cut_by = match end {
+            PromptEnd::Closed => None,
+            PromptEnd::Task(line) => Some(format!("the next task (line {line})")),
+            PromptEnd::Eof => Some("the end of the file".to_owned()),
+        };
+        if let Some(cut_by) = cut_by {
+            self.diagnostics.push(Diagnostic {
+                line: open.line,
+                message: format!(
+                    "prompt of task {} is not closed with `_` before {cut_by}; kept the {} \
+                     line(s) read",
+                    task.id,
+                    open.lines.len()
+                ),
+            });
+        }
+        let prompt = match task.prompt.take() {
+            Some(mut first) => {
+                self.diagnostics.push(Diagnostic {
+                    line: open.line,
+                    message: format!(
+                        "second `_Prompt:` under task {}, appended to the first",
+                        task.id
+                    ),
+                });
+                first.push_str("\n\n");
+                first.push_str(&text);
+                first
+            }
+            None => text,
+        };
+        task.prompt = Some(prompt);
+    }
+
+    fn finish(mut self) -> (Vec<Task>, Vec<Diagnostic>) {
+        if let Some(open) = self.prompt.take() {
+            self.end_prompt(open, PromptEnd::Eof);
+        }
+        let least = self.indents.iter().copied().min().unwrap_or(0);
+        for (task, indent) in self.tasks.iter_mut().zip(&self.indents) {
+            task.depth = indent.saturating_sub(least) / 2;
+            // Once per task, so that appending a second prompt stays linear.
+            if let Some(prompt) = &task.prompt {
+                task.prompt_sections = prompt_sections(prompt);
+            }
+        }
+        (self.tasks, self.diagnostics)
+    }
+}
+
+/// The indentation width (space 1, tab 2) and the rest of the line.
+fn split_indent(line: &str) -> (usize, &str) {
+    let rest = line.trim_start_matches([' ', '\t']);
+    let lead = line.len().saturating_sub(rest.len());
+    let width = line.get(..lead).map_or(0, |ws| {
+        ws.chars().map(|c| if c == '\t' { 2 } else { 1 }).sum()
+    });
+    (width, rest)
+}
+
+/// The text of a `-` or `*` bullet (marker followed by a space or tab).
+fn strip_bullet(text: &str) -> Option<&str> {
+    let rest = text.strip_prefix('-').or_else(|| text.strip_prefix('*'))?;
+    let after = rest.trim_start_matches([' ', '\t']);
+    (after.len() < rest.len()).then_some(after)
+}
+
+fn classify(raw: &str) -> LineKind<'_> {
+    let (indent, body) = split_indent(raw);
+    let Some(bullet) = strip_bullet(body.trim_end()) else {
+        return LineKind::Other;
+    };
+    let Some((status, rest)) = strip_checkbox(bullet) else {
+        return LineKind::Other;
+    };
+    match parse_id(rest) {
+        Some((id, title)) => LineKind::Task(TaskLine {
+            indent,
+            status,
+            id,
+            title,
+        }),
+        None => LineKind::CheckboxWithoutId(bullet),
+    }
+}
+
+/// The checkbox state and the text after it; the box must be followed by a blank or
+/// end the line.
+fn strip_checkbox(text: &str) -> Option<(TaskStatus, &str)> {
+    let boxes = [
+        ("[ ]", TaskStatus::Pending),
+        ("[-]", TaskStatus::InProgress),
+        ("[x]", TaskStatus::Completed),
+        ("[X]", TaskStatus::Completed),
+    ];
+    let (rest, status) = boxes
+        .iter()
+        .find_map(|(mark, status)| text.strip_prefix(mark).map(|rest| (rest, *status)))?;
+    (rest.is_empty() || rest.starts_with([' ', '\t'])).then(|| (status, rest.trim_start()))
+}
+
+/// A numeric id (`1`, `1.`, `1\.`, `2.3`, `3.4.1.`) followed by a blank or the end, as
+/// its canonical form and the trimmed title after it.
+fn parse_id(text: &str) -> Option<(String, &str)> {
+    let mut id = String::new();
+    let mut rest = text;
+    loop {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        id.push_str(rest.get(..digits)?);
+        rest = rest.get(digits..)?;
+        match rest.strip_prefix("\\.").or_else(|| rest.strip_prefix('.')) {
+            Some(after) if after.starts_with(|c: char| c.is_ascii_digit()) => {
+                id.push('.');
+                rest = after;
+            }
+            Some(after) => {
+                rest = after;
+                break;
+            }
+            None => break,
+        }
+    }
+    (rest.is_empty() || rest.starts_with([' ', '\t'])).then(|| (id, rest.trim()))
+}
+
+/// The value of `Key: value` or `_Key: value_` for one of `keys`, trimmed, without the
+/// closing underscore of the wrapped form.
+fn known_value<'t>(content: &'t str, keys: &[&str]) -> Option<&'t str> {
+    let (wrapped, text) = match content.strip_prefix('_') {
+        Some(rest) => (true, rest),
+        None => (false, content),
+    };
+    let value = keys.iter().find_map(|key| {
+        text.strip_prefix(key)
+            .and_then(|rest| rest.strip_prefix(':'))
+    })?;
+    let value = value.trim();
+    Some(if wrapped {
+        value.strip_suffix('_').unwrap_or(value).trim_end()
+    } else {
+        value
+    })
+}
+
+/// Sets `slot` to `value`, or appends it after `; `; empty values are skipped.
+fn append_text(slot: &mut Option<String>, value: &str) {
+    if value.is_empty() {
+        return;
+    }
+    match slot {
+        Some(text) => {
+            text.push_str("; ");
+            text.push_str(value);
+        }
+        None => *slot = Some(value.to_owned()),
+    }
+}
+
+/// The comma-separated items of `text`, trimmed and non-empty; commas inside parentheses
+/// or backticks do not separate.
+fn split_list<'t>(text: &'t str, mut item: impl FnMut(&'t str)) {
+    let mut emit = |piece: Option<&'t str>| {
+        if let Some(piece) = piece.map(str::trim).filter(|p| !p.is_empty()) {
+            item(piece);
+        }
+    };
+    let mut depth = 0usize;
+    let mut in_code = false;
+    let mut start = 0;
+    for (i, c) in text.char_indices() {
+        match c {
+            '`' => in_code = !in_code,
+            '(' if !in_code => depth += 1,
+            ')' if !in_code => depth = depth.saturating_sub(1),
+            ',' if !in_code && depth == 0 => {
+                emit(text.get(start..i));
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    emit(text.get(start..));
+}
+
+/// The path of one `Files:` item: the first backticked span if there is one, otherwise
+/// the item without backticks and without a trailing ` (note)`.
+fn clean_path(item: &str) -> Option<String> {
+    if let Some((_, after)) = item.split_once('`')
+        && let Some((inside, _)) = after.split_once('`')
+        && !inside.trim().is_empty()
+    {
+        return Some(inside.trim().to_owned());
+    }
+    let unquoted: std::borrow::Cow<'_, str> = if item.contains('`') {
+        std::borrow::Cow::Owned(item.replace('`', ""))
+    } else {
+        std::borrow::Cow::Borrowed(item)
+    };
+    let mut path: &str = &unquoted;
+    if path.ends_with(')')
+        && let Some((head, _)) = path.rsplit_once(" (")
+        && !head.trim().is_empty()
+    {
+        path = head;
+    }
+    let path = path.trim();
+    (!path.is_empty()).then(|| path.to_owned())
+}
+
+/// The number of leading spaces and tabs (bytes).
+fn leading_blanks(line: &str) -> usize {
+    line.len()
+        .saturating_sub(line.trim_start_matches([' ', '\t']).len())
+}
+
+/// The prompt text from its raw lines (see the module documentation).
+fn prompt_text(lines: &[&str], closed: bool) -> String {
+    // The common case, a prompt on one line: one allocation.
+    if let [line] = lines {
+        let line = line.trim();
+        let line = if closed {
+            line.strip_suffix('_').unwrap_or(line)
+        } else {
+            line
+        };
+        let line = line.trim();
+        return if line == "|" {
+            String::new()
+        } else {
+            line.to_owned()
+        };
+    }
+    let count = lines.len();
+    let mut trimmed: Vec<&str> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| {
+            let line = line.trim_end();
+            if closed && i + 1 == count {
+                line.strip_suffix('_').unwrap_or(line).trim_end()
+            } else {
+                line
+            }
+        })
+        .collect();
+    if let Some(first) = trimmed.first_mut() {
+        *first = first.trim();
+        if *first == "|" {
+            *first = "";
+        }
+    }
+    let common = trimmed
+        .iter()
+        .skip(1)
+        .filter(|line| !line.is_empty())
+        .map(|line| leading_blanks(line))
+        .min()
+        .unwrap_or(0);
+    let mut text = String::new();
+    for (i, line) in trimmed.iter().enumerate() {
+        if i > 0 {
+            text.push('\n');
+            text.push_str(line.get(common..).unwrap_or_else(|| line.trim_start()));
+        } else {
+            text.push_str(line);
+        }
+    }
+    let trimmed = text.trim();
+    if trimmed.len() == text.len() {
+        text
+    } else {
+        trimmed.to_owned()
+    }
+}
+
+/// `Key:` at the start of `text` after blanks, per `^\s*([A-Z][A-Za-z ]{0,30}):`: the key
+/// (trailing spaces trimmed) and the byte offset just after the colon.
+fn key_at(text: &str) -> Option<(&str, usize)> {
+    let body = text.trim_start();
+    let lead = text.len().saturating_sub(body.len());
+    let mut chars = body.char_indices();
+    let (_, first) = chars.next()?;
+    if !first.is_ascii_uppercase() {
+        return None;
+    }
+    // The colon, after at most 30 letters or spaces.
+    let (colon, _) = chars
+        .take(31)
+        .find(|&(_, c)| !(c.is_ascii_alphabetic() || c == ' '))
+        .filter(|&(_, c)| c == ':')?;
+    Some((body.get(..colon)?.trim_end(), lead + colon + 1))
+}
+
+/// The first key in `piece` after a `: ` (the end of an introduction), with the offset
+/// just after its colon.
+fn embedded_key(piece: &str) -> Option<(&str, usize)> {
+    piece.match_indices(':').find_map(|(i, _)| {
+        let after = piece.get(i + 1..)?;
+        if !after.starts_with(char::is_whitespace) {
+            return None;
+        }
+        key_at(after).map(|(key, end)| (key, i + 1 + end))
+    })
+}
+
+/// The byte ranges of the prompt's pieces (see the module documentation).
+fn pieces(text: &str) -> Vec<(usize, usize)> {
+    let mut separators: Vec<(usize, usize)> = Vec::new();
+    let mut offset = 0;
+    let mut first = true;
+    let mut after_blank = false;
+    let mut after_pipe = false;
+    for line in text.split_inclusive('\n') {
+        let start = offset;
+        offset += line.len();
+        let content = line.trim_end();
+        let body = content.trim_start();
+        if body.is_empty() {
+            after_blank = true;
+            continue;
+        }
+        let mut from = start + (content.len() - body.len());
+        let mut to = start + content.len();
+        let line_start_key = key_at(body).is_some_and(|(key, _)| LINE_START_KEYS.contains(&key));
+        if !first && (after_blank || after_pipe || line_start_key) {
+            separators.push((from, from));
+        }
+        first = false;
+        after_blank = false;
+        if body.starts_with('|') {
+            separators.push((from, from + 1));
+            from += 1;
+        }
+        after_pipe = to > from && body.ends_with('|');
+        if after_pipe {
+            to -= 1;
+        }
+        if let Some(rest) = text.get(from..to) {
+            // One searcher per line; matches never overlap, as `find` from each end did.
+            let base = from;
+            separators.extend(
+                rest.match_indices(" | ")
+                    .map(|(at, _)| (base + at, base + at + 3)),
+            );
+        }
+        if after_pipe {
+            separators.push((to, to + 1));
+        }
+    }
+    let mut ranges = Vec::with_capacity(separators.len() + 1);
+    let mut cursor = 0;
+    for (sep_start, sep_end) in separators {
+        if sep_start >= cursor {
+            ranges.push((cursor, sep_start));
+            cursor = sep_end;
+        }
+    }
+    ranges.push((cursor, text.len()));
+    ranges
+}
+
+/// The `Key: value` sections of a prompt (see the module documentation).
+fn prompt_sections(prompt: &str) -> Vec<(std::ops::Range<usize>, std::ops::Range<usize>)> {
+    // (key, value start, value end) as byte offsets into the prompt.
+    let mut sections: Vec<(&str, usize, usize)> = Vec::new();
+    let mut in_echo = false;
+    for (start, end) in pieces(prompt) {
+        let Some(piece) = prompt.get(start..end) else {
+            continue;
+        };
+        let body = piece.trim_start();
+        if body.is_empty() {
+            continue;
+        }
+        if let Some((key, after)) = key_at(piece) {
+            sections.push((key, start + after, end));
+            in_echo = false;
+        } else if body.starts_with('_') && key_at(body.get(1..).unwrap_or("")).is_some() {
+            in_echo = true;
+        } else if !in_echo {
+            match sections.last_mut() {
+                Some(open) => open.2 = end,
+                None => sections
+                    .extend(embedded_key(piece).map(|(key, after)| (key, start + after, end))),
+            }
+        }
+    }
+    // Keys borrow from the prompt: recover their offsets, then trim the value range.
+    let base = prompt.as_ptr() as usize;
+    sections
+        .into_iter()
+        .filter_map(|(key, from, to)| {
+            let key_start = (key.as_ptr() as usize).checked_sub(base)?;
+            let raw = prompt.get(from..to)?;
+            let lead = raw.len() - raw.trim_start().len();
+            let value = raw.trim();
+            Some((
+                key_start..key_start + key.len(),
+                from + lead..from + lead + value.len(),
+            ))
+        })
+        .collect()
+}

@@ -1,0 +1,348 @@
+//! [`ProgressLedger`]: a spec's tasks.md compiled once, and [`LedgerCache`], which compiles
+//! it again only when the file changed.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::UNIX_EPOCH;
+
+use fact_model::Timestamp;
+use serde::Serialize;
+
+use crate::{Diagnostic, Task, TaskStatus, parse_tasks};
+
+/// Why a progress ledger could not be built. Every variant names the file.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum LedgerError {
+    /// There is no tasks.md at the path.
+    #[error("no tasks.md at {path}")]
+    MissingTasksFile {
+        /// The path looked at.
+        path: PathBuf,
+    },
+    /// The file is not UTF-8.
+    #[error("{path} is not UTF-8 (first invalid byte at offset {valid_up_to})")]
+    NotUtf8 {
+        /// The file.
+        path: PathBuf,
+        /// How many bytes are valid UTF-8.
+        valid_up_to: usize,
+    },
+    /// The file has no task line (`- [ ] 1. Title`).
+    #[error("{path} has no tasks (a task line looks like `- [ ] 1. Title`)")]
+    NoTasks {
+        /// The file.
+        path: PathBuf,
+        /// The problems found while looking, with line numbers.
+        diagnostics: Vec<Diagnostic>,
+    },
+    /// Reading the file failed.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: Arc<std::io::Error>,
+    },
+}
+
+/// What a tasks.md was when a ledger was built from it: the BLAKE3 hash of its content,
+/// its size and its modification time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Fingerprint {
+    /// BLAKE3 of the content, 64 lowercase hex characters.
+    pub hash: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time, when the file system reports one.
+    pub mtime: Option<Timestamp>,
+}
+
+impl Fingerprint {
+    /// The fingerprint of `content`, with the file's size and modification time.
+    #[must_use]
+    pub fn of(content: &[u8], mtime: Option<Timestamp>) -> Fingerprint {
+        Fingerprint {
+            hash: blake3::hash(content).to_hex().to_string(),
+            size: content.len() as u64,
+            mtime,
+        }
+    }
+}
+
+/// How many tasks stand where.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Totals {
+    /// All tasks.
+    pub total: usize,
+    /// `[x]`
+    pub completed: usize,
+    /// `[-]`
+    pub in_progress: usize,
+    /// `[ ]`
+    pub pending: usize,
+}
+
+/// A spec's tasks.md, compiled: tasks in file order with their metadata, totals, the active
+/// task, and where it came from.
+///
+/// ```
+/// use ledger::{Fingerprint, ProgressLedger};
+///
+/// let text = "# Tasks\n- [x] 1. Parse\n- [-] 2. Index\n- [ ] 3. Search\n";
+/// let ledger = ProgressLedger::from_text("demo", "tasks.md", text, Fingerprint::of(text.as_bytes(), None))?;
+/// assert_eq!(ledger.totals().completed, 1);
+/// assert_eq!(ledger.active_task().map(|t| t.id()), Some("2"));
+/// assert_eq!(ledger.task("3").map(|t| t.title()), Some("Search"));
+/// # Ok::<(), ledger::LedgerError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProgressLedger {
+    spec_name: String,
+    source_path: PathBuf,
+    fingerprint: Fingerprint,
+    tasks: Vec<Task>,
+    totals: Totals,
+    active: Option<usize>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl ProgressLedger {
+    /// Compiles tasks.md text.
+    ///
+    /// # Errors
+    ///
+    /// [`LedgerError::NoTasks`] when the text has no task line.
+    pub fn from_text(
+        spec_name: impl Into<String>,
+        source_path: impl Into<PathBuf>,
+        text: &str,
+        fingerprint: Fingerprint,
+    ) -> Result<ProgressLedger, LedgerError> {
+        let (tasks, diagnostics) = parse_tasks(text);
+        let source_path = source_path.into();
+        if tasks.is_empty() {
+            return Err(LedgerError::NoTasks {
+                path: source_path,
+                diagnostics,
+            });
+        }
+        let mut totals = Totals {
+            total: tasks.len(),
+            ..Totals::default()
+        };
+        for task in &tasks {
+            match task.status() {
+                TaskStatus::Completed => totals.completed += 1,
+                TaskStatus::InProgress => totals.in_progress += 1,
+                TaskStatus::Pending => totals.pending += 1,
+            }
+        }
+        let active = tasks
+            .iter()
+            .position(|t| t.status() == TaskStatus::InProgress)
+            .or_else(|| tasks.iter().position(|t| t.status() == TaskStatus::Pending));
+        Ok(ProgressLedger {
+            spec_name: spec_name.into(),
+            source_path,
+            fingerprint,
+            tasks,
+            totals,
+            active,
+            diagnostics,
+        })
+    }
+
+    /// Reads and compiles the tasks.md at `path`.
+    ///
+    /// # Errors
+    ///
+    /// [`LedgerError::MissingTasksFile`], [`LedgerError::NotUtf8`], [`LedgerError::NoTasks`]
+    /// or [`LedgerError::Io`].
+    pub fn load(spec_name: impl Into<String>, path: &Path) -> Result<ProgressLedger, LedgerError> {
+        let (bytes, mtime) = read(path)?;
+        let text = decode(path, &bytes)?;
+        ProgressLedger::from_text(spec_name, path, text, Fingerprint::of(&bytes, mtime))
+    }
+
+    /// The spec's name.
+    #[must_use]
+    pub fn spec_name(&self) -> &str {
+        &self.spec_name
+    }
+
+    /// The file the ledger was compiled from.
+    #[must_use]
+    pub fn source_path(&self) -> &Path {
+        &self.source_path
+    }
+
+    /// What the file was when compiled.
+    #[must_use]
+    pub fn fingerprint(&self) -> &Fingerprint {
+        &self.fingerprint
+    }
+
+    /// The tasks, in file order.
+    #[must_use]
+    pub fn tasks(&self) -> &[Task] {
+        &self.tasks
+    }
+
+    /// The task with this id, as written in the file.
+    #[must_use]
+    pub fn task(&self, id: &str) -> Option<&Task> {
+        self.tasks.iter().find(|t| t.id() == id)
+    }
+
+    /// How many tasks stand where.
+    #[must_use]
+    pub fn totals(&self) -> Totals {
+        self.totals
+    }
+
+    /// The first task in progress, else the first pending one, else none.
+    #[must_use]
+    pub fn active_task(&self) -> Option<&Task> {
+        self.tasks.get(self.active?)
+    }
+
+    /// Problems in the file that did not stop compiling it, with line numbers.
+    #[must_use]
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.diagnostics
+    }
+}
+
+fn mtime_of(metadata: &std::fs::Metadata) -> Option<Timestamp> {
+    let since = metadata.modified().ok()?.duration_since(UNIX_EPOCH).ok()?;
+    Timestamp::from_unix_micros(i64::try_from(since.as_micros()).ok()?).ok()
+}
+
+fn io_error(path: &Path, error: std::io::Error) -> LedgerError {
+    if error.kind() == std::io::ErrorKind::NotFound {
+        LedgerError::MissingTasksFile {
+            path: path.to_owned(),
+        }
+    } else {
+        LedgerError::Io {
+            path: path.to_owned(),
+            source: Arc::new(error),
+        }
+    }
+}
+
+fn read(path: &Path) -> Result<(Vec<u8>, Option<Timestamp>), LedgerError> {
+    let metadata = std::fs::metadata(path).map_err(|e| io_error(path, e))?;
+    let bytes = std::fs::read(path).map_err(|e| io_error(path, e))?;
+    Ok((bytes, mtime_of(&metadata)))
+}
+
+fn decode<'b>(path: &Path, bytes: &'b [u8]) -> Result<&'b str, LedgerError> {
+    std::str::from_utf8(bytes).map_err(|e| LedgerError::NotUtf8 {
+        path: path.to_owned(),
+        valid_up_to: e.valid_up_to(),
+    })
+}
+
+/// How a [`LedgerCache`] answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Freshness {
+    /// Size and mtime unchanged: the cached ledger, without reading the file.
+    Hit,
+    /// Only the mtime changed and the content hashes the same: the cached ledger.
+    Rehashed,
+    /// Compiled from the file (first load, or the content changed).
+    Rebuilt,
+}
+
+/// A failed load: the error, and the last good ledger of that file, marked stale.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{error}{}", if self.stale.is_some() { " (the last good ledger is returned as stale)" } else { "" })]
+pub struct StaleLedger {
+    /// Why the file could not be compiled now.
+    #[source]
+    pub error: LedgerError,
+    /// The last ledger compiled from the same path, if there was one. It no longer matches
+    /// the file: use it knowingly, or not at all.
+    pub stale: Option<Arc<ProgressLedger>>,
+}
+
+#[derive(Debug, Default)]
+struct CacheState {
+    entries: indexmap::IndexMap<PathBuf, Arc<ProgressLedger>>,
+    rebuilds: u64,
+}
+
+/// Progress ledgers by path, compiled again only when their file changed.
+///
+/// A lookup stats the file: with size and mtime unchanged it returns the cached ledger
+/// without reading ([`Freshness::Hit`]); when only the mtime changed it reads and hashes the
+/// file, and keeps the ledger if the content is the same ([`Freshness::Rehashed`]);
+/// otherwise it compiles the file again ([`Freshness::Rebuilt`]) and counts a rebuild.
+/// A failed rebuild never falls back silently: the caller gets a [`StaleLedger`] holding the
+/// error and the last good ledger.
+#[derive(Debug, Default)]
+pub struct LedgerCache {
+    state: Mutex<CacheState>,
+}
+
+impl LedgerCache {
+    /// The ledger of `spec_name`'s tasks.md at `path`, and how fresh it is.
+    ///
+    /// # Errors
+    ///
+    /// [`StaleLedger`] when the file cannot be compiled now.
+    pub fn load(
+        &self,
+        spec_name: &str,
+        path: &Path,
+    ) -> Result<(Arc<ProgressLedger>, Freshness), StaleLedger> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let cached = state.entries.get(path).cloned();
+        let fail = |error: LedgerError| StaleLedger {
+            error,
+            stale: cached.clone(),
+        };
+        let metadata = std::fs::metadata(path).map_err(|e| fail(io_error(path, e)))?;
+        let (size, mtime) = (metadata.len(), mtime_of(&metadata));
+        if let Some(ledger) = &cached {
+            let print = ledger.fingerprint();
+            if print.size == size
+                && print.mtime == mtime
+                && mtime.is_some()
+                && ledger.spec_name() == spec_name
+            {
+                return Ok((ledger.clone(), Freshness::Hit));
+            }
+        }
+        let bytes = std::fs::read(path).map_err(|e| fail(io_error(path, e)))?;
+        let fingerprint = Fingerprint::of(&bytes, mtime);
+        if let Some(ledger) = &cached
+            && ledger.fingerprint().hash == fingerprint.hash
+            && ledger.spec_name() == spec_name
+        {
+            let mut refreshed = ProgressLedger::clone(ledger);
+            refreshed.fingerprint = fingerprint;
+            let refreshed = Arc::new(refreshed);
+            state.entries.insert(path.to_owned(), refreshed.clone());
+            return Ok((refreshed, Freshness::Rehashed));
+        }
+        state.rebuilds += 1;
+        let text = decode(path, &bytes).map_err(&fail)?;
+        let ledger =
+            Arc::new(ProgressLedger::from_text(spec_name, path, text, fingerprint).map_err(&fail)?);
+        state.entries.insert(path.to_owned(), ledger.clone());
+        Ok((ledger, Freshness::Rebuilt))
+    }
+
+    /// How many times a file was compiled (first loads included).
+    #[must_use]
+    pub fn rebuilds(&self) -> u64 {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .rebuilds
+    }
+}

@@ -1,0 +1,81 @@
+//! The ledger cache: hits without reading, rehash on mtime only, rebuild on content, and
+//! stale ledgers that say so.
+
+use std::fs::File;
+use std::time::{Duration, SystemTime};
+
+use ledger::{Freshness, LedgerCache, LedgerError};
+
+use super::temp_dir;
+
+fn write(path: &std::path::Path, text: &str, mtime_secs: u64) {
+    std::fs::write(path, text).unwrap();
+    set_mtime(path, mtime_secs);
+}
+
+fn set_mtime(path: &std::path::Path, secs: u64) {
+    let file = File::options().write(true).open(path).unwrap();
+    file.set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000 + secs))
+        .unwrap();
+}
+
+#[test]
+fn hit_rehash_rebuild_and_stale() {
+    let dir = temp_dir();
+    let path = dir.join("tasks.md");
+    let cache = LedgerCache::default();
+    write(&path, "- [ ] 1. First\n", 1);
+
+    let (first, freshness) = cache.load("spec", &path).unwrap();
+    assert_eq!((freshness, cache.rebuilds()), (Freshness::Rebuilt, 1));
+
+    let (again, freshness) = cache.load("spec", &path).unwrap();
+    assert_eq!(freshness, Freshness::Hit);
+    assert!(
+        std::sync::Arc::ptr_eq(&first, &again),
+        "a hit returns the same ledger"
+    );
+
+    set_mtime(&path, 2);
+    let (rehashed, freshness) = cache.load("spec", &path).unwrap();
+    assert_eq!((freshness, cache.rebuilds()), (Freshness::Rehashed, 1));
+    assert_eq!(rehashed.tasks(), first.tasks());
+    assert_ne!(rehashed.fingerprint().mtime, first.fingerprint().mtime);
+    assert_eq!(cache.load("spec", &path).unwrap().1, Freshness::Hit);
+
+    write(&path, "- [x] 1. First\n", 3);
+    let (rebuilt, freshness) = cache.load("spec", &path).unwrap();
+    assert_eq!((freshness, cache.rebuilds()), (Freshness::Rebuilt, 2));
+    assert_eq!(rebuilt.totals().completed, 1);
+
+    write(&path, "no tasks at all\n", 4);
+    let failure = cache.load("spec", &path).unwrap_err();
+    assert!(
+        matches!(failure.error, LedgerError::NoTasks { .. }),
+        "{failure:?}"
+    );
+    assert_eq!(
+        failure.stale.as_deref(),
+        Some(&*rebuilt),
+        "the last good ledger, marked stale"
+    );
+    assert!(failure.to_string().contains("returned as stale"));
+
+    std::fs::remove_file(&path).unwrap();
+    let failure = cache.load("spec", &path).unwrap_err();
+    assert!(matches!(
+        failure.error,
+        LedgerError::MissingTasksFile { .. }
+    ));
+    assert!(failure.stale.is_some());
+}
+
+#[test]
+fn a_first_load_that_fails_has_no_stale_ledger() {
+    let dir = temp_dir();
+    let failure = LedgerCache::default()
+        .load("spec", &dir.join("tasks.md"))
+        .unwrap_err();
+    assert!(failure.stale.is_none());
+    assert!(!failure.to_string().contains("stale"));
+}
