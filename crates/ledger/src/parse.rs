@@ -1,8 +1,11 @@
 //! Parsing tasks.md text into [`Task`]s, in one pass over its lines; the accepted format
 //! is documented on [`parse_tasks`].
 
+use std::borrow::Cow;
 use std::collections::HashMap;
+use std::sync::Arc;
 
+use crate::task::{Spanner, Text};
 use crate::{Diagnostic, Task, TaskStatus};
 
 /// Keys that open a prompt section at the start of any line, not only of a paragraph.
@@ -125,8 +128,15 @@ const LINE_START_KEYS: [&str; 5] = ["Role", "Task", "Restrictions", "Success", "
 #[must_use]
 pub fn parse_tasks(text: &str) -> (Vec<Task>, Vec<Diagnostic>) {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut parser = Parser::default();
-    for (index, line) in text.lines().enumerate() {
+    // One shared copy of the text: tasks hold spans of it instead of copies of their parts.
+    let source: Arc<str> = Arc::from(text);
+    let view: &str = &source;
+    let mut parser = Parser {
+        spanner: Spanner::new(view),
+        source: source.clone(),
+        ..Parser::default()
+    };
+    for (index, line) in view.lines().enumerate() {
         parser.line(index + 1, line);
     }
     parser.finish()
@@ -136,7 +146,8 @@ pub fn parse_tasks(text: &str) -> (Vec<Task>, Vec<Diagnostic>) {
 struct TaskLine<'a> {
     indent: usize,
     status: TaskStatus,
-    id: String,
+    /// Borrowed when the id is written as is; owned when it had to be unescaped.
+    id: Cow<'a, str>,
     title: &'a str,
 }
 
@@ -152,7 +163,10 @@ enum LineKind<'a> {
 /// text after `_Prompt:`.
 struct OpenPrompt<'a> {
     line: usize,
-    lines: Vec<&'a str>,
+    /// The text after `_Prompt:` on its own line.
+    first: &'a str,
+    /// The lines after it (none for a one-line prompt, so it allocates nothing).
+    more: Vec<&'a str>,
 }
 
 /// How a prompt ended.
@@ -169,12 +183,14 @@ enum PromptEnd {
 /// The state of the one pass.
 #[derive(Default)]
 struct Parser<'a> {
+    source: Arc<str>,
+    spanner: Spanner,
     tasks: Vec<Task>,
     /// The indentation width of each task line, for the depths computed at the end.
     indents: Vec<usize>,
     diagnostics: Vec<Diagnostic>,
     /// The line of each task id seen, for duplicates.
-    seen: HashMap<String, usize>,
+    seen: HashMap<Cow<'a, str>, usize>,
     prompt: Option<OpenPrompt<'a>>,
     /// The indentation of the bullet detail on the previous line, which a more indented
     /// prose line continues.
@@ -188,7 +204,7 @@ impl<'a> Parser<'a> {
             if let LineKind::Task(_) = kind {
                 self.end_prompt(open, PromptEnd::Task(number));
             } else {
-                open.lines.push(raw);
+                open.more.push(raw);
                 if raw.trim_end().ends_with('_') {
                     self.end_prompt(open, PromptEnd::Closed);
                 } else {
@@ -204,8 +220,9 @@ impl<'a> Parser<'a> {
                     line: number,
                     message: format!("checkbox without a numeric task id, not a task: {text}"),
                 });
+                let sp = self.spanner;
                 if let Some(task) = self.tasks.last_mut() {
-                    task.details.push(text.to_owned());
+                    task.details.push(sp.text(text));
                     self.detail_indent = Some(split_indent(raw).0);
                 }
             }
@@ -213,7 +230,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn start_task(&mut self, number: usize, line: TaskLine<'_>) {
+    fn start_task(&mut self, number: usize, line: TaskLine<'a>) {
         if let Some(first) = self.seen.get(&line.id) {
             self.diagnostics.push(Diagnostic {
                 line: number,
@@ -223,9 +240,14 @@ impl<'a> Parser<'a> {
             self.seen.insert(line.id.clone(), number);
         }
         self.indents.push(line.indent);
+        let id = match line.id {
+            Cow::Borrowed(id) => self.spanner.text(id),
+            Cow::Owned(id) => Text::Owned(id.into()),
+        };
         self.tasks.push(Task {
-            id: line.id,
-            title: line.title.to_owned(),
+            source: self.source.clone(),
+            id,
+            title: self.spanner.text(line.title),
             status: line.status,
             depth: 0,
             line: number,
@@ -235,7 +257,6 @@ impl<'a> Parser<'a> {
             purpose: None,
             details: Vec::new(),
             prompt: None,
-            prompt_sections: Vec::new(),
         });
         self.detail_indent = None;
     }
@@ -243,6 +264,7 @@ impl<'a> Parser<'a> {
     /// A line under a task that is neither a task nor a checkbox.
     fn metadata(&mut self, number: usize, raw: &'a str) {
         let detail_indent = self.detail_indent.take();
+        let sp = self.spanner;
         let (indent, body) = split_indent(raw);
         let body = body.trim_end();
         let Some(task) = self.tasks.last_mut() else {
@@ -256,7 +278,8 @@ impl<'a> Parser<'a> {
         if let Some(rest) = content.strip_prefix("_Prompt:") {
             let open = OpenPrompt {
                 line: number,
-                lines: vec![rest],
+                first: rest,
+                more: Vec::new(),
             };
             if rest.trim_end().ends_with('_') {
                 self.end_prompt(open, PromptEnd::Closed);
@@ -266,31 +289,41 @@ impl<'a> Parser<'a> {
             return;
         }
         if let Some(value) = known_value(content, &["Requirements"]) {
-            split_list(value, |item| task.requirements.push(item.to_owned()));
+            split_list(value, |item| task.requirements.push(sp.text(item)));
         } else if let Some(value) = known_value(content, &["Leverage"]) {
-            append_text(&mut task.leverage, value);
+            task.leverage = appended(task, task.leverage.as_ref(), value, sp);
         } else if let Some(value) = known_value(content, &["Files", "File"]) {
-            split_list(value, |item| task.files.extend(clean_path(item)));
+            split_list(value, |item| {
+                task.files.extend(clean_path(item).map(|path| match path {
+                    Cow::Borrowed(path) => sp.text(path),
+                    Cow::Owned(path) => Text::Owned(path.into()),
+                }));
+            });
         } else if let Some(value) = known_value(content, &["Purpose"]) {
-            append_text(&mut task.purpose, value);
+            task.purpose = appended(task, task.purpose.as_ref(), value, sp);
         } else if let Some(text) = bullet {
-            task.details.push(text.to_owned());
+            task.details.push(sp.text(text));
             self.detail_indent = Some(indent);
         } else if content.starts_with('_') && key_at(content.get(1..).unwrap_or("")).is_some() {
             // Unknown `_Key: …_` metadata written without a bullet.
-            task.details.push(content.to_owned());
+            task.details.push(sp.text(content));
         } else if let Some(detail_indent) = detail_indent.filter(|&bullet| indent > bullet)
-            && let Some(last) = task.details.last_mut()
+            && let Some(last) = task.details.last()
         {
-            last.push(' ');
-            last.push_str(content);
+            let joined: Box<str> = format!("{} {content}", task.resolve(last)).into();
+            if let Some(last) = task.details.last_mut() {
+                *last = Text::Owned(joined);
+            }
             self.detail_indent = Some(detail_indent);
         }
     }
 
     /// Stores a prompt read to its closing `_` or cut by a task line or the end.
     fn end_prompt(&mut self, open: OpenPrompt<'_>, end: PromptEnd) {
-        let text = prompt_text(&open.lines, end == PromptEnd::Closed);
+        let text = match prompt_text(open.first, &open.more, end == PromptEnd::Closed) {
+            Cow::Borrowed(text) => self.spanner.text(text),
+            Cow::Owned(text) => Text::Owned(text.into()),
+        };
         let Some(task) = self.tasks.last_mut() else {
             return;
         };
@@ -305,23 +338,22 @@ impl<'a> Parser<'a> {
                 message: format!(
                     "prompt of task {} is not closed with `_` before {cut_by}; kept the {} \
                      line(s) read",
-                    task.id,
-                    open.lines.len()
+                    task.id(),
+                    open.more.len() + 1
                 ),
             });
         }
         let prompt = match task.prompt.take() {
-            Some(mut first) => {
+            Some(first) => {
                 self.diagnostics.push(Diagnostic {
                     line: open.line,
                     message: format!(
                         "second `_Prompt:` under task {}, appended to the first",
-                        task.id
+                        task.id()
                     ),
                 });
-                first.push_str("\n\n");
-                first.push_str(&text);
-                first
+                let joined = format!("{}\n\n{}", task.resolve(&first), task.resolve(&text));
+                Text::Owned(joined.into())
             }
             None => text,
         };
@@ -335,10 +367,6 @@ impl<'a> Parser<'a> {
         let least = self.indents.iter().copied().min().unwrap_or(0);
         for (task, indent) in self.tasks.iter_mut().zip(&self.indents) {
             task.depth = indent.saturating_sub(least) / 2;
-            // Once per task, so that appending a second prompt stays linear.
-            if let Some(prompt) = &task.prompt {
-                task.prompt_sections = prompt_sections(prompt);
-            }
         }
         (self.tasks, self.diagnostics)
     }
@@ -370,12 +398,20 @@ fn classify(raw: &str) -> LineKind<'_> {
         return LineKind::Other;
     };
     match parse_id(rest) {
-        Some((id, title)) => LineKind::Task(TaskLine {
-            indent,
-            status,
-            id,
-            title,
-        }),
+        Some((id, title)) => {
+            // Borrow the id when it is written as is (no `\.` escape inside).
+            let written = rest.trim_start();
+            let id = match written.get(..id.len()) {
+                Some(prefix) if prefix == id => Cow::Borrowed(prefix),
+                _ => Cow::Owned(id),
+            };
+            LineKind::Task(TaskLine {
+                indent,
+                status,
+                id,
+                title,
+            })
+        }
         None => LineKind::CheckboxWithoutId(bullet),
     }
 }
@@ -441,18 +477,16 @@ fn known_value<'t>(content: &'t str, keys: &[&str]) -> Option<&'t str> {
     })
 }
 
-/// Sets `slot` to `value`, or appends it after `; `; empty values are skipped.
-fn append_text(slot: &mut Option<String>, value: &str) {
+/// `value` as the new text of a slot holding `current`: the value itself, or appended
+/// after `; `; an empty value changes nothing.
+fn appended(task: &Task, current: Option<&Text>, value: &str, sp: Spanner) -> Option<Text> {
     if value.is_empty() {
-        return;
+        return current.cloned();
     }
-    match slot {
-        Some(text) => {
-            text.push_str("; ");
-            text.push_str(value);
-        }
-        None => *slot = Some(value.to_owned()),
-    }
+    Some(match current {
+        Some(text) => Text::Owned(format!("{}; {value}", task.resolve(text)).into()),
+        None => sp.text(value),
+    })
 }
 
 /// The comma-separated items of `text`, trimmed and non-empty; commas inside parentheses
@@ -483,27 +517,29 @@ fn split_list<'t>(text: &'t str, mut item: impl FnMut(&'t str)) {
 
 /// The path of one `Files:` item: the first backticked span if there is one, otherwise
 /// the item without backticks and without a trailing ` (note)`.
-fn clean_path(item: &str) -> Option<String> {
+fn clean_path(item: &str) -> Option<Cow<'_, str>> {
     if let Some((_, after)) = item.split_once('`')
         && let Some((inside, _)) = after.split_once('`')
         && !inside.trim().is_empty()
     {
-        return Some(inside.trim().to_owned());
+        return Some(Cow::Borrowed(inside.trim()));
     }
-    let unquoted: std::borrow::Cow<'_, str> = if item.contains('`') {
-        std::borrow::Cow::Owned(item.replace('`', ""))
-    } else {
-        std::borrow::Cow::Borrowed(item)
+    let drop_note = |path: &str| -> usize {
+        match path.rsplit_once(" (") {
+            Some((head, _)) if path.ends_with(')') && !head.trim().is_empty() => head.len(),
+            _ => path.len(),
+        }
     };
-    let mut path: &str = &unquoted;
-    if path.ends_with(')')
-        && let Some((head, _)) = path.rsplit_once(" (")
-        && !head.trim().is_empty()
-    {
-        path = head;
+    if item.contains('`') {
+        let unquoted = item.replace('`', "");
+        let path = unquoted
+            .get(..drop_note(&unquoted))
+            .unwrap_or_default()
+            .trim();
+        return (!path.is_empty()).then(|| Cow::Owned(path.to_owned()));
     }
-    let path = path.trim();
-    (!path.is_empty()).then(|| path.to_owned())
+    let path = item.get(..drop_note(item)).unwrap_or_default().trim();
+    (!path.is_empty()).then_some(Cow::Borrowed(path))
 }
 
 /// The number of leading spaces and tabs (bytes).
@@ -513,9 +549,10 @@ fn leading_blanks(line: &str) -> usize {
 }
 
 /// The prompt text from its raw lines (see the module documentation).
-fn prompt_text(lines: &[&str], closed: bool) -> String {
-    // The common case, a prompt on one line: one allocation.
-    if let [line] = lines {
+fn prompt_text<'t>(first: &'t str, more: &[&str], closed: bool) -> Cow<'t, str> {
+    // The common case, a prompt on one line: a slice of the line.
+    if more.is_empty() {
+        let line = first;
         let line = line.trim();
         let line = if closed {
             line.strip_suffix('_').unwrap_or(line)
@@ -523,15 +560,11 @@ fn prompt_text(lines: &[&str], closed: bool) -> String {
             line
         };
         let line = line.trim();
-        return if line == "|" {
-            String::new()
-        } else {
-            line.to_owned()
-        };
+        return Cow::Borrowed(if line == "|" { "" } else { line });
     }
-    let count = lines.len();
-    let mut trimmed: Vec<&str> = lines
-        .iter()
+    let count = more.len() + 1;
+    let mut trimmed: Vec<&str> = std::iter::once(&first)
+        .chain(more)
         .enumerate()
         .map(|(i, line)| {
             let line = line.trim_end();
@@ -565,11 +598,11 @@ fn prompt_text(lines: &[&str], closed: bool) -> String {
         }
     }
     let trimmed = text.trim();
-    if trimmed.len() == text.len() {
+    Cow::Owned(if trimmed.len() == text.len() {
         text
     } else {
         trimmed.to_owned()
-    }
+    })
 }
 
 /// `Key:` at the start of `text` after blanks, per `^\s*([A-Z][A-Za-z ]{0,30}):`: the key
@@ -659,7 +692,9 @@ fn pieces(text: &str) -> Vec<(usize, usize)> {
 }
 
 /// The `Key: value` sections of a prompt (see the module documentation).
-fn prompt_sections(prompt: &str) -> Vec<(std::ops::Range<usize>, std::ops::Range<usize>)> {
+pub(crate) fn prompt_sections(
+    prompt: &str,
+) -> Vec<(std::ops::Range<usize>, std::ops::Range<usize>)> {
     // (key, value start, value end) as byte offsets into the prompt.
     let mut sections: Vec<(&str, usize, usize)> = Vec::new();
     let mut in_echo = false;

@@ -1,5 +1,8 @@
 //! [`Task`]: one task line of a tasks.md with the metadata lines under it.
 
+use std::fmt;
+use std::sync::Arc;
+
 use serde::Serialize;
 
 /// Where a task stands, from its checkbox: `[ ]`, `[-]`, `[x]`/`[X]`.
@@ -26,36 +29,85 @@ impl TaskStatus {
     }
 }
 
+/// A piece of a task's text: a span of the file it was parsed from, or text the parser
+/// had to assemble (joined lines, an unescaped id, a multi-line prompt).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Text {
+    /// Bytes `start..end` of the task's source.
+    Span(usize, usize),
+    /// Assembled text.
+    Owned(Box<str>),
+}
+
+/// Turns slices of one source text into [`Text`] spans without copying them.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Spanner {
+    base: usize,
+    len: usize,
+}
+
+impl Spanner {
+    /// A spanner over `source`.
+    pub(crate) fn new(source: &str) -> Self {
+        Spanner {
+            base: source.as_ptr() as usize,
+            len: source.len(),
+        }
+    }
+
+    /// `slice` as a span when it lies within the source, else as owned text.
+    pub(crate) fn text(self, slice: &str) -> Text {
+        let start = (slice.as_ptr() as usize).wrapping_sub(self.base);
+        match start.checked_add(slice.len()) {
+            Some(end) if start <= self.len && end <= self.len => Text::Span(start, end),
+            _ => Text::Owned(slice.into()),
+        }
+    }
+}
+
 /// One task of a tasks.md, in file order, with everything written under it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+///
+/// Its texts are spans of the file's text, shared by all the tasks of a parse, so parsing
+/// copies almost nothing.
+#[derive(Clone)]
 pub struct Task {
-    pub(crate) id: String,
-    pub(crate) title: String,
+    pub(crate) source: Arc<str>,
+    pub(crate) id: Text,
+    pub(crate) title: Text,
     pub(crate) status: TaskStatus,
     pub(crate) depth: usize,
     pub(crate) line: usize,
-    pub(crate) requirements: Vec<String>,
-    pub(crate) leverage: Option<String>,
-    pub(crate) files: Vec<String>,
-    pub(crate) purpose: Option<String>,
-    pub(crate) details: Vec<String>,
-    pub(crate) prompt: Option<String>,
-    /// `(key, value)` byte ranges into `prompt`: sections borrow the prompt's text.
-    #[serde(skip)]
-    pub(crate) prompt_sections: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)>,
+    pub(crate) requirements: Vec<Text>,
+    pub(crate) leverage: Option<Text>,
+    pub(crate) files: Vec<Text>,
+    pub(crate) purpose: Option<Text>,
+    pub(crate) details: Vec<Text>,
+    pub(crate) prompt: Option<Text>,
 }
 
 impl Task {
+    /// The text of `text`.
+    pub(crate) fn resolve<'s>(&'s self, text: &'s Text) -> &'s str {
+        match text {
+            Text::Span(start, end) => self.source.get(*start..*end).unwrap_or_default(),
+            Text::Owned(owned) => owned,
+        }
+    }
+
+    fn resolve_all<'s>(&'s self, texts: &'s [Text]) -> Vec<&'s str> {
+        texts.iter().map(|t| self.resolve(t)).collect()
+    }
+
     /// The task's id as written, without a trailing `.` or escape: `1`, `1.2`, `3.4.1`.
     #[must_use]
     pub fn id(&self) -> &str {
-        &self.id
+        self.resolve(&self.id)
     }
 
     /// The title after the id.
     #[must_use]
     pub fn title(&self) -> &str {
-        &self.title
+        self.resolve(&self.title)
     }
 
     /// The checkbox state.
@@ -78,48 +130,51 @@ impl Task {
 
     /// Requirement ids from `_Requirements: 1.1, 2_`.
     #[must_use]
-    pub fn requirements(&self) -> &[String] {
-        &self.requirements
+    pub fn requirements(&self) -> Vec<&str> {
+        self.resolve_all(&self.requirements)
     }
 
     /// The text of `_Leverage: …_`.
     #[must_use]
     pub fn leverage(&self) -> Option<&str> {
-        self.leverage.as_deref()
+        self.leverage.as_ref().map(|t| self.resolve(t))
     }
 
     /// Paths from `File:` / `Files:` lines.
     #[must_use]
-    pub fn files(&self) -> &[String] {
-        &self.files
+    pub fn files(&self) -> Vec<&str> {
+        self.resolve_all(&self.files)
     }
 
     /// The text of `Purpose: …`.
     #[must_use]
     pub fn purpose(&self) -> Option<&str> {
-        self.purpose.as_deref()
+        self.purpose.as_ref().map(|t| self.resolve(t))
     }
 
     /// Other bullets under the task: implementation details.
     #[must_use]
-    pub fn details(&self) -> &[String] {
-        &self.details
+    pub fn details(&self) -> Vec<&str> {
+        self.resolve_all(&self.details)
     }
 
     /// The whole `_Prompt: …_` text, over as many lines (blank ones included) as it takes.
     #[must_use]
     pub fn prompt(&self) -> Option<&str> {
-        self.prompt.as_deref()
+        self.prompt.as_ref().map(|t| self.resolve(t))
     }
 
     /// The prompt's `|`-separated `Key: value` sections (Role, Task, Restrictions,
     /// Success, Instructions, …), in order; empty when the prompt has none.
+    ///
+    /// Computed from the prompt on each call (linear in its length), so parsing a file
+    /// does not pay for sections nobody reads.
     #[must_use]
     pub fn prompt_sections(&self) -> Vec<(&str, &str)> {
-        let prompt = self.prompt.as_deref().unwrap_or_default();
-        self.prompt_sections
-            .iter()
-            .filter_map(|(key, value)| Some((prompt.get(key.clone())?, prompt.get(value.clone())?)))
+        let prompt = self.prompt().unwrap_or_default();
+        crate::parse::prompt_sections(prompt)
+            .into_iter()
+            .filter_map(|(key, value)| Some((prompt.get(key)?, prompt.get(value)?)))
             .collect()
     }
 
@@ -130,6 +185,60 @@ impl Task {
             .into_iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(key))
             .map(|(_, v)| v)
+    }
+}
+
+impl PartialEq for Task {
+    /// Tasks are equal when everything they say is equal, wherever their text lives.
+    fn eq(&self, other: &Self) -> bool {
+        (self.status, self.depth, self.line) == (other.status, other.depth, other.line)
+            && self.id() == other.id()
+            && self.title() == other.title()
+            && self.requirements() == other.requirements()
+            && self.leverage() == other.leverage()
+            && self.files() == other.files()
+            && self.purpose() == other.purpose()
+            && self.details() == other.details()
+            && self.prompt() == other.prompt()
+    }
+}
+
+impl Eq for Task {}
+
+impl fmt::Debug for Task {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Task")
+            .field("id", &self.id())
+            .field("title", &self.title())
+            .field("status", &self.status)
+            .field("depth", &self.depth)
+            .field("line", &self.line)
+            .field("requirements", &self.requirements())
+            .field("leverage", &self.leverage())
+            .field("files", &self.files())
+            .field("purpose", &self.purpose())
+            .field("details", &self.details())
+            .field("prompt", &self.prompt())
+            .finish()
+    }
+}
+
+impl Serialize for Task {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut s = serializer.serialize_struct("Task", 11)?;
+        s.serialize_field("id", self.id())?;
+        s.serialize_field("title", self.title())?;
+        s.serialize_field("status", &self.status)?;
+        s.serialize_field("depth", &self.depth)?;
+        s.serialize_field("line", &self.line)?;
+        s.serialize_field("requirements", &self.requirements())?;
+        s.serialize_field("leverage", &self.leverage())?;
+        s.serialize_field("files", &self.files())?;
+        s.serialize_field("purpose", &self.purpose())?;
+        s.serialize_field("details", &self.details())?;
+        s.serialize_field("prompt", &self.prompt())?;
+        s.end()
     }
 }
 
