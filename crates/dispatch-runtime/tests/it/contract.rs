@@ -1,0 +1,230 @@
+//! The dispatch contract: markers, JSON, schema paths and the output budget, in that order.
+
+use dispatch_runtime::{ContractError, DispatchResult, Role, extract_block, parse_output};
+use fact_retrieve::CharsPerToken;
+use proptest::prelude::*;
+use serde_json::json;
+
+fn wrap(json: &serde_json::Value) -> String {
+    format!("BEGIN_DISPATCH_RESULT\n{json}\nEND_DISPATCH_RESULT")
+}
+
+fn implementer() -> serde_json::Value {
+    json!({"task_id": "2", "status": "completed", "summary": "Added the parser",
+           "files_changed": ["src/parser.rs"], "tests": [{"command": "cargo test", "passed": true}],
+           "follow_up_actions": []})
+}
+
+fn reviewer() -> serde_json::Value {
+    json!({"task_id": "2", "assessment": "needs_changes", "strengths": ["clear"],
+           "issues": [{"severity": "critical", "file": "src/api.rs", "message": "No validation", "fix": "Validate"}],
+           "required_fixes": ["Validate the body"]})
+}
+
+fn parse(role: Role, output: &str) -> Result<DispatchResult, ContractError> {
+    parse_output(role, output, "2", 1200, &CharsPerToken::default()).map(|(result, _)| result)
+}
+
+/// The error code and the path or detail it names.
+fn check_err(role: Role, output: &str, code: &str, mentions: &str) {
+    let err = parse(role, output).unwrap_err();
+    assert_eq!(err.code(), code, "{err}");
+    assert!(
+        err.to_string().contains(mentions),
+        "{err} should mention {mentions:?}"
+    );
+}
+
+#[test]
+fn prose_around_the_block_is_ignored() {
+    let output = format!("Here is my work.\n\n{}\n\nThanks!", wrap(&implementer()));
+    assert!(matches!(
+        parse(Role::Implementer, &output).unwrap(),
+        DispatchResult::Implementer(_)
+    ));
+    assert!(matches!(
+        parse(Role::Reviewer, &wrap(&reviewer())).unwrap(),
+        DispatchResult::Reviewer(_)
+    ));
+}
+
+#[test]
+fn markers_inside_json_strings_are_not_markers() {
+    let mut value = implementer();
+    value["summary"] =
+        json!("Documented END_DISPATCH_RESULT and \"BEGIN_DISPATCH_RESULT\" handling");
+    let DispatchResult::Implementer(result) = parse(Role::Implementer, &wrap(&value)).unwrap()
+    else {
+        panic!("implementer expected")
+    };
+    assert!(result.summary.contains("END_DISPATCH_RESULT"));
+}
+
+#[test]
+fn missing_unterminated_and_repeated_blocks_are_marker_missing() {
+    check_err(
+        Role::Implementer,
+        "I forgot the markers",
+        "marker_missing",
+        "no BEGIN_DISPATCH_RESULT",
+    );
+    check_err(
+        Role::Implementer,
+        "BEGIN_DISPATCH_RESULT\n{}",
+        "marker_missing",
+        "without a matching",
+    );
+    let two = format!("{}\n{}", wrap(&implementer()), wrap(&implementer()));
+    check_err(
+        Role::Implementer,
+        &two,
+        "marker_missing",
+        "more than one block",
+    );
+    assert_eq!(
+        extract_block("BEGIN_DISPATCH_RESULTEND_DISPATCH_RESULT").unwrap(),
+        ""
+    );
+}
+
+#[test]
+fn invalid_json_is_json_parse_failed() {
+    check_err(
+        Role::Implementer,
+        "BEGIN_DISPATCH_RESULT\n{\"task_id\": \"2\",}\nEND_DISPATCH_RESULT",
+        "json_parse_failed",
+        "line 1",
+    );
+}
+
+#[test]
+fn schema_violations_name_the_field_path() {
+    let cases: Vec<(Role, serde_json::Value, &str)> = vec![
+        (Role::Implementer, json!([1, 2]), "at $: expected an object"),
+        (
+            Role::Implementer,
+            json!({"status": "completed", "summary": ""}),
+            "$.task_id: required",
+        ),
+        (
+            Role::Implementer,
+            json!({"task_id": 2, "status": "completed", "summary": ""}),
+            "$.task_id: expected a string",
+        ),
+        (
+            Role::Implementer,
+            json!({"task_id": "3", "status": "completed", "summary": ""}),
+            "$.task_id: expected the run's task \"2\"",
+        ),
+        (
+            Role::Implementer,
+            json!({"task_id": "2", "status": "done", "summary": ""}),
+            "$.status: \"done\" is not one of completed, blocked, failed",
+        ),
+        (
+            Role::Implementer,
+            json!({"task_id": "2", "status": "failed"}),
+            "$.summary: required",
+        ),
+        (
+            Role::Implementer,
+            json!({"task_id": "2", "status": "failed", "summary": "", "files_modified": "a.rs"}),
+            "$.files_modified: expected an array",
+        ),
+        (
+            Role::Implementer,
+            json!({"task_id": "2", "status": "failed", "summary": "", "tests": [{"command": "x", "passed": "yes"}]}),
+            "$.tests[0].passed: expected true or false",
+        ),
+        (
+            Role::Implementer,
+            json!({"task_id": "2", "status": "failed", "summary": "", "follow_up_actions": ["a", 3]}),
+            "$.follow_up_actions[1]: expected a string",
+        ),
+        (
+            Role::Reviewer,
+            json!({"task_id": "2"}),
+            "$.assessment: required",
+        ),
+        (
+            Role::Reviewer,
+            json!({"task_id": "2", "assessment": "approved", "issues": [{"severity": "major", "message": "x"}]}),
+            "$.issues[0].severity: \"major\" is not one of critical, important, minor",
+        ),
+        (
+            Role::Reviewer,
+            json!({"task_id": "2", "assessment": "approved", "issues": [{"severity": "minor"}]}),
+            "$.issues[0].message: required",
+        ),
+    ];
+    for (role, value, mentions) in cases {
+        check_err(role, &wrap(&value), "schema_invalid", mentions);
+    }
+}
+
+#[test]
+fn nulls_and_absent_optional_fields_are_accepted() {
+    let value = json!({"task_id": "2", "status": "blocked", "summary": "stuck", "files_changed": null, "tests": null});
+    assert!(parse(Role::Implementer, &wrap(&value)).is_ok());
+    let value = json!({"task_id": "2", "assessment": "approved", "issues": [{"severity": "minor", "message": "nit", "file": null}]});
+    assert!(parse(Role::Reviewer, &wrap(&value)).is_ok());
+}
+
+#[test]
+fn the_budget_is_measured_on_the_block_not_the_preamble() {
+    let output = format!(
+        "{}\n{}",
+        "long preamble ".repeat(2_000),
+        wrap(&implementer())
+    );
+    let (_, tokens) = parse_output(
+        Role::Implementer,
+        &output,
+        "2",
+        100,
+        &CharsPerToken::default(),
+    )
+    .unwrap();
+    assert!(tokens < 100);
+    let err = parse_output(
+        Role::Implementer,
+        &output,
+        "2",
+        10,
+        &CharsPerToken::default(),
+    )
+    .unwrap_err();
+    assert_eq!(err.code(), "output_token_budget_exceeded");
+    assert_eq!(
+        err,
+        ContractError::OutputTokenBudgetExceeded { tokens, budget: 10 }
+    );
+}
+
+#[test]
+fn errors_come_in_the_documented_order() {
+    // Invalid schema and over budget: the schema error wins.
+    let value = json!({"task_id": "2", "status": "done", "summary": "x".repeat(10_000)});
+    let err = parse_output(
+        Role::Implementer,
+        &wrap(&value),
+        "2",
+        10,
+        &CharsPerToken::default(),
+    )
+    .unwrap_err();
+    assert_eq!(err.code(), "schema_invalid");
+}
+
+proptest! {
+    #[test]
+    fn never_panics_on_arbitrary_output(output in ".{0,300}", role in prop_oneof![Just(Role::Implementer), Just(Role::Reviewer)]) {
+        let _ = parse(role, &output);
+    }
+
+    #[test]
+    fn a_valid_block_parses_whatever_prose_surrounds_it(before in "[^BE\"]{0,80}", after in "[^BE\"]{0,80}") {
+        let output = format!("{before}\n{}\n{after}", wrap(&implementer()));
+        prop_assert!(parse(Role::Implementer, &output).is_ok());
+    }
+}

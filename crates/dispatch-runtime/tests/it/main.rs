@@ -1,0 +1,10 @@
+//! Integration tests of `dispatch-runtime`.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
+
+mod contract;
