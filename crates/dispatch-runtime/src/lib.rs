@@ -1,16 +1,28 @@
 //! The dispatch runtime: the one crate that composes the store, the extractor, the
 //! retriever and the ledgers, behind trait objects.
 //!
-//! Built so far: [`contract`], reading an agent's raw output into a validated
-//! [`DispatchResult`]: exactly one marked block, JSON, a schema check that names the failing
-//! field, and an output token budget measured on the block. The runtime manager, prompt
-//! compilation and the `facts` binary arrive with the rest of their issue.
+//! Built so far:
+//!
+//! - [`contract`]: reading an agent's raw output into a validated [`DispatchResult`]:
+//!   exactly one marked block, JSON, a schema check that names the failing field, and an
+//!   output token budget measured on the block;
+//! - [`DispatchRuntimeManager`], the ingest side: `init_run`, `ingest_output` (facts into the
+//!   spec's store, task ledger and stall state, the next action), snapshots, fact queries
+//!   and telemetry, composed from trait objects set through [`RuntimeBuilder`].
+//!
+//! Prompt compilation and the `facts` binary arrive with the rest of their issue.
 
 #![forbid(unsafe_code)]
 
 pub mod contract;
+mod runtime;
 
 pub use crate::contract::{
     BEGIN_MARKER, ContractError, DEFAULT_MAX_OUTPUT_TOKENS, DispatchResult, END_MARKER, Role,
     extract_block, parse_output, validate_schema,
+};
+pub use crate::runtime::{
+    DispatchRuntimeManager, ErrorBody, IngestOutputRequest, IngestOutputResponse, IngestStatus,
+    InitRunRequest, InitRunResponse, NextAction, RetrieverFactory, RuntimeBuilder, RuntimeError,
+    Snapshot, StoreFactory, Telemetry,
 };

@@ -1,0 +1,408 @@
+//! The runtime manager through its public API: runs, routing, facts across tasks and
+//! specs, contract failures, stalls and telemetry.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use dispatch_runtime::{
+    DispatchRuntimeManager, IngestOutputRequest, IngestOutputResponse, IngestStatus,
+    InitRunRequest, NextAction, Role,
+};
+use fact_model::ManualClock;
+use fact_retrieve::FactQuery;
+use serde_json::{Value, json};
+
+/// A project with specs `demo` (5 tasks) and `other` (1 task).
+fn project() -> PathBuf {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "runtime-test-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::SeqCst)
+    ));
+    for (spec, tasks) in [("demo", 5), ("other", 1)] {
+        let folder = dir.join(".spec-context/specs").join(spec);
+        std::fs::create_dir_all(&folder).unwrap();
+        let text: String = (1..=tasks)
+            .map(|n| format!("- [ ] {n}. Task {n}\n  - _Prompt: Do task {n}_\n"))
+            .collect();
+        std::fs::write(folder.join("tasks.md"), text).unwrap();
+    }
+    dir
+}
+
+fn runtime() -> DispatchRuntimeManager {
+    DispatchRuntimeManager::builder()
+        .clock(Arc::new(ManualClock::new(
+            "2026-11-22T09:00:00Z".parse().unwrap(),
+        )))
+        .build()
+}
+
+fn init(runtime: &DispatchRuntimeManager, dir: &std::path::Path, spec: &str, task: &str) -> String {
+    runtime
+        .init_run(InitRunRequest {
+            spec_name: spec.into(),
+            task_id: task.into(),
+            project_path: Some(dir.to_owned()),
+            run_id: None,
+        })
+        .unwrap()
+        .run_id
+}
+
+fn ingest(
+    runtime: &DispatchRuntimeManager,
+    run: &str,
+    role: Role,
+    task: &str,
+    result: &Value,
+) -> IngestOutputResponse {
+    let output = format!("Work done.\nBEGIN_DISPATCH_RESULT\n{result}\nEND_DISPATCH_RESULT\n");
+    runtime
+        .ingest_output(IngestOutputRequest {
+            run_id: run.into(),
+            role,
+            task_id: task.into(),
+            output,
+            max_output_tokens: None,
+        })
+        .unwrap()
+}
+
+fn implementer(task: &str, status: &str, files: &[&str]) -> Value {
+    json!({"task_id": task, "status": status, "summary": format!("task {task} went {status}"),
+           "files_changed": files, "follow_up_actions": [format!("follow up on task {task}")]})
+}
+
+fn reviewer(task: &str, assessment: &str, fixes: &[&str]) -> Value {
+    json!({"task_id": task, "assessment": assessment, "required_fixes": fixes,
+           "issues": [{"severity": "important", "message": "Fix the naming convention", "fix": "Use snake_case"}]})
+}
+
+fn subjects(runtime: &DispatchRuntimeManager, spec: &str, task: &str, text: &str) -> Vec<String> {
+    runtime
+        .query_facts(spec, &FactQuery::new(task, text))
+        .facts
+        .into_iter()
+        .map(|f| {
+            format!(
+                "{} {} {}",
+                f.fact.subject(),
+                f.fact.relation(),
+                f.fact.object()
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn init_run_errors_are_typed() {
+    let dir = project();
+    let runtime = runtime();
+    let err = runtime
+        .init_run(InitRunRequest {
+            spec_name: "missing".into(),
+            task_id: "1".into(),
+            project_path: Some(dir),
+            run_id: None,
+        })
+        .unwrap_err();
+    assert_eq!(err.code(), "progress_ledger_missing_tasks");
+    let err = runtime
+        .ingest_output(IngestOutputRequest {
+            run_id: "nope".into(),
+            role: Role::Implementer,
+            task_id: "1".into(),
+            output: String::new(),
+            max_output_tokens: None,
+        })
+        .unwrap_err();
+    assert_eq!(err.code(), "run_not_initialized");
+}
+
+#[test]
+fn a_run_is_bound_to_its_task() {
+    let dir = project();
+    let runtime = runtime();
+    let run = init(&runtime, &dir, "demo", "2");
+    assert_eq!(run, "demo:2");
+    let err = runtime
+        .ingest_output(IngestOutputRequest {
+            run_id: run,
+            role: Role::Implementer,
+            task_id: "3".into(),
+            output: String::new(),
+            max_output_tokens: None,
+        })
+        .unwrap_err();
+    assert_eq!(err.code(), "run_task_mismatch");
+}
+
+#[test]
+fn outcomes_route_to_the_next_action() {
+    let dir = project();
+    let runtime = runtime();
+    let run = init(&runtime, &dir, "demo", "1");
+    let cases = [
+        (
+            Role::Implementer,
+            implementer("1", "completed", &[]),
+            NextAction::DispatchReviewer,
+        ),
+        (
+            Role::Implementer,
+            implementer("1", "blocked", &[]),
+            NextAction::RetryImplementerWithConstraints,
+        ),
+        (
+            Role::Implementer,
+            implementer("1", "failed", &[]),
+            NextAction::RetryImplementer,
+        ),
+        (
+            Role::Reviewer,
+            reviewer("1", "approved", &[]),
+            NextAction::AdvanceToNextTask,
+        ),
+        (
+            Role::Reviewer,
+            reviewer("1", "needs_changes", &["a"]),
+            NextAction::DispatchImplementerFixes,
+        ),
+        (
+            Role::Reviewer,
+            reviewer("1", "blocked", &["b"]),
+            NextAction::HaltAndEscalate,
+        ),
+    ];
+    for (role, result, expect) in cases {
+        assert_eq!(
+            ingest(&runtime, &run, role, "1", &result).next_action,
+            expect,
+            "{result}"
+        );
+    }
+}
+
+#[test]
+fn a_contract_error_ends_the_dispatch_not_the_run() {
+    let dir = project();
+    let runtime = runtime();
+    let run = init(&runtime, &dir, "demo", "1");
+    let bad = ingest(
+        &runtime,
+        &run,
+        Role::Implementer,
+        "1",
+        &json!({"task_id": "1", "status": "done", "summary": ""}),
+    );
+    assert_eq!(
+        (bad.status, bad.next_action),
+        (IngestStatus::Failed, NextAction::HaltSchemaInvalidTerminal)
+    );
+    assert_eq!(bad.error.as_ref().unwrap().code, "schema_invalid");
+    let good = ingest(
+        &runtime,
+        &run,
+        Role::Implementer,
+        "1",
+        &implementer("1", "completed", &[]),
+    );
+    assert_eq!(good.status, IngestStatus::Recorded);
+    let telemetry = runtime.telemetry();
+    assert_eq!(
+        telemetry.schema_error_counts.get("schema_invalid"),
+        Some(&1)
+    );
+    assert_eq!(telemetry.dispatch_count, 2);
+    assert!(telemetry.observation_tokens_ingested > telemetry.total_output_tokens);
+}
+
+#[test]
+fn facts_of_task_1_reach_task_3_and_invalidated_ones_do_not_reach_task_5() {
+    let dir = project();
+    let runtime = runtime();
+    let run1 = init(&runtime, &dir, "demo", "1");
+    ingest(
+        &runtime,
+        &run1,
+        Role::Implementer,
+        "1",
+        &implementer("1", "completed", &["src/parser.rs"]),
+    );
+    let seen = subjects(&runtime, "demo", "3", "extend the parser");
+    assert!(
+        seen.contains(&"src/parser.rs modified_by task:1".to_owned()),
+        "{seen:?}"
+    );
+    // Task 1 asking for itself gets nothing of its own.
+    assert!(subjects(&runtime, "demo", "1", "extend the parser").is_empty());
+
+    let run4 = init(&runtime, &dir, "demo", "4");
+    ingest(
+        &runtime,
+        &run4,
+        Role::Implementer,
+        "4",
+        &implementer("4", "completed", &["src/parser.rs"]),
+    );
+    let seen = subjects(&runtime, "demo", "5", "extend the parser");
+    assert!(
+        seen.contains(&"src/parser.rs modified_by task:4".to_owned()),
+        "{seen:?}"
+    );
+    assert!(
+        !seen.contains(&"src/parser.rs modified_by task:1".to_owned()),
+        "{seen:?}"
+    );
+    assert_eq!(runtime.fact_history("demo", "src/parser.rs").len(), 2);
+    // A task with nothing in common with the facts gets none.
+    assert!(subjects(&runtime, "demo", "5", "write the changelog").is_empty());
+}
+
+#[test]
+fn facts_never_leak_between_specs() {
+    let dir = project();
+    let runtime = runtime();
+    let run = init(&runtime, &dir, "demo", "1");
+    ingest(
+        &runtime,
+        &run,
+        Role::Implementer,
+        "1",
+        &implementer("1", "completed", &["src/parser.rs"]),
+    );
+    assert!(!subjects(&runtime, "demo", "2", "parser").is_empty());
+    assert!(subjects(&runtime, "other", "2", "parser").is_empty());
+}
+
+#[test]
+fn approval_settles_earlier_fixes_and_blockers() {
+    let dir = project();
+    let runtime = runtime();
+    let run = init(&runtime, &dir, "demo", "1");
+    ingest(
+        &runtime,
+        &run,
+        Role::Reviewer,
+        "1",
+        &reviewer("1", "needs_changes", &["rename the parser module"]),
+    );
+    assert!(
+        subjects(&runtime, "demo", "2", "rename parser module")
+            .iter()
+            .any(|s| s.contains("must_fix"))
+    );
+    let approved = ingest(
+        &runtime,
+        &run,
+        Role::Reviewer,
+        "1",
+        &reviewer("1", "approved", &[]),
+    );
+    assert!(approved.facts_invalidated >= 1);
+    assert!(
+        !subjects(&runtime, "demo", "2", "rename parser module")
+            .iter()
+            .any(|s| s.contains("must_fix"))
+    );
+}
+
+#[test]
+fn blocked_blocked_completed_stalls_then_recovers() {
+    let dir = project();
+    let runtime = runtime();
+    let run = init(&runtime, &dir, "demo", "1");
+    assert!(
+        !ingest(
+            &runtime,
+            &run,
+            Role::Implementer,
+            "1",
+            &implementer("1", "blocked", &[])
+        )
+        .replan_required
+    );
+    let second = ingest(
+        &runtime,
+        &run,
+        Role::Implementer,
+        "1",
+        &implementer("1", "blocked", &[]),
+    );
+    assert!(second.replan_required);
+    assert!(second.replan_hint.unwrap().contains("stalled"));
+    assert!(
+        !ingest(
+            &runtime,
+            &run,
+            Role::Implementer,
+            "1",
+            &implementer("1", "completed", &[])
+        )
+        .replan_required
+    );
+}
+
+#[test]
+fn the_same_change_request_twice_is_a_review_loop() {
+    let dir = project();
+    let runtime = runtime();
+    let run = init(&runtime, &dir, "demo", "1");
+    ingest(
+        &runtime,
+        &run,
+        Role::Reviewer,
+        "1",
+        &reviewer("1", "needs_changes", &["a", "b"]),
+    );
+    ingest(
+        &runtime,
+        &run,
+        Role::Implementer,
+        "1",
+        &implementer("1", "completed", &[]),
+    );
+    let again = ingest(
+        &runtime,
+        &run,
+        Role::Reviewer,
+        "1",
+        &reviewer("1", "needs_changes", &["b", "a"]),
+    );
+    assert!(again.replan_required);
+    assert_eq!(runtime.telemetry().approval_loops, 1);
+}
+
+#[test]
+fn the_snapshot_shows_the_task_ledger_and_its_history() {
+    let dir = project();
+    let runtime = runtime();
+    let run = init(&runtime, &dir, "demo", "2");
+    ingest(
+        &runtime,
+        &run,
+        Role::Implementer,
+        "2",
+        &implementer("2", "completed", &[]),
+    );
+    let snapshot = runtime.get_snapshot(&run).unwrap();
+    assert_eq!(snapshot.status, Some(IngestStatus::Recorded));
+    let get = |k: &str| {
+        snapshot
+            .facts
+            .iter()
+            .find(|f| f.k == k)
+            .map(|f| f.v.clone())
+    };
+    assert_eq!(
+        get("ledger.task.summary").as_deref(),
+        Some("task 2 went completed")
+    );
+    assert_eq!(get("ledger.progress.spec_name").as_deref(), Some("demo"));
+    assert_eq!(get("ledger.progress.active_task_id").as_deref(), Some("1"));
+    assert_eq!(snapshot.revision, snapshot.history.len() as u64);
+    assert!(runtime.get_snapshot("nope").is_err());
+}
