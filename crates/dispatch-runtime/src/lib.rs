@@ -15,6 +15,7 @@
 #![forbid(unsafe_code)]
 
 pub mod contract;
+pub mod prompt;
 mod runtime;
 
 pub use crate::contract::{
@@ -22,7 +23,8 @@ pub use crate::contract::{
     extract_block, parse_output, validate_schema,
 };
 pub use crate::runtime::{
-    DispatchRuntimeManager, ErrorBody, IngestOutputRequest, IngestOutputResponse, IngestStatus,
-    InitRunRequest, InitRunResponse, NextAction, RetrieverFactory, RuntimeBuilder, RuntimeError,
-    Snapshot, StoreFactory, Telemetry,
+    CompactionStage, CompilePromptRequest, CompilePromptResponse, DispatchRuntimeManager,
+    ErrorBody, GuideMode, IngestOutputRequest, IngestOutputResponse, IngestStatus, InitRunRequest,
+    InitRunResponse, LedgerMode, NextAction, PromptConfig, RetrieverFactory, RuntimeBuilder,
+    RuntimeError, Snapshot, StoreFactory, Telemetry,
 };

@@ -41,6 +41,14 @@ pub enum RuntimeError {
         /// The unknown run.
         run_id: String,
     },
+    /// The prompt is over the role's input budget and cannot be compacted under it.
+    #[error("the prompt costs {tokens} tokens; the input budget is {budget}")]
+    DispatchPromptOverflowTerminal {
+        /// What the smallest prompt costs.
+        tokens: usize,
+        /// The budget.
+        budget: usize,
+    },
     /// The run is bound to another task.
     #[error("run {run_id:?} is bound to task {bound:?}, not {requested:?}")]
     RunTaskMismatch {
@@ -62,6 +70,9 @@ impl RuntimeError {
             RuntimeError::ProgressLedgerInvalid { .. } => "progress_ledger_invalid",
             RuntimeError::RunNotInitialized { .. } => "run_not_initialized",
             RuntimeError::RunTaskMismatch { .. } => "run_task_mismatch",
+            RuntimeError::DispatchPromptOverflowTerminal { .. } => {
+                "dispatch_prompt_overflow_terminal"
+            }
         }
     }
 }
@@ -172,6 +183,92 @@ pub struct IngestOutputResponse {
     pub error: Option<ErrorBody>,
 }
 
+/// `compile_prompt`: the prompt of the next dispatch of a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompilePromptRequest {
+    /// The run.
+    pub run_id: String,
+    /// Who the prompt is for.
+    pub role: Role,
+    /// The run's task.
+    pub task_id: String,
+    /// The task prompt; without it, it is built from the ledger's entry for the task.
+    #[serde(default)]
+    pub task_prompt: Option<String>,
+    /// The output budget the agent is told (default 1200).
+    #[serde(default)]
+    pub max_output_tokens: Option<usize>,
+}
+
+/// Whether the guide was given in full or by reference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GuideMode {
+    /// The first compile of a role in a run.
+    Full,
+    /// Later compiles: a reference to the guide already given.
+    Compact,
+}
+
+/// Where the task prompt came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LedgerMode {
+    /// The ledger entry alone (or the prompt the caller gave).
+    LedgerOnly,
+    /// The ledger entry plus only the missing pieces (e.g. the named acceptance criteria).
+    LedgerPlusFallback,
+    /// The full spec documents, in the explicit legacy mode.
+    Legacy,
+}
+
+/// How far an over-budget prompt was compacted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionStage {
+    /// Within budget as compiled.
+    None,
+    /// The delta packet was pruned to what a retry needs.
+    DeltaPruned,
+    /// The task prompt was shortened too.
+    TaskPromptShortened,
+    /// Emergency form: contract, task id and the shortened task prompt only.
+    Emergency,
+}
+
+/// What `compile_prompt` answers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CompilePromptResponse {
+    /// The prompt: the stable prefix, a blank line, the dynamic tail.
+    pub prompt: String,
+    /// BLAKE3 of the stable prefix (16 hex characters): changes only with the role.
+    pub stable_prefix_hash: String,
+    /// BLAKE3 of the whole prompt (16 hex characters).
+    pub full_prompt_hash: String,
+    /// The ledger state sent as `Delta context`.
+    pub delta_packet: serde_json::Value,
+    /// The `[Session Context]` section, empty when no fact qualified.
+    pub session_context: String,
+    /// The ids of the facts in it.
+    pub session_fact_ids: Vec<String>,
+    /// Full or compact guide.
+    pub guide_mode: GuideMode,
+    /// `{role}:{run}`.
+    pub guide_cache_key: String,
+    /// What the prompt costs.
+    pub prompt_tokens: usize,
+    /// The role's input budget.
+    pub prompt_token_budget: usize,
+    /// What replaying the full spec documents would cost instead.
+    pub baseline_prompt_tokens: usize,
+    /// Where the task prompt came from.
+    pub ledger_mode: LedgerMode,
+    /// Why something beyond the ledger entry was added.
+    pub fallback_reason: Option<String>,
+    /// How far the prompt was compacted.
+    pub compaction_stage: CompactionStage,
+}
+
 /// What `get_snapshot` answers.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Snapshot {
@@ -202,6 +299,20 @@ pub struct Telemetry {
     pub schema_error_counts: BTreeMap<String, u64>,
     /// Progress-ledger compilations.
     pub ledger_rebuild_count: u64,
+    /// Compiled prompts by ledger mode.
+    pub ledger_mode_usage: BTreeMap<String, u64>,
+    /// Fallback reasons by count.
+    pub fallback_reasons: BTreeMap<String, u64>,
+    /// Tokens of every compiled prompt.
+    pub prompt_tokens_actual: u64,
+    /// Tokens the same prompts would cost replaying the full spec documents.
+    pub prompt_tokens_baseline: u64,
+    /// `prompt_tokens_baseline - prompt_tokens_actual` (negative if prompts cost more).
+    pub prompt_token_delta: i64,
+    /// Tokens of the `[Session Context]` sections injected.
+    pub session_context_tokens_injected: u64,
+    /// `session_context_tokens_injected / observation_tokens_ingested` (0 before any output).
+    pub injected_to_observed_ratio: f64,
     /// Facts stored (versions, over all specs).
     pub facts_stored: usize,
     /// Facts valid now (over all specs).
@@ -213,8 +324,12 @@ pub struct Telemetry {
 struct Run {
     spec_name: String,
     task_id: String,
+    spec_dir: PathBuf,
+    progress: Arc<ledger::ProgressLedger>,
     ledger: TaskLedger,
     status: Option<IngestStatus>,
+    /// Roles whose full guide this run has been given.
+    guided: Vec<Role>,
 }
 
 struct Spec {
@@ -247,6 +362,38 @@ pub struct RuntimeBuilder {
     stores: StoreFactory,
     retrievers: RetrieverFactory,
     stall: StallConfig,
+    prompts: PromptConfig,
+}
+
+/// How prompts are compiled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromptConfig {
+    /// The implementer's input budget in tokens (default 4800).
+    pub implementer_budget: usize,
+    /// The reviewer's input budget in tokens (default 4000).
+    pub reviewer_budget: usize,
+    /// Whether an over-budget prompt is compacted in stages (default true); without it, an
+    /// over-budget prompt is `dispatch_prompt_overflow_terminal`.
+    pub auto_compaction: bool,
+    /// Embed the full spec documents instead of the ledger entry (default false).
+    pub legacy: bool,
+    /// The most facts in the `[Session Context]` section (default 10).
+    pub max_facts: usize,
+    /// The most tokens the section may cost (default 500).
+    pub max_fact_tokens: usize,
+}
+
+impl Default for PromptConfig {
+    fn default() -> Self {
+        PromptConfig {
+            implementer_budget: 4800,
+            reviewer_budget: 4000,
+            auto_compaction: true,
+            legacy: false,
+            max_facts: 10,
+            max_fact_tokens: 500,
+        }
+    }
 }
 
 impl Default for RuntimeBuilder {
@@ -262,6 +409,7 @@ impl Default for RuntimeBuilder {
                 Box::new(IndexRetriever::new(store).with_counter(counter))
             }),
             stall: StallConfig::default(),
+            prompts: PromptConfig::default(),
         }
     }
 }
@@ -302,6 +450,13 @@ impl RuntimeBuilder {
         self
     }
 
+    /// How prompts are compiled.
+    #[must_use]
+    pub fn prompts(mut self, prompts: PromptConfig) -> Self {
+        self.prompts = prompts;
+        self
+    }
+
     /// The stall threshold of every task ledger (default 2).
     #[must_use]
     pub fn stall(mut self, stall: StallConfig) -> Self {
@@ -322,6 +477,7 @@ impl RuntimeBuilder {
             stores: self.stores,
             retrievers: self.retrievers,
             stall: self.stall,
+            prompts: self.prompts,
             ledgers: LedgerCache::default(),
             state: Mutex::new(State::default()),
         }
@@ -362,6 +518,7 @@ pub struct DispatchRuntimeManager {
     stores: StoreFactory,
     retrievers: RetrieverFactory,
     stall: StallConfig,
+    prompts: PromptConfig,
     ledgers: LedgerCache,
     state: Mutex<State>,
 }
@@ -436,13 +593,17 @@ impl DispatchRuntimeManager {
         let mut state = self.lock();
         self.spec(&mut state, &request.spec_name);
         state.telemetry.ledger_rebuild_count = self.ledgers.rebuilds();
+        let spec_dir = tasks_path.parent().map(PathBuf::from).unwrap_or_default();
         state.runs.insert(
             run_id.clone(),
             Run {
                 spec_name: request.spec_name.clone(),
                 task_id: request.task_id.clone(),
+                spec_dir,
+                progress: progress.clone(),
                 ledger,
                 status: None,
+                guided: Vec::new(),
             },
         );
         Ok(InitRunResponse {
@@ -603,6 +764,189 @@ impl DispatchRuntimeManager {
         }
     }
 
+    /// Compiles the prompt of the run's next dispatch for `role`: the role's stable prefix,
+    /// then the dynamic tail in this order: `Task ID`, `Max output tokens`, `Delta context`
+    /// (the ledger state, with the failure evidence on an implementer retry), `Guide cache
+    /// key`, the guide instruction (full on the role's first compile in the run, compact
+    /// after), the `[Session Context]` section (omitted when no fact qualifies), `Task
+    /// prompt:` and the task prompt.
+    ///
+    /// Ledger-first: without `task_prompt`, the task prompt is the ledger's entry for the
+    /// task (id, title, status, prompt, requirement ids); only missing pieces are added (the
+    /// named acceptance criteria from requirements.md, or the task's details when it has no
+    /// prompt), with the reason; full documents only in the legacy mode. Over the role's
+    /// input budget, the prompt is compacted in stages, each kept only if it saves tokens.
+    ///
+    /// # Errors
+    ///
+    /// [`RuntimeError::RunNotInitialized`], [`RuntimeError::RunTaskMismatch`], or
+    /// [`RuntimeError::DispatchPromptOverflowTerminal`].
+    pub fn compile_prompt(
+        &self,
+        request: CompilePromptRequest,
+    ) -> Result<CompilePromptResponse, RuntimeError> {
+        let mut state = self.lock();
+        let run =
+            state
+                .runs
+                .get_mut(&request.run_id)
+                .ok_or_else(|| RuntimeError::RunNotInitialized {
+                    run_id: request.run_id.clone(),
+                })?;
+        if run.task_id != request.task_id {
+            return Err(RuntimeError::RunTaskMismatch {
+                run_id: request.run_id.clone(),
+                bound: run.task_id.clone(),
+                requested: request.task_id.clone(),
+            });
+        }
+        let read =
+            |name: &str| std::fs::read_to_string(run.spec_dir.join(name)).unwrap_or_default();
+        let task = run.progress.task(&request.task_id);
+        let (task_prompt, retrieval_text, ledger_mode, fallback_reason) = if self.prompts.legacy {
+            let own = task_text(task, &request.task_id);
+            let text = format!(
+                "{own}\n\nrequirements.md:\n{}\n\ndesign.md:\n{}",
+                read("requirements.md"),
+                read("design.md")
+            );
+            (
+                text,
+                own,
+                LedgerMode::Legacy,
+                Some("legacy_mode".to_owned()),
+            )
+        } else if let Some(given) = &request.task_prompt {
+            (given.clone(), given.clone(), LedgerMode::LedgerOnly, None)
+        } else {
+            ledger_first(task, &request.task_id, || read("requirements.md"))
+        };
+        let delta = delta_packet(&run.ledger, request.role);
+        let guide_cache_key = format!("{}:{}", role_name(request.role), request.run_id);
+        let guide_mode = if run.guided.contains(&request.role) {
+            GuideMode::Compact
+        } else {
+            run.guided.push(request.role);
+            GuideMode::Full
+        };
+        let spec_name = run.spec_name.clone();
+        let baseline_docs = format!(
+            "{}\n{}\n{}",
+            read("requirements.md"),
+            read("design.md"),
+            read("tasks.md")
+        );
+        let query = FactQuery {
+            max_facts: self.prompts.max_facts,
+            max_tokens: self.prompts.max_fact_tokens,
+            ..FactQuery::new(request.task_id.clone(), retrieval_text)
+        };
+        let retrieval = self.spec(&mut state, &spec_name).retriever.retrieve(&query);
+        let max_output = request
+            .max_output_tokens
+            .unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS);
+        let prefix = crate::prompt::stable_prefix(request.role);
+        let budget = match request.role {
+            Role::Implementer => self.prompts.implementer_budget,
+            Role::Reviewer => self.prompts.reviewer_budget,
+        };
+        let parts = TailParts {
+            task_id: &request.task_id,
+            max_output,
+            guide_cache_key: &guide_cache_key,
+            guide: crate::prompt::guide_instruction(request.role, guide_mode == GuideMode::Full),
+            session_context: &retrieval.section,
+        };
+        let count = |text: &str| self.counter.count(text);
+        let mut stage = CompactionStage::None;
+        let mut delta_sent = delta.clone();
+        let mut task_sent = task_prompt.clone();
+        let mut prompt = assemble(prefix, &parts, &delta_sent, &task_sent);
+        let mut tokens = count(&prompt);
+        if tokens > budget {
+            if !self.prompts.auto_compaction {
+                return Err(RuntimeError::DispatchPromptOverflowTerminal { tokens, budget });
+            }
+            let pruned = prune_delta(&delta);
+            let candidate = assemble(prefix, &parts, &pruned, &task_sent);
+            if count(&candidate) < tokens {
+                (delta_sent, prompt, stage) = (pruned, candidate, CompactionStage::DeltaPruned);
+                tokens = count(&prompt);
+            }
+            if tokens > budget {
+                let room = budget.saturating_sub(tokens.saturating_sub(count(&task_sent)));
+                let shortened = shorten(&task_sent, room, &*self.counter);
+                let candidate = assemble(prefix, &parts, &delta_sent, &shortened);
+                if count(&candidate) < tokens {
+                    (task_sent, prompt, stage) =
+                        (shortened, candidate, CompactionStage::TaskPromptShortened);
+                    tokens = count(&prompt);
+                }
+            }
+            if tokens > budget {
+                let head = format!(
+                    "{prefix}\n\nTask ID: {}\nMax output tokens: {max_output}\nTask prompt:\n",
+                    request.task_id
+                );
+                let room = budget.saturating_sub(count(&head));
+                let candidate = format!("{head}{}", shorten(&task_sent, room, &*self.counter));
+                if count(&candidate) < tokens {
+                    (prompt, stage) = (candidate, CompactionStage::Emergency);
+                    tokens = count(&prompt);
+                }
+            }
+            if tokens > budget {
+                return Err(RuntimeError::DispatchPromptOverflowTerminal { tokens, budget });
+            }
+        }
+        let baseline_prompt_tokens = count(&format!("{prefix}\n\n{baseline_docs}\n{task_prompt}"));
+        let session_context = if stage == CompactionStage::Emergency {
+            String::new()
+        } else {
+            retrieval.section.clone()
+        };
+        let telemetry = &mut state.telemetry;
+        *telemetry
+            .ledger_mode_usage
+            .entry(ledger_mode_name(ledger_mode).to_owned())
+            .or_default() += 1;
+        if let Some(reason) = &fallback_reason {
+            *telemetry
+                .fallback_reasons
+                .entry(reason.clone())
+                .or_default() += 1;
+        }
+        telemetry.prompt_tokens_actual += tokens as u64;
+        telemetry.prompt_tokens_baseline += baseline_prompt_tokens as u64;
+        if !session_context.is_empty() {
+            telemetry.session_context_tokens_injected += retrieval.tokens_used as u64;
+        }
+        Ok(CompilePromptResponse {
+            stable_prefix_hash: short_hash(prefix),
+            full_prompt_hash: short_hash(&prompt),
+            prompt,
+            delta_packet: delta_sent,
+            session_fact_ids: if session_context.is_empty() {
+                Vec::new()
+            } else {
+                retrieval
+                    .facts
+                    .iter()
+                    .map(|f| f.fact.id().to_string())
+                    .collect()
+            },
+            session_context,
+            guide_mode,
+            guide_cache_key,
+            prompt_tokens: tokens,
+            prompt_token_budget: budget,
+            baseline_prompt_tokens,
+            ledger_mode,
+            fallback_reason,
+            compaction_stage: stage,
+        })
+    }
+
     /// The run's task ledger: revision, status, facts and their history.
     ///
     /// # Errors
@@ -642,6 +986,13 @@ impl DispatchRuntimeManager {
     pub fn telemetry(&self) -> Telemetry {
         let state = self.lock();
         let mut telemetry = state.telemetry.clone();
+        telemetry.prompt_token_delta = i64::try_from(telemetry.prompt_tokens_baseline)
+            .unwrap_or(i64::MAX)
+            - i64::try_from(telemetry.prompt_tokens_actual).unwrap_or(i64::MAX);
+        if telemetry.observation_tokens_ingested > 0 {
+            telemetry.injected_to_observed_ratio = telemetry.session_context_tokens_injected as f64
+                / telemetry.observation_tokens_ingested as f64;
+        }
         for spec in state.specs.values() {
             let stored = spec.store.export_snapshot().records.len();
             let valid = spec.store.valid_count();
@@ -651,4 +1002,217 @@ impl DispatchRuntimeManager {
         }
         telemetry
     }
+}
+
+/// The fixed parts of a dynamic tail.
+struct TailParts<'a> {
+    task_id: &'a str,
+    max_output: usize,
+    guide_cache_key: &'a str,
+    guide: &'a str,
+    session_context: &'a str,
+}
+
+/// The prompt: prefix, blank line, then the tail in its fixed order.
+fn assemble(
+    prefix: &str,
+    parts: &TailParts<'_>,
+    delta: &serde_json::Value,
+    task_prompt: &str,
+) -> String {
+    let mut tail = vec![
+        format!("Task ID: {}", parts.task_id),
+        format!("Max output tokens: {}", parts.max_output),
+        format!("Delta context: {delta}"),
+        format!("Guide cache key: {}", parts.guide_cache_key),
+        parts.guide.to_owned(),
+    ];
+    if !parts.session_context.is_empty() {
+        tail.push(parts.session_context.to_owned());
+    }
+    tail.push("Task prompt:".to_owned());
+    tail.push(task_prompt.to_owned());
+    format!("{prefix}\n\n{}", tail.join("\n"))
+}
+
+fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::Implementer => "implementer",
+        Role::Reviewer => "reviewer",
+    }
+}
+
+fn ledger_mode_name(mode: LedgerMode) -> &'static str {
+    match mode {
+        LedgerMode::LedgerOnly => "ledger_only",
+        LedgerMode::LedgerPlusFallback => "ledger_plus_fallback",
+        LedgerMode::Legacy => "legacy",
+    }
+}
+
+fn short_hash(text: &str) -> String {
+    blake3::hash(text.as_bytes())
+        .to_hex()
+        .chars()
+        .take(16)
+        .collect()
+}
+
+/// The task's own text, for retrieval and as the head of a ledger-first prompt.
+fn task_text(task: Option<&ledger::Task>, task_id: &str) -> String {
+    match task {
+        Some(task) => {
+            let mut text = format!(
+                "Task {}: {} ({})",
+                task.id(),
+                task.title(),
+                task.status().as_str()
+            );
+            if let Some(prompt) = task.prompt() {
+                text.push('\n');
+                text.push_str(prompt);
+            }
+            text
+        }
+        None => format!("Task {task_id}"),
+    }
+}
+
+/// The ledger-first task prompt, the text to retrieve facts with, the mode and the reason.
+fn ledger_first(
+    task: Option<&ledger::Task>,
+    task_id: &str,
+    requirements_md: impl FnOnce() -> String,
+) -> (String, String, LedgerMode, Option<String>) {
+    let own = task_text(task, task_id);
+    let Some(task) = task else {
+        return (
+            own.clone(),
+            own,
+            LedgerMode::LedgerPlusFallback,
+            Some("task_not_in_ledger".to_owned()),
+        );
+    };
+    let mut text = own.clone();
+    let mut reason = None;
+    let ids = task.requirements();
+    if !ids.is_empty() {
+        text.push_str(&format!("\nRequirements: {}", ids.join(", ")));
+        let (criteria, _) = crate::prompt::acceptance_criteria(&requirements_md(), &ids);
+        if !criteria.is_empty() {
+            text.push_str("\nAcceptance criteria:\n");
+            text.push_str(&criteria.join("\n"));
+            reason = Some("requirements_referenced".to_owned());
+        }
+    }
+    if task.prompt().is_none() {
+        for detail in task.details() {
+            text.push_str(&format!("\n- {detail}"));
+        }
+        if let Some(purpose) = task.purpose() {
+            text.push_str(&format!("\nPurpose: {purpose}"));
+        }
+        reason = Some("prompt_missing".to_owned());
+    }
+    let mode = if reason.is_some() {
+        LedgerMode::LedgerPlusFallback
+    } else {
+        LedgerMode::LedgerOnly
+    };
+    (text, own, mode, reason)
+}
+
+/// The ledger state sent as `Delta context`.
+fn delta_packet(task_ledger: &TaskLedger, role: Role) -> serde_json::Value {
+    use ledger::keys;
+    let text = |key: &str| {
+        task_ledger
+            .get(key)
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+    };
+    let json = |key: &str| {
+        task_ledger
+            .get(key)
+            .and_then(|v| serde_json::from_str::<serde_json::Value>(v).ok())
+    };
+    let mut packet = serde_json::Map::new();
+    let mut put = |name: &str, value: Option<serde_json::Value>| {
+        if let Some(value) =
+            value.filter(|v| !v.is_null() && v.as_array().is_none_or(|a| !a.is_empty()))
+        {
+            packet.insert(name.to_owned(), value);
+        }
+    };
+    put(
+        "active_task_id",
+        text(keys::PROGRESS_ACTIVE_TASK_ID).map(Into::into),
+    );
+    put("totals", json(keys::PROGRESS_TOTALS));
+    put("summary", text(keys::TASK_SUMMARY).map(Into::into));
+    put(
+        "reviewer_assessment",
+        text(keys::TASK_REVIEWER_ASSESSMENT).map(Into::into),
+    );
+    put("reviewer_issues", json(keys::TASK_REVIEWER_ISSUES));
+    put("required_fixes", json(keys::TASK_REQUIRED_FIXES));
+    put("blockers", json(keys::TASK_BLOCKERS));
+    put("stalled_count", json(keys::TASK_STALLED_COUNT));
+    put("stalled_flagged", json(keys::TASK_STALLED_FLAGGED));
+    put("replan_hint", text(keys::TASK_REPLAN_HINT).map(Into::into));
+    if role == Role::Implementer {
+        put(
+            "failure_evidence",
+            task_ledger.failure_evidence().map(Into::into),
+        );
+    }
+    serde_json::Value::Object(packet)
+}
+
+/// The delta packet cut to what a retry needs.
+fn prune_delta(delta: &serde_json::Value) -> serde_json::Value {
+    let keep = [
+        "active_task_id",
+        "required_fixes",
+        "blockers",
+        "stalled_flagged",
+        "replan_hint",
+    ];
+    let pruned = delta
+        .as_object()
+        .map(|map| {
+            map.iter()
+                .filter(|(k, _)| keep.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    serde_json::Value::Object(pruned)
+}
+
+/// `text` cut on a char boundary to at most `tokens` under `counter`, marked with `...`.
+fn shorten(text: &str, tokens: usize, counter: &dyn TokenCounter) -> String {
+    if counter.count(text) <= tokens {
+        return text.to_owned();
+    }
+    let chars: Vec<char> = text.chars().collect();
+    let (mut low, mut high) = (0usize, chars.len());
+    while low < high {
+        let mid = (low + high).div_ceil(2);
+        let candidate: String = chars
+            .iter()
+            .take(mid)
+            .chain("...".chars().collect::<Vec<_>>().iter())
+            .collect();
+        if counter.count(&candidate) <= tokens {
+            low = mid;
+        } else {
+            high = mid - 1;
+        }
+    }
+    chars
+        .iter()
+        .take(low)
+        .chain(['.', '.', '.'].iter())
+        .collect()
 }

@@ -8,4 +8,5 @@
 )]
 
 mod contract;
+mod prompt;
 mod runtime;

@@ -1,0 +1,353 @@
+//! compile_prompt: prefix stability, tail order, guide modes, ledger-first task prompts,
+//! session context, failure evidence and the input budget.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use dispatch_runtime::{
+    CompactionStage, CompilePromptRequest, CompilePromptResponse, DispatchRuntimeManager,
+    GuideMode, IngestOutputRequest, InitRunRequest, LedgerMode, PromptConfig, Role,
+};
+use fact_model::ManualClock;
+use serde_json::json;
+
+const TASKS: &str = "# Tasks\n\n\
+- [x] 1. Add the tasks.md parser\n  - _Requirements: 1.1_\n  - _Prompt: Role: Rust Developer | Task: Parse tasks.md into tasks | Success: all forms parse_\n\
+- [ ] 2. Cache compiled ledgers\n  - Key the cache by path\n  - Purpose: avoid reparsing\n\
+- [ ] 3. Detect stalls in the parser loop\n  - _Prompt: Role: Rust Developer | Task: Count non-progress outcomes of the parser loop_\n";
+
+const REQUIREMENTS: &str = "# Requirements\n\n### Requirement 1: Parsing\n\n#### Acceptance Criteria\n\n\
+1. WHEN a tasks.md is read THEN every task line SHALL become a task.\n2. WHEN a prompt spans paragraphs THEN it SHALL be kept whole.\n";
+
+fn project() -> PathBuf {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "prompt-test-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::SeqCst)
+    ));
+    let spec = dir.join(".spec-context/specs/demo");
+    std::fs::create_dir_all(&spec).unwrap();
+    std::fs::write(spec.join("tasks.md"), TASKS).unwrap();
+    std::fs::write(spec.join("requirements.md"), REQUIREMENTS).unwrap();
+    std::fs::write(
+        spec.join("design.md"),
+        "# Design\n\n".to_owned() + &"The design explains everything at length. ".repeat(200),
+    )
+    .unwrap();
+    dir
+}
+
+fn runtime(prompts: PromptConfig) -> DispatchRuntimeManager {
+    DispatchRuntimeManager::builder()
+        .clock(Arc::new(ManualClock::new(
+            "2026-11-22T09:00:00Z".parse().unwrap(),
+        )))
+        .prompts(prompts)
+        .build()
+}
+
+fn init(runtime: &DispatchRuntimeManager, dir: &std::path::Path, task: &str) -> String {
+    let request = InitRunRequest {
+        spec_name: "demo".into(),
+        task_id: task.into(),
+        project_path: Some(dir.to_owned()),
+        run_id: None,
+    };
+    runtime.init_run(request).unwrap().run_id
+}
+
+fn compile(
+    runtime: &DispatchRuntimeManager,
+    run: &str,
+    role: Role,
+    task: &str,
+) -> CompilePromptResponse {
+    let request = CompilePromptRequest {
+        run_id: run.into(),
+        role,
+        task_id: task.into(),
+        task_prompt: None,
+        max_output_tokens: None,
+    };
+    runtime.compile_prompt(request).unwrap()
+}
+
+fn ingest(
+    runtime: &DispatchRuntimeManager,
+    run: &str,
+    role: Role,
+    task: &str,
+    result: serde_json::Value,
+) {
+    let output = format!("BEGIN_DISPATCH_RESULT\n{result}\nEND_DISPATCH_RESULT");
+    let request = IngestOutputRequest {
+        run_id: run.into(),
+        role,
+        task_id: task.into(),
+        output,
+        max_output_tokens: None,
+    };
+    runtime.ingest_output(request).unwrap();
+}
+
+#[test]
+fn the_tail_comes_in_its_fixed_order_after_a_stable_prefix() {
+    let dir = project();
+    let runtime = runtime(PromptConfig::default());
+    let run1 = init(&runtime, &dir, "1");
+    ingest(
+        &runtime,
+        &run1,
+        Role::Implementer,
+        "1",
+        json!({"task_id": "1", "status": "completed",
+        "summary": "Parser for tasks.md added", "files_changed": ["src/parser.rs"]}),
+    );
+    let run3 = init(&runtime, &dir, "3");
+    let compiled = compile(&runtime, &run3, Role::Implementer, "3");
+    let prompt = &compiled.prompt;
+    let order = [
+        "BEGIN_DISPATCH_RESULT",
+        "Task ID: 3",
+        "Max output tokens: 1200",
+        "Delta context: {",
+        "Guide cache key: implementer:demo:3",
+        "Guide (full)",
+        "[Session Context]",
+        "Task prompt:",
+        "Count non-progress outcomes",
+    ];
+    let positions: Vec<usize> = order
+        .iter()
+        .map(|needle| {
+            prompt
+                .find(needle)
+                .unwrap_or_else(|| panic!("{needle} missing:\n{prompt}"))
+        })
+        .collect();
+    assert!(
+        positions.windows(2).all(|w| w[0] < w[1]),
+        "{positions:?}\n{prompt}"
+    );
+    // Facts of task 1 reach task 3.
+    assert!(
+        compiled
+            .session_context
+            .contains("src/parser.rs modified_by task:1"),
+        "{}",
+        compiled.session_context
+    );
+    assert!(!compiled.session_fact_ids.is_empty());
+}
+
+#[test]
+fn the_prefix_hash_changes_with_the_role_only_and_the_guide_turns_compact() {
+    let dir = project();
+    let runtime = runtime(PromptConfig::default());
+    let (run2, run3) = (init(&runtime, &dir, "2"), init(&runtime, &dir, "3"));
+    let first = compile(&runtime, &run2, Role::Implementer, "2");
+    let again = compile(&runtime, &run2, Role::Implementer, "2");
+    let other_task = compile(&runtime, &run3, Role::Implementer, "3");
+    let reviewer = compile(&runtime, &run2, Role::Reviewer, "2");
+    assert_eq!(first.stable_prefix_hash, other_task.stable_prefix_hash);
+    assert_ne!(first.stable_prefix_hash, reviewer.stable_prefix_hash);
+    assert_ne!(first.full_prompt_hash, other_task.full_prompt_hash);
+    assert_eq!(
+        (first.guide_mode, again.guide_mode, reviewer.guide_mode),
+        (GuideMode::Full, GuideMode::Compact, GuideMode::Full)
+    );
+    assert_eq!(first.guide_cache_key, "implementer:demo:2");
+    assert!(again.prompt_tokens < first.prompt_tokens);
+}
+
+#[test]
+fn the_first_task_and_unrelated_tasks_get_no_session_context() {
+    let dir = project();
+    let runtime = runtime(PromptConfig::default());
+    let run = init(&runtime, &dir, "2");
+    let compiled = compile(&runtime, &run, Role::Implementer, "2");
+    assert!(compiled.session_context.is_empty());
+    assert!(!compiled.prompt.contains("[Session Context]"));
+}
+
+#[test]
+fn ledger_first_adds_only_the_missing_pieces() {
+    let dir = project();
+    let runtime = runtime(PromptConfig::default());
+    // Task 1 names requirement 1.1: exactly that criterion is added.
+    let one = compile(&runtime, &init(&runtime, &dir, "1"), Role::Implementer, "1");
+    assert_eq!(
+        (one.ledger_mode, one.fallback_reason.as_deref()),
+        (
+            LedgerMode::LedgerPlusFallback,
+            Some("requirements_referenced")
+        )
+    );
+    assert!(one.prompt.contains("- 1.1: WHEN a tasks.md is read"));
+    assert!(!one.prompt.contains("1.2: WHEN a prompt spans"));
+    assert!(!one.prompt.contains("The design explains"));
+    // Task 2 has no prompt: its details stand in.
+    let two = compile(&runtime, &init(&runtime, &dir, "2"), Role::Implementer, "2");
+    assert_eq!(
+        (two.ledger_mode, two.fallback_reason.as_deref()),
+        (LedgerMode::LedgerPlusFallback, Some("prompt_missing"))
+    );
+    assert!(two.prompt.contains("- Key the cache by path"));
+    // Task 3 has a prompt and no requirements: the ledger alone.
+    let three = compile(&runtime, &init(&runtime, &dir, "3"), Role::Implementer, "3");
+    assert_eq!(
+        (three.ledger_mode, three.fallback_reason),
+        (LedgerMode::LedgerOnly, None)
+    );
+    assert!(
+        three.baseline_prompt_tokens > 3 * three.prompt_tokens,
+        "{} vs {}",
+        three.baseline_prompt_tokens,
+        three.prompt_tokens
+    );
+    // The legacy mode embeds the documents, and says so.
+    let legacy = runtime_with_legacy();
+    let compiled = compile(&legacy, &init(&legacy, &dir, "3"), Role::Implementer, "3");
+    assert_eq!(
+        (compiled.ledger_mode, compiled.fallback_reason.as_deref()),
+        (LedgerMode::Legacy, Some("legacy_mode"))
+    );
+    assert!(compiled.prompt.contains("The design explains"));
+    let telemetry = runtime.telemetry();
+    assert_eq!(
+        telemetry.ledger_mode_usage.get("ledger_plus_fallback"),
+        Some(&2)
+    );
+    assert!(telemetry.prompt_token_delta > 0);
+}
+
+fn runtime_with_legacy() -> DispatchRuntimeManager {
+    runtime(PromptConfig {
+        legacy: true,
+        implementer_budget: 100_000,
+        ..PromptConfig::default()
+    })
+}
+
+#[test]
+fn a_retry_after_rejection_carries_the_failure_evidence() {
+    let dir = project();
+    let runtime = runtime(PromptConfig::default());
+    let run = init(&runtime, &dir, "3");
+    ingest(
+        &runtime,
+        &run,
+        Role::Reviewer,
+        "3",
+        json!({"task_id": "3", "assessment": "needs_changes",
+        "issues": [{"severity": "critical", "file": "src/stall.rs", "message": "Count resets too early", "fix": "Reset on progress only"}],
+        "required_fixes": ["Reset the count on progress only"]}),
+    );
+    let compiled = compile(&runtime, &run, Role::Implementer, "3");
+    let evidence = compiled.delta_packet["failure_evidence"].as_str().unwrap();
+    assert!(
+        evidence.starts_with("Rejection reasons:\n[critical] src/stall.rs: Count resets too early")
+    );
+    assert_eq!(
+        compiled.delta_packet["required_fixes"],
+        json!(["Reset the count on progress only"])
+    );
+    let reviewer = compile(&runtime, &run, Role::Reviewer, "3");
+    assert!(reviewer.delta_packet.get("failure_evidence").is_none());
+}
+
+#[test]
+fn over_budget_prompts_are_compacted_or_terminal() {
+    let dir = project();
+    let strict = runtime(PromptConfig {
+        implementer_budget: 200,
+        auto_compaction: false,
+        ..PromptConfig::default()
+    });
+    let run = init(&strict, &dir, "1");
+    let request = CompilePromptRequest {
+        run_id: run,
+        role: Role::Implementer,
+        task_id: "1".into(),
+        task_prompt: None,
+        max_output_tokens: None,
+    };
+    assert_eq!(
+        strict.compile_prompt(request).unwrap_err().code(),
+        "dispatch_prompt_overflow_terminal"
+    );
+
+    // A budget just under the full prompt: compaction brings it within.
+    let roomy = runtime(PromptConfig::default());
+    let full = compile(&roomy, &init(&roomy, &dir, "1"), Role::Implementer, "1").prompt_tokens;
+    let budget = full - 20;
+    let compacting = runtime(PromptConfig {
+        implementer_budget: budget,
+        ..PromptConfig::default()
+    });
+    let run = init(&compacting, &dir, "1");
+    let compiled = compile(&compacting, &run, Role::Implementer, "1");
+    assert_ne!(compiled.compaction_stage, CompactionStage::None);
+    assert!(
+        compiled.prompt_tokens <= budget,
+        "{} > {budget}",
+        compiled.prompt_tokens
+    );
+    assert!(
+        compiled.prompt.contains("BEGIN_DISPATCH_RESULT") && compiled.prompt.contains("Task ID: 1")
+    );
+
+    let impossible = runtime(PromptConfig {
+        implementer_budget: 10,
+        ..PromptConfig::default()
+    });
+    let run = init(&impossible, &dir, "1");
+    let request = CompilePromptRequest {
+        run_id: run,
+        role: Role::Implementer,
+        task_id: "1".into(),
+        task_prompt: None,
+        max_output_tokens: None,
+    };
+    assert_eq!(
+        impossible.compile_prompt(request).unwrap_err().code(),
+        "dispatch_prompt_overflow_terminal"
+    );
+}
+
+#[test]
+fn unknown_runs_and_other_tasks_are_rejected() {
+    let dir = project();
+    let runtime = runtime(PromptConfig::default());
+    let run = init(&runtime, &dir, "1");
+    let request = |run_id: &str, task: &str| CompilePromptRequest {
+        run_id: run_id.into(),
+        role: Role::Reviewer,
+        task_id: task.into(),
+        task_prompt: None,
+        max_output_tokens: None,
+    };
+    assert_eq!(
+        runtime
+            .compile_prompt(request("nope", "1"))
+            .unwrap_err()
+            .code(),
+        "run_not_initialized"
+    );
+    assert_eq!(
+        runtime
+            .compile_prompt(request(&run, "2"))
+            .unwrap_err()
+            .code(),
+        "run_task_mismatch"
+    );
+    let given = CompilePromptRequest {
+        task_prompt: Some("Do exactly this".into()),
+        ..request(&run, "1")
+    };
+    let compiled = runtime.compile_prompt(given).unwrap();
+    assert!(compiled.prompt.ends_with("Task prompt:\nDo exactly this"));
+    assert_eq!(compiled.ledger_mode, LedgerMode::LedgerOnly);
+}
