@@ -10,12 +10,16 @@
 //!   spec's store, task ledger and stall state, the next action), snapshots, fact queries
 //!   and telemetry, composed from trait objects set through [`RuntimeBuilder`].
 //!
-//! Prompt compilation and the `facts` binary arrive with the rest of their issue.
+//! - [`protocol`]: the JSON protocol over those actions, for `facts replay` and the MCP
+//!   server.
+//!
+//! The `facts` binary arrives with the rest of its issue.
 
 #![forbid(unsafe_code)]
 
 pub mod contract;
 pub mod prompt;
+pub mod protocol;
 mod runtime;
 
 pub use crate::contract::{
@@ -28,3 +32,13 @@ pub use crate::runtime::{
     InitRunResponse, LedgerMode, NextAction, PromptConfig, RetrieverFactory, RuntimeBuilder,
     RuntimeError, Snapshot, StoreFactory, Telemetry,
 };
+
+/// What the binaries on top of the runtime need from the crates below it, so they depend on
+/// this crate alone.
+pub mod reexports {
+    pub use fact_model::{Clock, ManualClock, SystemClock, Timestamp};
+    #[cfg(feature = "tiktoken")]
+    pub use fact_retrieve::BpeTokenCounter;
+    pub use fact_retrieve::{CharsPerToken, TokenCounter};
+    pub use ledger::{LedgerError, ProgressLedger};
+}

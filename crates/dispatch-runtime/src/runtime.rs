@@ -812,7 +812,7 @@ impl DispatchRuntimeManager {
             );
             (
                 text,
-                own,
+                retrieval_text(task, &request.task_id),
                 LedgerMode::Legacy,
                 Some("legacy_mode".to_owned()),
             )
@@ -1078,6 +1078,21 @@ fn task_text(task: Option<&ledger::Task>, task_id: &str) -> String {
     }
 }
 
+/// The text facts are retrieved with: the task's title and what its prompt asks (the
+/// prompt's `Task` section when it has one), never the fixed boilerplate around it.
+fn retrieval_text(task: Option<&ledger::Task>, task_id: &str) -> String {
+    match task {
+        Some(task) => {
+            let ask = task
+                .prompt_section("Task")
+                .or(task.prompt())
+                .unwrap_or_default();
+            format!("{} {ask}", task.title())
+        }
+        None => format!("Task {task_id}"),
+    }
+}
+
 /// The ledger-first task prompt, the text to retrieve facts with, the mode and the reason.
 fn ledger_first(
     task: Option<&ledger::Task>,
@@ -1085,10 +1100,11 @@ fn ledger_first(
     requirements_md: impl FnOnce() -> String,
 ) -> (String, String, LedgerMode, Option<String>) {
     let own = task_text(task, task_id);
+    let search = retrieval_text(task, task_id);
     let Some(task) = task else {
         return (
-            own.clone(),
             own,
+            search,
             LedgerMode::LedgerPlusFallback,
             Some("task_not_in_ledger".to_owned()),
         );
@@ -1119,7 +1135,7 @@ fn ledger_first(
     } else {
         LedgerMode::LedgerOnly
     };
-    (text, own, mode, reason)
+    (text, search, mode, reason)
 }
 
 /// The ledger state sent as `Delta context`.

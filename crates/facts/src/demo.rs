@@ -1,0 +1,267 @@
+//! `facts demo`: a built-in eight-task session through the runtime, shown as it happens.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use dispatch_runtime::reexports::{Clock, SystemClock};
+use dispatch_runtime::{
+    CompilePromptRequest, DispatchRuntimeManager, IngestOutputRequest, InitRunRequest, Role,
+};
+use serde_json::{Value, json};
+
+const TASKS: &str = "# Tasks: Fact memory\n\n\
+- [ ] 1. Parse tasks.md into tasks\n  - File: src/parser.rs\n  - _Requirements: 1.1_\n  - _Prompt: Role: Rust Developer | Task: Parse tasks.md task lines and metadata into tasks in src/parser.rs | Success: every task line parses_\n\
+- [ ] 2. Store facts with temporal invalidation\n  - File: src/store.rs\n  - _Requirements: 2.1_\n  - _Prompt: Role: Rust Developer | Task: Store facts so a newer fact invalidates the old one | Success: history is kept_\n\
+- [ ] 3. Extract facts from dispatch results\n  - _Prompt: Role: Rust Developer | Task: Extract facts from implementer and reviewer results with rules, using the store from task 2 | Success: one rule per field_\n\
+- [ ] 4. Retrieve relevant facts within a token budget\n  - _Prompt: Role: Rust Developer | Task: Rank stored facts against a task description and fit them in a token budget | Success: no fact over budget_\n\
+- [ ] 5. Rewrite the parser for multi-paragraph prompts\n  - _Prompt: Role: Rust Developer | Task: Rewrite the tasks.md parser in src/parser.rs so prompts keep their blank lines | Success: the corpus parses whole_\n\
+- [ ] 6. Compile ledger-first prompts\n  - _Prompt: Role: Rust Developer | Task: Compile prompts from the ledger entry of a task, with the store's session context | Success: prompts shrink_\n\
+- [ ] 7. Detect stalled tasks\n  - _Prompt: Role: Rust Developer | Task: Count non-progress outcomes per task and hint a replan | Success: stalls are flagged_\n\
+- [ ] 8. Document the facts command\n  - _Prompt: Role: Technical Writer | Task: Document the facts command and its replay protocol | Success: every flag is described_\n";
+
+const REQUIREMENTS: &str = "# Requirements\n\n### Requirement 1: Parsing\n\n#### Acceptance Criteria\n\n\
+1. WHEN a tasks.md is read THEN every task line SHALL become a task with its metadata.\n\n\
+### Requirement 2: Storage\n\n#### Acceptance Criteria\n\n\
+1. WHEN a fact with the same subject and relation arrives THEN the old fact SHALL be invalidated, not overwritten.\n";
+
+/// Results per task, in dispatch order: (role, result JSON).
+fn script() -> Vec<(&'static str, Role, Value)> {
+    let implementer = |task: &str, summary: &str, files: &[&str], follow_ups: &[&str]| {
+        json!({"task_id": task, "status": "completed", "summary": summary, "files_changed": files,
+               "tests": [{"command": "cargo test", "passed": true}], "follow_up_actions": follow_ups})
+    };
+    let approved = |task: &str| json!({"task_id": task, "assessment": "approved", "strengths": ["tests first"]});
+    vec![
+        (
+            "1",
+            Role::Implementer,
+            implementer(
+                "1",
+                "Parser for task lines and metadata in src/parser.rs",
+                &["src/parser.rs", "tests/parser.rs"],
+                &["Handle prompts that span paragraphs"],
+            ),
+        ),
+        ("1", Role::Reviewer, approved("1")),
+        (
+            "2",
+            Role::Implementer,
+            implementer(
+                "2",
+                "Store with temporal invalidation in src/store.rs",
+                &["src/store.rs"],
+                &[],
+            ),
+        ),
+        (
+            "2",
+            Role::Reviewer,
+            json!({"task_id": "2", "assessment": "needs_changes",
+            "issues": [{"severity": "important", "file": "src/store.rs", "message": "Method names use camelCase; the naming convention is snake_case", "fix": "Rename addFact to add_fact"}],
+            "required_fixes": ["Rename store methods to snake_case"]}),
+        ),
+        (
+            "2",
+            Role::Implementer,
+            implementer(
+                "2",
+                "Renamed store methods to snake_case",
+                &["src/store.rs"],
+                &[],
+            ),
+        ),
+        ("2", Role::Reviewer, approved("2")),
+        (
+            "3",
+            Role::Implementer,
+            implementer(
+                "3",
+                "Rule extractor over dispatch results in src/extract.rs",
+                &["src/extract.rs"],
+                &[],
+            ),
+        ),
+        ("3", Role::Reviewer, approved("3")),
+        (
+            "4",
+            Role::Implementer,
+            implementer(
+                "4",
+                "BM25 retrieval with a token budget in src/retrieve.rs",
+                &["src/retrieve.rs"],
+                &[],
+            ),
+        ),
+        ("4", Role::Reviewer, approved("4")),
+        (
+            "5",
+            Role::Implementer,
+            implementer(
+                "5",
+                "Rewrote the parser so prompts keep blank lines",
+                &["src/parser.rs"],
+                &[],
+            ),
+        ),
+        ("5", Role::Reviewer, approved("5")),
+        (
+            "6",
+            Role::Implementer,
+            implementer(
+                "6",
+                "Ledger-first prompt compiler in src/prompt.rs",
+                &["src/prompt.rs"],
+                &[],
+            ),
+        ),
+        ("6", Role::Reviewer, approved("6")),
+        (
+            "7",
+            Role::Implementer,
+            implementer(
+                "7",
+                "Stall detector in src/stall.rs",
+                &["src/stall.rs"],
+                &[],
+            ),
+        ),
+        ("7", Role::Reviewer, approved("7")),
+        (
+            "8",
+            Role::Implementer,
+            implementer(
+                "8",
+                "Documented the facts command in docs/facts.md",
+                &["docs/facts.md"],
+                &[],
+            ),
+        ),
+        ("8", Role::Reviewer, approved("8")),
+    ]
+}
+
+fn write_spec() -> Result<PathBuf, String> {
+    let dir = std::env::temp_dir().join(format!("facts-demo-{}", std::process::id()));
+    let spec = dir.join(".spec-context/specs/fact-memory");
+    std::fs::create_dir_all(&spec).map_err(|e| e.to_string())?;
+    for (name, text) in [
+        ("tasks.md", TASKS),
+        ("requirements.md", REQUIREMENTS),
+        ("design.md", &"The design, at length. ".repeat(400)),
+    ] {
+        std::fs::write(spec.join(name), text).map_err(|e| e.to_string())?;
+    }
+    Ok(dir)
+}
+
+/// Runs the demo session and prints it.
+pub(crate) fn run() -> Result<(), String> {
+    let dir = write_spec()?;
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let runtime = DispatchRuntimeManager::builder()
+        .clock(clock.clone())
+        .build();
+    let mut report = String::new();
+    let mut runs = std::collections::HashMap::new();
+    let (mut prompt_tokens, mut baseline_tokens, mut compile_us) = (0usize, 0usize, Vec::new());
+    for (task, role, result) in script() {
+        let run = match runs.get(task) {
+            Some(run) => Clone::clone(run),
+            None => {
+                let request = InitRunRequest {
+                    spec_name: "fact-memory".into(),
+                    task_id: task.into(),
+                    project_path: Some(dir.clone()),
+                    run_id: None,
+                };
+                let run = runtime.init_run(request).map_err(|e| e.to_string())?.run_id;
+                runs.insert(task, run.clone());
+                run
+            }
+        };
+        let start = clock.now();
+        let compiled = runtime
+            .compile_prompt(CompilePromptRequest {
+                run_id: run.clone(),
+                role,
+                task_id: task.into(),
+                task_prompt: None,
+                max_output_tokens: None,
+            })
+            .map_err(|e| e.to_string())?;
+        compile_us.push(clock.now().unix_micros() - start.unix_micros());
+        prompt_tokens += compiled.prompt_tokens;
+        baseline_tokens += compiled.baseline_prompt_tokens;
+        let role_name = if role == Role::Implementer {
+            "implementer"
+        } else {
+            "reviewer"
+        };
+        let _ = writeln!(
+            report,
+            "\n== task {task} {role_name}: prompt {} tokens (full replay {}), guide {:?}",
+            compiled.prompt_tokens, compiled.baseline_prompt_tokens, compiled.guide_mode
+        );
+        if compiled.session_context.is_empty() {
+            let _ = writeln!(
+                report,
+                "   no [Session Context]: no stored fact is relevant yet"
+            );
+        } else {
+            for line in compiled.session_context.lines() {
+                let _ = writeln!(report, "   {line}");
+            }
+        }
+        let output = format!("Work done.\nBEGIN_DISPATCH_RESULT\n{result}\nEND_DISPATCH_RESULT");
+        let ingested = runtime
+            .ingest_output(IngestOutputRequest {
+                run_id: run,
+                role,
+                task_id: task.into(),
+                output,
+                max_output_tokens: None,
+            })
+            .map_err(|e| e.to_string())?;
+        let _ = writeln!(
+            report,
+            "   result: {} facts added, {} invalidated -> next: {:?}",
+            ingested.facts_added, ingested.facts_invalidated, ingested.next_action
+        );
+    }
+    let telemetry = runtime.telemetry();
+    compile_us.sort_unstable();
+    let median = compile_us
+        .get(compile_us.len() / 2)
+        .copied()
+        .unwrap_or_default();
+    let saved = 100.0 * (1.0 - prompt_tokens as f64 / baseline_tokens.max(1) as f64);
+    let _ = writeln!(report, "\n== summary");
+    let _ = writeln!(
+        report,
+        "   prompt tokens, ledger-first : {prompt_tokens:>7}"
+    );
+    let _ = writeln!(
+        report,
+        "   prompt tokens, full replay  : {baseline_tokens:>7}  ({saved:.0}% saved)"
+    );
+    let _ = writeln!(
+        report,
+        "   facts stored / valid / invalidated: {} / {} / {}",
+        telemetry.facts_stored, telemetry.facts_valid, telemetry.facts_invalidated
+    );
+    let _ = writeln!(
+        report,
+        "   [Session Context] tokens injected: {} of {} observed ({:.1}%)",
+        telemetry.session_context_tokens_injected,
+        telemetry.observation_tokens_ingested,
+        100.0 * telemetry.injected_to_observed_ratio
+    );
+    let _ = writeln!(report, "   compile_prompt median latency: {median} us");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::io::stdout()
+        .lock()
+        .write_all(report.as_bytes())
+        .map_err(|e| format!("cannot write: {e}"))
+}

@@ -1,0 +1,229 @@
+//! `facts`: the command line on top of the dispatch runtime.
+//!
+//! - `facts demo` runs a built-in session and shows what the memory did;
+//! - `facts replay SCRIPT.jsonl` answers the runtime's JSON protocol, one line per line;
+//! - `facts ledger PATH` shows the progress ledger of a tasks.md.
+
+mod demo;
+
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use dispatch_runtime::reexports::{
+    CharsPerToken, Clock, ManualClock, ProgressLedger, SystemClock, TokenCounter,
+};
+use dispatch_runtime::{DispatchRuntimeManager, protocol};
+use serde_json::Value;
+
+/// A temporal fact memory for agent orchestrators.
+#[derive(Debug, Parser)]
+#[command(name = "facts", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a built-in dispatch session and show what each prompt received.
+    Demo,
+    /// Answer the runtime's JSON protocol: one response line per request line.
+    Replay {
+        /// The script: one JSON request per line (`{"action": "init_run", …}`).
+        script: PathBuf,
+        /// The project root for `init_run` requests that name none.
+        #[arg(long)]
+        project: Option<PathBuf>,
+        /// Start the clock at 2026-01-01T00:00:00Z and advance it one second per request,
+        /// so the output is byte-reproducible.
+        #[arg(long)]
+        deterministic: bool,
+        /// How tokens are counted.
+        #[arg(long, value_enum, default_value_t = Tokenizer::Chars4)]
+        tokenizer: Tokenizer,
+    },
+    /// Show the progress ledger of a tasks.md.
+    Ledger {
+        /// The tasks.md file.
+        path: PathBuf,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Token counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Tokenizer {
+    /// Four characters per token.
+    Chars4,
+    /// The o200k_base BPE (needs the `tiktoken` feature).
+    O200k,
+    /// The cl100k_base BPE (needs the `tiktoken` feature).
+    Cl100k,
+}
+
+fn counter(tokenizer: Tokenizer) -> Result<Arc<dyn TokenCounter>, String> {
+    match tokenizer {
+        Tokenizer::Chars4 => Ok(Arc::new(CharsPerToken::default())),
+        #[cfg(feature = "tiktoken")]
+        Tokenizer::O200k => dispatch_runtime::reexports::BpeTokenCounter::o200k_base()
+            .map(|c| Arc::new(c) as Arc<dyn TokenCounter>)
+            .map_err(|e| e.to_string()),
+        #[cfg(feature = "tiktoken")]
+        Tokenizer::Cl100k => dispatch_runtime::reexports::BpeTokenCounter::cl100k_base()
+            .map(|c| Arc::new(c) as Arc<dyn TokenCounter>)
+            .map_err(|e| e.to_string()),
+        #[cfg(not(feature = "tiktoken"))]
+        Tokenizer::O200k | Tokenizer::Cl100k => Err(
+            "BPE tokenizers need the `tiktoken` feature: cargo install --features tiktoken"
+                .to_owned(),
+        ),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Demo => demo::run(),
+        Command::Replay {
+            script,
+            project,
+            deterministic,
+            tokenizer,
+        } => replay(&script, project, deterministic, tokenizer),
+        Command::Ledger { path, json } => ledger(&path, json),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("facts: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The fixed instant a deterministic replay starts at.
+const DETERMINISTIC_START: &str = "2026-01-01T00:00:00Z";
+
+fn replay(
+    script: &Path,
+    project: Option<PathBuf>,
+    deterministic: bool,
+    tokenizer: Tokenizer,
+) -> Result<(), String> {
+    let file = std::fs::File::open(script)
+        .map_err(|e| format!("cannot read {}: {e}", script.display()))?;
+    let manual = deterministic
+        .then(|| {
+            DETERMINISTIC_START
+                .parse()
+                .map(|start| Arc::new(ManualClock::new(start)))
+        })
+        .transpose()
+        .map_err(|e| format!("{e}"))?;
+    let clock: Arc<dyn Clock> = match &manual {
+        Some(manual) => manual.clone(),
+        None => Arc::new(SystemClock),
+    };
+    let runtime = DispatchRuntimeManager::builder()
+        .clock(clock)
+        .token_counter(counter(tokenizer)?)
+        .build();
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    for (index, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|e| format!("cannot read {}: {e}", script.display()))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        if let Some(manual) = &manual {
+            manual.advance(Duration::from_secs(1));
+        }
+        let answer = match serde_json::from_str::<Value>(&line) {
+            Ok(mut request) => {
+                if let (Some(project), Some(object)) = (&project, request.as_object_mut())
+                    && object.get("action").and_then(Value::as_str) == Some("init_run")
+                    && !object.contains_key("project_path")
+                {
+                    object.insert(
+                        "project_path".into(),
+                        Value::String(project.display().to_string()),
+                    );
+                }
+                protocol::handle(&runtime, &request)
+            }
+            Err(e) => protocol::error("invalid_json", format!("line {}: {e}", index + 1)),
+        };
+        writeln!(out, "{answer}").map_err(|e| format!("cannot write: {e}"))?;
+    }
+    Ok(())
+}
+
+fn ledger(path: &Path, json: bool) -> Result<(), String> {
+    let spec = path
+        .parent()
+        .and_then(Path::file_name)
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "spec".to_owned());
+    let ledger = ProgressLedger::load(spec, path).map_err(|e| e.to_string())?;
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let write = |out: &mut std::io::StdoutLock<'_>, text: String| {
+        writeln!(out, "{text}").map_err(|e| format!("cannot write: {e}"))
+    };
+    if json {
+        return write(
+            &mut out,
+            serde_json::to_string_pretty(&ledger).map_err(|e| e.to_string())?,
+        );
+    }
+    let totals = ledger.totals();
+    write(
+        &mut out,
+        format!(
+            "{} ({})",
+            ledger.spec_name(),
+            ledger.source_path().display()
+        ),
+    )?;
+    write(
+        &mut out,
+        format!(
+            "{} tasks: {} completed, {} in progress, {} pending",
+            totals.total, totals.completed, totals.in_progress, totals.pending
+        ),
+    )?;
+    for task in ledger.tasks() {
+        let mark = match task.status().as_str() {
+            "completed" => "x",
+            "in_progress" => "-",
+            _ => " ",
+        };
+        let active = if ledger.active_task().is_some_and(|a| a.id() == task.id()) {
+            "  <- active"
+        } else {
+            ""
+        };
+        write(
+            &mut out,
+            format!(
+                "{}[{mark}] {} {}{active}",
+                "  ".repeat(task.depth()),
+                task.id(),
+                task.title()
+            ),
+        )?;
+    }
+    for diagnostic in ledger.diagnostics() {
+        write(
+            &mut out,
+            format!("line {}: {}", diagnostic.line, diagnostic.message),
+        )?;
+    }
+    Ok(())
+}
