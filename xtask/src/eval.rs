@@ -64,12 +64,12 @@ fn parse(args: &[String]) -> Result<Options, Error> {
         Some("locomo") => {}
         Some(other) => {
             return Err(usage(format!(
-                "unknown evaluation `{other}`; the one evaluation is `locomo`"
+                "unknown evaluation `{other}`; use `locomo` or `tokens`"
             )));
         }
         None => {
             return Err(usage(
-                "`eval` needs an evaluation name: `eval locomo --data PATH`".into(),
+                "`eval` needs an evaluation name: `eval locomo --data PATH` or `eval tokens --corpus DIR`".into(),
             ));
         }
     }
@@ -131,6 +131,11 @@ fn parse(args: &[String]) -> Result<Options, Error> {
 
 /// Entry point of `cargo xtask eval`.
 pub(crate) fn run(args: &[String]) -> Result<(), Error> {
+    if let Some((first, rest)) = args.split_first()
+        && first == "tokens"
+    {
+        return crate::tokens::run(rest);
+    }
     let options = parse(args)?;
     if cfg!(debug_assertions) {
         // Latency figures from a debug build would mean nothing: run optimized.

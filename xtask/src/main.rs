@@ -25,6 +25,7 @@ mod check;
 mod eval;
 #[cfg(test)]
 mod tidy;
+mod tokens;
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -52,8 +53,8 @@ const COMMANDS: &[Subcommand] = &[
     },
     Subcommand {
         name: "eval",
-        synopsis: "locomo --data PATH [--corpus observations|turns] [--scorer bm25|overlap] [--stemming on|off]",
-        summary: "LoCoMo fact-retrieval recall and latency, as ../shared/eval/README.md specifies",
+        synopsis: "locomo --data PATH [...] | tokens --corpus DIR",
+        summary: "LoCoMo retrieval recall and latency; ledger-first prompt tokens vs full replay",
         run: eval::run,
     },
 ];

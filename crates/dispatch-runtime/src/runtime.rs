@@ -313,6 +313,9 @@ pub struct Telemetry {
     pub session_context_tokens_injected: u64,
     /// `session_context_tokens_injected / observation_tokens_ingested` (0 before any output).
     pub injected_to_observed_ratio: f64,
+    /// Median time of the retrievals for compiled prompts, in microseconds, by the
+    /// manager's clock (0 under a manual clock).
+    pub retrieval_p50_us: f64,
     /// Facts stored (versions, over all specs).
     pub facts_stored: usize,
     /// Facts valid now (over all specs).
@@ -342,6 +345,8 @@ struct State {
     runs: HashMap<String, Run>,
     specs: HashMap<String, Spec>,
     telemetry: Telemetry,
+    /// How long each retrieval took, in microseconds.
+    retrieval_us: Vec<i64>,
 }
 
 /// Makes the store of a spec.
@@ -841,7 +846,10 @@ impl DispatchRuntimeManager {
             max_tokens: self.prompts.max_fact_tokens,
             ..FactQuery::new(request.task_id.clone(), retrieval_text)
         };
+        let started = self.clock.now();
         let retrieval = self.spec(&mut state, &spec_name).retriever.retrieve(&query);
+        let took = self.clock.now().unix_micros() - started.unix_micros();
+        state.retrieval_us.push(took);
         let max_output = request
             .max_output_tokens
             .unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS);
@@ -986,6 +994,9 @@ impl DispatchRuntimeManager {
     pub fn telemetry(&self) -> Telemetry {
         let state = self.lock();
         let mut telemetry = state.telemetry.clone();
+        let mut took = state.retrieval_us.clone();
+        took.sort_unstable();
+        telemetry.retrieval_p50_us = took.get(took.len() / 2).copied().unwrap_or(0) as f64;
         telemetry.prompt_token_delta = i64::try_from(telemetry.prompt_tokens_baseline)
             .unwrap_or(i64::MAX)
             - i64::try_from(telemetry.prompt_tokens_actual).unwrap_or(i64::MAX);

@@ -406,3 +406,38 @@ fn the_snapshot_shows_the_task_ledger_and_its_history() {
     assert_eq!(snapshot.revision, snapshot.history.len() as u64);
     assert!(runtime.get_snapshot("nope").is_err());
 }
+
+#[test]
+fn six_hundred_results_compact_to_five_hundred_keeping_the_newest() {
+    let dir = std::env::temp_dir().join(format!("runtime-compaction-{}", std::process::id()));
+    let folder = dir.join(".spec-context/specs/big");
+    std::fs::create_dir_all(&folder).unwrap();
+    let tasks: String = (1..=600)
+        .map(|n| format!("- [ ] {n}. Task {n}\n"))
+        .collect();
+    std::fs::write(folder.join("tasks.md"), tasks).unwrap();
+    let runtime = runtime();
+    for n in 1..=600 {
+        let task = n.to_string();
+        let run = init(&runtime, &dir, "big", &task);
+        let result = json!({"task_id": task, "status": "completed", "summary": format!("implemented module {n}"),
+                            "files_changed": [format!("src/module_{n}.rs")]});
+        ingest(&runtime, &run, Role::Implementer, &task, &result);
+    }
+    let telemetry = runtime.telemetry();
+    assert!(telemetry.facts_valid <= 500, "{}", telemetry.facts_valid);
+    let newest = runtime.fact_history("big", "src/module_600.rs");
+    assert_eq!(newest.len(), 1);
+    assert!(
+        newest[0].is_valid(),
+        "the newest task's facts survive verbatim"
+    );
+    let oldest = runtime.fact_history("big", "task:1");
+    assert!(
+        oldest
+            .iter()
+            .all(|f| !f.is_valid() || f.relation() == "compacted"),
+        "{oldest:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

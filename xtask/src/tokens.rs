@@ -1,0 +1,153 @@
+//! `cargo xtask eval tokens --corpus DIR`: ledger-first prompt tokens against a full replay
+//! of the spec documents, for every task of every spec in a corpus of spec folders
+//! (`DIR/<spec>/{tasks,requirements,design}.md`, as in `../shared/corpus/spec-context-specs`).
+//!
+//! Each spec is copied into a fresh project in a temporary folder and run through the
+//! runtime task by task: the implementer prompt is compiled, then a result built from the
+//! task (its title as summary, its files as changed files) is ingested with an approving
+//! review, so later tasks see earlier tasks' facts in their `[Session Context]`. Prints one
+//! JSON object per spec and one for the whole corpus.
+
+use std::path::{Path, PathBuf};
+
+use dispatch_runtime::reexports::{CharsPerToken, ProgressLedger, TokenCounter};
+use dispatch_runtime::{
+    CompilePromptRequest, DispatchRuntimeManager, IngestOutputRequest, InitRunRequest, Role,
+};
+use serde_json::{Value, json};
+
+use crate::Error;
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// Entry point of `cargo xtask eval tokens`.
+pub(crate) fn run(args: &[String]) -> Result<(), Error> {
+    let corpus = match args {
+        [flag, dir] if flag == "--corpus" => PathBuf::from(dir),
+        _ => return Err(Error::Usage("`eval tokens` needs `--corpus DIR`".into())),
+    };
+    let mut specs: Vec<PathBuf> = std::fs::read_dir(&corpus)
+        .map_err(|e| Error::Failed(format!("cannot read {}: {e}", corpus.display())))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.join("tasks.md").is_file())
+        .collect();
+    specs.sort();
+    let mut all_reductions = Vec::new();
+    let (mut injected, mut observed, mut max_context) = (0u64, 0u64, 0usize);
+    let mut out = std::io::stdout().lock();
+    for spec in &specs {
+        let report = evaluate(spec)?;
+        all_reductions.extend(report.reductions.iter().copied());
+        injected += report.injected;
+        observed += report.observed;
+        max_context = max_context.max(report.max_context);
+        let mut reductions = report.reductions.clone();
+        let line = json!({
+            "spec": report.name, "tasks": report.reductions.len(),
+            "median_reduction": (median(&mut reductions) * 1000.0).round() / 1000.0,
+            "max_session_context_tokens": report.max_context,
+            "prompt_tokens": report.prompt_tokens, "baseline_tokens": report.baseline_tokens,
+        });
+        std::io::Write::write_all(&mut out, format!("{line}\n").as_bytes())
+            .map_err(|e| Error::Failed(e.to_string()))?;
+    }
+    let total = json!({
+        "spec": "ALL", "tasks": all_reductions.len(),
+        "median_reduction": (median(&mut all_reductions) * 1000.0).round() / 1000.0,
+        "max_session_context_tokens": max_context,
+        "session_context_tokens_injected": injected,
+        "observation_tokens_ingested": observed,
+        "injected_to_observed_ratio": if observed == 0 { 0.0 } else { ((injected as f64 / observed as f64) * 1000.0).round() / 1000.0 },
+    });
+    std::io::Write::write_all(&mut out, format!("{total}\n").as_bytes())
+        .map_err(|e| Error::Failed(e.to_string()))
+}
+
+struct SpecReport {
+    name: String,
+    reductions: Vec<f64>,
+    prompt_tokens: usize,
+    baseline_tokens: usize,
+    max_context: usize,
+    injected: u64,
+    observed: u64,
+}
+
+fn evaluate(spec: &Path) -> Result<SpecReport, Error> {
+    let name = spec
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let project = std::env::temp_dir().join(format!("eval-tokens-{}-{name}", std::process::id()));
+    let target = project.join(".spec-context/specs").join(&name);
+    std::fs::create_dir_all(&target).map_err(|e| Error::Failed(e.to_string()))?;
+    for file in ["tasks.md", "requirements.md", "design.md"] {
+        if spec.join(file).is_file() {
+            std::fs::copy(spec.join(file), target.join(file))
+                .map_err(|e| Error::Failed(format!("{file}: {e}")))?;
+        }
+    }
+    let ledger = ProgressLedger::load(&name, &target.join("tasks.md"))
+        .map_err(|e| Error::Failed(e.to_string()))?;
+    let runtime = DispatchRuntimeManager::builder().build();
+    let failed = |e: dispatch_runtime::RuntimeError| Error::Failed(format!("{name}: {e}"));
+    let mut report = SpecReport {
+        name: name.clone(),
+        reductions: Vec::new(),
+        prompt_tokens: 0,
+        baseline_tokens: 0,
+        max_context: 0,
+        injected: 0,
+        observed: 0,
+    };
+    for task in ledger.tasks() {
+        let id = task.id().to_owned();
+        let init = InitRunRequest {
+            spec_name: name.clone(),
+            task_id: id.clone(),
+            project_path: Some(project.clone()),
+            run_id: None,
+        };
+        let run = runtime.init_run(init).map_err(failed)?.run_id;
+        let compile = CompilePromptRequest {
+            run_id: run.clone(),
+            role: Role::Implementer,
+            task_id: id.clone(),
+            task_prompt: None,
+            max_output_tokens: None,
+        };
+        let compiled = runtime.compile_prompt(compile).map_err(failed)?;
+        report.prompt_tokens += compiled.prompt_tokens;
+        report.baseline_tokens += compiled.baseline_prompt_tokens;
+        report.reductions.push(
+            1.0 - compiled.prompt_tokens as f64 / compiled.baseline_prompt_tokens.max(1) as f64,
+        );
+        let result: Value = json!({"task_id": id, "status": "completed", "summary": task.title(), "files_changed": task.files()});
+        let review: Value = json!({"task_id": id, "assessment": "approved"});
+        for (role, body) in [(Role::Implementer, result), (Role::Reviewer, review)] {
+            let output = format!("BEGIN_DISPATCH_RESULT\n{body}\nEND_DISPATCH_RESULT");
+            let ingest = IngestOutputRequest {
+                run_id: run.clone(),
+                role,
+                task_id: id.clone(),
+                output,
+                max_output_tokens: None,
+            };
+            runtime.ingest_output(ingest).map_err(failed)?;
+        }
+        let section_tokens = if compiled.session_context.is_empty() {
+            0
+        } else {
+            CharsPerToken::default().count(&compiled.session_context)
+        };
+        report.max_context = report.max_context.max(section_tokens);
+    }
+    let telemetry = runtime.telemetry();
+    report.injected = telemetry.session_context_tokens_injected;
+    report.observed = telemetry.observation_tokens_ingested;
+    let _ = std::fs::remove_dir_all(&project);
+    Ok(report)
+}
