@@ -172,7 +172,9 @@ pub struct IngestOutputResponse {
     /// The replan hint, when one is needed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replan_hint: Option<String>,
-    /// Facts stored from this output.
+    /// The facts extracted from this output, as `subject relation object` lines.
+    pub facts_extracted: Vec<String>,
+    /// Facts stored from this output (new versions; the rest were already known).
     pub facts_added: usize,
     /// Facts this output invalidated.
     pub facts_invalidated: usize,
@@ -676,6 +678,11 @@ impl DispatchRuntimeManager {
                 self.extractor.extract_from_reviewer(r, &request.task_id)
             }
         };
+        let facts_extracted: Vec<String> = extraction
+            .facts
+            .iter()
+            .map(|f| format!("{} {} {}", f.subject(), f.relation(), f.object()))
+            .collect();
         let store = self.spec(&mut state, &spec_name).store.clone();
         let report = store.add(extraction.facts);
         // What a result settles but adds no fact for: an approval settles earlier fixes and
@@ -729,6 +736,7 @@ impl DispatchRuntimeManager {
             next_action,
             replan_required: stall.replan_required(),
             replan_hint,
+            facts_extracted,
             facts_added: report.added.len(),
             facts_invalidated: report.invalidated.len() + settled.len(),
             extraction_diagnostics: extraction
@@ -759,6 +767,7 @@ impl DispatchRuntimeManager {
             next_action: NextAction::HaltSchemaInvalidTerminal,
             replan_required: false,
             replan_hint: None,
+            facts_extracted: Vec::new(),
             facts_added: 0,
             facts_invalidated: 0,
             extraction_diagnostics: Vec::new(),

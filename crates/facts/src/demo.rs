@@ -226,9 +226,15 @@ pub(crate) fn run() -> Result<(), String> {
             .map_err(|e| e.to_string())?;
         let _ = writeln!(
             report,
-            "   result: {} facts added, {} invalidated -> next: {:?}",
-            ingested.facts_added, ingested.facts_invalidated, ingested.next_action
+            "   result: {} facts extracted, {} new, {} invalidated -> next: {:?}",
+            ingested.facts_extracted.len(),
+            ingested.facts_added,
+            ingested.facts_invalidated,
+            ingested.next_action
         );
+        for fact in &ingested.facts_extracted {
+            let _ = writeln!(report, "     + {fact}");
+        }
     }
     let telemetry = runtime.telemetry();
     compile_us.sort_unstable();
