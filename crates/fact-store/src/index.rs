@@ -14,6 +14,35 @@ use std::fmt::Debug;
 use fact_model::{FactId, SessionFact, Tag, Tags, Timestamp};
 use rust_stemmers::{Algorithm, Stemmer};
 
+/// The words of `text`: runs of letters and digits, where a run of ASCII letters followed
+/// by `:` and digits is one word, an id (`task:12`, `issue:7`). Ids name things: `task:12`
+/// matches `task:12`, not every text that says "task".
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        let start = rest.char_indices().find(|(_, c)| c.is_alphanumeric())?.0;
+        let from_start = rest.get(start..)?;
+        let len = from_start
+            .char_indices()
+            .find(|(_, c)| !c.is_alphanumeric())
+            .map_or(from_start.len(), |(i, _)| i);
+        let mut end = start + len;
+        let word = rest.get(start..end)?;
+        if word.bytes().all(|b| b.is_ascii_alphabetic()) {
+            let after = rest.get(end..).unwrap_or_default();
+            let digits = after
+                .strip_prefix(':')
+                .map_or(0, |d| d.bytes().take_while(u8::is_ascii_digit).count());
+            if digits > 0 {
+                end += 1 + digits;
+            }
+        }
+        let word = rest.get(start..end)?;
+        rest = rest.get(end..).unwrap_or_default();
+        Some(word)
+    })
+}
+
 /// Words too common to say anything about relevance (compared after lowercasing), sorted
 /// so that lookups are a binary search.
 pub const STOPWORDS: &[&str] = &[
@@ -40,7 +69,8 @@ impl Default for AnalyzerConfig {
 
 /// Turns text into terms: lowercase, split on every character that is not a letter or a
 /// digit (this covers the seed's `/ - _ . , : ; ( ) [ ] { }` and whitespace, and also `?`,
-/// `'` and the like), drop [`STOPWORDS`], and optionally stem ASCII words.
+/// `'` and the like) except that an id like `task:12` (ASCII letters, `:`, digits) stays
+/// one term, drop [`STOPWORDS`], and optionally stem ASCII words.
 ///
 /// The index and the queries must use one analyzer: a store exposes its own through
 /// [`SessionFactStore::analyzer`](crate::SessionFactStore::analyzer).
@@ -123,14 +153,11 @@ impl Analyzer {
     /// Calls `f` with every lowercased, non-stopword word of `text`, in order.
     pub(crate) fn for_each_word(&self, text: &str, mut f: impl FnMut(&str)) {
         let mut lower = String::new();
-        for word in text.split(|c: char| !c.is_alphanumeric()) {
-            if word.is_empty() {
-                continue;
-            }
+        for word in words(text) {
             // Words already lowercase ASCII (most of them) need no copy.
             if word
                 .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b':')
             {
                 if STOPWORDS.binary_search(&word).is_err() {
                     f(word);
@@ -635,8 +662,14 @@ mod tests {
             &plain,
             "task:12 modified_by src/a-b.rs (x){y}[z];w,v",
             &[
-                "task", "12", "modified", "src", "b", "rs", "x", "y", "z", "w", "v",
+                "task:12", "modified", "src", "b", "rs", "x", "y", "z", "w", "v",
             ],
+        );
+        // `word:digits` is one id term; anything else splits at the colon.
+        check(
+            &plain,
+            "Task:7 and task: 8, v2:3 and a:b",
+            &["task:7", "task", "8", "v2", "3", "b"],
         );
         check(&plain, "ÉCOLE über 日本語", &["école", "über", "日本語"]);
         let stemmed = Analyzer::default();

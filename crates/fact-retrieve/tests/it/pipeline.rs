@@ -249,26 +249,29 @@ fn invalidated_facts_are_gone_but_as_of_sees_them() {
 #[test]
 fn bm25_lets_a_rare_term_beat_a_common_one() {
     let store = store();
-    let mut facts: Vec<_> = (0..20)
-        .map(|n| {
-            fact(
-                &format!("task:{n}"),
-                "completed_with",
-                "completed",
-                &n.to_string(),
-                n,
-            )
-        })
-        .collect();
-    facts.push(fact("src/retry.rs", "modified_by", "task:7", "7", 0));
+    // The retry fact is the oldest; twenty newer facts share the common word "module".
+    let mut facts = vec![fact("src/retry.rs", "modified_by", "task:7", "7", 0)];
+    facts.extend((1..=20).map(|n| {
+        fact(
+            &format!("src/module_{n}.rs"),
+            "modified_by",
+            "task:9",
+            "9",
+            n,
+        )
+    }));
     store.add(facts);
-    let query = FactQuery::new("30", "task retry");
+    let query = FactQuery::new("30", "module retry");
     let bm25 = IndexRetriever::new(store.clone()).retrieve(&query);
     assert_eq!(bm25.facts[0].fact.subject(), "src/retry.rs");
+    assert!(bm25.facts[0].score > bm25.facts[1].score * 2.0);
+    // Overlap counts "module" and "retry" alike: ties go to the newer module facts.
     let overlap = IndexRetriever::new(store)
         .with_weighting(Box::new(KeywordOverlap))
         .retrieve(&query);
-    // Overlap: "task" and "retry" count the same; the retry fact has both (task:7).
-    assert_eq!(overlap.facts[0].fact.subject(), "src/retry.rs");
-    assert!(bm25.facts[0].score > bm25.facts[1].score * 2.0);
+    assert_eq!(overlap.facts[0].fact.subject(), "src/module_20.rs");
+    assert_eq!(
+        overlap.facts[0].score,
+        overlap.facts.last().map_or(0.0, |f| f.score)
+    );
 }
