@@ -329,12 +329,32 @@ pub struct Telemetry {
 struct Run {
     spec_name: String,
     task_id: String,
-    spec_dir: PathBuf,
+    /// The spec's documents, read once when the run starts: `compile_prompt` takes
+    /// acceptance criteria from them and prices the full-replay baseline with them.
+    docs: SpecDocs,
     progress: Arc<ledger::ProgressLedger>,
     ledger: TaskLedger,
     status: Option<IngestStatus>,
     /// Roles whose full guide this run has been given.
     guided: Vec<Role>,
+}
+
+/// The documents of a spec folder; empty when a file is missing.
+struct SpecDocs {
+    requirements: String,
+    design: String,
+    tasks: String,
+}
+
+impl SpecDocs {
+    fn read(dir: &std::path::Path) -> Self {
+        let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+        SpecDocs {
+            requirements: read("requirements.md"),
+            design: read("design.md"),
+            tasks: read("tasks.md"),
+        }
+    }
 }
 
 struct Spec {
@@ -600,13 +620,13 @@ impl DispatchRuntimeManager {
         let mut state = self.lock();
         self.spec(&mut state, &request.spec_name);
         state.telemetry.ledger_rebuild_count = self.ledgers.rebuilds();
-        let spec_dir = tasks_path.parent().map(PathBuf::from).unwrap_or_default();
+        let docs = SpecDocs::read(tasks_path.parent().unwrap_or(std::path::Path::new(".")));
         state.runs.insert(
             run_id.clone(),
             Run {
                 spec_name: request.spec_name.clone(),
                 task_id: request.task_id.clone(),
-                spec_dir,
+                docs,
                 progress: progress.clone(),
                 ledger,
                 status: None,
@@ -814,15 +834,13 @@ impl DispatchRuntimeManager {
                 requested: request.task_id.clone(),
             });
         }
-        let read =
-            |name: &str| std::fs::read_to_string(run.spec_dir.join(name)).unwrap_or_default();
+        let docs = &run.docs;
         let task = run.progress.task(&request.task_id);
         let (task_prompt, retrieval_text, ledger_mode, fallback_reason) = if self.prompts.legacy {
             let own = task_text(task, &request.task_id);
             let text = format!(
                 "{own}\n\nrequirements.md:\n{}\n\ndesign.md:\n{}",
-                read("requirements.md"),
-                read("design.md")
+                docs.requirements, docs.design
             );
             (
                 text,
@@ -833,7 +851,7 @@ impl DispatchRuntimeManager {
         } else if let Some(given) = &request.task_prompt {
             (given.clone(), given.clone(), LedgerMode::LedgerOnly, None)
         } else {
-            ledger_first(task, &request.task_id, || read("requirements.md"))
+            ledger_first(task, &request.task_id, &docs.requirements)
         };
         let delta = delta_packet(&run.ledger, request.role);
         let guide_cache_key = format!("{}:{}", role_name(request.role), request.run_id);
@@ -844,12 +862,7 @@ impl DispatchRuntimeManager {
             GuideMode::Full
         };
         let spec_name = run.spec_name.clone();
-        let baseline_docs = format!(
-            "{}\n{}\n{}",
-            read("requirements.md"),
-            read("design.md"),
-            read("tasks.md")
-        );
+        let baseline_docs = format!("{}\n{}\n{}", docs.requirements, docs.design, docs.tasks);
         let query = FactQuery {
             max_facts: self.prompts.max_facts,
             max_tokens: self.prompts.max_fact_tokens,
@@ -1117,7 +1130,7 @@ fn retrieval_text(task: Option<&ledger::Task>, task_id: &str) -> String {
 fn ledger_first(
     task: Option<&ledger::Task>,
     task_id: &str,
-    requirements_md: impl FnOnce() -> String,
+    requirements_md: &str,
 ) -> (String, String, LedgerMode, Option<String>) {
     let own = task_text(task, task_id);
     let search = retrieval_text(task, task_id);
@@ -1134,7 +1147,7 @@ fn ledger_first(
     let ids = task.requirements();
     if !ids.is_empty() {
         text.push_str(&format!("\nRequirements: {}", ids.join(", ")));
-        let (criteria, _) = crate::prompt::acceptance_criteria(&requirements_md(), &ids);
+        let (criteria, _) = crate::prompt::acceptance_criteria(requirements_md, &ids);
         if !criteria.is_empty() {
             text.push_str("\nAcceptance criteria:\n");
             text.push_str(&criteria.join("\n"));
@@ -1226,29 +1239,20 @@ fn prune_delta(delta: &serde_json::Value) -> serde_json::Value {
     serde_json::Value::Object(pruned)
 }
 
-/// `text` cut on a char boundary to at most `tokens` under `counter`, marked with `...`.
+/// `text` cut on a char boundary to at most `tokens` under `counter`, marked with `...`
+/// (the longest such [`clip`](fact_model::clip), found by binary search on its length).
 fn shorten(text: &str, tokens: usize, counter: &dyn TokenCounter) -> String {
     if counter.count(text) <= tokens {
         return text.to_owned();
     }
-    let chars: Vec<char> = text.chars().collect();
-    let (mut low, mut high) = (0usize, chars.len());
+    let (mut low, mut high) = (0usize, fact_model::char_len(text));
     while low < high {
         let mid = (low + high).div_ceil(2);
-        let candidate: String = chars
-            .iter()
-            .take(mid)
-            .chain("...".chars().collect::<Vec<_>>().iter())
-            .collect();
-        if counter.count(&candidate) <= tokens {
+        if counter.count(&fact_model::clip(text, mid)) <= tokens {
             low = mid;
         } else {
             high = mid - 1;
         }
     }
-    chars
-        .iter()
-        .take(low)
-        .chain(['.', '.', '.'].iter())
-        .collect()
+    fact_model::clip(text, low).into_owned()
 }
