@@ -25,6 +25,7 @@ pub const DEFAULT_MAX_OUTPUT_TOKENS: usize = 1200;
 
 /// Who produced an output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// The implementer agent.

@@ -1,19 +1,23 @@
 //! The dispatch runtime: the one crate that composes the store, the extractor, the
 //! retriever and the ledgers, behind trait objects.
 //!
-//! Built so far:
-//!
 //! - [`contract`]: reading an agent's raw output into a validated [`DispatchResult`]:
 //!   exactly one marked block, JSON, a schema check that names the failing field, and an
 //!   output token budget measured on the block;
-//! - [`DispatchRuntimeManager`], the ingest side: `init_run`, `ingest_output` (facts into the
-//!   spec's store, task ledger and stall state, the next action), snapshots, fact queries
-//!   and telemetry, composed from trait objects set through [`RuntimeBuilder`].
+//! - [`DispatchRuntimeManager`], composed from trait objects through [`RuntimeBuilder`]:
+//!   `init_run`, `ingest_output` (facts into the spec's store, task ledger and stall state,
+//!   the next action), `compile_prompt` (a stable prefix per role and a ledger-first dynamic
+//!   tail with the `[Session Context]` section, within the role's budget), snapshots, fact
+//!   queries and telemetry;
+//! - [`prompt`]: the per-role prefixes and guides, and the acceptance criteria a task names;
+//! - [`protocol`]: the JSON protocol over those actions, spoken by `facts replay` and
+//!   `facts mcp`.
 //!
-//! - [`protocol`]: the JSON protocol over those actions, for `facts replay` and the MCP
-//!   server.
+//! # Features
 //!
-//! The `facts` binary arrives with the rest of its issue.
+//! - `schema`: `protocol::actions()`, every action with the JSON Schema of its request (for
+//!   MCP tool lists);
+//! - `tiktoken`: real BPE token counting, re-exported in [`reexports`].
 
 #![forbid(unsafe_code)]
 

@@ -109,6 +109,7 @@ pub enum IngestStatus {
 
 /// `init_run`: bind a run to a spec's task and load the spec's progress ledger.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct InitRunRequest {
     /// The spec, the folder name under `.spec-context/specs/`.
     pub spec_name: String,
@@ -137,6 +138,7 @@ pub struct InitRunResponse {
 
 /// `ingest_output`: one agent's raw output for the run's task.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct IngestOutputRequest {
     /// The run.
     pub run_id: String,
@@ -187,6 +189,7 @@ pub struct IngestOutputResponse {
 
 /// `compile_prompt`: the prompt of the next dispatch of a run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CompilePromptRequest {
     /// The run.
     pub run_id: String,

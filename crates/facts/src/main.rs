@@ -2,9 +2,11 @@
 //!
 //! - `facts demo` runs a built-in session and shows what the memory did;
 //! - `facts replay SCRIPT.jsonl` answers the runtime's JSON protocol, one line per line;
+//! - `facts mcp` serves the same protocol to MCP clients over stdio, one tool per action;
 //! - `facts ledger PATH` shows the progress ledger of a tasks.md.
 
 mod demo;
+mod mcp;
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -42,6 +44,15 @@ enum Command {
         /// so the output is byte-reproducible.
         #[arg(long)]
         deterministic: bool,
+        /// How tokens are counted.
+        #[arg(long, value_enum, default_value_t = Tokenizer::Chars4)]
+        tokenizer: Tokenizer,
+    },
+    /// Serve the runtime's protocol over stdio to an MCP client, one tool per action.
+    Mcp {
+        /// The project root for `init_run` calls that name none.
+        #[arg(long)]
+        project: Option<PathBuf>,
         /// How tokens are counted.
         #[arg(long, value_enum, default_value_t = Tokenizer::Chars4)]
         tokenizer: Tokenizer,
@@ -96,6 +107,12 @@ fn main() -> ExitCode {
             deterministic,
             tokenizer,
         } => replay(&script, project, deterministic, tokenizer),
+        Command::Mcp { project, tokenizer } => counter(tokenizer).and_then(|counter| {
+            let runtime = DispatchRuntimeManager::builder()
+                .token_counter(counter)
+                .build();
+            mcp::serve(runtime, project)
+        }),
         Command::Ledger { path, json } => ledger(&path, json),
     };
     match result {

@@ -9,4 +9,6 @@
 
 mod contract;
 mod prompt;
+#[cfg(feature = "schema")]
+mod protocol;
 mod runtime;

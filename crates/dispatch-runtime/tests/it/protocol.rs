@@ -1,0 +1,102 @@
+//! The protocol's action list against what `protocol::handle` accepts, so the schemas an
+//! MCP client sees cannot drift from the request types.
+
+use dispatch_runtime::{DispatchRuntimeManager, protocol};
+use serde_json::{Map, Value, json};
+
+/// A value of the type a property schema declares.
+fn sample(property: &Value) -> Value {
+    if let Some(reference) = property["$ref"].as_str() {
+        // The only definition is `Role`.
+        assert_eq!(reference, "#/$defs/Role", "a new definition needs a sample");
+        return json!("implementer");
+    }
+    let types: Vec<&str> = match &property["type"] {
+        Value::String(t) => vec![t.as_str()],
+        Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect(),
+        other => panic!("untyped property {other}"),
+    };
+    match types.first().copied() {
+        Some("string") => json!("x"),
+        Some("integer") => json!(3),
+        Some("array") => json!([property["items"]["enum"][0].clone()]),
+        other => panic!("no sample for {other:?}"),
+    }
+}
+
+fn request(name: &str, fields: &Map<String, Value>) -> Value {
+    let mut object = fields.clone();
+    object.insert("action".into(), json!(name));
+    Value::Object(object)
+}
+
+#[test]
+fn every_action_accepts_every_property_its_schema_declares() {
+    let runtime = DispatchRuntimeManager::builder().build();
+    for action in protocol::actions() {
+        let properties = action
+            .input_schema
+            .get("properties")
+            .and_then(Value::as_object);
+        let fields: Map<String, Value> = properties
+            .into_iter()
+            .flatten()
+            .map(|(name, schema)| (name.clone(), sample(schema)))
+            .collect();
+        let answer = protocol::handle(&runtime, &request(action.name, &fields));
+        let code = &answer["error"]["code"];
+        assert!(
+            code != "invalid_request" && code != "unknown_action",
+            "{}: {answer}",
+            action.name
+        );
+    }
+}
+
+#[test]
+fn every_required_property_is_required_by_the_request_type() {
+    let runtime = DispatchRuntimeManager::builder().build();
+    let mut checked = 0;
+    for action in protocol::actions() {
+        let properties = action
+            .input_schema
+            .get("properties")
+            .and_then(Value::as_object);
+        let all: Map<String, Value> = properties
+            .into_iter()
+            .flatten()
+            .map(|(name, schema)| (name.clone(), sample(schema)))
+            .collect();
+        let required = action
+            .input_schema
+            .get("required")
+            .and_then(Value::as_array);
+        for field in required.into_iter().flatten().filter_map(Value::as_str) {
+            let mut fields = all.clone();
+            fields.remove(field);
+            let answer = protocol::handle(&runtime, &request(action.name, &fields));
+            assert_eq!(
+                answer["error"]["code"], "invalid_request",
+                "{}: {answer}",
+                action.name
+            );
+            let message = answer["error"]["message"].as_str().unwrap();
+            assert!(message.contains(field), "{}: {message}", action.name);
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 15, "required fields over all actions");
+}
+
+#[test]
+fn every_listed_action_is_one_handle_knows() {
+    let names: Vec<&str> = protocol::actions().iter().map(|a| a.name).collect();
+    assert_eq!(names.len(), 7);
+    let runtime = DispatchRuntimeManager::builder().build();
+    for name in names {
+        let answer = protocol::handle(&runtime, &json!({"action": name}));
+        assert_ne!(answer["error"]["code"], "unknown_action", "{name}");
+    }
+    let unknown = protocol::handle(&runtime, &json!({"action": "get_snapshots"}));
+    assert_eq!(unknown["error"]["code"], "unknown_action");
+}
