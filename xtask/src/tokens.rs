@@ -54,6 +54,8 @@ pub(crate) fn run(args: &[String]) -> Result<(), Error> {
         std::io::Write::write_all(&mut out, format!("{line}\n").as_bytes())
             .map_err(|e| Error::Failed(e.to_string()))?;
     }
+    // Two outputs (implementer and reviewer) are ingested per task.
+    let outputs = 2 * all_reductions.len() as u64;
     let total = json!({
         "spec": "ALL", "tasks": all_reductions.len(),
         "median_reduction": (median(&mut all_reductions) * 1000.0).round() / 1000.0,
@@ -61,6 +63,10 @@ pub(crate) fn run(args: &[String]) -> Result<(), Error> {
         "session_context_tokens_injected": injected,
         "observation_tokens_ingested": observed,
         "injected_to_observed_ratio": if observed == 0 { 0.0 } else { ((injected as f64 / observed as f64) * 1000.0).round() / 1000.0 },
+        "observation_tokens_per_output": observed.checked_div(outputs).unwrap_or(0),
+        // The seed's goal, injected < 10% of observed, holds for this session's injections
+        // once the mean raw output is larger than this.
+        "break_even_tokens_per_output": (injected * 10).div_ceil(outputs.max(1)),
     });
     std::io::Write::write_all(&mut out, format!("{total}\n").as_bytes())
         .map_err(|e| Error::Failed(e.to_string()))
