@@ -1,9 +1,8 @@
 //! compile_prompt: prefix stability, tail order, guide modes, ledger-first task prompts,
 //! session context, failure evidence and the input budget.
 
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use tempfile::TempDir;
 
 use dispatch_runtime::{
     CompactionStage, CompilePromptRequest, CompilePromptResponse, DispatchRuntimeManager,
@@ -20,14 +19,10 @@ const TASKS: &str = "# Tasks\n\n\
 const REQUIREMENTS: &str = "# Requirements\n\n### Requirement 1: Parsing\n\n#### Acceptance Criteria\n\n\
 1. WHEN a tasks.md is read THEN every task line SHALL become a task.\n2. WHEN a prompt spans paragraphs THEN it SHALL be kept whole.\n";
 
-fn project() -> PathBuf {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "prompt-test-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::SeqCst)
-    ));
-    let spec = dir.join(".spec-context/specs/demo");
+/// A project with spec `demo` (tasks, requirements, a long design), removed when dropped.
+fn project() -> TempDir {
+    let dir = TempDir::new().unwrap();
+    let spec = dir.path().join(".spec-context/specs/demo");
     std::fs::create_dir_all(&spec).unwrap();
     std::fs::write(spec.join("tasks.md"), TASKS).unwrap();
     std::fs::write(spec.join("requirements.md"), REQUIREMENTS).unwrap();
@@ -96,7 +91,7 @@ fn ingest(
 fn the_tail_comes_in_its_fixed_order_after_a_stable_prefix() {
     let dir = project();
     let runtime = runtime(PromptConfig::default());
-    let run1 = init(&runtime, &dir, "1");
+    let run1 = init(&runtime, dir.path(), "1");
     ingest(
         &runtime,
         &run1,
@@ -105,7 +100,7 @@ fn the_tail_comes_in_its_fixed_order_after_a_stable_prefix() {
         json!({"task_id": "1", "status": "completed",
         "summary": "Parser for tasks.md added", "files_changed": ["src/parser.rs"]}),
     );
-    let run3 = init(&runtime, &dir, "3");
+    let run3 = init(&runtime, dir.path(), "3");
     let compiled = compile(&runtime, &run3, Role::Implementer, "3");
     let prompt = &compiled.prompt;
     let order = [
@@ -146,7 +141,10 @@ fn the_tail_comes_in_its_fixed_order_after_a_stable_prefix() {
 fn the_prefix_hash_changes_with_the_role_only_and_the_guide_turns_compact() {
     let dir = project();
     let runtime = runtime(PromptConfig::default());
-    let (run2, run3) = (init(&runtime, &dir, "2"), init(&runtime, &dir, "3"));
+    let (run2, run3) = (
+        init(&runtime, dir.path(), "2"),
+        init(&runtime, dir.path(), "3"),
+    );
     let first = compile(&runtime, &run2, Role::Implementer, "2");
     let again = compile(&runtime, &run2, Role::Implementer, "2");
     let other_task = compile(&runtime, &run3, Role::Implementer, "3");
@@ -166,7 +164,7 @@ fn the_prefix_hash_changes_with_the_role_only_and_the_guide_turns_compact() {
 fn the_first_task_and_unrelated_tasks_get_no_session_context() {
     let dir = project();
     let runtime = runtime(PromptConfig::default());
-    let run = init(&runtime, &dir, "2");
+    let run = init(&runtime, dir.path(), "2");
     let compiled = compile(&runtime, &run, Role::Implementer, "2");
     assert!(compiled.session_context.is_empty());
     assert!(!compiled.prompt.contains("[Session Context]"));
@@ -177,7 +175,12 @@ fn ledger_first_adds_only_the_missing_pieces() {
     let dir = project();
     let runtime = runtime(PromptConfig::default());
     // Task 1 names requirement 1.1: exactly that criterion is added.
-    let one = compile(&runtime, &init(&runtime, &dir, "1"), Role::Implementer, "1");
+    let one = compile(
+        &runtime,
+        &init(&runtime, dir.path(), "1"),
+        Role::Implementer,
+        "1",
+    );
     assert_eq!(
         (one.ledger_mode, one.fallback_reason.as_deref()),
         (
@@ -189,14 +192,24 @@ fn ledger_first_adds_only_the_missing_pieces() {
     assert!(!one.prompt.contains("1.2: WHEN a prompt spans"));
     assert!(!one.prompt.contains("The design explains"));
     // Task 2 has no prompt: its details stand in.
-    let two = compile(&runtime, &init(&runtime, &dir, "2"), Role::Implementer, "2");
+    let two = compile(
+        &runtime,
+        &init(&runtime, dir.path(), "2"),
+        Role::Implementer,
+        "2",
+    );
     assert_eq!(
         (two.ledger_mode, two.fallback_reason.as_deref()),
         (LedgerMode::LedgerPlusFallback, Some("prompt_missing"))
     );
     assert!(two.prompt.contains("- Key the cache by path"));
     // Task 3 has a prompt and no requirements: the ledger alone.
-    let three = compile(&runtime, &init(&runtime, &dir, "3"), Role::Implementer, "3");
+    let three = compile(
+        &runtime,
+        &init(&runtime, dir.path(), "3"),
+        Role::Implementer,
+        "3",
+    );
     assert_eq!(
         (three.ledger_mode, three.fallback_reason),
         (LedgerMode::LedgerOnly, None)
@@ -209,7 +222,12 @@ fn ledger_first_adds_only_the_missing_pieces() {
     );
     // The legacy mode embeds the documents, and says so.
     let legacy = runtime_with_legacy();
-    let compiled = compile(&legacy, &init(&legacy, &dir, "3"), Role::Implementer, "3");
+    let compiled = compile(
+        &legacy,
+        &init(&legacy, dir.path(), "3"),
+        Role::Implementer,
+        "3",
+    );
     assert_eq!(
         (compiled.ledger_mode, compiled.fallback_reason.as_deref()),
         (LedgerMode::Legacy, Some("legacy_mode"))
@@ -235,7 +253,7 @@ fn runtime_with_legacy() -> DispatchRuntimeManager {
 fn a_retry_after_rejection_carries_the_failure_evidence() {
     let dir = project();
     let runtime = runtime(PromptConfig::default());
-    let run = init(&runtime, &dir, "3");
+    let run = init(&runtime, dir.path(), "3");
     ingest(
         &runtime,
         &run,
@@ -266,7 +284,7 @@ fn over_budget_prompts_are_compacted_or_terminal() {
         auto_compaction: false,
         ..PromptConfig::default()
     });
-    let run = init(&strict, &dir, "1");
+    let run = init(&strict, dir.path(), "1");
     let request = CompilePromptRequest {
         run_id: run,
         role: Role::Implementer,
@@ -281,13 +299,19 @@ fn over_budget_prompts_are_compacted_or_terminal() {
 
     // A budget just under the full prompt: compaction brings it within.
     let roomy = runtime(PromptConfig::default());
-    let full = compile(&roomy, &init(&roomy, &dir, "1"), Role::Implementer, "1").prompt_tokens;
+    let full = compile(
+        &roomy,
+        &init(&roomy, dir.path(), "1"),
+        Role::Implementer,
+        "1",
+    )
+    .prompt_tokens;
     let budget = full - 20;
     let compacting = runtime(PromptConfig {
         implementer_budget: budget,
         ..PromptConfig::default()
     });
-    let run = init(&compacting, &dir, "1");
+    let run = init(&compacting, dir.path(), "1");
     let compiled = compile(&compacting, &run, Role::Implementer, "1");
     assert_ne!(compiled.compaction_stage, CompactionStage::None);
     assert!(
@@ -303,7 +327,7 @@ fn over_budget_prompts_are_compacted_or_terminal() {
         implementer_budget: 10,
         ..PromptConfig::default()
     });
-    let run = init(&impossible, &dir, "1");
+    let run = init(&impossible, dir.path(), "1");
     let request = CompilePromptRequest {
         run_id: run,
         role: Role::Implementer,
@@ -321,7 +345,7 @@ fn over_budget_prompts_are_compacted_or_terminal() {
 fn unknown_runs_and_other_tasks_are_rejected() {
     let dir = project();
     let runtime = runtime(PromptConfig::default());
-    let run = init(&runtime, &dir, "1");
+    let run = init(&runtime, dir.path(), "1");
     let request = |run_id: &str, task: &str| CompilePromptRequest {
         run_id: run_id.into(),
         role: Role::Reviewer,

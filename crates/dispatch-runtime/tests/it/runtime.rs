@@ -1,9 +1,8 @@
 //! The runtime manager through its public API: runs, routing, facts across tasks and
 //! specs, contract failures, stalls and telemetry.
 
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use tempfile::TempDir;
 
 use dispatch_runtime::{
     DispatchRuntimeManager, IngestOutputRequest, IngestOutputResponse, IngestStatus,
@@ -13,16 +12,11 @@ use fact_model::ManualClock;
 use fact_retrieve::FactQuery;
 use serde_json::{Value, json};
 
-/// A project with specs `demo` (5 tasks) and `other` (1 task).
-fn project() -> PathBuf {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "runtime-test-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::SeqCst)
-    ));
+/// A project with specs `demo` (5 tasks) and `other` (1 task), removed when dropped.
+fn project() -> TempDir {
+    let dir = TempDir::new().unwrap();
     for (spec, tasks) in [("demo", 5), ("other", 1)] {
-        let folder = dir.join(".spec-context/specs").join(spec);
+        let folder = dir.path().join(".spec-context/specs").join(spec);
         std::fs::create_dir_all(&folder).unwrap();
         let text: String = (1..=tasks)
             .map(|n| format!("- [ ] {n}. Task {n}\n  - _Prompt: Do task {n}_\n"))
@@ -105,7 +99,7 @@ fn init_run_errors_are_typed() {
         .init_run(InitRunRequest {
             spec_name: "missing".into(),
             task_id: "1".into(),
-            project_path: Some(dir),
+            project_path: Some(dir.path().to_owned()),
             run_id: None,
         })
         .unwrap_err();
@@ -126,7 +120,7 @@ fn init_run_errors_are_typed() {
 fn a_run_is_bound_to_its_task() {
     let dir = project();
     let runtime = runtime();
-    let run = init(&runtime, &dir, "demo", "2");
+    let run = init(&runtime, dir.path(), "demo", "2");
     assert_eq!(run, "demo:2");
     let err = runtime
         .ingest_output(IngestOutputRequest {
@@ -144,7 +138,7 @@ fn a_run_is_bound_to_its_task() {
 fn outcomes_route_to_the_next_action() {
     let dir = project();
     let runtime = runtime();
-    let run = init(&runtime, &dir, "demo", "1");
+    let run = init(&runtime, dir.path(), "demo", "1");
     let cases = [
         (
             Role::Implementer,
@@ -190,7 +184,7 @@ fn outcomes_route_to_the_next_action() {
 fn a_contract_error_ends_the_dispatch_not_the_run() {
     let dir = project();
     let runtime = runtime();
-    let run = init(&runtime, &dir, "demo", "1");
+    let run = init(&runtime, dir.path(), "demo", "1");
     let bad = ingest(
         &runtime,
         &run,
@@ -224,7 +218,7 @@ fn a_contract_error_ends_the_dispatch_not_the_run() {
 fn facts_of_task_1_reach_task_3_and_invalidated_ones_do_not_reach_task_5() {
     let dir = project();
     let runtime = runtime();
-    let run1 = init(&runtime, &dir, "demo", "1");
+    let run1 = init(&runtime, dir.path(), "demo", "1");
     ingest(
         &runtime,
         &run1,
@@ -240,7 +234,7 @@ fn facts_of_task_1_reach_task_3_and_invalidated_ones_do_not_reach_task_5() {
     // Task 1 asking for itself gets nothing of its own.
     assert!(subjects(&runtime, "demo", "1", "extend the parser").is_empty());
 
-    let run4 = init(&runtime, &dir, "demo", "4");
+    let run4 = init(&runtime, dir.path(), "demo", "4");
     ingest(
         &runtime,
         &run4,
@@ -266,7 +260,7 @@ fn facts_of_task_1_reach_task_3_and_invalidated_ones_do_not_reach_task_5() {
 fn facts_never_leak_between_specs() {
     let dir = project();
     let runtime = runtime();
-    let run = init(&runtime, &dir, "demo", "1");
+    let run = init(&runtime, dir.path(), "demo", "1");
     ingest(
         &runtime,
         &run,
@@ -282,7 +276,7 @@ fn facts_never_leak_between_specs() {
 fn approval_settles_earlier_fixes_and_blockers() {
     let dir = project();
     let runtime = runtime();
-    let run = init(&runtime, &dir, "demo", "1");
+    let run = init(&runtime, dir.path(), "demo", "1");
     ingest(
         &runtime,
         &run,
@@ -314,7 +308,7 @@ fn approval_settles_earlier_fixes_and_blockers() {
 fn blocked_blocked_completed_stalls_then_recovers() {
     let dir = project();
     let runtime = runtime();
-    let run = init(&runtime, &dir, "demo", "1");
+    let run = init(&runtime, dir.path(), "demo", "1");
     assert!(
         !ingest(
             &runtime,
@@ -350,7 +344,7 @@ fn blocked_blocked_completed_stalls_then_recovers() {
 fn the_same_change_request_twice_is_a_review_loop() {
     let dir = project();
     let runtime = runtime();
-    let run = init(&runtime, &dir, "demo", "1");
+    let run = init(&runtime, dir.path(), "demo", "1");
     ingest(
         &runtime,
         &run,
@@ -380,7 +374,7 @@ fn the_same_change_request_twice_is_a_review_loop() {
 fn the_snapshot_shows_the_task_ledger_and_its_history() {
     let dir = project();
     let runtime = runtime();
-    let run = init(&runtime, &dir, "demo", "2");
+    let run = init(&runtime, dir.path(), "demo", "2");
     ingest(
         &runtime,
         &run,
@@ -409,8 +403,8 @@ fn the_snapshot_shows_the_task_ledger_and_its_history() {
 
 #[test]
 fn six_hundred_results_compact_to_five_hundred_keeping_the_newest() {
-    let dir = std::env::temp_dir().join(format!("runtime-compaction-{}", std::process::id()));
-    let folder = dir.join(".spec-context/specs/big");
+    let dir = TempDir::new().unwrap();
+    let folder = dir.path().join(".spec-context/specs/big");
     std::fs::create_dir_all(&folder).unwrap();
     let tasks: String = (1..=600)
         .map(|n| format!("- [ ] {n}. Task {n}\n"))
@@ -419,7 +413,7 @@ fn six_hundred_results_compact_to_five_hundred_keeping_the_newest() {
     let runtime = runtime();
     for n in 1..=600 {
         let task = n.to_string();
-        let run = init(&runtime, &dir, "big", &task);
+        let run = init(&runtime, dir.path(), "big", &task);
         let result = json!({"task_id": task, "status": "completed", "summary": format!("implemented module {n}"),
                             "files_changed": [format!("src/module_{n}.rs")]});
         ingest(&runtime, &run, Role::Implementer, &task, &result);
@@ -439,5 +433,4 @@ fn six_hundred_results_compact_to_five_hundred_keeping_the_newest() {
             .all(|f| !f.is_valid() || f.relation() == "compacted"),
         "{oldest:?}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

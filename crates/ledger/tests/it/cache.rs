@@ -22,7 +22,7 @@ fn set_mtime(path: &std::path::Path, secs: u64) {
 #[test]
 fn hit_rehash_rebuild_and_stale() {
     let dir = temp_dir();
-    let path = dir.join("tasks.md");
+    let path = dir.path().join("tasks.md");
     let cache = LedgerCache::default();
     write(&path, "- [ ] 1. First\n", 1);
 
@@ -74,7 +74,7 @@ fn hit_rehash_rebuild_and_stale() {
 fn a_first_load_that_fails_has_no_stale_ledger() {
     let dir = temp_dir();
     let failure = LedgerCache::default()
-        .load("spec", &dir.join("tasks.md"))
+        .load("spec", &dir.path().join("tasks.md"))
         .unwrap_err();
     assert!(failure.stale.is_none());
     assert!(!failure.to_string().contains("stale"));

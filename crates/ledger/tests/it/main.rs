@@ -15,18 +15,7 @@ mod progress;
 mod stall;
 mod task_ledger;
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-/// A fresh, empty directory for one test.
-pub(crate) fn temp_dir() -> PathBuf {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "ledger-test-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::SeqCst)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh, empty directory for one test, removed when dropped.
+pub(crate) fn temp_dir() -> tempfile::TempDir {
+    tempfile::TempDir::new().unwrap()
 }

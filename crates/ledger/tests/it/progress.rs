@@ -54,7 +54,7 @@ fn a_file_without_tasks_is_a_typed_error_with_its_diagnostics() {
 #[test]
 fn load_names_the_missing_or_undecodable_file() {
     let dir = temp_dir();
-    let missing = dir.join("tasks.md");
+    let missing = dir.path().join("tasks.md");
     let err = ProgressLedger::load("spec", &missing).unwrap_err();
     assert!(
         matches!(&err, LedgerError::MissingTasksFile { path } if *path == missing),
