@@ -172,13 +172,31 @@ fn replay(
                         Value::String(project.display().to_string()),
                     );
                 }
-                protocol::handle(&runtime, &request)
+                let mut answer = protocol::handle(&runtime, &request);
+                name_the_line(&mut answer, index + 1);
+                answer
             }
             Err(e) => protocol::error("invalid_json", format!("line {}: {e}", index + 1)),
         };
         writeln!(out, "{answer}").map_err(|e| format!("cannot write: {e}"))?;
     }
     Ok(())
+}
+
+/// Prefixes `line N: ` to the message of an error that is about the request line itself (an
+/// unknown action, missing or mistyped fields), so a script's author can find it.
+fn name_the_line(answer: &mut Value, line: usize) {
+    let error = answer.get_mut("error");
+    let Some(error) = error.and_then(Value::as_object_mut) else {
+        return;
+    };
+    let about_the_line = matches!(
+        error.get("code").and_then(Value::as_str),
+        Some("unknown_action" | "invalid_request")
+    );
+    if let (true, Some(Value::String(message))) = (about_the_line, error.get_mut("message")) {
+        *message = format!("line {line}: {message}");
+    }
 }
 
 fn ledger(path: &Path, json: bool) -> Result<(), String> {

@@ -41,7 +41,7 @@ fn replay_answers_each_line_in_order_byte_for_byte() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(lines.len(), 12);
+    assert_eq!(lines.len(), 13);
     assert!(lines.iter().all(|l| l["ok"].is_boolean()));
     assert_eq!(lines[3]["error"]["code"], "marker_missing");
     assert_eq!(lines[3]["next_action"], "halt_schema_invalid_terminal");
@@ -52,7 +52,21 @@ fn replay_answers_each_line_in_order_byte_for_byte() {
             .unwrap()
             .starts_with("line 5:")
     );
+    // Errors about the request line itself name the line.
     assert_eq!(lines[5]["error"]["code"], "unknown_action");
+    assert!(
+        lines[5]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("line 6:")
+    );
+    assert_eq!(lines[12]["error"]["code"], "invalid_request");
+    assert!(
+        lines[12]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("line 13: missing field `run_id`")
+    );
     assert_eq!(lines[11]["error"]["code"], "progress_ledger_missing_tasks");
     assert_eq!(
         lines[7]["facts"][0]["subject"], "task:1",
