@@ -2,11 +2,11 @@
 //! trait objects. The ingest side: `init_run`, `ingest_output`, snapshots, fact queries and
 //! telemetry.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use fact_extract::{FactExtractor, RuleBasedFactExtractor};
+use fact_extract::{FactExtractor, RuleBasedFactExtractor, relation};
 use fact_model::{Assessment, Clock, ImplementerStatus, SessionFact, SystemClock};
 use fact_retrieve::{CharsPerToken, FactQuery, FactRetriever, IndexRetriever, TokenCounter};
 use fact_store::{InMemorySessionFactStore, SessionFactStore, StoreConfig};
@@ -363,6 +363,10 @@ impl SpecDocs {
 struct Spec {
     store: Arc<dyn SessionFactStore>,
     retriever: Box<dyn FactRetriever>,
+    /// Per task, the subjects of the `issue` facts its reviews raised and no approval has
+    /// settled yet. Kept per spec, not per run, so a task re-initialized under a new run
+    /// still settles its issues.
+    open_issues: HashMap<String, BTreeSet<String>>,
 }
 
 #[derive(Default)]
@@ -575,11 +579,15 @@ impl DispatchRuntimeManager {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn spec<'s>(&self, state: &'s mut State, spec_name: &str) -> &'s Spec {
+    fn spec<'s>(&self, state: &'s mut State, spec_name: &str) -> &'s mut Spec {
         state.specs.entry(spec_name.to_owned()).or_insert_with(|| {
             let store = (self.stores)(spec_name, self.clock.clone());
             let retriever = (self.retrievers)(store.clone(), self.counter.clone());
-            Spec { store, retriever }
+            Spec {
+                store,
+                retriever,
+                open_issues: HashMap::new(),
+            }
         })
     }
 
@@ -706,18 +714,48 @@ impl DispatchRuntimeManager {
             .iter()
             .map(|f| format!("{} {} {}", f.subject(), f.relation(), f.object()))
             .collect();
-        let store = self.spec(&mut state, &spec_name).store.clone();
-        let report = store.add(extraction.facts);
-        // What a result settles but adds no fact for: an approval settles earlier fixes and
-        // blockers, a completed implementation its blockers.
+        let spec = self.spec(&mut state, &spec_name);
+        let store = spec.store.clone();
+        let approved =
+            matches!(&result, DispatchResult::Reviewer(r) if r.assessment == Assessment::Approved);
+        // What a result settles but adds no fact for. An approval settles the issues the
+        // task's earlier reviews raised (only this task's: another task's issue about the
+        // same file stays), before its own batch goes in, so notes the approving review
+        // itself makes stay valid.
         let mut settled = Vec::new();
+        if approved {
+            for subject in spec
+                .open_issues
+                .remove(&request.task_id)
+                .unwrap_or_default()
+            {
+                settled.extend(store.invalidate_from_task(
+                    &subject,
+                    relation::ISSUE,
+                    &request.task_id,
+                ));
+            }
+        }
+        let raised: Vec<String> = extraction
+            .facts
+            .iter()
+            .filter(|f| f.relation() == relation::ISSUE)
+            .map(|f| f.subject().to_owned())
+            .collect();
+        if !raised.is_empty() {
+            let open = spec.open_issues.entry(request.task_id.clone()).or_default();
+            open.extend(raised);
+        }
+        let report = store.add(extraction.facts);
+        // An approval also settles the task's fixes and blockers, a completed
+        // implementation its blockers.
         match &result {
             DispatchResult::Implementer(r) if r.status == ImplementerStatus::Completed => {
-                settled.extend(store.invalidate(&task_subject, "blocked_by"));
+                settled.extend(store.invalidate(&task_subject, relation::BLOCKED_BY));
             }
-            DispatchResult::Reviewer(r) if r.assessment == Assessment::Approved => {
-                settled.extend(store.invalidate(&task_subject, "must_fix"));
-                settled.extend(store.invalidate(&task_subject, "blocked_by"));
+            DispatchResult::Reviewer(_) if approved => {
+                settled.extend(store.invalidate(&task_subject, relation::MUST_FIX));
+                settled.extend(store.invalidate(&task_subject, relation::BLOCKED_BY));
             }
             _ => {}
         }

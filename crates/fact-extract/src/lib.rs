@@ -40,6 +40,7 @@
 
 mod extractor;
 mod paths;
+pub mod relation;
 pub mod rules;
 
 use std::fmt::Debug;

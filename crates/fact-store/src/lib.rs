@@ -115,6 +115,34 @@ pub trait SessionFactStore: Send + Sync + Debug {
     /// ```
     fn invalidate(&self, subject: &str, relation: &str) -> Vec<FactId>;
 
+    /// Invalidates the valid facts with this `subject` and `relation` that came from
+    /// `source_task_id`, now; facts of the same key from other tasks stay valid. Returns
+    /// their ids.
+    ///
+    /// What settles one task's facts, such as an approval settling the issues its reviews
+    /// raised about a file, must not settle another task's.
+    ///
+    /// ```
+    /// # use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
+    /// # use fact_store::{InMemorySessionFactStore, SessionFactStore};
+    /// # let at = |secs| Timestamp::from_unix_secs(secs).unwrap();
+    /// # let issue = |task: &str, message: &str| SessionFact::builder("src/a.rs", "issue", message)
+    /// #     .tag(Tag::Error).source(task, SourceRole::Reviewer)
+    /// #     .valid_from(at(0)).build().unwrap();
+    /// let store = InMemorySessionFactStore::default();
+    /// store.add(vec![issue("2", "camelCase names"), issue("3", "no tests")]);
+    /// assert_eq!(store.invalidate_from_task("src/a.rs", "issue", "2").len(), 1);
+    /// let valid = store.valid_facts();
+    /// assert_eq!(valid.len(), 1);
+    /// assert_eq!(valid[0].source_task_id(), "3");
+    /// ```
+    fn invalidate_from_task(
+        &self,
+        subject: &str,
+        relation: &str,
+        source_task_id: &str,
+    ) -> Vec<FactId>;
+
     /// Every valid fact, oldest first.
     ///
     /// ```
@@ -349,6 +377,9 @@ macro_rules! forward_store {
             fn add(&self, batch: Vec<SessionFact>) -> AddReport { (**self).add(batch) }
             fn invalidate(&self, subject: &str, relation: &str) -> Vec<FactId> {
                 (**self).invalidate(subject, relation)
+            }
+            fn invalidate_from_task(&self, subject: &str, relation: &str, source_task_id: &str) -> Vec<FactId> {
+                (**self).invalidate_from_task(subject, relation, source_task_id)
             }
             fn valid_facts(&self) -> Vec<SessionFact> { (**self).valid_facts() }
             fn valid_facts_by_tags(&self, tags: &[Tag]) -> Vec<SessionFact> {

@@ -221,6 +221,31 @@ impl InMemorySessionFactStore {
         self.state.write().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Ends the validity of the valid facts of `(subject, relation)` that `settle` picks,
+    /// now; the one path of every explicit invalidation.
+    fn invalidate_key_where(
+        &self,
+        subject: &str,
+        relation: &str,
+        settle: impl Fn(&SessionFact) -> bool,
+    ) -> Vec<FactId> {
+        let now = self.clock.now();
+        let mut state = self.write();
+        let picked: Vec<u64> = state
+            .valid_seqs_for_key(subject, relation)
+            .into_iter()
+            .filter(|seq| state.records.get(seq).is_some_and(|r| settle(&r.fact)))
+            .collect();
+        let ended = picked
+            .into_iter()
+            .filter_map(|seq| state.end_validity(seq, now))
+            .collect();
+        // Invalidation grows history, which has a limit too.
+        self.compact_if_needed(&mut state);
+        state.maintain_index();
+        ended
+    }
+
     fn compact_if_needed(&self, state: &mut State) -> Option<CompactionReport> {
         let over =
             state.valid > self.config.capacity || state.history_len() > self.config.history_limit;
@@ -240,17 +265,18 @@ impl SessionFactStore for InMemorySessionFactStore {
     }
 
     fn invalidate(&self, subject: &str, relation: &str) -> Vec<FactId> {
-        let now = self.clock.now();
-        let mut state = self.write();
-        let ended = state
-            .valid_seqs_for_key(subject, relation)
-            .into_iter()
-            .filter_map(|seq| state.end_validity(seq, now))
-            .collect();
-        // Invalidation grows history, which has a limit too.
-        self.compact_if_needed(&mut state);
-        state.maintain_index();
-        ended
+        self.invalidate_key_where(subject, relation, |_| true)
+    }
+
+    fn invalidate_from_task(
+        &self,
+        subject: &str,
+        relation: &str,
+        source_task_id: &str,
+    ) -> Vec<FactId> {
+        self.invalidate_key_where(subject, relation, |fact| {
+            fact.source_task_id() == source_task_id
+        })
     }
 
     fn valid_facts(&self) -> Vec<SessionFact> {

@@ -305,6 +305,72 @@ fn approval_settles_earlier_fixes_and_blockers() {
 }
 
 #[test]
+fn approval_settles_the_issues_of_its_own_task_only() {
+    let dir = project();
+    let runtime = runtime();
+    let (run2, run3) = (
+        init(&runtime, dir.path(), "demo", "2"),
+        init(&runtime, dir.path(), "demo", "3"),
+    );
+    let review = |task: &str, assessment: &str, issues: Value| json!({"task_id": task, "assessment": assessment, "issues": issues});
+    let issue = |file: &str, message: &str| json!({"severity": "important", "message": message, "file": file});
+    let valid_issues = |subject: &str| -> Vec<String> {
+        runtime
+            .fact_history("demo", subject)
+            .into_iter()
+            .filter(|f| f.is_valid() && f.relation() == "issue")
+            .map(|f| format!("{} from task {}", f.object(), f.source_task_id()))
+            .collect()
+    };
+    let raised = json!([
+        issue("src/store.rs", "Store leaks handles"),
+        issue("src/shared.rs", "Methods use camelCase")
+    ]);
+    ingest(
+        &runtime,
+        &run2,
+        Role::Reviewer,
+        "2",
+        &review("2", "needs_changes", raised),
+    );
+    // Task 3's review raises the newer issue about the shared file.
+    let raised = json!([issue("src/shared.rs", "No tests for the parser")]);
+    ingest(
+        &runtime,
+        &run3,
+        Role::Reviewer,
+        "3",
+        &review("3", "needs_changes", raised),
+    );
+
+    let note = json!([issue("src/notes.rs", "Consider a doc example")]);
+    let approved = ingest(
+        &runtime,
+        &run2,
+        Role::Reviewer,
+        "2",
+        &review("2", "approved", note),
+    );
+    assert_eq!(approved.next_action, NextAction::AdvanceToNextTask);
+    assert!(
+        valid_issues("src/store.rs").is_empty(),
+        "task 2's issue is settled"
+    );
+    assert_eq!(
+        valid_issues("src/shared.rs"),
+        ["[important] No tests for the parser from task 3"],
+        "task 3's issue about the same file stays"
+    );
+    assert_eq!(
+        valid_issues("src/notes.rs"),
+        ["[important] Consider a doc example from task 2"],
+        "the approving review's own notes stay"
+    );
+    // Every version is still in the history.
+    assert_eq!(runtime.fact_history("demo", "src/store.rs").len(), 1);
+}
+
+#[test]
 fn blocked_blocked_completed_stalls_then_recovers() {
     let dir = project();
     let runtime = runtime();

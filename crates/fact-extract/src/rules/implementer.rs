@@ -2,7 +2,7 @@
 
 use fact_model::{ImplementerResult, ImplementerStatus, Tag};
 
-use crate::{FnRule, RuleContext, RuleError, RuleOutput, paths_in};
+use crate::{FnRule, RuleContext, RuleError, RuleOutput, paths_in, relation};
 
 /// `task:{id} completed_with {status}` (decision).
 pub const STATUS: FnRule<ImplementerResult> = FnRule::new("implementer.status", status);
@@ -14,7 +14,7 @@ fn status(
 ) -> Result<(), RuleError> {
     out.push(ctx.fact(
         ctx.task_subject(),
-        "completed_with",
+        relation::COMPLETED_WITH,
         result.status.as_str(),
         &[Tag::Decision],
     )?);
@@ -31,7 +31,7 @@ fn summary(
 ) -> Result<(), RuleError> {
     out.push(ctx.fact(
         ctx.task_subject(),
-        "summary",
+        relation::SUMMARY,
         result.summary.trim(),
         &[Tag::Decision],
     )?);
@@ -50,7 +50,7 @@ fn files_changed(
     for path in &result.files_changed {
         out.push(ctx.fact(
             path.trim(),
-            "modified_by",
+            relation::MODIFIED_BY,
             ctx.task_subject(),
             &[Tag::FileChange],
         )?);
@@ -74,7 +74,12 @@ fn mentioned_paths(
             .iter()
             .any(|changed| changed.trim() == path)
         {
-            out.push(ctx.fact(path, "mentioned_by", ctx.task_subject(), &[Tag::FileChange])?);
+            out.push(ctx.fact(
+                path,
+                relation::MENTIONED_BY,
+                ctx.task_subject(),
+                &[Tag::FileChange],
+            )?);
         }
     }
     Ok(())
@@ -91,7 +96,7 @@ fn follow_ups(
     for action in &result.follow_up_actions {
         out.push(ctx.fact(
             ctx.task_subject(),
-            "requires",
+            relation::REQUIRES,
             action.trim(),
             &[Tag::Dependency],
         )?);
@@ -112,7 +117,7 @@ fn blockers(
         for action in &result.follow_up_actions {
             out.push(ctx.fact(
                 ctx.task_subject(),
-                "blocked_by",
+                relation::BLOCKED_BY,
                 action.trim(),
                 &[Tag::Error],
             )?);
@@ -131,7 +136,11 @@ fn test_runs(
     out: &mut RuleOutput,
 ) -> Result<(), RuleError> {
     for run in &result.tests {
-        let relation = if run.passed { "passed_in" } else { "failed_in" };
+        let relation = if run.passed {
+            relation::PASSED_IN
+        } else {
+            relation::FAILED_IN
+        };
         out.push(ctx.fact(
             run.command.trim(),
             relation,
@@ -155,7 +164,7 @@ fn test_failures(
         for failure in &run.failures {
             out.push(ctx.fact(
                 run.command.trim(),
-                "failure",
+                relation::FAILURE,
                 failure.trim(),
                 &[Tag::Test, Tag::Error],
             )?);

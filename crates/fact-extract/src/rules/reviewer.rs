@@ -2,7 +2,7 @@
 
 use fact_model::{ReviewIssue, ReviewerResult, Tag};
 
-use crate::{FnRule, RuleContext, RuleError, RuleOutput};
+use crate::{FnRule, RuleContext, RuleError, RuleOutput, relation};
 
 /// Word starts that mark an issue as being about a convention (lowercase).
 const CONVENTION_WORDS: &[&str] = &[
@@ -65,7 +65,7 @@ fn assessment(
 ) -> Result<(), RuleError> {
     out.push(ctx.fact(
         ctx.task_subject(),
-        "reviewed_as",
+        relation::REVIEWED_AS,
         result.assessment.as_str(),
         &[Tag::Decision],
     )?);
@@ -86,7 +86,12 @@ fn issues(
             continue;
         }
         let object = format!("[{}] {message}", issue.severity.as_str());
-        out.push(ctx.fact(issue_subject(issue, ctx), "issue", &object, &[Tag::Error])?);
+        out.push(ctx.fact(
+            issue_subject(issue, ctx),
+            relation::ISSUE,
+            &object,
+            &[Tag::Error],
+        )?);
     }
     Ok(())
 }
@@ -103,7 +108,7 @@ fn required_fixes(
     for fix in &result.required_fixes {
         out.push(ctx.fact(
             ctx.task_subject(),
-            "must_fix",
+            relation::MUST_FIX,
             fix.trim(),
             &[Tag::Convention],
         )?);
@@ -124,7 +129,7 @@ fn conventions(
         if mentions_convention(&issue.message) || mentions_convention(&issue.fix) {
             out.push(ctx.fact(
                 issue_subject(issue, ctx),
-                "convention",
+                relation::CONVENTION,
                 issue.message.trim(),
                 &[Tag::Convention],
             )?);

@@ -59,9 +59,11 @@ const SUBJECTS: &[&str] = &["task:1", "task:2", "src/a.rs", "user"];
 const RELATIONS: &[&str] = &["requires", "summary", "compacted"];
 const OBJECTS: &[&str] = &["alpha", "beta", "gamma", "delta"];
 const STATEMENTS: &[&str] = &["Prefers tabs", "prefers  TABS", "Uses vim"];
+const TASKS: &[&str] = &["1", "2"];
 
 #[derive(Debug, Clone)]
 struct Spec {
+    task: usize,
     subject: usize,
     relation: usize,
     object: usize,
@@ -75,6 +77,7 @@ struct Spec {
 enum Op {
     Add(Vec<Spec>),
     Invalidate(usize, usize),
+    InvalidateFromTask(usize, usize, usize),
     Compact(usize),
     Delete(usize, usize, usize),
     Update(usize, usize, usize, f64),
@@ -83,6 +86,7 @@ enum Op {
 
 fn spec() -> impl Strategy<Value = Spec> {
     (
+        0..TASKS.len(),
         0..SUBJECTS.len(),
         0..RELATIONS.len(),
         0..OBJECTS.len(),
@@ -91,7 +95,8 @@ fn spec() -> impl Strategy<Value = Spec> {
         0.0f64..=1.0,
     )
         .prop_map(
-            |(subject, relation, object, offset, statement, confidence)| Spec {
+            |(task, subject, relation, object, offset, statement, confidence)| Spec {
+                task,
                 subject,
                 relation,
                 object,
@@ -106,6 +111,8 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         6 => proptest::collection::vec(spec(), 0..6).prop_map(Op::Add),
         1 => (0..SUBJECTS.len(), 0..RELATIONS.len()).prop_map(|(s, r)| Op::Invalidate(s, r)),
+        1 => (0..SUBJECTS.len(), 0..RELATIONS.len(), 0..TASKS.len())
+            .prop_map(|(s, r, t)| Op::InvalidateFromTask(s, r, t)),
         1 => (0usize..8).prop_map(Op::Compact),
         1 => (0..SUBJECTS.len(), 0..RELATIONS.len(), 0..OBJECTS.len())
             .prop_map(|(s, r, o)| Op::Delete(s, r, o)),
@@ -149,7 +156,7 @@ fn build(spec: &Spec, now: Timestamp) -> SessionFact {
         pick(OBJECTS, spec.object),
     )
     .tag(Tag::Decision)
-    .source("1", SourceRole::Implementer)
+    .source(pick(TASKS, spec.task), SourceRole::Implementer)
     .valid_from(at)
     .confidence(spec.confidence);
     if let Some(i) = spec.statement {
@@ -275,6 +282,22 @@ proptest! {
                 }
                 Op::Invalidate(s, r) => {
                     store.invalidate(pick(SUBJECTS, *s), pick(RELATIONS, *r));
+                }
+                Op::InvalidateFromTask(s, r, t) => {
+                    let (subject, relation, task) = (pick(SUBJECTS, *s), pick(RELATIONS, *r), pick(TASKS, *t));
+                    let of_key = |store: &InMemorySessionFactStore| -> Vec<SessionFact> {
+                        store.valid_facts().into_iter()
+                            .filter(|f| f.subject() == subject && f.relation() == relation)
+                            .collect()
+                    };
+                    let before = of_key(&store);
+                    let ended = store.invalidate_from_task(subject, relation, task);
+                    let after = of_key(&store);
+                    // Exactly the task's facts of the key end; the other tasks' stay valid.
+                    prop_assert!(after.iter().all(|f| f.source_task_id() != task));
+                    let others: Vec<_> = before.iter().filter(|f| f.source_task_id() != task).cloned().collect();
+                    prop_assert_eq!(after, others);
+                    prop_assert_eq!(ended.len(), before.len() - before.iter().filter(|f| f.source_task_id() != task).count());
                 }
                 Op::Compact(max) => {
                     store.compact(*max);
