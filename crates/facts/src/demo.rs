@@ -156,6 +156,23 @@ fn write_spec() -> Result<PathBuf, String> {
     Ok(dir)
 }
 
+/// How the protocol spells a value (`dispatch_reviewer`), as the JSON answers show it.
+fn wire_name(value: &impl serde::Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(Value::String(name)) => name,
+        _ => String::from("?"),
+    }
+}
+
+/// `1 fact`, `2 facts`.
+fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// Runs the demo session and prints it.
 pub(crate) fn run() -> Result<(), String> {
     let dir = write_spec()?;
@@ -201,8 +218,10 @@ pub(crate) fn run() -> Result<(), String> {
         };
         let _ = writeln!(
             report,
-            "\n== task {task} {role_name}: prompt {} tokens (full replay {}), guide {:?}",
-            compiled.prompt_tokens, compiled.baseline_prompt_tokens, compiled.guide_mode
+            "\n== task {task} {role_name}: prompt {} tokens (full replay {}), guide {}",
+            compiled.prompt_tokens,
+            compiled.baseline_prompt_tokens,
+            wire_name(&compiled.guide_mode)
         );
         if compiled.session_context.is_empty() {
             let _ = writeln!(
@@ -226,11 +245,11 @@ pub(crate) fn run() -> Result<(), String> {
             .map_err(|e| e.to_string())?;
         let _ = writeln!(
             report,
-            "   result: {} facts extracted, {} new, {} invalidated -> next: {:?}",
-            ingested.facts_extracted.len(),
+            "   result: {} extracted, {} new, {} invalidated -> next: {}",
+            count(ingested.facts_extracted.len(), "fact"),
             ingested.facts_added,
             ingested.facts_invalidated,
-            ingested.next_action
+            wire_name(&ingested.next_action)
         );
         for fact in &ingested.facts_extracted {
             let _ = writeln!(report, "     + {fact}");
