@@ -98,32 +98,41 @@ fn missing(detail: impl Into<String>) -> ContractError {
     }
 }
 
-/// The text between the one [`BEGIN_MARKER`] and its [`END_MARKER`], trimmed.
+/// The text between the one [`BEGIN_MARKER`] and its [`END_MARKER`], trimmed, without a
+/// Markdown code fence around it.
 ///
-/// Inside the block, double-quoted JSON strings (with `\` escapes) are skipped when looking
-/// for the end marker, so a marker quoted in a value does not end the block. Outside it,
-/// any further begin marker means a second block.
+/// A begin marker counts only at the start of a line (after optional whitespace), so prose
+/// that mentions the markers ("I will wrap the result in BEGIN_DISPATCH_RESULT …") is
+/// ignored, before and after the block. Inside the block, double-quoted JSON strings (with
+/// `\` escapes) are skipped when looking for the end marker, so a marker quoted in a value
+/// does not end the block; the end marker may follow the JSON on its last line.
 ///
 /// # Errors
 ///
-/// [`ContractError::MarkerMissing`] for no block, an unterminated block, or several blocks.
+/// [`ContractError::MarkerMissing`] for no block, an unterminated block, or several blocks
+/// (a second begin marker at the start of a line, inside the block or after it).
 ///
 /// ```
 /// use dispatch_runtime::extract_block;
 ///
-/// let output = "Done.\nBEGIN_DISPATCH_RESULT\n{\"note\": \"END_DISPATCH_RESULT\"}\nEND_DISPATCH_RESULT\nBye";
+/// let output = "I wrap results in BEGIN_DISPATCH_RESULT blocks.\n\
+///     BEGIN_DISPATCH_RESULT\n{\"note\": \"END_DISPATCH_RESULT\"}\nEND_DISPATCH_RESULT\nBye";
 /// assert_eq!(extract_block(output)?, "{\"note\": \"END_DISPATCH_RESULT\"}");
 /// assert_eq!(extract_block("no block").unwrap_err().code(), "marker_missing");
 /// # Ok::<(), dispatch_runtime::ContractError>(())
 /// ```
 pub fn extract_block(output: &str) -> Result<&str, ContractError> {
-    let Some(begin) = output.find(BEGIN_MARKER) else {
-        return Err(missing(format!("no {BEGIN_MARKER} marker")));
+    let Some(begin) = line_start_markers(output, BEGIN_MARKER).next() else {
+        return Err(missing(format!(
+            "no {BEGIN_MARKER} marker at the start of a line"
+        )));
     };
-    let body_start = begin + BEGIN_MARKER.len();
-    let body = output.get(body_start..).unwrap_or_default();
+    let body = output.get(begin + BEGIN_MARKER.len()..).unwrap_or_default();
+    let several = || missing("more than one block; send exactly one");
     let mut in_string = false;
     let mut escaped = false;
+    // Whether only whitespace precedes this char on its line; the body starts mid-line.
+    let mut line_start = false;
     let mut end = None;
     for (at, c) in body.char_indices() {
         if in_string {
@@ -133,14 +142,21 @@ pub fn extract_block(output: &str) -> Result<&str, ContractError> {
                 (false, '"') => in_string = false,
                 _ => {}
             }
-        } else if c == '"' {
-            in_string = true;
-        } else if body
-            .get(at..)
-            .is_some_and(|rest| rest.starts_with(END_MARKER))
-        {
+            continue;
+        }
+        let rest = body.get(at..).unwrap_or_default();
+        if rest.starts_with(END_MARKER) {
             end = Some(at);
             break;
+        }
+        if line_start && rest.starts_with(BEGIN_MARKER) {
+            return Err(several());
+        }
+        match c {
+            '"' => in_string = true,
+            '\n' => line_start = true,
+            c if c.is_whitespace() => {}
+            _ => line_start = false,
         }
     }
     let Some(end) = end else {
@@ -149,10 +165,31 @@ pub fn extract_block(output: &str) -> Result<&str, ContractError> {
         )));
     };
     let after = body.get(end + END_MARKER.len()..).unwrap_or_default();
-    if after.contains(BEGIN_MARKER) {
-        return Err(missing("more than one block; send exactly one"));
+    if line_start_markers(after, BEGIN_MARKER).next().is_some() {
+        return Err(several());
     }
-    Ok(body.get(..end).unwrap_or_default().trim())
+    Ok(strip_fence(body.get(..end).unwrap_or_default().trim()))
+}
+
+/// Byte offsets of `marker` where only whitespace precedes it on its line.
+fn line_start_markers<'t>(text: &'t str, marker: &'t str) -> impl Iterator<Item = usize> + 't {
+    text.match_indices(marker).map(|(at, _)| at).filter(|&at| {
+        let before = text.get(..at).unwrap_or_default();
+        let line = before.rsplit('\n').next().unwrap_or_default();
+        line.chars().all(char::is_whitespace)
+    })
+}
+
+/// `text` without a Markdown code fence around it (a first line starting with three
+/// backticks and a last line of three backticks), trimmed.
+fn strip_fence(text: &str) -> &str {
+    let Some(opened) = text.strip_prefix("```") else {
+        return text;
+    };
+    let Some((_, inner)) = opened.split_once('\n') else {
+        return text;
+    };
+    inner.trim_end().strip_suffix("```").unwrap_or(inner).trim()
 }
 
 /// Walks a JSON value, naming the path of the first violation.

@@ -88,6 +88,49 @@ fn missing_unterminated_and_repeated_blocks_are_marker_missing() {
 }
 
 #[test]
+fn prose_that_mentions_the_markers_is_still_prose() {
+    let block = wrap(&implementer());
+    let cases = [
+        format!(
+            "I will wrap the result in BEGIN_DISPATCH_RESULT ... END_DISPATCH_RESULT.\n{block}"
+        ),
+        format!("{block}\nThat was the BEGIN_DISPATCH_RESULT block."),
+        format!("Notes: END_DISPATCH_RESULT closes it.\n{block}\nDone."),
+        // Indented markers and the end marker after the JSON on its line count.
+        format!(
+            "  BEGIN_DISPATCH_RESULT\n  {} END_DISPATCH_RESULT",
+            implementer()
+        ),
+        // A code fence inside the markers, or around them.
+        format!(
+            "BEGIN_DISPATCH_RESULT\n```json\n{}\n```\nEND_DISPATCH_RESULT",
+            implementer()
+        ),
+        format!("```\n{block}\n```"),
+    ];
+    for output in cases {
+        assert!(
+            matches!(
+                parse(Role::Implementer, &output),
+                Ok(DispatchResult::Implementer(_))
+            ),
+            "{output}"
+        );
+    }
+}
+
+#[test]
+fn a_second_begin_marker_inside_the_block_is_a_second_block() {
+    let nested = format!("BEGIN_DISPATCH_RESULT\n{}", wrap(&implementer()));
+    check_err(
+        Role::Implementer,
+        &nested,
+        "marker_missing",
+        "more than one block",
+    );
+}
+
+#[test]
 fn invalid_json_is_json_parse_failed() {
     check_err(
         Role::Implementer,
@@ -223,8 +266,49 @@ proptest! {
     }
 
     #[test]
-    fn a_valid_block_parses_whatever_prose_surrounds_it(before in "[^BE\"]{0,80}", after in "[^BE\"]{0,80}") {
+    fn a_valid_block_parses_whatever_prose_surrounds_it(before in prose(), after in prose()) {
         let output = format!("{before}\n{}\n{after}", wrap(&implementer()));
-        prop_assert!(parse(Role::Implementer, &output).is_ok());
+        prop_assert!(parse(Role::Implementer, &output).is_ok(), "{}", output);
     }
+
+    #[test]
+    fn any_summary_survives_the_block_markers_and_quotes_included(summary in summary()) {
+        let mut value = implementer();
+        value["summary"] = json!(summary);
+        let parsed = parse(Role::Implementer, &wrap(&value));
+        let Ok(DispatchResult::Implementer(result)) = parsed else {
+            return Err(TestCaseError::fail(format!("{parsed:?}")));
+        };
+        prop_assert_eq!(result.summary, summary);
+    }
+}
+
+/// Lines of prose that may mention the markers and hold stray quotes, but never start a
+/// line with a marker.
+fn prose() -> impl Strategy<Value = String> {
+    let word = prop::sample::select(vec![
+        "",
+        "BEGIN_DISPATCH_RESULT",
+        "END_DISPATCH_RESULT",
+        "\"",
+        "{",
+        "}",
+    ]);
+    let line = ("[a-zA-Z.]", "[^\n]{0,30}", word, "[^\n]{0,10}")
+        .prop_map(|(first, text, word, tail)| format!("{first}{text} {word}{tail}"));
+    prop::collection::vec(line, 0..4).prop_map(|lines| lines.join("\n"))
+}
+
+/// A non-blank summary that may hold markers, quotes, backslashes and newlines.
+fn summary() -> impl Strategy<Value = String> {
+    let piece = prop::sample::select(vec![
+        "BEGIN_DISPATCH_RESULT",
+        "END_DISPATCH_RESULT",
+        "\"",
+        "\\",
+        "\n",
+        "é",
+        "x",
+    ]);
+    prop::collection::vec(piece, 1..12).prop_map(|pieces| format!("s{}", pieces.concat()))
 }
