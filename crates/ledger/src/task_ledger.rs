@@ -20,6 +20,10 @@ pub mod keys {
     pub const TASK_BLOCKERS: &str = "ledger.task.blockers";
     /// Fixes the implementer must make, a JSON array of strings.
     pub const TASK_REQUIRED_FIXES: &str = "ledger.task.required_fixes";
+    /// The failed tests of the last implementer result that did not complete, a JSON array
+    /// of `{command}: {failure line}` strings (empty after a completed one). Not a key of
+    /// the TypeScript server: it carries a failed attempt's evidence to the retry.
+    pub const TASK_TEST_FAILURES: &str = "ledger.task.test_failures";
     /// Non-progress outcomes in a row.
     pub const TASK_STALLED_COUNT: &str = "ledger.task.stalled_count";
     /// The stall threshold.
@@ -113,6 +117,28 @@ pub struct TaskLedger {
     history: Vec<LedgerChange>,
     stall: StallDetector,
     plan_version: u64,
+}
+
+/// `{command}: {line}` for each failure line of each failed test run (`{command}: failed`
+/// when it gave none), blank lines skipped.
+fn test_failures(result: &ImplementerResult) -> Vec<String> {
+    let mut lines = Vec::new();
+    for run in result.tests.iter().filter(|run| !run.passed) {
+        let command = run.command.trim();
+        let before = lines.len();
+        for failure in run
+            .failures
+            .iter()
+            .map(|f| f.trim())
+            .filter(|f| !f.is_empty())
+        {
+            lines.push(format!("{command}: {failure}"));
+        }
+        if lines.len() == before {
+            lines.push(format!("{command}: failed"));
+        }
+    }
+    lines
 }
 
 fn json_list(items: &[String]) -> String {
@@ -246,9 +272,17 @@ impl TaskLedger {
     pub fn apply_implementer(&mut self, result: &ImplementerResult, at: Timestamp) {
         self.set(keys::TASK_SUMMARY, result.summary.trim(), at);
         match result.status {
-            ImplementerStatus::Completed => self.set(keys::TASK_BLOCKERS, "[]", at),
+            ImplementerStatus::Completed => {
+                self.set(keys::TASK_BLOCKERS, "[]", at);
+                self.set(keys::TASK_TEST_FAILURES, "[]", at);
+            }
             ImplementerStatus::Blocked | ImplementerStatus::Failed => {
                 self.append(keys::TASK_BLOCKERS, &result.follow_up_actions, at);
+                self.set(
+                    keys::TASK_TEST_FAILURES,
+                    json_list(&test_failures(result)),
+                    at,
+                );
             }
         }
         self.after_outcome(&Outcome::Implementer(result.status), at);
@@ -318,9 +352,11 @@ impl TaskLedger {
         self.merge(facts, at);
     }
 
-    /// After a rejection (the last review asked for changes or blocked), the evidence a
-    /// retry needs: `Rejection reasons:` with one `[severity] file: message` line per
-    /// issue, then `Required fixes:` with one `- fix` line each. `None` otherwise.
+    /// The evidence a retry needs, `None` when there is none: after a rejection (the last
+    /// review asked for changes or blocked), `Rejection reasons:` with one
+    /// `[severity] file: message` line per issue, then `Required fixes:` with one `- fix`
+    /// line each; after an implementer result that did not complete with failed tests,
+    /// `Failed tests:` with one `- command: failure` line each.
     ///
     /// ```
     /// use fact_model::{ReviewerResult, Timestamp};
@@ -339,6 +375,22 @@ impl TaskLedger {
     /// ```
     #[must_use]
     pub fn failure_evidence(&self) -> Option<String> {
+        let rejection = self.rejection_evidence();
+        let failed = self.list(keys::TASK_TEST_FAILURES);
+        if failed.is_empty() {
+            return rejection;
+        }
+        let mut out = rejection.map(|r| r + "\n").unwrap_or_default();
+        out.push_str("Failed tests:");
+        for line in failed {
+            out.push_str("\n- ");
+            out.push_str(&line);
+        }
+        Some(out)
+    }
+
+    /// The rejection part of [`failure_evidence`](Self::failure_evidence).
+    fn rejection_evidence(&self) -> Option<String> {
         let assessment = self.get(keys::TASK_REVIEWER_ASSESSMENT)?;
         if assessment == Assessment::Approved.as_str() {
             return None;

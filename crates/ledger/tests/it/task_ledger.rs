@@ -85,6 +85,40 @@ fn implementer_outcomes_set_the_summary_and_blockers() {
 }
 
 #[test]
+fn a_failed_attempt_leaves_its_failed_tests_as_evidence_until_one_completes() {
+    let mut ledger = TaskLedger::new("2", StallConfig::default());
+    let attempt = |status: &str| -> ImplementerResult {
+        serde_json::from_value(serde_json::json!({
+            "task_id": "2", "status": status, "summary": "tried",
+            "tests": [
+                {"command": "cargo test", "passed": false, "failures": ["parser::blank panicked", " "]},
+                {"command": "cargo clippy", "passed": false},
+                {"command": "cargo fmt", "passed": true, "failures": ["ignored"]}
+            ]
+        }))
+        .unwrap()
+    };
+    ledger.apply_implementer(&attempt("failed"), t(1));
+    assert_eq!(
+        ledger.failure_evidence().unwrap(),
+        "Failed tests:\n- cargo test: parser::blank panicked\n- cargo clippy: failed"
+    );
+    // After a rejection too, both parts, the rejection first.
+    ledger.apply_reviewer(&reviewer("needs_changes", &["Validate the body"]), t(2));
+    ledger.apply_implementer(&attempt("blocked"), t(3));
+    let evidence = ledger.failure_evidence().unwrap();
+    assert!(evidence.starts_with("Rejection reasons:"), "{evidence}");
+    assert!(
+        evidence.ends_with(
+            "Failed tests:\n- cargo test: parser::blank panicked\n- cargo clippy: failed"
+        )
+    );
+    ledger.apply_implementer(&attempt("completed"), t(4));
+    assert_eq!(ledger.get(keys::TASK_TEST_FAILURES), Some("[]"));
+    assert!(!ledger.failure_evidence().unwrap().contains("Failed tests"));
+}
+
+#[test]
 fn reviewer_outcomes_set_assessment_issues_fixes_and_evidence() {
     let mut ledger = TaskLedger::new("2", StallConfig::default());
     ledger.apply_reviewer(&reviewer("needs_changes", &["Validate the body"]), t(1));
