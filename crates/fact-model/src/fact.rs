@@ -650,7 +650,9 @@ struct WireFact {
     object: String,
     tags: Vec<Tag>,
     valid_from: Timestamp,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Always written (`null` while valid), so a reader sees the field the wire form
+    /// promises; absent is read as `null`.
+    #[serde(default)]
     valid_to: Option<Timestamp>,
     source_task_id: String,
     source_role: SourceRole,
