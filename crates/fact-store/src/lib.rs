@@ -192,6 +192,23 @@ pub trait SessionFactStore: Send + Sync + Debug {
     /// ```
     fn valid_count(&self) -> usize;
 
+    /// How many versions the store holds, valid and invalidated: what a snapshot would
+    /// export, without building one.
+    ///
+    /// ```
+    /// # use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
+    /// # use fact_store::{InMemorySessionFactStore, SessionFactStore};
+    /// # let at = |secs| Timestamp::from_unix_secs(secs).unwrap();
+    /// # let fact = |s: &str, r: &str, o: &str, secs| SessionFact::builder(s, r, o)
+    /// #     .tag(Tag::Decision).source("1", SourceRole::Implementer)
+    /// #     .valid_from(at(secs)).build().unwrap();
+    /// let store = InMemorySessionFactStore::default();
+    /// store.add(vec![fact("src/a.rs", "modified_by", "task:1", 0)]);
+    /// store.add(vec![fact("src/a.rs", "modified_by", "task:2", 1)]);
+    /// assert_eq!((store.stored_count(), store.valid_count()), (2, 1));
+    /// ```
+    fn stored_count(&self) -> usize;
+
     /// Compacts until at most `max_valid` facts are valid, following the store's policy.
     ///
     /// Also drops history beyond the store's history limit, oldest first.
@@ -386,6 +403,7 @@ macro_rules! forward_store {
                 (**self).valid_facts_by_tags(tags)
             }
             fn valid_count(&self) -> usize { (**self).valid_count() }
+            fn stored_count(&self) -> usize { (**self).stored_count() }
             fn compact(&self, max_valid: usize) -> CompactionReport { (**self).compact(max_valid) }
             fn get(&self, id: FactId) -> Option<SessionFact> { (**self).get(id) }
             fn update(&self, id: FactId, update: &FactUpdate) -> StoreResult<SessionFact> {

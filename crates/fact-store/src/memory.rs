@@ -292,6 +292,10 @@ impl SessionFactStore for InMemorySessionFactStore {
         self.read().valid
     }
 
+    fn stored_count(&self) -> usize {
+        self.read().records.len()
+    }
+
     fn compact(&self, max_valid: usize) -> CompactionReport {
         let mut state = self.write();
         let report = state.compact(max_valid, &self.config);

@@ -321,6 +321,7 @@ proptest! {
             check_append_only(&before, &versions(&state))?;
             drop(state);
             check_index(&store)?;
+            prop_assert_eq!(store.stored_count(), store.export_snapshot().records.len());
         }
 
         // Snapshot export then import yields an equal store.
