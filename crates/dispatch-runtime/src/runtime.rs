@@ -213,6 +213,9 @@ pub enum GuideMode {
     Full,
     /// Later compiles: a reference to the guide already given.
     Compact,
+    /// The emergency form of an over-budget prompt, which has no guide; the next compile
+    /// of the role gives the full guide.
+    Omitted,
 }
 
 /// Where the task prompt came from.
@@ -335,6 +338,9 @@ struct Run {
     /// The spec's documents, read once when the run starts: `compile_prompt` takes
     /// acceptance criteria from them and prices the full-replay baseline with them.
     docs: SpecDocs,
+    /// The spec's tasks.md; every compile asks the ledger cache for it again (a `stat`
+    /// when unchanged), so an edited tasks.md reaches the next prompt.
+    tasks_path: PathBuf,
     progress: Arc<ledger::ProgressLedger>,
     ledger: TaskLedger,
     status: Option<IngestStatus>,
@@ -626,11 +632,19 @@ impl DispatchRuntimeManager {
             .run_id
             .clone()
             .unwrap_or_else(|| format!("{}:{}", request.spec_name, request.task_id));
-        let mut ledger = TaskLedger::new(request.task_id.clone(), self.stall);
-        ledger.apply_progress(&progress, self.clock.now());
         let mut state = self.lock();
         self.spec(&mut state, &request.spec_name);
         state.telemetry.ledger_rebuild_count = self.ledgers.rebuilds();
+        // Initializing a run again with the same binding keeps its task ledger (revision
+        // history, stall and review-loop counters); a new binding starts a new ledger.
+        let kept = state
+            .runs
+            .remove(&run_id)
+            .filter(|run| run.spec_name == request.spec_name && run.task_id == request.task_id)
+            .map(|run| run.ledger);
+        let mut ledger =
+            kept.unwrap_or_else(|| TaskLedger::new(request.task_id.clone(), self.stall));
+        ledger.apply_progress(&progress, self.clock.now());
         let docs = SpecDocs::read(tasks_path.parent().unwrap_or(std::path::Path::new(".")));
         state.runs.insert(
             run_id.clone(),
@@ -638,6 +652,7 @@ impl DispatchRuntimeManager {
                 spec_name: request.spec_name.clone(),
                 task_id: request.task_id.clone(),
                 docs,
+                tasks_path: tasks_path.clone(),
                 progress: progress.clone(),
                 ledger,
                 status: None,
@@ -875,31 +890,47 @@ impl DispatchRuntimeManager {
                 requested: request.task_id.clone(),
             });
         }
+        // An edited tasks.md reaches this prompt; one that cannot be compiled now leaves the
+        // run on its last good ledger rather than failing the dispatch.
+        if let Ok((progress, _)) = self.ledgers.load(&run.spec_name, &run.tasks_path)
+            && !Arc::ptr_eq(&progress, &run.progress)
+        {
+            run.ledger.apply_progress(&progress, self.clock.now());
+            run.progress = progress;
+        }
         let docs = &run.docs;
         let task = run.progress.task(&request.task_id);
-        let (task_prompt, retrieval_text, ledger_mode, fallback_reason) = if self.prompts.legacy {
-            let own = task_text(task, &request.task_id);
+        // A blank task prompt is no task prompt: the ledger's entry is used instead.
+        let given = request
+            .task_prompt
+            .as_deref()
+            .filter(|p| !p.trim().is_empty());
+        let (task_prompt, retrieval_text, ledger_mode, fallback_reasons) = if self.prompts.legacy {
+            let own = given.map_or_else(|| task_text(task, &request.task_id), str::to_owned);
             let text = format!(
                 "{own}\n\nrequirements.md:\n{}\n\ndesign.md:\n{}",
                 docs.requirements, docs.design
             );
+            let search =
+                given.map_or_else(|| retrieval_text(task, &request.task_id), str::to_owned);
+            (text, search, LedgerMode::Legacy, vec!["legacy_mode"])
+        } else if let Some(given) = given {
             (
-                text,
-                retrieval_text(task, &request.task_id),
-                LedgerMode::Legacy,
-                Some("legacy_mode".to_owned()),
+                given.to_owned(),
+                given.to_owned(),
+                LedgerMode::LedgerOnly,
+                Vec::new(),
             )
-        } else if let Some(given) = &request.task_prompt {
-            (given.clone(), given.clone(), LedgerMode::LedgerOnly, None)
         } else {
             ledger_first(task, &request.task_id, &docs.requirements)
         };
+        let fallback_reason = (!fallback_reasons.is_empty()).then(|| fallback_reasons.join(","));
         let delta = delta_packet(&run.ledger, request.role);
         let guide_cache_key = format!("{}:{}", role_name(request.role), request.run_id);
-        let guide_mode = if run.guided.contains(&request.role) {
+        // The run counts as guided only once a prompt with the full guide is returned.
+        let mut guide_mode = if run.guided.contains(&request.role) {
             GuideMode::Compact
         } else {
-            run.guided.push(request.role);
             GuideMode::Full
         };
         let spec_name = run.spec_name.clone();
@@ -931,39 +962,41 @@ impl DispatchRuntimeManager {
         let count = |text: &str| self.counter.count(text);
         let mut stage = CompactionStage::None;
         let mut delta_sent = delta.clone();
-        let mut task_sent = task_prompt.clone();
-        let mut prompt = assemble(prefix, &parts, &delta_sent, &task_sent);
+        let mut prompt = assemble(prefix, &parts, &delta_sent, &task_prompt);
         let mut tokens = count(&prompt);
         if tokens > budget {
             if !self.prompts.auto_compaction {
                 return Err(RuntimeError::DispatchPromptOverflowTerminal { tokens, budget });
             }
             let pruned = prune_delta(&delta);
-            let candidate = assemble(prefix, &parts, &pruned, &task_sent);
+            let candidate = assemble(prefix, &parts, &pruned, &task_prompt);
             if count(&candidate) < tokens {
                 (delta_sent, prompt, stage) = (pruned, candidate, CompactionStage::DeltaPruned);
                 tokens = count(&prompt);
             }
             if tokens > budget {
-                let room = budget.saturating_sub(tokens.saturating_sub(count(&task_sent)));
-                let shortened = shorten(&task_sent, room, &*self.counter);
+                let room = budget.saturating_sub(tokens.saturating_sub(count(&task_prompt)));
+                let shortened = shorten(&task_prompt, room, &*self.counter);
                 let candidate = assemble(prefix, &parts, &delta_sent, &shortened);
                 if count(&candidate) < tokens {
-                    (task_sent, prompt, stage) =
-                        (shortened, candidate, CompactionStage::TaskPromptShortened);
+                    (prompt, stage) = (candidate, CompactionStage::TaskPromptShortened);
                     tokens = count(&prompt);
                 }
             }
             if tokens > budget {
+                // The emergency form: the contract, the task's id and as much of its own
+                // prompt (not the already shortened one) as fits; no delta, guide or context.
                 let head = format!(
                     "{prefix}\n\nTask ID: {}\nMax output tokens: {max_output}\nTask prompt:\n",
                     request.task_id
                 );
                 let room = budget.saturating_sub(count(&head));
-                let candidate = format!("{head}{}", shorten(&task_sent, room, &*self.counter));
+                let candidate = format!("{head}{}", shorten(&task_prompt, room, &*self.counter));
                 if count(&candidate) < tokens {
                     (prompt, stage) = (candidate, CompactionStage::Emergency);
                     tokens = count(&prompt);
+                    delta_sent = serde_json::Value::Object(serde_json::Map::new());
+                    guide_mode = GuideMode::Omitted;
                 }
             }
             if tokens > budget {
@@ -981,16 +1014,21 @@ impl DispatchRuntimeManager {
             .ledger_mode_usage
             .entry(ledger_mode_name(ledger_mode).to_owned())
             .or_default() += 1;
-        if let Some(reason) = &fallback_reason {
+        for reason in fallback_reasons {
             *telemetry
                 .fallback_reasons
-                .entry(reason.clone())
+                .entry(reason.to_owned())
                 .or_default() += 1;
         }
         telemetry.prompt_tokens_actual += tokens as u64;
         telemetry.prompt_tokens_baseline += baseline_prompt_tokens as u64;
         if !session_context.is_empty() {
             telemetry.session_context_tokens_injected += retrieval.tokens_used as u64;
+        }
+        if guide_mode == GuideMode::Full
+            && let Some(run) = state.runs.get_mut(&request.run_id)
+        {
+            run.guided.push(request.role);
         }
         Ok(CompilePromptResponse {
             stable_prefix_hash: short_hash(prefix),
@@ -1057,6 +1095,7 @@ impl DispatchRuntimeManager {
     pub fn telemetry(&self) -> Telemetry {
         let state = self.lock();
         let mut telemetry = state.telemetry.clone();
+        telemetry.ledger_rebuild_count = self.ledgers.rebuilds();
         let mut took = state.retrieval_us.clone();
         took.sort_unstable();
         telemetry.retrieval_p50_us = took.get(took.len() / 2).copied().unwrap_or(0) as f64;
@@ -1067,8 +1106,18 @@ impl DispatchRuntimeManager {
             telemetry.injected_to_observed_ratio = telemetry.session_context_tokens_injected as f64
                 / telemetry.observation_tokens_ingested as f64;
         }
+        for mode in [
+            LedgerMode::LedgerOnly,
+            LedgerMode::LedgerPlusFallback,
+            LedgerMode::Legacy,
+        ] {
+            telemetry
+                .ledger_mode_usage
+                .entry(ledger_mode_name(mode).to_owned())
+                .or_insert(0);
+        }
         for spec in state.specs.values() {
-            let stored = spec.store.export_snapshot().records.len();
+            let stored = spec.store.stored_count();
             let valid = spec.store.valid_count();
             telemetry.facts_stored += stored;
             telemetry.facts_valid += valid;
@@ -1168,11 +1217,14 @@ fn retrieval_text(task: Option<&ledger::Task>, task_id: &str) -> String {
 }
 
 /// The ledger-first task prompt, the text to retrieve facts with, the mode and the reason.
+/// The ledger-first task prompt, the retrieval text, the mode and every fallback reason
+/// (`task_not_in_ledger`, `requirements_referenced`, `requirements_not_found`,
+/// `prompt_missing`).
 fn ledger_first(
     task: Option<&ledger::Task>,
     task_id: &str,
     requirements_md: &str,
-) -> (String, String, LedgerMode, Option<String>) {
+) -> (String, String, LedgerMode, Vec<&'static str>) {
     let own = task_text(task, task_id);
     let search = retrieval_text(task, task_id);
     let Some(task) = task else {
@@ -1180,19 +1232,26 @@ fn ledger_first(
             own,
             search,
             LedgerMode::LedgerPlusFallback,
-            Some("task_not_in_ledger".to_owned()),
+            vec!["task_not_in_ledger"],
         );
     };
     let mut text = own.clone();
-    let mut reason = None;
+    let mut reasons = Vec::new();
     let ids = task.requirements();
     if !ids.is_empty() {
         text.push_str(&format!("\nRequirements: {}", ids.join(", ")));
-        let (criteria, _) = crate::prompt::acceptance_criteria(requirements_md, &ids);
+        let (criteria, unmatched) = crate::prompt::acceptance_criteria(requirements_md, &ids);
         if !criteria.is_empty() {
             text.push_str("\nAcceptance criteria:\n");
             text.push_str(&criteria.join("\n"));
-            reason = Some("requirements_referenced".to_owned());
+            reasons.push("requirements_referenced");
+        }
+        if !unmatched.is_empty() {
+            text.push_str(&format!(
+                "\nNot found in requirements.md: {}",
+                unmatched.join(", ")
+            ));
+            reasons.push("requirements_not_found");
         }
     }
     if task.prompt().is_none() {
@@ -1202,14 +1261,14 @@ fn ledger_first(
         if let Some(purpose) = task.purpose() {
             text.push_str(&format!("\nPurpose: {purpose}"));
         }
-        reason = Some("prompt_missing".to_owned());
+        reasons.push("prompt_missing");
     }
-    let mode = if reason.is_some() {
-        LedgerMode::LedgerPlusFallback
-    } else {
+    let mode = if reasons.is_empty() {
         LedgerMode::LedgerOnly
+    } else {
+        LedgerMode::LedgerPlusFallback
     };
-    (text, search, mode, reason)
+    (text, search, mode, reasons)
 }
 
 /// The ledger state sent as `Delta context`.
@@ -1259,7 +1318,9 @@ fn delta_packet(task_ledger: &TaskLedger, role: Role) -> serde_json::Value {
     serde_json::Value::Object(packet)
 }
 
-/// The delta packet cut to what a retry needs.
+/// The delta packet cut to what a retry needs: the active task, fixes, blockers, the stall
+/// flag and the replan hint, each list cut to [`PRUNED_ITEMS`] and each text clipped to
+/// [`PRUNED_CHARS`].
 fn prune_delta(delta: &serde_json::Value) -> serde_json::Value {
     let keep = [
         "active_task_id",
@@ -1273,11 +1334,33 @@ fn prune_delta(delta: &serde_json::Value) -> serde_json::Value {
         .map(|map| {
             map.iter()
                 .filter(|(k, _)| keep.contains(&k.as_str()))
-                .map(|(k, v)| (k.clone(), v.clone()))
+                .map(|(k, v)| (k.clone(), trim_value(v)))
                 .collect()
         })
         .unwrap_or_default();
     serde_json::Value::Object(pruned)
+}
+
+/// Longest list a pruned delta keeps.
+const PRUNED_ITEMS: usize = 5;
+/// Longest text a pruned delta keeps, in chars.
+const PRUNED_CHARS: usize = 200;
+
+/// `value` with lists cut to [`PRUNED_ITEMS`] and strings clipped to [`PRUNED_CHARS`].
+fn trim_value(value: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::String(text) => Value::String(fact_model::clip(text, PRUNED_CHARS).into_owned()),
+        Value::Array(items) => {
+            Value::Array(items.iter().take(PRUNED_ITEMS).map(trim_value).collect())
+        }
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), trim_value(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
 }
 
 /// `text` cut on a char boundary to at most `tokens` under `counter`, marked with `...`

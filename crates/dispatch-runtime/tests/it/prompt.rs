@@ -84,7 +84,8 @@ fn ingest(
         output,
         max_output_tokens: None,
     };
-    runtime.ingest_output(request).unwrap();
+    let response = runtime.ingest_output(request).unwrap();
+    assert!(response.error.is_none(), "{:?}", response.error);
 }
 
 #[test]
@@ -374,4 +375,203 @@ fn unknown_runs_and_other_tasks_are_rejected() {
     let compiled = runtime.compile_prompt(given).unwrap();
     assert!(compiled.prompt.ends_with("Task prompt:\nDo exactly this"));
     assert_eq!(compiled.ledger_mode, LedgerMode::LedgerOnly);
+}
+
+fn compile_with(
+    runtime: &DispatchRuntimeManager,
+    run: &str,
+    task: &str,
+    task_prompt: Option<&str>,
+) -> Result<CompilePromptResponse, dispatch_runtime::RuntimeError> {
+    runtime.compile_prompt(CompilePromptRequest {
+        run_id: run.into(),
+        role: Role::Implementer,
+        task_id: task.into(),
+        task_prompt: task_prompt.map(str::to_owned),
+        max_output_tokens: None,
+    })
+}
+
+/// A runtime with `budget` for implementers whose task 3 run holds about 900 tokens of
+/// required fixes: within the output budget, far over small input budgets.
+fn run_with_long_fixes(dir: &TempDir, budget: usize) -> (DispatchRuntimeManager, String) {
+    let runtime = runtime(PromptConfig {
+        implementer_budget: budget,
+        ..PromptConfig::default()
+    });
+    let run = init(&runtime, dir.path(), "3");
+    let fixes: Vec<String> = (0..12)
+        .map(|i| format!("fix {i} {}", "x".repeat(290)))
+        .collect();
+    ingest(
+        &runtime,
+        &run,
+        Role::Reviewer,
+        "3",
+        json!({"task_id": "3", "assessment": "needs_changes", "required_fixes": fixes}),
+    );
+    (runtime, run)
+}
+
+#[test]
+fn pruning_cuts_long_lists_and_texts_of_the_delta() {
+    let dir = project();
+    let (runtime, run) = run_with_long_fixes(&dir, 700);
+    let compiled = compile(&runtime, &run, Role::Implementer, "3");
+    assert_eq!(compiled.compaction_stage, CompactionStage::DeltaPruned);
+    assert!(compiled.prompt_tokens <= 700, "{}", compiled.prompt_tokens);
+    let fixes = compiled.delta_packet["required_fixes"].as_array().unwrap();
+    assert_eq!(fixes.len(), 5);
+    assert!(
+        fixes
+            .iter()
+            .all(|f| f.as_str().unwrap().chars().count() <= 200)
+    );
+    assert!(
+        compiled
+            .prompt
+            .contains("Count non-progress outcomes of the parser loop")
+    );
+}
+
+#[test]
+fn the_emergency_form_keeps_the_task_prompt_and_says_what_it_left_out() {
+    let dir = project();
+    let (runtime, run) = run_with_long_fixes(&dir, 400);
+    let compiled = compile(&runtime, &run, Role::Implementer, "3");
+    assert_eq!(compiled.compaction_stage, CompactionStage::Emergency);
+    assert!(compiled.prompt_tokens <= 400, "{}", compiled.prompt_tokens);
+    assert!(
+        compiled
+            .prompt
+            .contains("Count non-progress outcomes of the parser loop"),
+        "{}",
+        compiled.prompt
+    );
+    assert_eq!(compiled.delta_packet, json!({}));
+    assert_eq!(compiled.guide_mode, GuideMode::Omitted);
+    assert!(compiled.session_context.is_empty());
+    // The guide was never given: the next compile with room (the fixes settled) gives it
+    // in full.
+    ingest(
+        &runtime,
+        &run,
+        Role::Reviewer,
+        "3",
+        json!({"task_id": "3", "assessment": "approved"}),
+    );
+    let roomy = compile_with(&runtime, &run, "3", Some("short")).unwrap();
+    assert_eq!(roomy.compaction_stage, CompactionStage::None);
+    assert_eq!(roomy.guide_mode, GuideMode::Full);
+}
+
+#[test]
+fn a_failed_compile_does_not_use_up_the_full_guide() {
+    let dir = project();
+    let strict = runtime(PromptConfig {
+        implementer_budget: 400,
+        auto_compaction: false,
+        ..PromptConfig::default()
+    });
+    let run = init(&strict, dir.path(), "3");
+    let long = "word ".repeat(2000);
+    assert_eq!(
+        compile_with(&strict, &run, "3", Some(&long))
+            .unwrap_err()
+            .code(),
+        "dispatch_prompt_overflow_terminal"
+    );
+    let short = compile_with(&strict, &run, "3", Some("short")).unwrap();
+    assert_eq!(short.guide_mode, GuideMode::Full);
+}
+
+#[test]
+fn a_blank_task_prompt_falls_back_to_the_ledger_and_legacy_keeps_a_given_one() {
+    let dir = project();
+    let runtime = runtime(PromptConfig::default());
+    let run = init(&runtime, dir.path(), "3");
+    let blank = compile_with(&runtime, &run, "3", Some("  \n")).unwrap();
+    assert!(
+        blank
+            .prompt
+            .contains("Count non-progress outcomes of the parser loop")
+    );
+
+    let legacy = runtime_with_legacy();
+    let run = init(&legacy, dir.path(), "3");
+    let given = compile_with(&legacy, &run, "3", Some("MY OWN PROMPT")).unwrap();
+    assert!(given.prompt.contains("MY OWN PROMPT"));
+    assert!(given.prompt.contains("The design explains"));
+}
+
+#[test]
+fn every_fallback_reason_is_reported_and_counted() {
+    let dir = project();
+    let spec = dir.path().join(".spec-context/specs/demo");
+    // No prompt, one known and one unknown requirement.
+    std::fs::write(
+        spec.join("tasks.md"),
+        "- [ ] 1. Cache ledgers\n  - Key by path\n  - _Requirements: 1.2, 9.9_\n",
+    )
+    .unwrap();
+    let runtime = runtime(PromptConfig::default());
+    let compiled = compile(
+        &runtime,
+        &init(&runtime, dir.path(), "1"),
+        Role::Implementer,
+        "1",
+    );
+    assert_eq!(
+        compiled.fallback_reason.as_deref(),
+        Some("requirements_referenced,requirements_not_found,prompt_missing")
+    );
+    assert!(compiled.prompt.contains("- 1.2: WHEN a prompt spans"));
+    assert!(
+        compiled
+            .prompt
+            .contains("Not found in requirements.md: 9.9")
+    );
+    let telemetry = runtime.telemetry();
+    for reason in [
+        "requirements_referenced",
+        "requirements_not_found",
+        "prompt_missing",
+    ] {
+        assert_eq!(telemetry.fallback_reasons.get(reason), Some(&1), "{reason}");
+    }
+}
+
+#[test]
+fn an_edited_tasks_md_reaches_the_next_prompt() {
+    let dir = project();
+    let runtime = runtime(PromptConfig::default());
+    let run = init(&runtime, dir.path(), "3");
+    let before = compile(&runtime, &run, Role::Implementer, "3");
+    assert!(before.prompt.contains("Detect stalls in the parser loop"));
+    let edited = TASKS.replace(
+        "Detect stalls in the parser loop",
+        "Detect stalls and review loops",
+    );
+    std::fs::write(dir.path().join(".spec-context/specs/demo/tasks.md"), edited).unwrap();
+    let after = compile(&runtime, &run, Role::Implementer, "3");
+    assert!(
+        after.prompt.contains("Detect stalls and review loops"),
+        "{}",
+        after.prompt
+    );
+    assert!(runtime.telemetry().ledger_rebuild_count >= 2);
+}
+
+#[test]
+fn telemetry_lists_every_ledger_mode_from_the_start() {
+    let runtime = runtime(PromptConfig::default());
+    let usage = runtime.telemetry().ledger_mode_usage;
+    assert_eq!(
+        usage.into_iter().collect::<Vec<_>>(),
+        [
+            ("ledger_only".to_owned(), 0),
+            ("ledger_plus_fallback".to_owned(), 0),
+            ("legacy".to_owned(), 0)
+        ]
+    );
 }

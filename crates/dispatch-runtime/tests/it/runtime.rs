@@ -256,6 +256,124 @@ fn facts_of_task_1_reach_task_3_and_invalidated_ones_do_not_reach_task_5() {
     assert!(subjects(&runtime, "demo", "5", "write the changelog").is_empty());
 }
 
+/// The seed's integration cases on compiled prompts, not just on queries: task 1's file in
+/// task 3's `[Session Context]`, the version task 4 invalidated absent from task 5's, and
+/// no section for the first task or a task with nothing in common with the facts.
+#[test]
+fn compiled_prompts_carry_earlier_facts_and_never_invalidated_ones() {
+    let dir = TempDir::new().unwrap();
+    let spec = dir.path().join(".spec-context/specs/parser");
+    std::fs::create_dir_all(&spec).unwrap();
+    std::fs::write(
+        spec.join("tasks.md"),
+        "- [ ] 1. Add the tasks parser\n  - _Prompt: Task: Parse task lines_\n\
+         - [ ] 2. Write the changelog\n  - _Prompt: Task: Summarize releases for users_\n\
+         - [ ] 3. Extend the parser with prompts\n  - _Prompt: Task: Teach src/parser.rs prompts_\n\
+         - [ ] 4. Rewrite the parser for blank lines\n  - _Prompt: Task: Keep blank lines_\n\
+         - [ ] 5. Document the parser\n  - _Prompt: Task: Describe src/parser.rs_\n",
+    )
+    .unwrap();
+    let runtime = runtime();
+    let context = |task: &str| {
+        let run = init(&runtime, dir.path(), "parser", task);
+        let compiled = runtime
+            .compile_prompt(dispatch_runtime::CompilePromptRequest {
+                run_id: run.clone(),
+                role: Role::Implementer,
+                task_id: task.into(),
+                task_prompt: None,
+                max_output_tokens: None,
+            })
+            .unwrap();
+        if compiled.session_context.is_empty() {
+            assert!(!compiled.prompt.contains("[Session Context]"));
+        } else {
+            assert!(compiled.prompt.contains(&compiled.session_context));
+        }
+        (run, compiled.session_context)
+    };
+    let (run1, first) = context("1");
+    assert_eq!(first, "", "the first task gets no section");
+    ingest(
+        &runtime,
+        &run1,
+        Role::Implementer,
+        "1",
+        &implementer("1", "completed", &["src/parser.rs"]),
+    );
+
+    let (_, unrelated) = context("2");
+    assert_eq!(unrelated, "", "no overlap, no section");
+    let (_, third) = context("3");
+    assert!(
+        third.contains("- src/parser.rs modified_by task:1 [task:1]"),
+        "{third}"
+    );
+
+    let (run4, _) = context("4");
+    ingest(
+        &runtime,
+        &run4,
+        Role::Implementer,
+        "4",
+        &implementer("4", "completed", &["src/parser.rs"]),
+    );
+    let (_, fifth) = context("5");
+    assert!(
+        fifth.contains("- src/parser.rs modified_by task:4 [task:4]"),
+        "{fifth}"
+    );
+    assert!(!fifth.contains("modified_by task:1"), "{fifth}");
+}
+
+#[test]
+fn initializing_a_run_again_keeps_its_ledger_and_a_new_binding_starts_afresh() {
+    let dir = project();
+    let runtime = runtime();
+    let run = init(&runtime, dir.path(), "demo", "1");
+    ingest(
+        &runtime,
+        &run,
+        Role::Implementer,
+        "1",
+        &implementer("1", "blocked", &[]),
+    );
+    ingest(
+        &runtime,
+        &run,
+        Role::Implementer,
+        "1",
+        &implementer("1", "blocked", &[]),
+    );
+    let before = runtime.get_snapshot(&run).unwrap();
+    let stalled = |snapshot: &dispatch_runtime::Snapshot| {
+        snapshot
+            .facts
+            .iter()
+            .find(|f| f.k == "ledger.task.stalled_count")
+            .map(|f| f.v.clone())
+    };
+    assert_eq!(stalled(&before).as_deref(), Some("2"));
+
+    // Same run, same task: an orchestrator restarting its loop keeps the stall count.
+    assert_eq!(init(&runtime, dir.path(), "demo", "1"), run);
+    let again = runtime.get_snapshot(&run).unwrap();
+    assert_eq!(stalled(&again).as_deref(), Some("2"));
+    assert!(again.revision >= before.revision);
+
+    // The same run id bound to another task starts a new ledger.
+    let rebound = runtime
+        .init_run(InitRunRequest {
+            spec_name: "demo".into(),
+            task_id: "2".into(),
+            project_path: Some(dir.path().to_owned()),
+            run_id: Some(run.clone()),
+        })
+        .unwrap();
+    let fresh = runtime.get_snapshot(&rebound.run_id).unwrap();
+    assert_ne!(stalled(&fresh).as_deref(), Some("2"));
+}
+
 #[test]
 fn facts_never_leak_between_specs() {
     let dir = project();
