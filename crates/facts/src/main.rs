@@ -153,15 +153,19 @@ fn replay(
         .build();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    for (index, line) in std::io::BufReader::new(file).lines().enumerate() {
+    for (index, line) in std::io::BufReader::new(file).split(b'\n').enumerate() {
         let line = line.map_err(|e| format!("cannot read {}: {e}", script.display()))?;
-        if line.trim().is_empty() {
+        if line.trim_ascii().is_empty() {
             continue;
         }
         if let Some(manual) = &manual {
             manual.advance(Duration::from_secs(1));
         }
-        let answer = match serde_json::from_str::<Value>(&line) {
+        // JSON is UTF-8: a line that is not is an invalid request, not the end of the script.
+        let parsed = std::str::from_utf8(&line)
+            .map_err(|e| format!("not UTF-8: {e}"))
+            .and_then(|text| serde_json::from_str::<Value>(text).map_err(|e| e.to_string()));
+        let answer = match parsed {
             Ok(mut request) => {
                 if let (Some(project), Some(object)) = (&project, request.as_object_mut())
                     && object.get("action").and_then(Value::as_str) == Some("init_run")

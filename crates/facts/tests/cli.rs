@@ -75,6 +75,33 @@ fn replay_answers_each_line_in_order_byte_for_byte() {
 }
 
 #[test]
+fn replay_answers_a_line_that_is_not_utf8_and_goes_on() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let script = dir.path().join("bad.jsonl");
+    std::fs::write(
+        &script,
+        b"{\"action\": \"get_telemetry\"}\n\xff\xfe bad\n{\"action\": \"get_telemetry\"}\r\n",
+    )
+    .unwrap();
+    let output = facts(&["replay", script.to_str().unwrap()]);
+    assert!(output.status.success());
+    let lines: Vec<serde_json::Value> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[1]["error"]["code"], "invalid_json");
+    assert!(
+        lines[1]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("line 2: not UTF-8")
+    );
+    assert_eq!(lines[2]["ok"], true, "the line after it, CRLF and all");
+}
+
+#[test]
 fn replay_of_a_missing_script_exits_2() {
     let output = facts(&["replay", "tests/fixtures/no-such-script.jsonl"]);
     assert_eq!(output.status.code(), Some(2));
