@@ -1,0 +1,327 @@
+//! The runtime's request, response and error types: plain Rust values with the serde form
+//! the protocol speaks.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use ledger::{LedgerChange, LedgerError, StateSnapshotFact};
+use serde::{Deserialize, Serialize};
+
+use crate::Role;
+
+/// Why an action failed. [`code`](Self::code) is the protocol's error code.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum RuntimeError {
+    /// The spec's tasks.md does not exist.
+    #[error("no tasks.md for spec {spec_name}: {source}")]
+    ProgressLedgerMissingTasks {
+        /// The spec.
+        spec_name: String,
+        /// The ledger error, naming the path.
+        source: LedgerError,
+    },
+    /// The spec's tasks.md exists but cannot be compiled.
+    #[error("cannot compile the progress ledger of spec {spec_name}: {source}")]
+    ProgressLedgerInvalid {
+        /// The spec.
+        spec_name: String,
+        /// The ledger error.
+        source: LedgerError,
+    },
+    /// The run was never initialized.
+    #[error("run {run_id:?} was not initialized; call init_run first")]
+    RunNotInitialized {
+        /// The unknown run.
+        run_id: String,
+    },
+    /// The prompt is over the role's input budget and cannot be compacted under it.
+    #[error("the prompt costs {tokens} tokens; the input budget is {budget}")]
+    DispatchPromptOverflowTerminal {
+        /// What the smallest prompt costs.
+        tokens: usize,
+        /// The budget.
+        budget: usize,
+    },
+    /// The run is bound to another task.
+    #[error("run {run_id:?} is bound to task {bound:?}, not {requested:?}")]
+    RunTaskMismatch {
+        /// The run.
+        run_id: String,
+        /// Its task.
+        bound: String,
+        /// The task asked for.
+        requested: String,
+    },
+}
+
+impl RuntimeError {
+    /// The protocol's error code.
+    #[must_use]
+    pub fn code(&self) -> &'static str {
+        match self {
+            RuntimeError::ProgressLedgerMissingTasks { .. } => "progress_ledger_missing_tasks",
+            RuntimeError::ProgressLedgerInvalid { .. } => "progress_ledger_invalid",
+            RuntimeError::RunNotInitialized { .. } => "run_not_initialized",
+            RuntimeError::RunTaskMismatch { .. } => "run_task_mismatch",
+            RuntimeError::DispatchPromptOverflowTerminal { .. } => {
+                "dispatch_prompt_overflow_terminal"
+            }
+        }
+    }
+}
+
+/// What the orchestrator should do after an ingested output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NextAction {
+    /// The implementer completed: review it.
+    DispatchReviewer,
+    /// The implementer is blocked: retry with the blockers as constraints.
+    RetryImplementerWithConstraints,
+    /// The implementer failed: retry.
+    RetryImplementer,
+    /// The reviewer approved: move on.
+    AdvanceToNextTask,
+    /// The reviewer asked for changes: dispatch the implementer with the fixes.
+    DispatchImplementerFixes,
+    /// The reviewer is blocked: a person must decide.
+    HaltAndEscalate,
+    /// The output broke the contract: this dispatch ends here.
+    HaltSchemaInvalidTerminal,
+}
+
+/// How an ingested output ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IngestStatus {
+    /// The output was valid and recorded.
+    Recorded,
+    /// The output broke the contract; nothing was recorded.
+    Failed,
+}
+
+/// `init_run`: bind a run to a spec's task and load the spec's progress ledger.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct InitRunRequest {
+    /// The spec, the folder name under `.spec-context/specs/`.
+    pub spec_name: String,
+    /// The task the run works on.
+    pub task_id: String,
+    /// The project root (default: the current directory).
+    #[serde(default)]
+    pub project_path: Option<PathBuf>,
+    /// The run's id (default `{spec_name}:{task_id}`).
+    #[serde(default)]
+    pub run_id: Option<String>,
+}
+
+/// What `init_run` answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InitRunResponse {
+    /// The run's id.
+    pub run_id: String,
+    /// The tasks.md the ledger came from.
+    pub tasks_path: PathBuf,
+    /// The spec's active task.
+    pub active_task_id: Option<String>,
+    /// How many tasks the spec has.
+    pub total_tasks: usize,
+}
+
+/// `ingest_output`: one agent's raw output for the run's task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct IngestOutputRequest {
+    /// The run.
+    pub run_id: String,
+    /// Who produced the output.
+    pub role: Role,
+    /// The task it answers.
+    pub task_id: String,
+    /// The raw output, prose and marked block.
+    pub output: String,
+    /// The output token budget (default 1200).
+    #[serde(default)]
+    pub max_output_tokens: Option<usize>,
+}
+
+/// A contract error, as the protocol reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ErrorBody {
+    /// The stable code.
+    pub code: String,
+    /// A message for people.
+    pub message: String,
+}
+
+/// What `ingest_output` answers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IngestOutputResponse {
+    /// Recorded, or failed on the contract.
+    pub status: IngestStatus,
+    /// What to do next.
+    pub next_action: NextAction,
+    /// Whether the task needs a new plan (stalled or in a review loop).
+    pub replan_required: bool,
+    /// The replan hint, when one is needed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replan_hint: Option<String>,
+    /// The facts extracted from this output, as `subject relation object` lines.
+    pub facts_extracted: Vec<String>,
+    /// Facts stored from this output (new versions; the rest were already known).
+    pub facts_added: usize,
+    /// Facts this output invalidated.
+    pub facts_invalidated: usize,
+    /// What the extractor reported (a failing rule, never a lost result).
+    pub extraction_diagnostics: Vec<String>,
+    /// The contract error, when the output broke the contract.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorBody>,
+}
+
+/// `compile_prompt`: the prompt of the next dispatch of a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct CompilePromptRequest {
+    /// The run.
+    pub run_id: String,
+    /// Who the prompt is for.
+    pub role: Role,
+    /// The run's task.
+    pub task_id: String,
+    /// The task prompt; without it, it is built from the ledger's entry for the task.
+    #[serde(default)]
+    pub task_prompt: Option<String>,
+    /// The output budget the agent is told (default 1200).
+    #[serde(default)]
+    pub max_output_tokens: Option<usize>,
+}
+
+/// Whether the guide was given in full or by reference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GuideMode {
+    /// The first compile of a role in a run.
+    Full,
+    /// Later compiles: a reference to the guide already given.
+    Compact,
+    /// The emergency form of an over-budget prompt, which has no guide; the next compile
+    /// of the role gives the full guide.
+    Omitted,
+}
+
+/// Where the task prompt came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LedgerMode {
+    /// The ledger entry alone (or the prompt the caller gave).
+    LedgerOnly,
+    /// The ledger entry plus only the missing pieces (e.g. the named acceptance criteria).
+    LedgerPlusFallback,
+    /// The full spec documents, in the explicit legacy mode.
+    Legacy,
+}
+
+/// How far an over-budget prompt was compacted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionStage {
+    /// Within budget as compiled.
+    None,
+    /// The delta packet was pruned to what a retry needs.
+    DeltaPruned,
+    /// The task prompt was shortened too.
+    TaskPromptShortened,
+    /// Emergency form: contract, task id and the shortened task prompt only.
+    Emergency,
+}
+
+/// What `compile_prompt` answers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CompilePromptResponse {
+    /// The prompt: the stable prefix, a blank line, the dynamic tail.
+    pub prompt: String,
+    /// BLAKE3 of the stable prefix (16 hex characters): changes only with the role.
+    pub stable_prefix_hash: String,
+    /// BLAKE3 of the whole prompt (16 hex characters).
+    pub full_prompt_hash: String,
+    /// The ledger state sent as `Delta context`.
+    pub delta_packet: serde_json::Value,
+    /// The `[Session Context]` section, empty when no fact qualified.
+    pub session_context: String,
+    /// The ids of the facts in it.
+    pub session_fact_ids: Vec<String>,
+    /// Full or compact guide.
+    pub guide_mode: GuideMode,
+    /// `{role}:{run}`.
+    pub guide_cache_key: String,
+    /// What the prompt costs.
+    pub prompt_tokens: usize,
+    /// The role's input budget.
+    pub prompt_token_budget: usize,
+    /// What replaying the full spec documents would cost instead.
+    pub baseline_prompt_tokens: usize,
+    /// Where the task prompt came from.
+    pub ledger_mode: LedgerMode,
+    /// Why something beyond the ledger entry was added.
+    pub fallback_reason: Option<String>,
+    /// How far the prompt was compacted.
+    pub compaction_stage: CompactionStage,
+}
+
+/// What `get_snapshot` answers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Snapshot {
+    /// The run.
+    pub run_id: String,
+    /// The task ledger's revision.
+    pub revision: u64,
+    /// The run's last ingest status, if any output was ingested.
+    pub status: Option<IngestStatus>,
+    /// The task-ledger facts.
+    pub facts: Vec<StateSnapshotFact>,
+    /// Every change, oldest first.
+    pub history: Vec<LedgerChange>,
+}
+
+/// Counters over the manager's life.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Telemetry {
+    /// Outputs ingested, valid or not.
+    pub dispatch_count: u64,
+    /// Tokens of the valid result blocks.
+    pub total_output_tokens: u64,
+    /// Tokens of the raw outputs ingested: what observation masking would drop.
+    pub observation_tokens_ingested: u64,
+    /// Reviews that asked for the same changes twice in a row.
+    pub approval_loops: u64,
+    /// Contract errors by code.
+    pub schema_error_counts: BTreeMap<String, u64>,
+    /// Progress-ledger compilations.
+    pub ledger_rebuild_count: u64,
+    /// Compiled prompts by ledger mode.
+    pub ledger_mode_usage: BTreeMap<String, u64>,
+    /// Fallback reasons by count.
+    pub fallback_reasons: BTreeMap<String, u64>,
+    /// Tokens of every compiled prompt.
+    pub prompt_tokens_actual: u64,
+    /// Tokens the same prompts would cost replaying the full spec documents.
+    pub prompt_tokens_baseline: u64,
+    /// `prompt_tokens_baseline - prompt_tokens_actual` (negative if prompts cost more).
+    pub prompt_token_delta: i64,
+    /// Tokens of the `[Session Context]` sections injected.
+    pub session_context_tokens_injected: u64,
+    /// `session_context_tokens_injected / observation_tokens_ingested` (0 before any output).
+    pub injected_to_observed_ratio: f64,
+    /// Median time of the retrievals for compiled prompts, in microseconds, by the
+    /// manager's clock (0 under a manual clock).
+    pub retrieval_p50_us: f64,
+    /// Facts stored (versions, over all specs).
+    pub facts_stored: usize,
+    /// Facts valid now (over all specs).
+    pub facts_valid: usize,
+    /// Invalidated versions kept as history (over all specs).
+    pub facts_invalidated: usize,
+}
