@@ -68,6 +68,72 @@ struct Spec {
     open_issues: HashMap<String, BTreeSet<String>>,
 }
 
+impl Spec {
+    /// Puts a result's facts into the store, with what the result settles but adds no fact
+    /// for; returns how many facts were added and how many invalidated.
+    ///
+    /// An approval settles the issues the task's earlier reviews raised (only this task's:
+    /// another task's issue about the same file stays) before its own batch goes in, so
+    /// notes the approving review itself makes stay valid; then the task's fixes and
+    /// blockers. A completed implementation settles the task's blockers.
+    fn remember(
+        &mut self,
+        task_id: &str,
+        result: &DispatchResult,
+        facts: Vec<SessionFact>,
+    ) -> (usize, usize) {
+        let task_subject = format!("task:{task_id}");
+        let approved =
+            matches!(result, DispatchResult::Reviewer(r) if r.assessment == Assessment::Approved);
+        let mut settled = Vec::new();
+        if approved {
+            for subject in self.open_issues.remove(task_id).unwrap_or_default() {
+                settled.extend(
+                    self.store
+                        .invalidate_from_task(&subject, relation::ISSUE, task_id),
+                );
+            }
+        }
+        let raised: Vec<String> = facts
+            .iter()
+            .filter(|f| f.relation() == relation::ISSUE)
+            .map(|f| f.subject().to_owned())
+            .collect();
+        if !raised.is_empty() {
+            let open = self.open_issues.entry(task_id.to_owned()).or_default();
+            open.extend(raised);
+        }
+        let report = self.store.add(facts);
+        match result {
+            DispatchResult::Implementer(r) if r.status == ImplementerStatus::Completed => {
+                settled.extend(self.store.invalidate(&task_subject, relation::BLOCKED_BY));
+            }
+            DispatchResult::Reviewer(_) if approved => {
+                settled.extend(self.store.invalidate(&task_subject, relation::MUST_FIX));
+                settled.extend(self.store.invalidate(&task_subject, relation::BLOCKED_BY));
+            }
+            _ => {}
+        }
+        (report.added.len(), report.invalidated.len() + settled.len())
+    }
+}
+
+/// Where a valid result sends the orchestrator next.
+fn next_action(result: &DispatchResult) -> NextAction {
+    match result {
+        DispatchResult::Implementer(r) => match r.status {
+            ImplementerStatus::Completed => NextAction::DispatchReviewer,
+            ImplementerStatus::Blocked => NextAction::RetryImplementerWithConstraints,
+            ImplementerStatus::Failed => NextAction::RetryImplementer,
+        },
+        DispatchResult::Reviewer(r) => match r.assessment {
+            Assessment::Approved => NextAction::AdvanceToNextTask,
+            Assessment::NeedsChanges => NextAction::DispatchImplementerFixes,
+            Assessment::Blocked => NextAction::HaltAndEscalate,
+        },
+    }
+}
+
 #[derive(Default)]
 struct State {
     runs: HashMap<String, Run>,
@@ -408,7 +474,6 @@ impl DispatchRuntimeManager {
         };
         state.telemetry.total_output_tokens += tokens as u64;
         let now = self.clock.now();
-        let task_subject = format!("task:{}", request.task_id);
         let extraction = match &result {
             DispatchResult::Implementer(r) => {
                 self.extractor.extract_from_implementer(r, &request.task_id)
@@ -422,74 +487,24 @@ impl DispatchRuntimeManager {
             .iter()
             .map(|f| format!("{} {} {}", f.subject(), f.relation(), f.object()))
             .collect();
-        let spec = self.spec(&mut state, &spec_name);
-        let store = spec.store.clone();
-        let approved =
-            matches!(&result, DispatchResult::Reviewer(r) if r.assessment == Assessment::Approved);
-        // What a result settles but adds no fact for. An approval settles the issues the
-        // task's earlier reviews raised (only this task's: another task's issue about the
-        // same file stays), before its own batch goes in, so notes the approving review
-        // itself makes stay valid.
-        let mut settled = Vec::new();
-        if approved {
-            for subject in spec
-                .open_issues
-                .remove(&request.task_id)
-                .unwrap_or_default()
-            {
-                settled.extend(store.invalidate_from_task(
-                    &subject,
-                    relation::ISSUE,
-                    &request.task_id,
-                ));
-            }
-        }
-        let raised: Vec<String> = extraction
-            .facts
+        let extraction_diagnostics = extraction
+            .diagnostics
             .iter()
-            .filter(|f| f.relation() == relation::ISSUE)
-            .map(|f| f.subject().to_owned())
+            .map(|d| format!("{}: {}", d.rule, d.message))
             .collect();
-        if !raised.is_empty() {
-            let open = spec.open_issues.entry(request.task_id.clone()).or_default();
-            open.extend(raised);
-        }
-        let report = store.add(extraction.facts);
-        // An approval also settles the task's fixes and blockers, a completed
-        // implementation its blockers.
-        match &result {
-            DispatchResult::Implementer(r) if r.status == ImplementerStatus::Completed => {
-                settled.extend(store.invalidate(&task_subject, relation::BLOCKED_BY));
-            }
-            DispatchResult::Reviewer(_) if approved => {
-                settled.extend(store.invalidate(&task_subject, relation::MUST_FIX));
-                settled.extend(store.invalidate(&task_subject, relation::BLOCKED_BY));
-            }
-            _ => {}
-        }
+        let (added, invalidated) =
+            self.spec(&mut state, &spec_name)
+                .remember(&request.task_id, &result, extraction.facts);
         let Some(run) = state.runs.get_mut(&request.run_id) else {
             return Err(RuntimeError::RunNotInitialized {
                 run_id: request.run_id,
             });
         };
-        let next_action = match &result {
-            DispatchResult::Implementer(r) => {
-                run.ledger.apply_implementer(r, now);
-                match r.status {
-                    ImplementerStatus::Completed => NextAction::DispatchReviewer,
-                    ImplementerStatus::Blocked => NextAction::RetryImplementerWithConstraints,
-                    ImplementerStatus::Failed => NextAction::RetryImplementer,
-                }
-            }
-            DispatchResult::Reviewer(r) => {
-                run.ledger.apply_reviewer(r, now);
-                match r.assessment {
-                    Assessment::Approved => NextAction::AdvanceToNextTask,
-                    Assessment::NeedsChanges => NextAction::DispatchImplementerFixes,
-                    Assessment::Blocked => NextAction::HaltAndEscalate,
-                }
-            }
-        };
+        match &result {
+            DispatchResult::Implementer(r) => run.ledger.apply_implementer(r, now),
+            DispatchResult::Reviewer(r) => run.ledger.apply_reviewer(r, now),
+        }
+        let next_action = next_action(&result);
         run.status = Some(IngestStatus::Recorded);
         let stall = run.ledger.stall();
         let replan_hint = run
@@ -506,13 +521,9 @@ impl DispatchRuntimeManager {
             replan_required: stall.replan_required(),
             replan_hint,
             facts_extracted,
-            facts_added: report.added.len(),
-            facts_invalidated: report.invalidated.len() + settled.len(),
-            extraction_diagnostics: extraction
-                .diagnostics
-                .iter()
-                .map(|d| format!("{}: {}", d.rule, d.message))
-                .collect(),
+            facts_added: added,
+            facts_invalidated: invalidated,
+            extraction_diagnostics,
             error: None,
         })
     }
