@@ -235,8 +235,9 @@ impl DispatchRuntimeManager {
         }
         let pruned = prune_delta(&fitted.delta_sent);
         let candidate = assemble(prefix, parts, &pruned, task_prompt);
-        if count(&candidate) < fitted.tokens {
-            fitted.tokens = count(&candidate);
+        let tokens = count(&candidate);
+        if tokens < fitted.tokens {
+            fitted.tokens = tokens;
             (fitted.prompt, fitted.delta_sent, fitted.stage) =
                 (candidate, pruned, CompactionStage::DeltaPruned);
         }
@@ -244,8 +245,9 @@ impl DispatchRuntimeManager {
             let room = budget.saturating_sub(fitted.tokens.saturating_sub(count(task_prompt)));
             let shortened = shorten(task_prompt, room, &*self.counter);
             let candidate = assemble(prefix, parts, &fitted.delta_sent, &shortened);
-            if count(&candidate) < fitted.tokens {
-                fitted.tokens = count(&candidate);
+            let tokens = count(&candidate);
+            if tokens < fitted.tokens {
+                fitted.tokens = tokens;
                 (fitted.prompt, fitted.stage) = (candidate, CompactionStage::TaskPromptShortened);
             }
         }
@@ -258,9 +260,10 @@ impl DispatchRuntimeManager {
             );
             let room = budget.saturating_sub(count(&head));
             let candidate = format!("{head}{}", shorten(task_prompt, room, &*self.counter));
-            if count(&candidate) < fitted.tokens {
+            let tokens = count(&candidate);
+            if tokens < fitted.tokens {
                 fitted = Fitted {
-                    tokens: count(&candidate),
+                    tokens,
                     prompt: candidate,
                     stage: CompactionStage::Emergency,
                     delta_sent: serde_json::Value::Object(serde_json::Map::new()),
