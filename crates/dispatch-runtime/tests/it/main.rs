@@ -9,6 +9,5 @@
 
 mod contract;
 mod prompt;
-#[cfg(feature = "schema")]
 mod protocol;
 mod runtime;
