@@ -44,13 +44,16 @@ fn words(text: &str) -> impl Iterator<Item = &str> {
 }
 
 /// Words too common to say anything about relevance (compared after lowercasing), sorted
-/// so that lookups are a binary search.
+/// so that lookups are a binary search: English function words, and the parts every file
+/// path shares (`src`, extensions such as `rs`, `ts`, `md`), which would otherwise tie every
+/// file fact to every query naming a file.
 pub const STOPWORDS: &[&str] = &[
     "a", "an", "and", "are", "as", "at", "be", "been", "but", "by", "can", "did", "do", "does",
     "for", "from", "had", "has", "have", "he", "her", "his", "how", "i", "if", "in", "into", "is",
-    "it", "its", "me", "my", "of", "on", "or", "our", "s", "she", "so", "t", "that", "the",
-    "their", "them", "there", "they", "this", "to", "was", "we", "were", "what", "when", "where",
-    "which", "who", "why", "will", "with", "would", "you", "your",
+    "it", "its", "js", "json", "jsx", "md", "me", "my", "of", "on", "or", "our", "py", "rs", "s",
+    "she", "so", "src", "t", "that", "the", "their", "them", "there", "they", "this", "to", "toml",
+    "ts", "tsx", "was", "we", "were", "what", "when", "where", "which", "who", "why", "will",
+    "with", "would", "yaml", "yml", "you", "your",
 ];
 
 /// How text becomes index terms.
@@ -79,7 +82,7 @@ impl Default for AnalyzerConfig {
 /// use fact_store::{Analyzer, AnalyzerConfig};
 ///
 /// let plain = Analyzer::new(AnalyzerConfig { stemming: false });
-/// assert_eq!(plain.analyze("What is src/core/parser_v2.ts?"), ["src", "core", "parser", "v2", "ts"]);
+/// assert_eq!(plain.analyze("What is src/core/parser_v2.ts?"), ["core", "parser", "v2"]);
 /// let stemmed = Analyzer::default();
 /// assert_eq!(stemmed.analyze("Parsing the parsers"), ["pars", "parser"]);
 /// ```
@@ -661,9 +664,13 @@ mod tests {
         check(
             &plain,
             "task:12 modified_by src/a-b.rs (x){y}[z];w,v",
-            &[
-                "task:12", "modified", "src", "b", "rs", "x", "y", "z", "w", "v",
-            ],
+            &["task:12", "modified", "b", "x", "y", "z", "w", "v"],
+        );
+        // What every path shares says nothing: `src` and the extension go.
+        check(
+            &plain,
+            "src/store.rs docs/api.md web/app.tsx",
+            &["store", "docs", "api", "web", "app"],
         );
         // `word:digits` is one id term; anything else splits at the colon.
         check(

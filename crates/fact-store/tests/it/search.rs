@@ -59,7 +59,7 @@ fn ranks_by_score_then_recency_then_id() {
             ("src/parser.rs modified_by task:1".to_owned(), 0.5),
         ]
     );
-    let results = search(&*store, "src parser", query());
+    let results = search(&*store, "modified parser", query());
     assert_eq!(
         results[0],
         ("src/parser.rs modified_by task:1".to_owned(), 1.0)
