@@ -40,6 +40,20 @@ const XTASK: &str = "xtask";
 const CLOCK_FILE: &str = "crates/fact-model/src/clock.rs";
 /// Calls that read the system clock.
 const CLOCK_READS: &[&str] = &["SystemTime::now", "Instant::now"];
+/// Concrete implementations of the service traits (store, extractor, retriever, token
+/// counter), by the crate that defines each. Only that crate and the [`COMPOSERS`] may name
+/// them. `fact-model`'s clocks are values like `std`'s time types: any crate may name
+/// them (a store's `Default` uses the system clock), and the injected-time rule keeps the
+/// reading of the clock in [`CLOCK_FILE`].
+const CONCRETE: &[(&str, &str)] = &[
+    ("InMemorySessionFactStore", "fact-store"),
+    ("RuleBasedFactExtractor", "fact-extract"),
+    ("IndexRetriever", "fact-retrieve"),
+    ("CharsPerToken", "fact-retrieve"),
+    ("BpeTokenCounter", "fact-retrieve"),
+];
+/// The crates that choose implementations: the runtime and the binary on top of it.
+const COMPOSERS: &[&str] = &[RUNTIME, "facts"];
 /// Directories never searched for files.
 const SKIPPED_DIRS: &[&str] = &["target", ".git"];
 
@@ -123,6 +137,60 @@ fn check_clock_use(path: &str, text: &str) -> Vec<String> {
         }
     }
     violations
+}
+
+// ---------------------------------------------------------------------------
+// Rule: concrete implementations
+// ---------------------------------------------------------------------------
+
+/// Code of a crate other than the [`COMPOSERS`] names no concrete implementation of
+/// another crate's service trait (see [`CONCRETE`]): it takes trait objects, and only the
+/// composers pick implementations.
+///
+/// Comment lines are ignored so docs (and their examples) may name them, and so is
+/// everything from a `#[cfg(test)]` line on, and `tests.rs` modules: tests may build
+/// whatever they test against. Tests, benches and examples outside `src/` are exempt.
+fn check_concrete_names(path: &str, text: &str) -> Vec<String> {
+    let Some(krate) = path
+        .strip_prefix("crates/")
+        .and_then(|p| p.split('/').next())
+    else {
+        return Vec::new();
+    };
+    if !is_library_source(path) || COMPOSERS.contains(&krate) || path.ends_with("/tests.rs") {
+        return Vec::new();
+    }
+    let mut violations = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        let code = line.trim_start();
+        if code.starts_with("#[cfg(test)]") {
+            break;
+        }
+        if code.starts_with("//") {
+            continue;
+        }
+        for (name, owner) in CONCRETE {
+            if *owner != krate && contains_word(line, name) {
+                violations.push(format!(
+                    "{path}:{}: [concrete] `{krate}` names `{name}`, an implementation \
+                     from `{owner}`; fix: take the trait as `&dyn`/`Arc<dyn>` and let \
+                     `{RUNTIME}` (or the caller) choose the implementation",
+                    index + 1
+                ));
+            }
+        }
+    }
+    violations
+}
+
+/// Whether `name` occurs in `line` as a whole identifier.
+fn contains_word(line: &str, name: &str) -> bool {
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    line.match_indices(name).any(|(at, _)| {
+        let before = line.get(..at).and_then(|b| b.chars().next_back());
+        let after = line.get(at + name.len()..).and_then(|a| a.chars().next());
+        !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
+    })
 }
 
 // ---------------------------------------------------------------------------
@@ -377,6 +445,16 @@ fn workspace_library_code_does_not_read_the_clock() {
         .flat_map(|(path, text)| check_clock_use(path, text))
         .collect();
     assert_clean("injected-time", &violations);
+}
+
+#[test]
+fn workspace_library_code_names_no_other_crate_s_implementations() {
+    let files = read_files(&root(), "crates", &["rs"]);
+    let violations: Vec<String> = files
+        .iter()
+        .flat_map(|(path, text)| check_concrete_names(path, text))
+        .collect();
+    assert_clean("concrete", &violations);
 }
 
 #[test]

@@ -105,6 +105,59 @@ mod clock {
     }
 }
 
+mod concrete {
+    use crate::tidy::check_concrete_names;
+
+    const USES_STORE: &str =
+        "//! Doc.\nfn f() {\n    let s = InMemorySessionFactStore::default();\n}\n";
+
+    #[test]
+    fn flags_another_crate_s_implementation_in_library_code() {
+        let violations = check_concrete_names("crates/fact-retrieve/src/retriever.rs", USES_STORE);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(violations[0].starts_with("crates/fact-retrieve/src/retriever.rs:3: [concrete]"));
+        assert!(violations[0].contains("`InMemorySessionFactStore`"));
+        assert!(violations[0].contains("fix:"));
+        let counter = "let c: Arc<dyn TokenCounter> = Arc::new(CharsPerToken::default());\n";
+        assert_eq!(
+            check_concrete_names("crates/ledger/src/cache.rs", counter).len(),
+            1
+        );
+        // fact-model's clocks are values any crate may name.
+        let clock = "use fact_model::SystemClock;\n";
+        assert!(check_concrete_names("crates/ledger/src/cache.rs", clock).is_empty());
+    }
+
+    #[test]
+    fn allows_the_owner_the_composer_tests_comments_and_longer_names() {
+        for path in [
+            "crates/fact-store/src/memory.rs",
+            "crates/dispatch-runtime/src/runtime.rs",
+            "crates/facts/src/main.rs",
+            "crates/fact-retrieve/tests/it/main.rs",
+            "crates/fact-retrieve/benches/retrieve.rs",
+            "crates/fact-retrieve/src/memory/tests.rs",
+        ] {
+            assert_eq!(
+                check_concrete_names(path, USES_STORE),
+                Vec::<String>::new(),
+                "{path}"
+            );
+        }
+        let after_cfg_test =
+            "//! Doc.\n#[cfg(test)]\nmod tests {\n    use fact_model::ManualClock;\n}\n";
+        let doc = "/// Build one with `InMemorySessionFactStore::default()`.\n";
+        let longer = "struct MyInMemorySessionFactStoreWrapper;\n";
+        for text in [after_cfg_test, doc, longer] {
+            assert_eq!(
+                check_concrete_names("crates/fact-retrieve/src/lib.rs", text),
+                Vec::<String>::new(),
+                "{text}"
+            );
+        }
+    }
+}
+
 mod layering {
     use crate::tidy::{CrateInfo, Dep, DepKind, check_layering, parse_metadata};
     use DepKind::{Build, Dev, Normal};
