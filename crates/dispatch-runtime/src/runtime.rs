@@ -393,7 +393,6 @@ impl DispatchRuntimeManager {
             .unwrap_or_else(|| format!("{}:{}", request.spec_name, request.task_id));
         let mut state = self.lock();
         self.spec(&mut state, &request.spec_name);
-        state.telemetry.ledger_rebuild_count = self.ledgers.rebuilds();
         // Initializing a run again with the same binding keeps its task ledger (revision
         // history, stall and review-loop counters); a new binding starts a new ledger.
         let kept = state

@@ -138,19 +138,11 @@ mod tests {
     #[test]
     fn every_protocol_action_is_a_tool_with_an_object_schema() {
         let server = FactsServer::new(DispatchRuntimeManager::builder().build(), None);
+        // One tool per protocol action, in its order (the names are checked end to end in
+        // tests/mcp.rs).
         let names: Vec<&str> = server.tools.iter().map(|t| t.name.as_ref()).collect();
-        assert_eq!(
-            names,
-            [
-                "init_run",
-                "compile_prompt",
-                "ingest_output",
-                "get_snapshot",
-                "query_facts",
-                "fact_history",
-                "get_telemetry"
-            ]
-        );
+        let actions: Vec<&str> = protocol::actions().iter().map(|a| a.name).collect();
+        assert_eq!(names, actions);
         for tool in server.tools.iter() {
             assert_eq!(tool.input_schema["type"], "object", "{}", tool.name);
             assert!(tool.description.as_ref().is_some_and(|d| !d.is_empty()));

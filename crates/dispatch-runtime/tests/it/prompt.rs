@@ -53,20 +53,29 @@ fn init(runtime: &DispatchRuntimeManager, dir: &std::path::Path, task: &str) -> 
     runtime.init_run(request).unwrap().run_id
 }
 
+fn compile_with(
+    runtime: &DispatchRuntimeManager,
+    run: &str,
+    role: Role,
+    task: &str,
+    task_prompt: Option<&str>,
+) -> Result<CompilePromptResponse, dispatch_runtime::RuntimeError> {
+    runtime.compile_prompt(CompilePromptRequest {
+        run_id: run.into(),
+        role,
+        task_id: task.into(),
+        task_prompt: task_prompt.map(str::to_owned),
+        max_output_tokens: None,
+    })
+}
+
 fn compile(
     runtime: &DispatchRuntimeManager,
     run: &str,
     role: Role,
     task: &str,
 ) -> CompilePromptResponse {
-    let request = CompilePromptRequest {
-        run_id: run.into(),
-        role,
-        task_id: task.into(),
-        task_prompt: None,
-        max_output_tokens: None,
-    };
-    runtime.compile_prompt(request).unwrap()
+    compile_with(runtime, run, role, task, None).unwrap()
 }
 
 fn ingest(
@@ -286,15 +295,10 @@ fn over_budget_prompts_are_compacted_or_terminal() {
         ..PromptConfig::default()
     });
     let run = init(&strict, dir.path(), "1");
-    let request = CompilePromptRequest {
-        run_id: run,
-        role: Role::Implementer,
-        task_id: "1".into(),
-        task_prompt: None,
-        max_output_tokens: None,
-    };
     assert_eq!(
-        strict.compile_prompt(request).unwrap_err().code(),
+        compile_with(&strict, &run, Role::Implementer, "1", None)
+            .unwrap_err()
+            .code(),
         "dispatch_prompt_overflow_terminal"
     );
 
@@ -329,15 +333,10 @@ fn over_budget_prompts_are_compacted_or_terminal() {
         ..PromptConfig::default()
     });
     let run = init(&impossible, dir.path(), "1");
-    let request = CompilePromptRequest {
-        run_id: run,
-        role: Role::Implementer,
-        task_id: "1".into(),
-        task_prompt: None,
-        max_output_tokens: None,
-    };
     assert_eq!(
-        impossible.compile_prompt(request).unwrap_err().code(),
+        compile_with(&impossible, &run, Role::Implementer, "1", None)
+            .unwrap_err()
+            .code(),
         "dispatch_prompt_overflow_terminal"
     );
 }
@@ -375,21 +374,6 @@ fn unknown_runs_and_other_tasks_are_rejected() {
     let compiled = runtime.compile_prompt(given).unwrap();
     assert!(compiled.prompt.ends_with("Task prompt:\nDo exactly this"));
     assert_eq!(compiled.ledger_mode, LedgerMode::LedgerOnly);
-}
-
-fn compile_with(
-    runtime: &DispatchRuntimeManager,
-    run: &str,
-    task: &str,
-    task_prompt: Option<&str>,
-) -> Result<CompilePromptResponse, dispatch_runtime::RuntimeError> {
-    runtime.compile_prompt(CompilePromptRequest {
-        run_id: run.into(),
-        role: Role::Implementer,
-        task_id: task.into(),
-        task_prompt: task_prompt.map(str::to_owned),
-        max_output_tokens: None,
-    })
 }
 
 /// A runtime with `budget` for implementers whose task 3 run holds about 900 tokens of
@@ -460,7 +444,7 @@ fn the_emergency_form_keeps_the_task_prompt_and_says_what_it_left_out() {
         "3",
         json!({"task_id": "3", "assessment": "approved"}),
     );
-    let roomy = compile_with(&runtime, &run, "3", Some("short")).unwrap();
+    let roomy = compile_with(&runtime, &run, Role::Implementer, "3", Some("short")).unwrap();
     assert_eq!(roomy.compaction_stage, CompactionStage::None);
     assert_eq!(roomy.guide_mode, GuideMode::Full);
 }
@@ -476,12 +460,12 @@ fn a_failed_compile_does_not_use_up_the_full_guide() {
     let run = init(&strict, dir.path(), "3");
     let long = "word ".repeat(2000);
     assert_eq!(
-        compile_with(&strict, &run, "3", Some(&long))
+        compile_with(&strict, &run, Role::Implementer, "3", Some(&long))
             .unwrap_err()
             .code(),
         "dispatch_prompt_overflow_terminal"
     );
-    let short = compile_with(&strict, &run, "3", Some("short")).unwrap();
+    let short = compile_with(&strict, &run, Role::Implementer, "3", Some("short")).unwrap();
     assert_eq!(short.guide_mode, GuideMode::Full);
 }
 
@@ -490,7 +474,7 @@ fn a_blank_task_prompt_falls_back_to_the_ledger_and_legacy_keeps_a_given_one() {
     let dir = project();
     let runtime = runtime(PromptConfig::default());
     let run = init(&runtime, dir.path(), "3");
-    let blank = compile_with(&runtime, &run, "3", Some("  \n")).unwrap();
+    let blank = compile_with(&runtime, &run, Role::Implementer, "3", Some("  \n")).unwrap();
     assert!(
         blank
             .prompt
@@ -499,7 +483,7 @@ fn a_blank_task_prompt_falls_back_to_the_ledger_and_legacy_keeps_a_given_one() {
 
     let legacy = runtime_with_legacy();
     let run = init(&legacy, dir.path(), "3");
-    let given = compile_with(&legacy, &run, "3", Some("MY OWN PROMPT")).unwrap();
+    let given = compile_with(&legacy, &run, Role::Implementer, "3", Some("MY OWN PROMPT")).unwrap();
     assert!(given.prompt.contains("MY OWN PROMPT"));
     assert!(given.prompt.contains("The design explains"));
 }
