@@ -45,6 +45,8 @@ pub enum Field {
     Confidence,
     /// `statement`
     Statement,
+    /// `superseded_by`
+    SupersededBy,
 }
 
 impl Field {
@@ -63,6 +65,7 @@ impl Field {
             Field::SourceRole => "source_role",
             Field::Confidence => "confidence",
             Field::Statement => "statement",
+            Field::SupersededBy => "superseded_by",
         }
     }
 }
@@ -133,6 +136,10 @@ pub enum FactError {
         /// The id computed from subject, relation and object.
         computed: FactId,
     },
+    /// `superseded_by` is set on a fact that is still valid: only an ended fact can have
+    /// been superseded.
+    #[error("`superseded_by` is set but `valid_to` is not: only an ended fact is superseded")]
+    SupersededWhileValid,
     /// The fact was already invalidated; `valid_to` is set at most once.
     #[error("`valid_to` is already set to {valid_to}")]
     AlreadyInvalidated {
@@ -256,6 +263,7 @@ impl From<Tags> for Vec<Tag> {
 /// | `source_role` | a [`SourceRole`] |
 /// | `confidence` | finite, in `0..=1` (default 1.0) |
 /// | `statement` | optional, 1..=500 characters, not blank |
+/// | `superseded_by` | optional, the id of the fact that replaced this one; only with `valid_to` |
 /// | `id` | derived: [`FactId::for_triple`]; on the wire it may be omitted, and must match when given |
 ///
 /// # Examples
@@ -293,6 +301,7 @@ pub struct SessionFact {
     source_role: SourceRole,
     confidence: f64,
     statement: Option<String>,
+    superseded_by: Option<FactId>,
 }
 
 impl fmt::Debug for SessionFact {
@@ -306,6 +315,9 @@ impl fmt::Debug for SessionFact {
             .field("confidence", &self.confidence);
         if let Some(statement) = &self.statement {
             s.field("statement", statement);
+        }
+        if let Some(by) = &self.superseded_by {
+            s.field("superseded_by", by);
         }
         s.finish()
     }
@@ -385,6 +397,7 @@ impl SessionFact {
             source: None,
             confidence: 1.0,
             statement: None,
+            superseded_by: None,
         }
     }
 
@@ -454,6 +467,14 @@ impl SessionFact {
         self.statement.as_deref()
     }
 
+    /// The fact that replaced this one, when a newer fact of the same `(subject, relation)`
+    /// ended it (seed 004's supersession); `None` while valid and after an explicit
+    /// invalidation, which names no successor.
+    #[must_use]
+    pub fn superseded_by(&self) -> Option<FactId> {
+        self.superseded_by
+    }
+
     /// Whether the fact is still valid (not invalidated).
     #[must_use]
     pub fn is_valid(&self) -> bool {
@@ -493,6 +514,29 @@ impl SessionFact {
             valid_to: Some(at),
             ..self.clone()
         })
+    }
+
+    /// The same fact, ended at `at` because the fact `by` replaced it.
+    ///
+    /// ```
+    /// # use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
+    /// # let t = |s: i64| Timestamp::from_unix_secs(s).unwrap();
+    /// # let fact = |o: &str, s| SessionFact::builder("user", "prefers_test_framework", o)
+    /// #     .tag(Tag::Preference).source("ep1", SourceRole::Extractor).valid_from(t(s)).build();
+    /// let old = fact("unittest", 0)?;
+    /// let new = fact("pytest", 10)?;
+    /// let ended = old.superseded_at(new.valid_from(), new.id())?;
+    /// assert_eq!((ended.valid_to(), ended.superseded_by()), (Some(t(10)), Some(new.id())));
+    /// # Ok::<(), fact_model::FactError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`invalidated_at`](Self::invalidated_at).
+    pub fn superseded_at(&self, at: Timestamp, by: FactId) -> Result<SessionFact, FactError> {
+        let mut ended = self.invalidated_at(at)?;
+        ended.superseded_by = Some(by);
+        Ok(ended)
     }
 
     /// The same fact with the fields of `update` that are set replaced.
@@ -568,6 +612,7 @@ pub struct FactBuilder {
     source: Option<(String, SourceRole)>,
     confidence: f64,
     statement: Option<String>,
+    superseded_by: Option<FactId>,
 }
 
 impl FactBuilder {
@@ -613,6 +658,13 @@ impl FactBuilder {
         self
     }
 
+    /// Sets the fact that replaced this one, for facts restored from history (requires
+    /// [`valid_to`](Self::valid_to)).
+    pub fn superseded_by(mut self, id: FactId) -> Self {
+        self.superseded_by = Some(id);
+        self
+    }
+
     /// Validates every field and builds the fact.
     ///
     /// # Errors
@@ -636,6 +688,7 @@ impl FactBuilder {
             source_role,
             confidence: self.confidence,
             statement: self.statement,
+            superseded_by: self.superseded_by,
         })
     }
 }
@@ -660,6 +713,8 @@ struct WireFact {
     confidence: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     statement: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    superseded_by: Option<FactId>,
 }
 
 fn default_confidence() -> f64 {
@@ -689,6 +744,9 @@ impl SessionFact {
         if let Some(statement) = &wire.statement {
             check_text(Field::Statement, statement, MAX_STATEMENT_CHARS)?;
         }
+        if wire.superseded_by.is_some() && wire.valid_to.is_none() {
+            return Err(FactError::SupersededWhileValid);
+        }
         Ok(SessionFact {
             id: computed,
             subject: wire.subject,
@@ -701,6 +759,7 @@ impl SessionFact {
             source_role: wire.source_role,
             confidence: wire.confidence,
             statement: wire.statement,
+            superseded_by: wire.superseded_by,
         })
     }
 }
@@ -727,6 +786,7 @@ impl From<SessionFact> for WireFact {
             source_role: fact.source_role,
             confidence: fact.confidence,
             statement: fact.statement,
+            superseded_by: fact.superseded_by,
         }
     }
 }

@@ -11,6 +11,7 @@
 //! - [`Tag`] and [`SourceRole`]: closed vocabularies, snake_case on the wire.
 //! - [`Timestamp`] and [`Clock`]: time as a value, and the only way to learn it
 //!   ([`SystemClock`], or [`ManualClock`] in tests).
+//! - [`FactSelector`]: which valid facts an invalidation ends.
 //! - [`clip`]: shortening text on `char` boundaries, used by every crate.
 //! - The dispatch contract: [`ImplementerResult`] and [`ReviewerResult`].
 //!
@@ -34,6 +35,7 @@ mod clock;
 mod contract;
 mod fact;
 mod id;
+mod selector;
 mod tag;
 mod time;
 
@@ -49,5 +51,6 @@ pub use crate::fact::{
     fold_statement,
 };
 pub use crate::id::{FactId, ParseFactIdError};
+pub use crate::selector::FactSelector;
 pub use crate::tag::{ParseSourceRoleError, ParseTagError, SourceRole, Tag};
 pub use crate::time::{Timestamp, TimestampError};
