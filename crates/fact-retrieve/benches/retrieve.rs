@@ -35,12 +35,16 @@ fn setup(facts: usize) -> (Arc<dyn SessionFactStore>, Vec<FactQuery>) {
     for task in &workload.tasks {
         clock.advance(std::time::Duration::from_secs(1));
         let id = &task.implementer.task_id;
-        store.add(
-            extractor
-                .extract_from_implementer(&task.implementer, id)
-                .facts,
-        );
-        store.add(extractor.extract_from_reviewer(&task.reviewer, id).facts);
+        store
+            .add(
+                extractor
+                    .extract_from_implementer(&task.implementer, id)
+                    .facts,
+            )
+            .unwrap();
+        store
+            .add(extractor.extract_from_reviewer(&task.reviewer, id).facts)
+            .unwrap();
     }
     let queries = workload
         .queries

@@ -75,7 +75,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             extractor.extract_from_reviewer(&result, &result.task_id)
         };
         let facts = extraction.facts.len();
-        let report = store.add(extraction.facts);
+        let report = store.add(extraction.facts)?;
         println!(
             "{role:<11} result: {facts:>2} facts extracted, {} added, {} invalidated -> {} valid",
             report.added.len(),

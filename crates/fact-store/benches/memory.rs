@@ -62,7 +62,7 @@ fn main() -> ExitCode {
         for mut batch in facts::task_batches(task, at) {
             batch.truncate(remaining);
             remaining -= batch.len();
-            store.add(batch);
+            store.add(batch).unwrap();
         }
         if remaining == 0 {
             break;

@@ -47,7 +47,7 @@ fn filled(
         secs += 1;
         let at = Timestamp::from_unix_secs(secs).unwrap();
         for batch in facts::task_batches(task, at) {
-            store.add(batch);
+            store.add(batch).unwrap();
         }
     }
     let at = Timestamp::from_unix_secs(secs + 1).unwrap();

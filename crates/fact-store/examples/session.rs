@@ -122,7 +122,7 @@ fn main() -> Result<(), Box<dyn Error>> {
                     .build()
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let report = store.add(batch);
+        let report = store.add(batch)?;
         println!(
             "task {task} {role}: {} added, {} refreshed, {} invalidated -> {} valid",
             report.added.len(),
@@ -149,7 +149,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         }
     }
 
-    let report = store.compact(5);
+    let report = store.compact(5)?;
     println!(
         "\nCompacted to 5 valid facts: {} merged into {} summaries, {} dropped",
         report.merged,

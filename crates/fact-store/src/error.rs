@@ -1,5 +1,6 @@
 //! [`StoreError`]: the one error type of the store boundary.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use fact_model::{FactError, FactId};
@@ -13,6 +14,12 @@ pub enum StoreError {
     NotFound {
         /// The unknown id.
         id: FactId,
+    },
+    /// No episode has this id.
+    #[error("no episode with id {id}")]
+    EpisodeNotFound {
+        /// The unknown id.
+        id: String,
     },
     /// An update would make the fact invalid.
     #[error("update of fact {id} rejected: {source}")]
@@ -41,6 +48,75 @@ pub enum StoreError {
         /// The version this store reads.
         supported: u64,
     },
+    /// Reading or writing the store's storage failed (a full disk, a read-only file,
+    /// missing permissions, a lost connection).
+    #[error("store I/O failed: {message}")]
+    Io {
+        /// What failed, in the backend's words.
+        message: String,
+    },
+    /// The database stayed locked by another writer for longer than the busy timeout.
+    #[error("the database is busy (locked by another writer): {message}")]
+    Busy {
+        /// The backend's message.
+        message: String,
+    },
+    /// The file or database is not a fact store this crate can read: not a database at
+    /// all, or damaged. Nothing is ever reset to recover from it.
+    #[error("{path}: not a readable fact store database: {message}", path = path.display())]
+    Corrupt {
+        /// The database file.
+        path: PathBuf,
+        /// What is wrong, in the backend's words.
+        message: String,
+    },
+    /// The database was written by a newer version of this crate; it is left untouched.
+    #[error(
+        "{path}: schema version {found} is newer than this build understands ({supported}); \
+         upgrade factmem to open it",
+        path = path.display()
+    )]
+    NewerSchema {
+        /// The database file.
+        path: PathBuf,
+        /// The schema version in the database.
+        found: u32,
+        /// The newest schema version this build migrates to.
+        supported: u32,
+    },
+    /// Any other failure of the storage backend.
+    #[error("store backend failed: {message}")]
+    Backend {
+        /// The backend's message.
+        message: String,
+    },
+}
+
+impl StoreError {
+    /// A short, stable code for the error, for protocols and exit codes: `not_found`,
+    /// `invalid_update`, `duplicate_statement`, `snapshot_json`, `snapshot_version`,
+    /// `io`, `busy`, `corrupt`, `newer_schema` or `backend`.
+    ///
+    /// ```
+    /// use fact_store::StoreError;
+    /// let error = StoreError::Busy { message: "database is locked".into() };
+    /// assert_eq!(error.code(), "busy");
+    /// ```
+    #[must_use]
+    pub fn code(&self) -> &'static str {
+        match self {
+            StoreError::NotFound { .. } | StoreError::EpisodeNotFound { .. } => "not_found",
+            StoreError::InvalidUpdate { .. } => "invalid_update",
+            StoreError::DuplicateStatement { .. } => "duplicate_statement",
+            StoreError::SnapshotJson(_) => "snapshot_json",
+            StoreError::SnapshotVersion { .. } => "snapshot_version",
+            StoreError::Io { .. } => "io",
+            StoreError::Busy { .. } => "busy",
+            StoreError::Corrupt { .. } => "corrupt",
+            StoreError::NewerSchema { .. } => "newer_schema",
+            StoreError::Backend { .. } => "backend",
+        }
+    }
 }
 
 /// The result of a store operation.

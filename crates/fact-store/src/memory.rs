@@ -19,18 +19,21 @@ use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use fact_model::{
-    Clock, FactId, FactUpdate, MAX_OBJECT_CHARS, SessionFact, SystemClock, Tag, Timestamp, clip,
+    Clock, FactId, FactSelector, FactUpdate, SessionFact, SystemClock, Tag, Timestamp,
     fold_statement,
 };
 use indexmap::IndexMap;
-use serde::Deserialize;
 
+use crate::compaction::summarize;
 use crate::index::{TermIndex, TopK, scan_scores};
 use crate::{
     AddReport, Analyzer, AnalyzerConfig, CompactionReport, ImportDiagnostic, ImportReport,
     SNAPSHOT_VERSION, ScoredFact, SessionFactStore, SkipReason, Skipped, Snapshot, SnapshotRecord,
     StoreError, StoreResult, TermQuery, TermWeighting,
 };
+
+/// The in-memory store never fails; its operations return `Ok` through this.
+type Never<T> = StoreResult<T>;
 
 /// The relation of the summary fact that [`CompactionPolicy::MergeBySubject`] writes.
 pub const COMPACTED_RELATION: &str = "compacted";
@@ -124,7 +127,7 @@ impl Default for StoreConfig {
 ///             .valid_from(at)
 ///             .build()
 ///     };
-///     store.add(vec![fact("completed_with", "completed")?, fact("summary", "did things")?]);
+///     store.add(vec![fact("completed_with", "completed")?, fact("summary", "did things")?])?;
 /// }
 /// // Six facts over a capacity of four: task 1's two facts became one summary, then task
 /// // 2's did too.
@@ -221,24 +224,33 @@ impl InMemorySessionFactStore {
         self.state.write().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Ends the validity of the valid facts of `(subject, relation)` that `settle` picks,
-    /// now; the one path of every explicit invalidation.
-    fn invalidate_key_where(
-        &self,
-        subject: &str,
-        relation: &str,
-        settle: impl Fn(&SessionFact) -> bool,
-    ) -> Vec<FactId> {
+    /// Ends the validity of the valid facts `selector` picks, now; the one path of every
+    /// explicit invalidation. A key selector reads the key index; a selector without a
+    /// subject scans the valid facts.
+    fn invalidate_selected(&self, selector: &FactSelector) -> Vec<FactId> {
         let now = self.clock.now();
         let mut state = self.write();
-        let picked: Vec<u64> = state
-            .valid_seqs_for_key(subject, relation)
+        let candidates: Vec<u64> = match &selector.subject {
+            Some(subject) => state.valid_seqs_for_key(subject, &selector.relation),
+            None => state
+                .records
+                .iter()
+                .filter(|(_, record)| record.fact.is_valid())
+                .map(|(seq, _)| *seq)
+                .collect(),
+        };
+        let picked: Vec<u64> = candidates
             .into_iter()
-            .filter(|seq| state.records.get(seq).is_some_and(|r| settle(&r.fact)))
+            .filter(|seq| {
+                state
+                    .records
+                    .get(seq)
+                    .is_some_and(|r| selector.matches(&r.fact))
+            })
             .collect();
         let ended = picked
             .into_iter()
-            .filter_map(|seq| state.end_validity(seq, now))
+            .filter_map(|seq| state.end_validity(seq, now, None))
             .collect();
         // Invalidation grows history, which has a limit too.
         self.compact_if_needed(&mut state);
@@ -255,28 +267,17 @@ impl InMemorySessionFactStore {
 }
 
 impl SessionFactStore for InMemorySessionFactStore {
-    fn add(&self, batch: Vec<SessionFact>) -> AddReport {
+    fn add(&self, batch: Vec<SessionFact>) -> Never<AddReport> {
         let mut state = self.write();
         let mut report = state.add_batch(batch);
         state.newest_input_batch = state.last_batch;
         report.compaction = self.compact_if_needed(&mut state);
         state.maintain_index();
-        report
+        Ok(report)
     }
 
-    fn invalidate(&self, subject: &str, relation: &str) -> Vec<FactId> {
-        self.invalidate_key_where(subject, relation, |_| true)
-    }
-
-    fn invalidate_from_task(
-        &self,
-        subject: &str,
-        relation: &str,
-        source_task_id: &str,
-    ) -> Vec<FactId> {
-        self.invalidate_key_where(subject, relation, |fact| {
-            fact.source_task_id() == source_task_id
-        })
+    fn invalidate_matching(&self, selector: &FactSelector) -> Never<Vec<FactId>> {
+        Ok(self.invalidate_selected(selector))
     }
 
     fn valid_facts(&self) -> Vec<SessionFact> {
@@ -296,11 +297,11 @@ impl SessionFactStore for InMemorySessionFactStore {
         self.read().records.len()
     }
 
-    fn compact(&self, max_valid: usize) -> CompactionReport {
+    fn compact(&self, max_valid: usize) -> Never<CompactionReport> {
         let mut state = self.write();
         let report = state.compact(max_valid, &self.config);
         state.maintain_index();
-        report
+        Ok(report)
     }
 
     fn get(&self, id: FactId) -> Option<SessionFact> {
@@ -361,22 +362,10 @@ impl SessionFactStore for InMemorySessionFactStore {
         }
     }
 
-    fn import_snapshot(&self, json: &str) -> StoreResult<ImportReport> {
-        #[derive(Deserialize)]
-        struct Document {
-            version: u64,
-            records: Vec<serde_json::Value>,
-        }
-        let document: Document =
-            serde_json::from_str(json).map_err(|e| StoreError::SnapshotJson(Arc::new(e)))?;
-        if document.version != SNAPSHOT_VERSION {
-            return Err(StoreError::SnapshotVersion {
-                found: document.version,
-                supported: SNAPSHOT_VERSION,
-            });
-        }
+    fn import(&self, snapshot: Snapshot) -> StoreResult<ImportReport> {
+        snapshot.check_version()?;
         let mut state = self.write();
-        let mut report = state.import(document.records);
+        let mut report = state.import(snapshot.records);
         state.newest_input_batch = state.last_batch;
         if let Some(compaction) = self.compact_if_needed(&mut state) {
             report.invalidated.extend(compaction.dropped_valid);
@@ -572,11 +561,17 @@ impl State {
     }
 
     /// Ends the validity of a valid version at `at`, or at its `valid_from` if `at` is
-    /// earlier (input out of time order), so `valid_to` is never before `valid_from`.
-    fn end_validity(&mut self, seq: u64, at: Timestamp) -> Option<FactId> {
+    /// earlier (input out of time order), so `valid_to` is never before `valid_from`;
+    /// `by` is the fact that superseded it, if one did.
+    fn end_validity(&mut self, seq: u64, at: Timestamp, by: Option<FactId>) -> Option<FactId> {
         let record = self.records.get(&seq)?;
         let (fact, slot) = (record.fact.clone(), record.slot);
-        let ended = fact.invalidated_at(at.max(fact.valid_from())).ok()?;
+        let at = at.max(fact.valid_from());
+        let ended = match by {
+            Some(by) => fact.superseded_at(at, by),
+            None => fact.invalidated_at(at),
+        }
+        .ok()?;
         self.unlink_valid(seq, &fact, slot);
         let record = self.records.get_mut(&seq)?;
         record.fact = ended;
@@ -637,13 +632,33 @@ impl State {
                     .push(skip(SkipReason::DuplicateStatement { existing }));
                 continue;
             }
-            // End the facts of earlier batches with this key, except those this batch
-            // re-adds: they are refreshed when their turn comes, whatever the order.
-            for seq in self.valid_seqs_for_key(fact.subject(), fact.relation()) {
-                let earlier = self.records.get(&seq).is_some_and(|record| {
-                    record.batch != this_batch && !incoming.contains(&record.fact.id())
-                });
-                if earlier && let Some(ended) = self.end_validity(seq, fact.valid_from()) {
+            // The facts of earlier batches with this key, except those this batch re-adds:
+            // they are refreshed when their turn comes, whatever the order.
+            let earlier: Vec<(u64, FactId, Timestamp)> = self
+                .valid_seqs_for_key(fact.subject(), fact.relation())
+                .into_iter()
+                .filter_map(|seq| {
+                    let record = self.records.get(&seq)?;
+                    let replaceable =
+                        record.batch != this_batch && !incoming.contains(&record.fact.id());
+                    replaceable.then(|| (seq, record.fact.id(), record.fact.valid_from()))
+                })
+                .collect();
+            // Out of order: a fact older than the current truth of its key arrives
+            // already superseded by the newest of them, and ends nothing.
+            if refresh.is_none()
+                && let Some(&(_, newest, newest_from)) =
+                    earlier.iter().max_by_key(|(seq, _, from)| (*from, *seq))
+                && newest_from > fact.valid_from()
+            {
+                if let Ok(stale) = fact.superseded_at(newest_from, newest) {
+                    self.insert(stale, this_batch);
+                    report.arrived_superseded.push(id);
+                }
+                continue;
+            }
+            for (seq, _, _) in earlier {
+                if let Some(ended) = self.end_validity(seq, fact.valid_from(), Some(id)) {
                     report.invalidated.push(ended);
                 }
             }
@@ -661,19 +676,12 @@ impl State {
         report
     }
 
-    fn import(&mut self, records: Vec<serde_json::Value>) -> ImportReport {
+    fn import(&mut self, records: Vec<SnapshotRecord>) -> ImportReport {
         let base = self.last_batch;
         let mut report = ImportReport::default();
-        for (index, value) in records.into_iter().enumerate() {
+        for (index, record) in records.into_iter().enumerate() {
             let mut skip =
                 |message: String| report.skipped.push(ImportDiagnostic { index, message });
-            let record: SnapshotRecord = match serde_json::from_value(value) {
-                Ok(record) => record,
-                Err(e) => {
-                    skip(format!("invalid record: {e}"));
-                    continue;
-                }
-            };
             let batch = base.saturating_add(record.batch);
             self.last_batch = self.last_batch.max(batch);
             let fact = record.fact;
@@ -696,21 +704,20 @@ impl State {
                 continue;
             }
             // The latest batch wins a key, as in `add`.
-            let mut superseded_at = None;
+            let mut superseded = None;
             for seq in self.valid_seqs_for_key(fact.subject(), fact.relation()) {
                 let Some(existing) = self.records.get(&seq) else {
                     continue;
                 };
                 if existing.batch < batch {
-                    if let Some(ended) = self.end_validity(seq, fact.valid_from()) {
-                        report.invalidated.push(ended);
-                    }
+                    let ended = self.end_validity(seq, fact.valid_from(), Some(fact.id()));
+                    report.invalidated.extend(ended);
                 } else if existing.batch > batch {
-                    superseded_at = Some(existing.fact.valid_from());
+                    superseded = Some((existing.fact.valid_from(), existing.fact.id()));
                 }
             }
-            let fact = match superseded_at {
-                Some(at) => match fact.invalidated_at(at.max(fact.valid_from())) {
+            let fact = match superseded {
+                Some((at, by)) => match fact.superseded_at(at.max(fact.valid_from()), by) {
                     Ok(ended) => ended,
                     Err(e) => {
                         skip(format!("fact {} cannot be ordered: {e}", fact.id()));
@@ -901,45 +908,6 @@ impl State {
             .dropped_valid
             .extend(candidates.into_iter().map(|(_, id)| id));
     }
-}
-
-/// The summary fact that replaces the valid facts of one subject (oldest first).
-fn summarize(facts: &[&SessionFact]) -> Option<SessionFact> {
-    let first = facts.first()?;
-    let newest = facts.iter().max_by_key(|fact| fact.valid_from())?;
-    let mut object = String::new();
-    let mut tags: Vec<Tag> = Vec::new();
-    for fact in facts {
-        if !object.is_empty() {
-            object.push_str("; ");
-        }
-        object.push_str(fact.relation());
-        object.push(' ');
-        object.push_str(fact.object());
-        for tag in fact.tags().as_slice() {
-            if tags.len() < fact_model::MAX_TAGS && !tags.contains(tag) {
-                tags.push(*tag);
-            }
-        }
-        if object.len() > MAX_OBJECT_CHARS * 4 {
-            break;
-        }
-    }
-    let confidence = facts
-        .iter()
-        .map(|fact| fact.confidence())
-        .fold(1.0, f64::min);
-    SessionFact::builder(
-        first.subject(),
-        COMPACTED_RELATION,
-        clip(&object, MAX_OBJECT_CHARS),
-    )
-    .tags(tags)
-    .valid_from(newest.valid_from())
-    .source(newest.source_task_id(), newest.source_role())
-    .confidence(confidence)
-    .build()
-    .ok()
 }
 
 #[cfg(test)]

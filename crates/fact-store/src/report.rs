@@ -10,8 +10,11 @@ pub struct AddReport {
     pub added: Vec<FactId>,
     /// Facts that were already valid and stay as they were.
     pub refreshed: Vec<FactId>,
-    /// Facts of earlier batches that this batch invalidated.
+    /// Facts of earlier batches that this batch superseded.
     pub invalidated: Vec<FactId>,
+    /// Facts stored already superseded: they arrived with a `valid_from` older than the
+    /// valid fact of their `(subject, relation)`, which stays current.
+    pub arrived_superseded: Vec<FactId>,
     /// Facts not stored, with the reason.
     pub skipped: Vec<Skipped>,
     /// The automatic compaction this add triggered, if any.
@@ -58,7 +61,8 @@ pub struct CompactionReport {
     pub dropped_valid: Vec<FactId>,
 }
 
-/// What an [`import_snapshot`](crate::SessionFactStore::import_snapshot) did.
+/// What an [`import`](crate::SessionFactStore::import) or
+/// [`import_snapshot`](crate::SessionFactStore::import_snapshot) did.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ImportReport {
     /// Versions imported.
@@ -67,6 +71,32 @@ pub struct ImportReport {
     pub invalidated: Vec<FactId>,
     /// Records not imported, with the reason.
     pub skipped: Vec<ImportDiagnostic>,
+}
+
+impl ImportReport {
+    /// Adds the diagnostics of records that did not parse (indexed in the JSON document)
+    /// to a report whose diagnostics are indexed in the parsed snapshot, which lacks them:
+    /// afterwards every index names a position in the JSON document.
+    pub(crate) fn merge_unparsed(&mut self, mut unparsed: Vec<ImportDiagnostic>) {
+        if unparsed.is_empty() {
+            return;
+        }
+        unparsed.sort_by_key(|d| d.index);
+        for diagnostic in &mut self.skipped {
+            // The n-th parsed record sits at position n plus the unparsed records before it.
+            let mut index = diagnostic.index;
+            for gap in &unparsed {
+                if gap.index <= index {
+                    index += 1;
+                } else {
+                    break;
+                }
+            }
+            diagnostic.index = index;
+        }
+        self.skipped.extend(unparsed);
+        self.skipped.sort_by_key(|d| d.index);
+    }
 }
 
 /// A snapshot record that was not imported.

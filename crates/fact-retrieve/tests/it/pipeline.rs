@@ -24,7 +24,9 @@ fn an_empty_store_gives_nothing() {
 #[test]
 fn no_overlap_gives_nothing_not_recent_facts() {
     let store = store();
-    store.add(vec![fact("src/parser.rs", "modified_by", "task:1", "1", 0)]);
+    store
+        .add(vec![fact("src/parser.rs", "modified_by", "task:1", "1", 0)])
+        .unwrap();
     let retrieval =
         IndexRetriever::new(store).retrieve(&FactQuery::new("2", "write the changelog"));
     assert!(retrieval.facts.is_empty() && retrieval.section.is_empty());
@@ -33,32 +35,34 @@ fn no_overlap_gives_nothing_not_recent_facts() {
 #[test]
 fn the_tag_filter_keeps_any_of_the_tags() {
     let store = store();
-    store.add(vec![
-        tagged(
-            "src/parser.rs",
-            "issue",
-            "parser panics",
-            "1",
-            0,
-            Tag::Error,
-        ),
-        tagged(
-            "src/parser.rs",
-            "convention",
-            "parser names in snake_case",
-            "1",
-            0,
-            Tag::Convention,
-        ),
-        tagged(
-            "task:1",
-            "summary",
-            "parser rewritten",
-            "1",
-            0,
-            Tag::Decision,
-        ),
-    ]);
+    store
+        .add(vec![
+            tagged(
+                "src/parser.rs",
+                "issue",
+                "parser panics",
+                "1",
+                0,
+                Tag::Error,
+            ),
+            tagged(
+                "src/parser.rs",
+                "convention",
+                "parser names in snake_case",
+                "1",
+                0,
+                Tag::Convention,
+            ),
+            tagged(
+                "task:1",
+                "summary",
+                "parser rewritten",
+                "1",
+                0,
+                Tag::Decision,
+            ),
+        ])
+        .unwrap();
     let retriever = IndexRetriever::new(store);
     let query = FactQuery {
         tags: Some(vec![Tag::Error, Tag::Convention]),
@@ -73,10 +77,12 @@ fn the_tag_filter_keeps_any_of_the_tags() {
 #[test]
 fn the_querying_tasks_own_facts_are_left_out() {
     let store = store();
-    store.add(vec![
-        fact("src/parser.rs", "modified_by", "task:3", "3", 0),
-        fact("src/lexer.rs", "modified_by", "task:1", "1", 0),
-    ]);
+    store
+        .add(vec![
+            fact("src/parser.rs", "modified_by", "task:3", "3", 0),
+            fact("src/lexer.rs", "modified_by", "task:1", "1", 0),
+        ])
+        .unwrap();
     let retrieval =
         IndexRetriever::new(store).retrieve(&FactQuery::new("3", "parser lexer modified"));
     assert_eq!(subjects(&retrieval), ["src/lexer.rs"]);
@@ -85,10 +91,12 @@ fn the_querying_tasks_own_facts_are_left_out() {
 #[test]
 fn higher_overlap_ranks_first() {
     let store = store();
-    store.add(vec![
-        fact("src/lexer.rs", "modified_by", "task:1", "1", 0),
-        fact("src/parser/lexer.rs", "modified_by", "task:1", "1", 0),
-    ]);
+    store
+        .add(vec![
+            fact("src/lexer.rs", "modified_by", "task:1", "1", 0),
+            fact("src/parser/lexer.rs", "modified_by", "task:1", "1", 0),
+        ])
+        .unwrap();
     let retriever = IndexRetriever::new(store).with_weighting(Box::new(KeywordOverlap));
     let retrieval = retriever.retrieve(&FactQuery::new("2", "parser lexer"));
     assert_eq!(
@@ -102,20 +110,24 @@ fn higher_overlap_ranks_first() {
 #[test]
 fn ties_go_to_the_newer_fact() {
     let store = store();
-    store.add(vec![fact(
-        "src/old_parser.rs",
-        "modified_by",
-        "task:1",
-        "1",
-        0,
-    )]);
-    store.add(vec![fact(
-        "src/new_parser.rs",
-        "modified_by",
-        "task:2",
-        "2",
-        60,
-    )]);
+    store
+        .add(vec![fact(
+            "src/old_parser.rs",
+            "modified_by",
+            "task:1",
+            "1",
+            0,
+        )])
+        .unwrap();
+    store
+        .add(vec![fact(
+            "src/new_parser.rs",
+            "modified_by",
+            "task:2",
+            "2",
+            60,
+        )])
+        .unwrap();
     let retriever = IndexRetriever::new(store).with_weighting(Box::new(KeywordOverlap));
     let retrieval = retriever.retrieve(&FactQuery::new("3", "parser"));
     assert_eq!(
@@ -127,19 +139,21 @@ fn ties_go_to_the_newer_fact() {
 #[test]
 fn max_facts_caps_the_list() {
     let store = store();
-    store.add(
-        (0..30)
-            .map(|n| {
-                fact(
-                    &format!("src/parser_{n}.rs"),
-                    "modified_by",
-                    "task:1",
-                    "1",
-                    n,
-                )
-            })
-            .collect(),
-    );
+    store
+        .add(
+            (0..30)
+                .map(|n| {
+                    fact(
+                        &format!("src/parser_{n}.rs"),
+                        "modified_by",
+                        "task:1",
+                        "1",
+                        n,
+                    )
+                })
+                .collect(),
+        )
+        .unwrap();
     let query = FactQuery {
         max_facts: 4,
         ..FactQuery::new("2", "parser")
@@ -151,10 +165,12 @@ fn max_facts_caps_the_list() {
 fn a_budget_that_fits_one_of_two_long_facts_returns_one() {
     let store = store();
     let long = "parser ".repeat(14);
-    store.add(vec![
-        fact("task:1", "summary", &long, "1", 0),
-        fact("task:2", "summary", &long, "2", 1),
-    ]);
+    store
+        .add(vec![
+            fact("task:1", "summary", &long, "1", 0),
+            fact("task:2", "summary", &long, "2", 1),
+        ])
+        .unwrap();
     // Header (17 chars) + one line of ~120 chars = ~35 tokens; two lines need ~66.
     let query = FactQuery {
         max_tokens: 50,
@@ -172,19 +188,21 @@ fn a_budget_that_fits_one_of_two_long_facts_returns_one() {
 #[test]
 fn fifty_facts_under_a_hundred_tokens_fill_the_budget_exactly_measured() {
     let store = store();
-    store.add(
-        (0..50)
-            .map(|n| {
-                fact(
-                    &format!("src/dispatch/module_{n}.rs"),
-                    "modified_by",
-                    &format!("task:{n}"),
-                    &n.to_string(),
-                    n,
-                )
-            })
-            .collect(),
-    );
+    store
+        .add(
+            (0..50)
+                .map(|n| {
+                    fact(
+                        &format!("src/dispatch/module_{n}.rs"),
+                        "modified_by",
+                        &format!("task:{n}"),
+                        &n.to_string(),
+                        n,
+                    )
+                })
+                .collect(),
+        )
+        .unwrap();
     let query = FactQuery {
         max_facts: 50,
         max_tokens: 100,
@@ -205,19 +223,21 @@ fn fifty_facts_under_a_hundred_tokens_fill_the_budget_exactly_measured() {
 #[test]
 fn a_finer_counter_changes_the_budget() {
     let store = store();
-    store.add(
-        (0..10)
-            .map(|n| {
-                fact(
-                    &format!("src/parser_{n}.rs"),
-                    "modified_by",
-                    "task:1",
-                    "1",
-                    n,
-                )
-            })
-            .collect(),
-    );
+    store
+        .add(
+            (0..10)
+                .map(|n| {
+                    fact(
+                        &format!("src/parser_{n}.rs"),
+                        "modified_by",
+                        "task:1",
+                        "1",
+                        n,
+                    )
+                })
+                .collect(),
+        )
+        .unwrap();
     let query = FactQuery {
         max_tokens: 100,
         ..FactQuery::new("2", "parser")
@@ -233,8 +253,12 @@ fn a_finer_counter_changes_the_budget() {
 #[test]
 fn invalidated_facts_are_gone_but_as_of_sees_them() {
     let store = store();
-    store.add(vec![fact("task:1", "completed_with", "blocked", "1", 0)]);
-    store.add(vec![fact("task:1", "completed_with", "completed", "1", 10)]);
+    store
+        .add(vec![fact("task:1", "completed_with", "blocked", "1", 0)])
+        .unwrap();
+    store
+        .add(vec![fact("task:1", "completed_with", "completed", "1", 10)])
+        .unwrap();
     let retriever = IndexRetriever::new(store);
     let now = retriever.retrieve(&FactQuery::new("2", "blocked completed"));
     assert_eq!(now.facts.len(), 1);
@@ -260,7 +284,7 @@ fn bm25_lets_a_rare_term_beat_a_common_one() {
             n,
         )
     }));
-    store.add(facts);
+    store.add(facts).unwrap();
     let query = FactQuery::new("30", "module retry");
     let bm25 = IndexRetriever::new(store.clone()).retrieve(&query);
     assert_eq!(bm25.facts[0].fact.subject(), "src/retry.rs");

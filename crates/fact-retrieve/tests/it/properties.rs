@@ -148,7 +148,7 @@ proptest! {
     ) {
         let store = store();
         for batch in &batches {
-            store.add(batch.iter().map(build).collect());
+            store.add(batch.iter().map(build).collect()).unwrap();
         }
         let weighting: Box<dyn TermWeighting> = if bm25 { Box::new(Bm25::default()) } else { Box::new(KeywordOverlap) };
         let counter = Arc::new(CharsPerToken::new(chars_per_token));

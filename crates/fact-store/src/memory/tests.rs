@@ -178,12 +178,11 @@ fn versions(state: &State) -> Versions {
 
 /// Every structural invariant of `State`.
 fn check_state(state: &State) -> Result<(), TestCaseError> {
-    // For every (subject, relation), all valid facts come from one batch, the latest of the key.
-    let mut keys: HashMap<(&str, &str), (Option<u64>, u64)> = HashMap::new();
+    // For every (subject, relation), all valid facts come from one batch.
+    let mut keys: HashMap<(&str, &str), Option<u64>> = HashMap::new();
     for record in state.records.values() {
         let key = (record.fact.subject(), record.fact.relation());
-        let (valid_batch, max_batch) = keys.entry(key).or_insert((None, 0));
-        *max_batch = (*max_batch).max(record.batch);
+        let valid_batch = keys.entry(key).or_insert(None);
         if record.fact.is_valid() {
             match valid_batch {
                 Some(b) => prop_assert_eq!(
@@ -196,13 +195,29 @@ fn check_state(state: &State) -> Result<(), TestCaseError> {
             }
         }
     }
-    for (key, (valid_batch, max_batch)) in &keys {
-        if let Some(b) = valid_batch {
-            prop_assert_eq!(
-                b,
-                max_batch,
-                "valid facts of {:?} are not from its latest batch",
+    // Versions of a later batch than the key's valid facts arrived out of order: they
+    // were stored already superseded.
+    for record in state.records.values() {
+        let key = (record.fact.subject(), record.fact.relation());
+        if let Some(Some(valid_batch)) = keys.get(&key)
+            && record.batch > *valid_batch
+        {
+            prop_assert!(
+                record.fact.superseded_by().is_some(),
+                "a version of {:?} newer than its valid facts was not superseded",
                 key
+            );
+        }
+    }
+    // A successor is a fact of the same key.
+    for record in state.records.values() {
+        if let Some(by) = record.fact.superseded_by()
+            && let Some(seq) = state.versions.get(&by).and_then(|seqs| seqs.first())
+            && let Some(successor) = state.records.get(seq)
+        {
+            prop_assert_eq!(
+                (successor.fact.subject(), successor.fact.relation()),
+                (record.fact.subject(), record.fact.relation())
             );
         }
     }
@@ -270,9 +285,10 @@ proptest! {
             match op {
                 Op::Add(specs) => {
                     let batch = specs.iter().map(|s| build(s, clock.now())).collect();
-                    let report = store.add(batch);
+                    let report = store.add(batch).unwrap();
                     prop_assert_eq!(
-                        report.added.len() + report.refreshed.len() + report.skipped.len(),
+                        report.added.len() + report.refreshed.len() + report.skipped.len()
+                            + report.arrived_superseded.len(),
                         specs.len()
                     );
                     if config.auto_compact {
@@ -281,7 +297,7 @@ proptest! {
                     }
                 }
                 Op::Invalidate(s, r) => {
-                    store.invalidate(pick(SUBJECTS, *s), pick(RELATIONS, *r));
+                    store.invalidate(pick(SUBJECTS, *s), pick(RELATIONS, *r)).unwrap();
                 }
                 Op::InvalidateFromTask(s, r, t) => {
                     let (subject, relation, task) = (pick(SUBJECTS, *s), pick(RELATIONS, *r), pick(TASKS, *t));
@@ -291,7 +307,7 @@ proptest! {
                             .collect()
                     };
                     let before = of_key(&store);
-                    let ended = store.invalidate_from_task(subject, relation, task);
+                    let ended = store.invalidate_from_task(subject, relation, task).unwrap();
                     let after = of_key(&store);
                     // Exactly the task's facts of the key end; the other tasks' stay valid.
                     prop_assert!(after.iter().all(|f| f.source_task_id() != task));
@@ -300,7 +316,7 @@ proptest! {
                     prop_assert_eq!(ended.len(), before.len() - before.iter().filter(|f| f.source_task_id() != task).count());
                 }
                 Op::Compact(max) => {
-                    store.compact(*max);
+                    store.compact(*max).unwrap();
                     prop_assert!(store.valid_count() <= *max);
                 }
                 Op::Delete(s, r, o) => {

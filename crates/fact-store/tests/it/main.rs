@@ -1,18 +1,47 @@
 //! Integration tests of `fact-store`, through `dyn SessionFactStore` as callers use it.
+//!
+//! The conformance suite (`compaction`, `crud`, `search`, `snapshot`, `temporal`) is
+//! written once against `&dyn SessionFactStore` and compiled once per backend: each
+//! backend module below defines `store_with(config)` and expands `conformance_suite!()`,
+//! so a new backend passes the same tests by adding one module. `properties` runs random
+//! operation sequences against every backend and the in-memory store side by side.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+// The conformance files are compiled once per backend on purpose.
+#![allow(clippy::duplicate_mod)]
 
-mod compaction;
-mod crud;
-mod search;
-mod snapshot;
-mod temporal;
 mod workload_port;
+
+/// The behaviour tests every backend passes, as modules of the invoking backend module
+/// (whose `store_with` they call through `super::`).
+macro_rules! conformance_suite {
+    () => {
+        #[path = "../conformance/compaction.rs"]
+        mod compaction;
+        #[path = "../conformance/crud.rs"]
+        mod crud;
+        #[path = "../conformance/search.rs"]
+        mod search;
+        #[path = "../conformance/snapshot.rs"]
+        mod snapshot;
+        #[path = "../conformance/temporal.rs"]
+        mod temporal;
+    };
+}
+
+#[cfg(feature = "sqlite")]
+mod crash;
+mod in_memory;
+mod properties;
+#[cfg(feature = "sqlite")]
+mod sqlite;
+#[cfg(feature = "sqlite")]
+mod sqlite_fts;
 
 use std::sync::Arc;
 
-use fact_model::{ManualClock, SessionFact, SourceRole, Tag, Timestamp};
-use fact_store::{InMemorySessionFactStore, SessionFactStore, StoreConfig};
+use fact_model::{Clock, ManualClock, SessionFact, SourceRole, Tag, Timestamp};
+use fact_store::SessionFactStore;
 
 pub(crate) fn t(secs: i64) -> Timestamp {
     Timestamp::from_unix_secs(1_800_000_000 + secs).unwrap()
@@ -46,16 +75,12 @@ pub(crate) fn memory(object: &str, statement: &str, confidence: f64) -> SessionF
         .unwrap()
 }
 
-pub(crate) fn store_with(config: StoreConfig) -> (Arc<dyn SessionFactStore>, Arc<ManualClock>) {
+/// A store made by `open` over a manual clock at `t(0)`, with that clock.
+pub(crate) fn store_from(
+    open: impl FnOnce(Arc<dyn Clock>) -> Arc<dyn SessionFactStore>,
+) -> (Arc<dyn SessionFactStore>, Arc<ManualClock>) {
     let clock = Arc::new(ManualClock::new(t(0)));
-    (
-        Arc::new(InMemorySessionFactStore::new(config, clock.clone())),
-        clock,
-    )
-}
-
-pub(crate) fn store() -> (Arc<dyn SessionFactStore>, Arc<ManualClock>) {
-    store_with(StoreConfig::default())
+    (open(clock.clone()), clock)
 }
 
 /// The valid facts as `subject relation object` lines, oldest first.

@@ -31,7 +31,7 @@ fn result(task: u32) -> Vec<SessionFact> {
 fn six_hundred_results_compacted_to_five_hundred_keep_the_newest_verbatim() {
     let (store, _) = store_with(StoreConfig::default());
     for task in 1..=600 {
-        let report = store.add(result(task));
+        let report = store.add(result(task)).unwrap();
         assert!(
             store.valid_count() <= 500,
             "after task {task}: {}",
@@ -61,9 +61,9 @@ fn merge_by_subject_writes_one_summary_per_subject() {
         ..StoreConfig::default()
     };
     let (store, _) = store_with(config);
-    store.add(result(1));
-    store.add(result(2));
-    let report = store.compact(4);
+    store.add(result(1)).unwrap();
+    store.add(result(2)).unwrap();
+    let report = store.compact(4).unwrap();
     assert_eq!((report.merged, report.summaries.len()), (2, 1));
     let summary = store.history("task:1").pop().unwrap();
     assert_eq!(summary.relation(), "compacted");
@@ -75,7 +75,7 @@ fn merge_by_subject_writes_one_summary_per_subject() {
     assert_eq!(store.valid_count(), 4);
     // Nothing left to merge outside the newest batch: the oldest valid facts go, and the
     // newest batch survives verbatim.
-    let report = store.compact(3);
+    let report = store.compact(3).unwrap();
     assert_eq!((report.merged, report.dropped_valid.len()), (0, 1));
     let newest: Vec<SessionFact> = result(2);
     assert_eq!(store.valid_facts(), newest);
@@ -98,8 +98,8 @@ fn lowest_confidence_first_drops_the_least_certain() {
             .build()
             .unwrap()
     };
-    store.add(vec![with_confidence("a", 0.9), with_confidence("b", 0.3)]);
-    let report = store.add(vec![with_confidence("c", 0.6)]);
+    store.add(vec![with_confidence("a", 0.9), with_confidence("b", 0.3)]).unwrap();
+    let report = store.add(vec![with_confidence("c", 0.6)]).unwrap();
     assert_eq!(report.compaction.unwrap().dropped_valid.len(), 1);
     let mut left: Vec<String> = store
         .valid_facts()
@@ -118,7 +118,7 @@ fn history_beyond_its_limit_is_dropped_oldest_first() {
     };
     let (store, _) = store_with(config);
     for n in 0..5 {
-        store.add(vec![fact("task:1", "summary", &format!("v{n}"), 1, n)]);
+        store.add(vec![fact("task:1", "summary", &format!("v{n}"), 1, n)]).unwrap();
     }
     let objects: Vec<String> = store
         .history("task:1")
@@ -136,7 +136,7 @@ fn without_auto_compaction_the_store_grows() {
         ..StoreConfig::default()
     };
     let (store, _) = store_with(config);
-    let report = store.add(result(1));
+    let report = store.add(result(1)).unwrap();
     assert!(report.compaction.is_none());
     assert_eq!(store.valid_count(), 3);
 }

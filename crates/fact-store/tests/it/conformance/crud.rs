@@ -8,8 +8,8 @@ use fact_store::{SkipReason, StoreError};
 fn statements_equal_after_case_and_whitespace_folding_are_one_fact() {
     let (store, _) = store();
     let first = memory("dark mode", "Prefers dark mode", 0.9);
-    store.add(vec![first.clone()]);
-    let report = store.add(vec![memory("dark themes", "  prefers DARK\tmode ", 0.7)]);
+    store.add(vec![first.clone()]).unwrap();
+    let report = store.add(vec![memory("dark themes", "  prefers DARK\tmode ", 0.7)]).unwrap();
     assert!(report.added.is_empty());
     assert_eq!(
         report.skipped[0].reason,
@@ -23,7 +23,7 @@ fn statements_equal_after_case_and_whitespace_folding_are_one_fact() {
         "the existing fact is unchanged"
     );
     // A different statement is a different fact (and, same key, a newer version).
-    let report = store.add(vec![memory("light mode", "Prefers light mode", 0.8)]);
+    let report = store.add(vec![memory("light mode", "Prefers light mode", 0.8)]).unwrap();
     assert_eq!(report.added.len(), 1);
 }
 
@@ -31,7 +31,7 @@ fn statements_equal_after_case_and_whitespace_folding_are_one_fact() {
 fn update_changes_only_the_given_fields() {
     let (store, _) = store();
     let original = memory("tabs", "Prefers tabs", 0.5);
-    store.add(vec![original.clone()]);
+    store.add(vec![original.clone()]).unwrap();
     let updated = store
         .update(
             original.id(),
@@ -53,7 +53,7 @@ fn update_changes_only_the_given_fields() {
 fn update_errors_are_typed() {
     let (store, _) = store();
     let tabs = memory("tabs", "Prefers tabs", 0.5);
-    store.add(vec![tabs.clone(), memory("vim", "Uses vim", 0.5)]);
+    store.add(vec![tabs.clone(), memory("vim", "Uses vim", 0.5)]).unwrap();
     let unknown = FactId::for_triple("no", "such", "fact");
     let bad_confidence = FactUpdate {
         confidence: Some(7.0),
@@ -78,7 +78,7 @@ fn update_errors_are_typed() {
         ..FactUpdate::default()
     };
     store.update(tabs.id(), &rename).unwrap();
-    let report = store.add(vec![memory("x", "likes TABS", 0.1)]);
+    let report = store.add(vec![memory("x", "likes TABS", 0.1)]).unwrap();
     assert_eq!(
         report.skipped[0].reason,
         SkipReason::DuplicateStatement {
@@ -90,9 +90,9 @@ fn update_errors_are_typed() {
 #[test]
 fn delete_removes_every_version_and_unknown_ids_are_not_found() {
     let (store, _) = store();
-    store.add(vec![fact("t", "r", "a", 1, 0)]);
-    store.add(vec![fact("t", "r", "b", 1, 1)]);
-    store.add(vec![fact("t", "r", "a", 1, 2)]);
+    store.add(vec![fact("t", "r", "a", 1, 0)]).unwrap();
+    store.add(vec![fact("t", "r", "b", 1, 1)]).unwrap();
+    store.add(vec![fact("t", "r", "a", 1, 2)]).unwrap();
     let id = FactId::for_triple("t", "r", "a");
     assert_eq!(store.delete(id).unwrap(), 2);
     assert_eq!(store.history("t").len(), 1);
@@ -121,7 +121,7 @@ fn tags_filter_is_any_of() {
         tagged("a", &[Tag::Test]),
         tagged("b", &[Tag::Error, Tag::Test]),
         tagged("c", &[Tag::Convention]),
-    ]);
+    ]).unwrap();
     let subjects = |tags: &[Tag]| -> Vec<String> {
         store
             .valid_facts_by_tags(tags)
@@ -149,7 +149,7 @@ fn the_store_is_shared_between_threads() {
                         "task:1",
                         1,
                         0,
-                    )]);
+                    )]).unwrap();
                 }
             });
         }

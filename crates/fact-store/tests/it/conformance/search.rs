@@ -47,9 +47,9 @@ fn query() -> TermQuery<'static> {
 #[test]
 fn ranks_by_score_then_recency_then_id() {
     let (store, _) = store_with(StoreConfig::default());
-    store.add(vec![fact("src/parser.rs", "modified_by", "task:1", 1, 0)]);
-    store.add(vec![fact("src/lexer.rs", "modified_by", "task:2", 2, 10)]);
-    store.add(vec![fact("docs/parser.md", "mentioned_by", "task:3", 3, 5)]);
+    store.add(vec![fact("src/parser.rs", "modified_by", "task:1", 1, 0)]).unwrap();
+    store.add(vec![fact("src/lexer.rs", "modified_by", "task:2", 2, 10)]).unwrap();
+    store.add(vec![fact("docs/parser.md", "mentioned_by", "task:3", 3, 5)]).unwrap();
     let results = search(&*store, "parser lexer", query());
     assert_eq!(
         results,
@@ -86,7 +86,7 @@ fn filters_by_tag_and_source_task_and_limits() {
         tagged("a.rs", "1", Tag::Error),
         tagged("b.rs", "2", Tag::Convention),
         tagged("c.rs", "3", Tag::Error),
-    ]);
+    ]).unwrap();
     let subjects = |q: TermQuery<'_>| -> Vec<String> {
         search(&*store, "parser", q)
             .into_iter()
@@ -127,8 +127,8 @@ fn filters_by_tag_and_source_task_and_limits() {
 #[test]
 fn invalidated_facts_leave_the_index_and_as_of_finds_them() {
     let (store, _) = store_with(StoreConfig::default());
-    store.add(vec![fact("task:1", "completed_with", "blocked", 1, 0)]);
-    store.add(vec![fact("task:1", "completed_with", "completed", 1, 10)]);
+    store.add(vec![fact("task:1", "completed_with", "blocked", 1, 0)]).unwrap();
+    store.add(vec![fact("task:1", "completed_with", "completed", 1, 10)]).unwrap();
     assert!(search(&*store, "blocked", query()).is_empty());
     let then = search(
         &*store,
@@ -165,7 +165,7 @@ fn heavy_churn_rebuilds_the_index_without_changing_answers() {
                 1,
                 n,
             ),
-        ]);
+        ]).unwrap();
     }
     for text in ["parser revision 2999", "lexer", "src file7 rs", "task"] {
         for limit in [1, 5, 1000] {

@@ -9,9 +9,9 @@ fn filled() -> std::sync::Arc<dyn SessionFactStore> {
     store.add(vec![
         fact("task:1", "completed_with", "blocked", 1, 0),
         memory("tabs", "Prefers tabs", 0.6),
-    ]);
-    store.add(vec![fact("task:1", "completed_with", "completed", 1, 10)]);
-    store.add(vec![fact("src/a.rs", "modified_by", "task:1", 1, 10)]);
+    ]).unwrap();
+    store.add(vec![fact("task:1", "completed_with", "completed", 1, 10)]).unwrap();
+    store.add(vec![fact("src/a.rs", "modified_by", "task:1", 1, 10)]).unwrap();
     store
 }
 
@@ -73,7 +73,7 @@ fn documents_that_are_not_snapshots_are_errors_and_import_nothing() {
 #[test]
 fn importing_into_a_non_empty_store_lets_the_snapshot_win_its_keys() {
     let (store, _) = store_with(StoreConfig::default());
-    store.add(vec![fact("task:1", "completed_with", "failed", 1, 20)]);
+    store.add(vec![fact("task:1", "completed_with", "failed", 1, 20)]).unwrap();
     let report = store
         .import_snapshot(&filled().export_snapshot().to_json())
         .unwrap();

@@ -6,8 +6,8 @@ use fact_model::FactId;
 #[test]
 fn a_later_batch_invalidates_the_same_subject_and_relation() {
     let (store, _) = store();
-    store.add(vec![fact("task:1", "completed_with", "blocked", 1, 10)]);
-    let report = store.add(vec![fact("task:1", "completed_with", "completed", 1, 20)]);
+    store.add(vec![fact("task:1", "completed_with", "blocked", 1, 10)]).unwrap();
+    let report = store.add(vec![fact("task:1", "completed_with", "completed", 1, 20)]).unwrap();
     assert_eq!(report.added.len(), 1);
     assert_eq!(
         report.invalidated,
@@ -30,11 +30,11 @@ fn facts_of_one_batch_never_invalidate_each_other() {
     let report = store.add(vec![
         fact("task:2", "requires", "write the parser", 2, 0),
         fact("task:2", "requires", "update the docs", 2, 0),
-    ]);
+    ]).unwrap();
     assert_eq!((report.added.len(), report.invalidated.len()), (2, 0));
     assert_eq!(store.valid_count(), 2);
     // The next batch with that key replaces both.
-    let report = store.add(vec![fact("task:2", "requires", "nothing", 2, 5)]);
+    let report = store.add(vec![fact("task:2", "requires", "nothing", 2, 5)]).unwrap();
     assert_eq!(report.invalidated.len(), 2);
     assert_eq!(valid_lines(&*store), ["task:2 requires nothing"]);
 }
@@ -43,8 +43,8 @@ fn facts_of_one_batch_never_invalidate_each_other() {
 fn re_adding_a_valid_triple_refreshes_it() {
     let (store, _) = store();
     let f = fact("src/a.rs", "modified_by", "task:1", 1, 0);
-    store.add(vec![f.clone()]);
-    let report = store.add(vec![fact("src/a.rs", "modified_by", "task:1", 1, 9)]);
+    store.add(vec![f.clone()]).unwrap();
+    let report = store.add(vec![fact("src/a.rs", "modified_by", "task:1", 1, 9)]).unwrap();
     assert_eq!(report.refreshed, [f.id()]);
     assert!(report.added.is_empty() && report.invalidated.is_empty());
     assert_eq!(
@@ -57,9 +57,9 @@ fn re_adding_a_valid_triple_refreshes_it() {
 #[test]
 fn re_adding_an_invalidated_triple_starts_a_new_version() {
     let (store, _) = store();
-    store.add(vec![fact("task:3", "reviewed_as", "needs_changes", 3, 0)]);
-    store.add(vec![fact("task:3", "reviewed_as", "approved", 3, 10)]);
-    let report = store.add(vec![fact("task:3", "reviewed_as", "needs_changes", 3, 20)]);
+    store.add(vec![fact("task:3", "reviewed_as", "needs_changes", 3, 0)]).unwrap();
+    store.add(vec![fact("task:3", "reviewed_as", "approved", 3, 10)]).unwrap();
+    let report = store.add(vec![fact("task:3", "reviewed_as", "needs_changes", 3, 20)]).unwrap();
     assert_eq!(report.added.len(), 1);
     let history: Vec<_> = store
         .history("task:3")
@@ -89,7 +89,7 @@ fn a_batch_that_re_adds_one_of_several_facts_keeps_it_whatever_the_order() {
         store.add(vec![
             fact("task:4", "requires", "a", 4, 0),
             fact("task:4", "requires", "b", 4, 0),
-        ]);
+        ]).unwrap();
         let mut batch = vec![
             fact("task:4", "requires", "a", 4, 5),
             fact("task:4", "requires", "c", 4, 5),
@@ -97,7 +97,7 @@ fn a_batch_that_re_adds_one_of_several_facts_keeps_it_whatever_the_order() {
         if reversed {
             batch.reverse();
         }
-        let report = store.add(batch);
+        let report = store.add(batch).unwrap();
         assert_eq!(
             report.refreshed,
             [FactId::for_triple("task:4", "requires", "a")]
@@ -117,24 +117,42 @@ fn a_batch_that_re_adds_one_of_several_facts_keeps_it_whatever_the_order() {
 }
 
 #[test]
-fn out_of_order_time_never_ends_a_fact_before_it_began() {
+fn a_fact_older_than_the_current_truth_arrives_superseded() {
     let (store, _) = store();
-    store.add(vec![fact("task:5", "summary", "late clock", 5, 100)]);
-    store.add(vec![fact("task:5", "summary", "early clock", 5, 50)]);
-    let old = &store.history("task:5")[0];
-    assert_eq!(
-        old.valid_to(),
-        Some(t(100)),
-        "clamped to its own valid_from"
-    );
+    let current = fact("task:5", "summary", "late clock", 5, 100);
+    store.add(vec![current.clone()]).unwrap();
+    let stale = fact("task:5", "summary", "early clock", 5, 50);
+    let report = store.add(vec![stale.clone()]).unwrap();
+    assert_eq!(report.arrived_superseded, [stale.id()]);
+    assert!(report.added.is_empty() && report.invalidated.is_empty());
+    assert_eq!(valid_lines(&*store), ["task:5 summary late clock"]);
+    let history = store.history("task:5");
+    let stored = history.iter().find(|f| f.id() == stale.id()).unwrap();
+    assert_eq!(stored.valid_to(), Some(t(100)), "ended where the newer truth began");
+    assert_eq!(stored.superseded_by(), Some(current.id()));
+    assert_eq!(store.valid_at(t(60))[0].object(), "early clock");
+}
+
+#[test]
+fn a_newer_fact_supersedes_and_names_its_successor() {
+    let (store, _) = store();
+    store.add(vec![fact("user", "prefers_test_framework", "unittest", 1, 0)]).unwrap();
+    let newer = fact("user", "prefers_test_framework", "pytest", 2, 10);
+    let report = store.add(vec![newer.clone()]).unwrap();
+    assert_eq!(report.invalidated.len(), 1);
+    let old = &store.history("user")[0];
+    assert_eq!((old.valid_to(), old.superseded_by()), (Some(t(10)), Some(newer.id())));
+    // An explicit invalidation names no successor.
+    store.invalidate("user", "prefers_test_framework").unwrap();
+    assert_eq!(store.history("user")[1].superseded_by(), None);
 }
 
 #[test]
 fn explicit_invalidation_uses_the_injected_clock() {
     let (store, clock) = store();
-    store.add(vec![fact("task:6", "blocked_by", "missing schema", 6, 0)]);
+    store.add(vec![fact("task:6", "blocked_by", "missing schema", 6, 0)]).unwrap();
     clock.set(t(42));
-    let ended = store.invalidate("task:6", "blocked_by");
+    let ended = store.invalidate("task:6", "blocked_by").unwrap();
     assert_eq!(
         ended,
         [FactId::for_triple("task:6", "blocked_by", "missing schema")]
@@ -142,7 +160,7 @@ fn explicit_invalidation_uses_the_injected_clock() {
     assert_eq!(store.valid_count(), 0);
     assert_eq!(store.history("task:6")[0].valid_to(), Some(t(42)));
     assert!(
-        store.invalidate("task:6", "blocked_by").is_empty(),
+        store.invalidate("task:6", "blocked_by").unwrap().is_empty(),
         "nothing left to invalidate"
     );
 }
@@ -150,8 +168,8 @@ fn explicit_invalidation_uses_the_injected_clock() {
 #[test]
 fn valid_at_answers_for_any_instant() {
     let (store, _) = store();
-    store.add(vec![fact("task:7", "completed_with", "blocked", 7, 10)]);
-    store.add(vec![fact("task:7", "completed_with", "completed", 7, 20)]);
+    store.add(vec![fact("task:7", "completed_with", "blocked", 7, 10)]).unwrap();
+    store.add(vec![fact("task:7", "completed_with", "completed", 7, 20)]).unwrap();
     let objects = |secs| -> Vec<String> {
         store
             .valid_at(t(secs))
@@ -173,7 +191,7 @@ fn arriving_invalidated_and_repeated_facts_are_skipped_with_reasons() {
         ended,
         fact("x", "y", "z", 1, 0),
         fact("x", "y", "z", 1, 0),
-    ]);
+    ]).unwrap();
     let reasons: Vec<_> = report
         .skipped
         .iter()

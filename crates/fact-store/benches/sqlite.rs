@@ -1,0 +1,317 @@
+//! `SqliteFactStore` benchmarks on the shared dispatch workload. Run with
+//! `cargo bench -p fact-store --features sqlite --bench sqlite`.
+//!
+//! - `insert_batch_of_100`: one `add` of 100 workload facts (one transaction) into a store
+//!   on a file that already holds 1,000 or 100,000 facts; divan reports facts per second.
+//! - `search_*`: one search (limit 10, BM25, the querying task excluded) in a store of
+//!   100,000 facts, cycling through the workload's queries: `workload_query` is the
+//!   generator's 40 random domain words (nearly every fact is a candidate), `short_query`
+//!   its first three words. `cached` is the default store (search cache on), `fts` the
+//!   store with the cache off (FTS5 candidates scored from the stored term documents),
+//!   `in_memory` the `InMemorySessionFactStore` on the same facts, for reference.
+//!
+//! - `peer_fts5::*`: the raw FTS5 peer in the same run, the design of
+//!   `../shared/eval/fts5_baseline.py` (one FTS5 table, `porter unicode61`, `bm25()`
+//!   ranking, no temporal model, no dedup): the same facts inserted as
+//!   `subject relation object` rows in transactions of 100, and the same queries as
+//!   `OR` of their words, `ORDER BY bm25 LIMIT 10`.
+//!
+//! Automatic compaction is off, so the size is what the argument says.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "support/facts.rs"]
+mod facts;
+#[path = "support/workload.rs"]
+mod workload;
+
+use std::sync::Arc;
+
+use divan::Bencher;
+use divan::counter::ItemsCount;
+use fact_model::{ManualClock, SessionFact, Timestamp};
+use fact_store::{
+    InMemorySessionFactStore, SessionFactStore, SqliteFactStore, SqliteOptions, StoreConfig,
+    TermQuery, TermWeighting,
+};
+
+fn main() {
+    divan::main();
+}
+
+/// BM25 (k1 1.2, b 0.75), as fact-retrieve's default scorer computes it.
+#[derive(Debug)]
+struct Bm25;
+
+impl TermWeighting for Bm25 {
+    fn term_weight(&self, df: usize, docs: usize, _: usize) -> f64 {
+        let (df, docs) = (df as f64, docs as f64);
+        (1.0 + (docs - df + 0.5) / (df + 0.5)).ln().max(0.0)
+    }
+
+    fn tf_weight(&self, tf: u32, doc_len: u32, avg: f64) -> f64 {
+        let tf = f64::from(tf);
+        let relative = if avg > 0.0 {
+            f64::from(doc_len) * (1.0 / avg)
+        } else {
+            1.0
+        };
+        tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * relative))
+    }
+}
+
+fn unbounded() -> StoreConfig {
+    StoreConfig {
+        capacity: usize::MAX,
+        history_limit: usize::MAX,
+        auto_compact: false,
+        ..StoreConfig::default()
+    }
+}
+
+/// The workload's facts in batches of about 100 (whole task results), for `tasks` tasks
+/// starting at second `from`.
+fn batches_of_100(tasks: &[workload::Task], from: i64) -> Vec<Vec<SessionFact>> {
+    let mut out = Vec::new();
+    let mut current = Vec::new();
+    for (n, task) in tasks.iter().enumerate() {
+        let at = Timestamp::from_unix_secs(from + n as i64).unwrap();
+        for batch in facts::task_batches(task, at) {
+            current.extend(batch);
+        }
+        if current.len() >= 100 {
+            current.truncate(100);
+            out.push(std::mem::take(&mut current));
+        }
+    }
+    out
+}
+
+/// Fills `store` with workload facts until at least `size` are valid; returns the tasks
+/// not used.
+fn fill<'w>(
+    store: &dyn SessionFactStore,
+    tasks: &'w [workload::Task],
+    size: usize,
+) -> &'w [workload::Task] {
+    let mut used = 0;
+    while store.valid_count() < size {
+        let chunk = tasks.get(used..used + 50).expect("workload too small");
+        for batch in batches_of_100(chunk, used as i64) {
+            store.add(batch).unwrap();
+        }
+        used += 50;
+    }
+    tasks.get(used..).unwrap_or_default()
+}
+
+fn open_on_disk(options: SqliteOptions) -> (tempfile::TempDir, SqliteFactStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteFactStore::open_with(
+        dir.path().join("bench.db"),
+        "spec:bench",
+        unbounded(),
+        options,
+        Arc::new(ManualClock::default()),
+    )
+    .unwrap();
+    (dir, store)
+}
+
+#[divan::bench(args = [1_000, 100_000], sample_count = 200, sample_size = 1)]
+fn insert_batch_of_100(bencher: Bencher<'_, '_>, size: usize) {
+    let (_dir, store) = open_on_disk(SqliteOptions::default());
+    let workload = workload::generate(size * 3 / 2 + 40_000, 0, 42);
+    let rest = fill(&store, &workload.tasks, size);
+    let mut batches = batches_of_100(rest, 1_000_000).into_iter();
+    bencher
+        .counter(ItemsCount::new(100usize))
+        .with_inputs(|| batches.next().expect("spare batches ran out"))
+        .bench_local_values(|batch| store.add(batch).unwrap());
+}
+
+const SEARCH_FACTS: usize = 100_000;
+
+/// A store of 100,000 facts (on disk for SQLite) and the workload's queries.
+fn search_setup(store: &dyn SessionFactStore) -> Vec<(String, String)> {
+    let workload = workload::generate(SEARCH_FACTS * 3 / 2, 500, 42);
+    fill(store, &workload.tasks, SEARCH_FACTS);
+    workload.queries
+}
+
+fn short(text: &str) -> String {
+    text.split(' ').take(3).collect::<Vec<_>>().join(" ")
+}
+
+fn bench_search(
+    bencher: Bencher<'_, '_>,
+    store: &dyn SessionFactStore,
+    queries: &[(String, String)],
+    words: fn(&str) -> String,
+) {
+    let queries: Vec<(String, String)> = queries
+        .iter()
+        .map(|(task, text)| (task.clone(), words(text)))
+        .collect();
+    let mut next = queries.iter().cycle();
+    bencher
+        .with_inputs(|| next.next().unwrap())
+        .bench_local_values(|(task, text)| {
+            let query = TermQuery {
+                text,
+                exclude_source_task: Some(task),
+                limit: 10,
+                ..TermQuery::default()
+            };
+            store.search(&query, &Bm25)
+        });
+}
+
+fn whole(text: &str) -> String {
+    text.to_owned()
+}
+
+mod search {
+    use super::*;
+
+    #[divan::bench(sample_count = 300)]
+    fn cached_workload_query(bencher: Bencher<'_, '_>) {
+        let (_dir, store) = open_on_disk(SqliteOptions::default());
+        let queries = search_setup(&store);
+        bench_search(bencher, &store, &queries, whole);
+    }
+
+    #[divan::bench(sample_count = 300)]
+    fn cached_short_query(bencher: Bencher<'_, '_>) {
+        let (_dir, store) = open_on_disk(SqliteOptions::default());
+        let queries = search_setup(&store);
+        bench_search(bencher, &store, &queries, short);
+    }
+
+    #[divan::bench(sample_count = 30)]
+    fn fts_workload_query(bencher: Bencher<'_, '_>) {
+        let options = SqliteOptions {
+            search_cache: false,
+            ..SqliteOptions::default()
+        };
+        let (_dir, store) = open_on_disk(options);
+        let queries = search_setup(&store);
+        bench_search(bencher, &store, &queries, whole);
+    }
+
+    #[divan::bench(sample_count = 100)]
+    fn fts_short_query(bencher: Bencher<'_, '_>) {
+        let options = SqliteOptions {
+            search_cache: false,
+            ..SqliteOptions::default()
+        };
+        let (_dir, store) = open_on_disk(options);
+        let queries = search_setup(&store);
+        bench_search(bencher, &store, &queries, short);
+    }
+
+    #[divan::bench(sample_count = 300)]
+    fn in_memory_workload_query(bencher: Bencher<'_, '_>) {
+        let store = InMemorySessionFactStore::new(unbounded(), Arc::new(ManualClock::default()));
+        let queries = search_setup(&store);
+        bench_search(bencher, &store, &queries, whole);
+    }
+}
+
+/// The raw FTS5 peer: what a plain archive-style memory does with the same facts.
+mod peer_fts5 {
+    use super::*;
+    use rusqlite::{Connection, params};
+
+    fn open() -> (tempfile::TempDir, Connection) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Connection::open(dir.path().join("peer.db")).unwrap();
+        db.execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+             CREATE VIRTUAL TABLE f USING fts5(subject, text, tokenize = 'porter unicode61');",
+        )
+        .unwrap();
+        (dir, db)
+    }
+
+    fn insert(db: &mut Connection, batch: &[SessionFact]) {
+        let tx = db.transaction().unwrap();
+        {
+            let mut stmt = tx
+                .prepare_cached("INSERT INTO f(subject, text) VALUES (?1, ?2)")
+                .unwrap();
+            for fact in batch {
+                let text = format!("{} {}", fact.relation(), fact.object());
+                stmt.execute(params![fact.subject(), text]).unwrap();
+            }
+        }
+        tx.commit().unwrap();
+    }
+
+    fn fill(db: &mut Connection, tasks: &[workload::Task], size: usize) -> usize {
+        let mut rows = 0;
+        for batch in batches_of_100(tasks, 0) {
+            if rows >= size {
+                break;
+            }
+            insert(db, &batch);
+            rows += batch.len();
+        }
+        rows
+    }
+
+    #[divan::bench(args = [1_000, 100_000], sample_count = 200, sample_size = 1)]
+    fn insert_batch_of_100(bencher: Bencher<'_, '_>, size: usize) {
+        let (_dir, mut db) = open();
+        let workload = workload::generate(size * 3 / 2 + 40_000, 0, 42);
+        let used = fill(&mut db, &workload.tasks, size);
+        let mut batches = batches_of_100(&workload.tasks, 0)
+            .into_iter()
+            .skip(used / 100 + 1);
+        bencher
+            .counter(ItemsCount::new(100usize))
+            .with_inputs(|| batches.next().expect("spare batches ran out"))
+            .bench_local_values(|batch| insert(&mut db, &batch));
+    }
+
+    fn search(bencher: Bencher<'_, '_>, words: fn(&str) -> String) {
+        let (_dir, mut db) = open();
+        let workload = workload::generate(SEARCH_FACTS * 3 / 2, 500, 42);
+        fill(&mut db, &workload.tasks, SEARCH_FACTS);
+        let queries: Vec<String> = workload
+            .queries
+            .iter()
+            .map(|(_, text)| {
+                words(text)
+                    .split(|c: char| !c.is_alphanumeric())
+                    .filter(|w| !w.is_empty())
+                    .map(|w| format!("\"{w}\""))
+                    .collect::<Vec<_>>()
+                    .join(" OR ")
+            })
+            .collect();
+        let mut next = queries.iter().cycle();
+        bencher
+            .with_inputs(|| next.next().unwrap())
+            .bench_local_values(|query| {
+                let mut stmt = db
+                    .prepare_cached(
+                        "SELECT rowid FROM f WHERE f MATCH ?1 ORDER BY bm25(f) LIMIT 10",
+                    )
+                    .unwrap();
+                stmt.query_map([query], |row| row.get::<_, i64>(0))
+                    .unwrap()
+                    .count()
+            });
+    }
+
+    #[divan::bench(sample_count = 100)]
+    fn workload_query(bencher: Bencher<'_, '_>) {
+        search(bencher, whole);
+    }
+
+    #[divan::bench(sample_count = 300)]
+    fn short_query(bencher: Bencher<'_, '_>) {
+        search(bencher, short);
+    }
+}

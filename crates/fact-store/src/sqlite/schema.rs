@@ -1,0 +1,177 @@
+//! The database schema and its forward migrations.
+//!
+//! `PRAGMA user_version` is the schema version. [`MIGRATIONS`] holds one function per
+//! version: `MIGRATIONS[n]` takes a database from version `n` to `n + 1`, and each runs in
+//! its own `BEGIN IMMEDIATE` transaction that also sets the new version, so a crash or a
+//! concurrent opener never sees half a migration. Version 2 will be one more function.
+//!
+//! Before anything is written, [`check`] reads the header: a file that is not SQLite fails
+//! there (`SQLITE_NOTADB`, a corrupt-database error), a version newer than
+//! [`SCHEMA_VERSION`] is reported, and a database of another application (version 0 with
+//! tables, or another `application_id`) is refused. Nothing is ever reset or recreated.
+//!
+//! # Version 1
+//!
+//! - `scopes`: one row per scope (`spec:todo-api`, `user:alice`) with its counters: the
+//!   last batch number, the batch of the latest input (never merged by compaction), the
+//!   valid and stored version counts, the total term length of its valid facts, the key
+//!   order counter, a generation bumped by every write (search caches compare it), and
+//!   the analyzer its term documents were made with.
+//! - `facts`: every version; `seq` (the rowid) is insertion order. While a version is valid
+//!   it also holds `key_order` (when it joined its key's valid facts), `doc_len` and
+//!   `terms`, its term document: the analyzer's terms as ids, `t12 t7 t12`.
+//! - `terms`: each scope's terms with their ids and document frequency over valid facts.
+//!   Ids are unique across scopes, so a term-id document never matches another scope.
+//! - `fact_fts`: FTS5 over the term documents of valid facts (contentless, `rowid = seq`).
+//! - `episodes` and `episode_fts`: archived conversations, FTS5 over the analyzed terms of
+//!   their title and summary.
+//!
+//! Every table has a `scope` column (an id into `scopes`), first in every index.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use super::error::{DbError, DbResult};
+
+/// `PRAGMA application_id` of a fact store database: "FMEM".
+pub(super) const APPLICATION_ID: i64 = 0x464D_454D;
+
+/// One migration: takes the database from version `n` to `n + 1`, inside a transaction.
+type Migration = fn(&Connection) -> rusqlite::Result<()>;
+
+/// The migrations, by the version they start from.
+const MIGRATIONS: &[Migration] = &[to_version_1];
+
+/// The newest schema version this build knows.
+pub(super) const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
+
+/// What [`check`] found in the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Found {
+    /// A database at this version (0: empty, nothing created yet).
+    Version(u32),
+    /// A schema newer than [`SCHEMA_VERSION`].
+    Newer(u32),
+}
+
+/// Reads the header without writing anything.
+pub(super) fn check(conn: &Connection) -> DbResult<Found> {
+    // The first read of the file: a file that is not a database fails here (SQLITE_NOTADB).
+    let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    let application: i64 = conn.pragma_query_value(None, "application_id", |row| row.get(0))?;
+    let version = u32::try_from(version)
+        .map_err(|_| DbError::Corrupt(format!("schema version {version} is not a version")))?;
+    if version > SCHEMA_VERSION {
+        return Ok(Found::Newer(version));
+    }
+    if version == 0 {
+        let tables: i64 =
+            conn.query_row("SELECT count(*) FROM sqlite_schema", [], |row| row.get(0))?;
+        if tables > 0 {
+            return Err(DbError::Corrupt(
+                "a SQLite database of another application (it has tables but no fact store \
+                 schema version)"
+                    .into(),
+            ));
+        }
+    } else if application != APPLICATION_ID {
+        return Err(DbError::Corrupt(format!(
+            "a SQLite database of another application (application_id {application:#x})"
+        )));
+    }
+    Ok(Found::Version(version))
+}
+
+/// Applies every migration the database lacks, one transaction each; returns the version
+/// the database is at afterwards (greater than [`SCHEMA_VERSION`] if a newer build
+/// migrated it meanwhile, which the caller refuses).
+pub(super) fn migrate(conn: &mut Connection) -> DbResult<u32> {
+    loop {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        // Read again under the write lock: another process may have migrated meanwhile.
+        let version: i64 = tx.pragma_query_value(None, "user_version", |row| row.get(0))?;
+        let version = u32::try_from(version)
+            .map_err(|_| DbError::Corrupt(format!("schema version {version} is not a version")))?;
+        let Some(migration) = usize::try_from(version)
+            .ok()
+            .and_then(|at| MIGRATIONS.get(at))
+        else {
+            return Ok(version);
+        };
+        migration(&tx)?;
+        tx.pragma_update(None, "user_version", version + 1)?;
+        tx.commit()?;
+    }
+}
+
+fn to_version_1(conn: &Connection) -> rusqlite::Result<()> {
+    conn.pragma_update(None, "application_id", APPLICATION_ID)?;
+    conn.execute_batch(
+        "CREATE TABLE scopes (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            last_batch INTEGER NOT NULL DEFAULT 0,
+            newest_input_batch INTEGER NOT NULL DEFAULT 0,
+            valid_count INTEGER NOT NULL DEFAULT 0,
+            stored_count INTEGER NOT NULL DEFAULT 0,
+            total_len INTEGER NOT NULL DEFAULT 0,
+            next_key_order INTEGER NOT NULL DEFAULT 0,
+            generation INTEGER NOT NULL DEFAULT 0,
+            analyzer TEXT NOT NULL DEFAULT ''
+        );
+        CREATE TABLE facts (
+            seq INTEGER PRIMARY KEY,
+            scope INTEGER NOT NULL REFERENCES scopes(id),
+            id INTEGER NOT NULL,
+            subject TEXT NOT NULL,
+            relation TEXT NOT NULL,
+            object TEXT NOT NULL,
+            tags TEXT NOT NULL,
+            valid_from INTEGER NOT NULL,
+            valid_to INTEGER,
+            source_task_id TEXT NOT NULL,
+            source_role TEXT NOT NULL,
+            confidence REAL NOT NULL,
+            statement TEXT,
+            folded TEXT,
+            superseded_by INTEGER,
+            batch INTEGER NOT NULL,
+            key_order INTEGER,
+            doc_len INTEGER,
+            terms TEXT
+        );
+        CREATE INDEX facts_id ON facts(scope, id);
+        CREATE INDEX facts_subject ON facts(scope, subject);
+        CREATE INDEX facts_valid ON facts(scope) WHERE valid_to IS NULL;
+        CREATE INDEX facts_valid_key ON facts(scope, subject, relation, key_order)
+            WHERE valid_to IS NULL;
+        CREATE INDEX facts_valid_relation ON facts(scope, relation) WHERE valid_to IS NULL;
+        CREATE INDEX facts_valid_statement ON facts(scope, folded)
+            WHERE valid_to IS NULL AND folded IS NOT NULL;
+        CREATE TABLE terms (
+            id INTEGER PRIMARY KEY,
+            scope INTEGER NOT NULL REFERENCES scopes(id),
+            term TEXT NOT NULL,
+            df INTEGER NOT NULL DEFAULT 0,
+            UNIQUE (scope, term)
+        );
+        CREATE VIRTUAL TABLE fact_fts USING fts5(
+            terms, content='', contentless_delete=1, detail=none, tokenize='ascii'
+        );
+        CREATE TABLE episodes (
+            n INTEGER PRIMARY KEY,
+            scope INTEGER NOT NULL REFERENCES scopes(id),
+            id TEXT NOT NULL,
+            title TEXT NOT NULL,
+            summary TEXT NOT NULL,
+            transcript TEXT NOT NULL,
+            tags TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            extracted_at INTEGER,
+            UNIQUE (scope, id)
+        );
+        CREATE INDEX episodes_created ON episodes(scope, created_at);
+        CREATE VIRTUAL TABLE episode_fts USING fts5(
+            terms, content='', contentless_delete=1, tokenize=\"unicode61 tokenchars ':'\"
+        );",
+    )
+}

@@ -1,0 +1,18 @@
+//! The conformance suite against `InMemorySessionFactStore`.
+
+use std::sync::Arc;
+
+use fact_model::ManualClock;
+use fact_store::{InMemorySessionFactStore, SessionFactStore, StoreConfig};
+
+pub(crate) use crate::{fact, memory, store_from, t, valid_lines};
+
+pub(crate) fn store_with(config: StoreConfig) -> (Arc<dyn SessionFactStore>, Arc<ManualClock>) {
+    store_from(|clock| Arc::new(InMemorySessionFactStore::new(config, clock)))
+}
+
+pub(crate) fn store() -> (Arc<dyn SessionFactStore>, Arc<ManualClock>) {
+    store_with(StoreConfig::default())
+}
+
+conformance_suite!();

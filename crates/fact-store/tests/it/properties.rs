@@ -1,0 +1,412 @@
+//! Differential property test: random operation sequences (batches with colliding keys
+//! and statements and out-of-order times, invalidations with and without a subject,
+//! compaction, updates, deletes, re-imports, clock ticks) applied to an
+//! `InMemorySessionFactStore` and to the backend under test must give identical reports,
+//! errors, valid facts, histories, `valid_at` answers, snapshots and search results after
+//! every operation.
+//!
+//! The in-memory store is compared with a second in-memory store too: its hash indexes
+//! are keyed with a random hasher per store, so this checks that nothing it answers
+//! depends on hash order.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use fact_model::{
+    Clock, FactId, FactSelector, FactUpdate, ManualClock, SessionFact, SourceRole, Tag, Timestamp,
+};
+use fact_store::{
+    AnalyzerConfig, CompactionPolicy, InMemorySessionFactStore, SessionFactStore, StoreConfig,
+    StoreResult, TermQuery, TermWeighting,
+};
+use proptest::prelude::*;
+
+const SUBJECTS: &[&str] = &["task:1", "task:2", "src/a.rs", "user"];
+const RELATIONS: &[&str] = &["requires", "summary", "compacted"];
+const OBJECTS: &[&str] = &["alpha", "beta", "gamma parsers", "delta"];
+const STATEMENTS: &[&str] = &["Prefers tabs", "prefers  TABS", "Uses vim", "parsing gamma"];
+const TASKS: &[&str] = &["1", "2"];
+const QUERIES: &[&str] = &[
+    "alpha task 1",
+    "requires summary beta",
+    "gamma parser tabs vim src",
+    "task:2 user",
+    "nothing here",
+];
+
+/// BM25 with the usual constants, to exercise both factors of a weighting.
+#[derive(Debug)]
+struct Bm25;
+
+impl TermWeighting for Bm25 {
+    fn term_weight(&self, df: usize, docs: usize, _: usize) -> f64 {
+        (1.0 + (docs as f64 - df as f64 + 0.5) / (df as f64 + 0.5)).ln()
+    }
+
+    fn tf_weight(&self, tf: u32, doc_len: u32, avg: f64) -> f64 {
+        let tf = f64::from(tf);
+        tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * f64::from(doc_len) / avg))
+    }
+}
+
+/// Keyword overlap: the fraction of query terms a fact holds.
+#[derive(Debug)]
+struct Overlap;
+
+impl TermWeighting for Overlap {
+    fn term_weight(&self, _: usize, _: usize, query_terms: usize) -> f64 {
+        1.0 / query_terms as f64
+    }
+
+    fn tf_weight(&self, _: u32, _: u32, _: f64) -> f64 {
+        1.0
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Spec {
+    task: usize,
+    subject: usize,
+    relation: usize,
+    object: usize,
+    /// Seconds relative to the clock; negative values model out-of-order input.
+    offset: i64,
+    statement: Option<usize>,
+    confidence: f64,
+    tag: usize,
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Add(Vec<Spec>),
+    Invalidate(usize, usize),
+    InvalidateFromTask(usize, usize, usize),
+    /// A selector without a subject: a relation, maybe narrowed to a task.
+    InvalidateRelation(usize, Option<usize>),
+    Compact(usize),
+    Delete(usize, usize, usize),
+    Update(usize, usize, usize, f64, Option<usize>),
+    /// Update the `n`-th valid fact (modulo their number), so updates mostly hit.
+    UpdateValid(usize, f64, Option<usize>),
+    /// Delete the fact of the `n`-th stored version (modulo their number).
+    DeleteStored(usize),
+    Tick(u64),
+    /// Import the store's own snapshot (everything valid is skipped, history doubles).
+    Reimport,
+}
+
+fn spec() -> impl Strategy<Value = Spec> {
+    (
+        (
+            0..TASKS.len(),
+            0..SUBJECTS.len(),
+            0..RELATIONS.len(),
+            0..OBJECTS.len(),
+        ),
+        -5i64..10,
+        proptest::option::weighted(0.3, 0..STATEMENTS.len()),
+        0.0f64..=1.0,
+        0usize..3,
+    )
+        .prop_map(
+            |((task, subject, relation, object), offset, statement, confidence, tag)| Spec {
+                task,
+                subject,
+                relation,
+                object,
+                offset,
+                statement,
+                confidence,
+                tag,
+            },
+        )
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        8 => proptest::collection::vec(spec(), 0..6).prop_map(Op::Add),
+        1 => (0..SUBJECTS.len(), 0..RELATIONS.len()).prop_map(|(s, r)| Op::Invalidate(s, r)),
+        1 => (0..SUBJECTS.len(), 0..RELATIONS.len(), 0..TASKS.len())
+            .prop_map(|(s, r, t)| Op::InvalidateFromTask(s, r, t)),
+        1 => (0..RELATIONS.len(), proptest::option::of(0..TASKS.len()))
+            .prop_map(|(r, t)| Op::InvalidateRelation(r, t)),
+        1 => (0usize..8).prop_map(Op::Compact),
+        1 => (0..SUBJECTS.len(), 0..RELATIONS.len(), 0..OBJECTS.len())
+            .prop_map(|(s, r, o)| Op::Delete(s, r, o)),
+        1 => (
+            (0..SUBJECTS.len(), 0..RELATIONS.len(), 0..OBJECTS.len()),
+            0.0f64..=1.0,
+            proptest::option::weighted(0.3, 0..STATEMENTS.len()),
+        )
+            .prop_map(|((s, r, o), c, st)| Op::Update(s, r, o, c, st)),
+        2 => (0usize..64, 0.0f64..=1.0, proptest::option::weighted(0.3, 0..STATEMENTS.len()))
+            .prop_map(|(n, c, st)| Op::UpdateValid(n, c, st)),
+        1 => (0usize..64).prop_map(Op::DeleteStored),
+        2 => (0u64..20).prop_map(Op::Tick),
+        1 => Just(Op::Reimport),
+    ]
+}
+
+fn config() -> impl Strategy<Value = StoreConfig> {
+    (
+        1usize..12,
+        0usize..12,
+        prop_oneof![
+            Just(CompactionPolicy::MergeBySubject),
+            Just(CompactionPolicy::LowestConfidenceFirst)
+        ],
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(
+            |(capacity, history_limit, policy, auto_compact, stemming)| StoreConfig {
+                capacity,
+                history_limit,
+                policy,
+                auto_compact,
+                analyzer: AnalyzerConfig { stemming },
+            },
+        )
+}
+
+fn pick(list: &[&'static str], i: usize) -> &'static str {
+    list.get(i).copied().unwrap_or("x")
+}
+
+const TAGS: &[Tag] = &[Tag::Decision, Tag::Error, Tag::Preference];
+
+fn build(spec: &Spec, now: Timestamp) -> SessionFact {
+    let at = Timestamp::from_unix_micros(now.unix_micros() + spec.offset * 1_000_000).unwrap();
+    let mut builder = SessionFact::builder(
+        pick(SUBJECTS, spec.subject),
+        pick(RELATIONS, spec.relation),
+        pick(OBJECTS, spec.object),
+    )
+    .tag(TAGS[spec.tag])
+    .source(pick(TASKS, spec.task), SourceRole::Implementer)
+    .valid_from(at)
+    .confidence(spec.confidence);
+    if let Some(i) = spec.statement {
+        builder = builder.statement(pick(STATEMENTS, i));
+    }
+    builder.build().unwrap()
+}
+
+/// A result compared by value, errors by code and message (`StoreError` is not `PartialEq`).
+fn outcome<T: std::fmt::Debug>(result: StoreResult<T>) -> Result<String, String> {
+    result
+        .map(|value| format!("{value:?}"))
+        .map_err(|e| format!("{}: {e}", e.code()))
+}
+
+/// Everything observable about a store, compared between the two.
+fn same(
+    expected: &dyn SessionFactStore,
+    actual: &dyn SessionFactStore,
+    now: Timestamp,
+) -> Result<(), TestCaseError> {
+    prop_assert_eq!(expected.valid_facts(), actual.valid_facts());
+    prop_assert_eq!(expected.export_snapshot(), actual.export_snapshot());
+    prop_assert_eq!(expected.valid_count(), actual.valid_count());
+    prop_assert_eq!(expected.stored_count(), actual.stored_count());
+    for subject in SUBJECTS {
+        prop_assert_eq!(
+            expected.history(subject),
+            actual.history(subject),
+            "history of {}",
+            subject
+        );
+    }
+    for back in [-6i64, -1, 0, 3] {
+        let at = Timestamp::from_unix_micros(now.unix_micros() + back * 1_000_000).unwrap();
+        prop_assert_eq!(
+            expected.valid_at(at),
+            actual.valid_at(at),
+            "valid_at {:?}",
+            at
+        );
+    }
+    for subject in SUBJECTS {
+        for object in OBJECTS {
+            let id = FactId::for_triple(subject, "summary", object);
+            prop_assert_eq!(expected.get(id), actual.get(id));
+        }
+    }
+    let weightings: [&dyn TermWeighting; 2] = [&Bm25, &Overlap];
+    for text in QUERIES {
+        for weighting in weightings {
+            for limit in [1, 3, 100] {
+                let plain = TermQuery {
+                    text,
+                    limit,
+                    ..TermQuery::default()
+                };
+                let variants = [
+                    plain.clone(),
+                    TermQuery {
+                        tags: Some(&[Tag::Error, Tag::Preference]),
+                        ..plain.clone()
+                    },
+                    TermQuery {
+                        exclude_source_task: Some("1"),
+                        ..plain.clone()
+                    },
+                    TermQuery {
+                        as_of: Some(now),
+                        ..plain.clone()
+                    },
+                    TermQuery {
+                        as_of: Some(Timestamp::MAX),
+                        ..plain.clone()
+                    },
+                ];
+                for query in variants {
+                    prop_assert_eq!(
+                        expected.search(&query, weighting),
+                        actual.search(&query, weighting),
+                        "{:?} with {:?}",
+                        query,
+                        weighting
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Applies `ops` to an in-memory store and to the store `open` makes, comparing them.
+fn differential(
+    config: StoreConfig,
+    ops: &[Op],
+    open: &dyn Fn(StoreConfig, Arc<dyn Clock>) -> Box<dyn SessionFactStore>,
+) -> Result<(), TestCaseError> {
+    let clock = Arc::new(ManualClock::new(Timestamp::from_unix_secs(1_000).unwrap()));
+    let expected = InMemorySessionFactStore::new(config, clock.clone());
+    let actual = open(config, clock.clone());
+    let stores: [&dyn SessionFactStore; 2] = [&expected, &*actual];
+    for (step, op) in ops.iter().enumerate() {
+        let results: Vec<Result<String, String>> = stores
+            .iter()
+            .map(|store| match op {
+                Op::Add(specs) => {
+                    outcome(store.add(specs.iter().map(|s| build(s, clock.now())).collect()))
+                }
+                Op::Invalidate(s, r) => {
+                    outcome(store.invalidate(pick(SUBJECTS, *s), pick(RELATIONS, *r)))
+                }
+                Op::InvalidateFromTask(s, r, t) => outcome(store.invalidate_from_task(
+                    pick(SUBJECTS, *s),
+                    pick(RELATIONS, *r),
+                    pick(TASKS, *t),
+                )),
+                Op::InvalidateRelation(r, t) => {
+                    let selector = FactSelector {
+                        subject: None,
+                        relation: pick(RELATIONS, *r).to_owned(),
+                        source_task_id: t.map(|t| pick(TASKS, t).to_owned()),
+                    };
+                    outcome(store.invalidate_matching(&selector))
+                }
+                Op::Compact(max) => outcome(store.compact(*max)),
+                Op::Delete(s, r, o) => outcome(store.delete(FactId::for_triple(
+                    pick(SUBJECTS, *s),
+                    pick(RELATIONS, *r),
+                    pick(OBJECTS, *o),
+                ))),
+                Op::Update(s, r, o, c, st) => {
+                    let id = FactId::for_triple(
+                        pick(SUBJECTS, *s),
+                        pick(RELATIONS, *r),
+                        pick(OBJECTS, *o),
+                    );
+                    let update = FactUpdate {
+                        confidence: Some(*c),
+                        statement: st.map(|i| pick(STATEMENTS, i).to_owned()),
+                        ..FactUpdate::default()
+                    };
+                    outcome(store.update(id, &update))
+                }
+                Op::UpdateValid(n, c, st) => {
+                    let valid = store.valid_facts();
+                    let Some(fact) = valid.get(n % valid.len().max(1)) else {
+                        return Ok(String::new());
+                    };
+                    let update = FactUpdate {
+                        confidence: Some(*c),
+                        statement: st.map(|i| pick(STATEMENTS, i).to_owned()),
+                        ..FactUpdate::default()
+                    };
+                    outcome(store.update(fact.id(), &update))
+                }
+                Op::DeleteStored(n) => {
+                    let records = store.export_snapshot().records;
+                    let Some(record) = records.get(n % records.len().max(1)) else {
+                        return Ok(String::new());
+                    };
+                    outcome(store.delete(record.fact.id()))
+                }
+                Op::Tick(_) => Ok(String::new()),
+                Op::Reimport => {
+                    if store.stored_count() < 100 {
+                        outcome(store.import(store.export_snapshot()))
+                    } else {
+                        Ok(String::new())
+                    }
+                }
+            })
+            .collect();
+        if let Op::Tick(secs) = op {
+            clock.advance(Duration::from_secs(*secs));
+        }
+        prop_assert_eq!(&results[0], &results[1], "step {}: {:?}", step, op);
+        same(&expected, &*actual, clock.now())?;
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn two_in_memory_stores_agree(config in config(), ops in proptest::collection::vec(op(), 1..40)) {
+        differential(config, &ops, &|config, clock| {
+            Box::new(InMemorySessionFactStore::new(config, clock))
+        })?;
+    }
+}
+
+#[cfg(feature = "sqlite")]
+mod sqlite {
+    use fact_store::{SqliteFactStore, SqliteOptions};
+
+    use super::*;
+    use crate::sqlite::OnDisk;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// On a file, with the search cache (the default).
+        #[test]
+        fn sqlite_file_agrees_with_in_memory(
+            config in config(),
+            ops in proptest::collection::vec(op(), 1..40),
+        ) {
+            differential(config, &ops, &|config, clock| {
+                Box::new(OnDisk::open(config, SqliteOptions::default(), clock))
+            })?;
+        }
+
+        /// In memory, every search answered by FTS5 and the stored term documents.
+        #[test]
+        fn sqlite_fts_search_agrees_with_in_memory(
+            config in config(),
+            ops in proptest::collection::vec(op(), 1..40),
+        ) {
+            let options = SqliteOptions { search_cache: false, ..SqliteOptions::default() };
+            differential(config, &ops, &|config, clock| {
+                Box::new(SqliteFactStore::open_with(":memory:", "p", config, options, clock).unwrap())
+            })?;
+        }
+    }
+}

@@ -1,0 +1,494 @@
+//! What only the durable store has: reopening a file, scopes sharing one file, files that
+//! are not (or not yet) fact stores, read-only files, episodes, and several connections
+//! writing at once.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use fact_model::{FactId, FactSelector, ManualClock};
+use fact_store::{
+    Episode, EpisodeStore, SessionFactStore, SqliteFactStore, SqliteOptions, StoreConfig,
+    StoreError, TermQuery, TermWeighting,
+};
+
+use super::{fact, t};
+
+/// Counts the distinct query terms a fact contains.
+#[derive(Debug)]
+struct Overlap;
+
+impl TermWeighting for Overlap {
+    fn term_weight(&self, _: usize, _: usize, query_terms: usize) -> f64 {
+        1.0 / query_terms as f64
+    }
+
+    fn tf_weight(&self, _: u32, _: u32, _: f64) -> f64 {
+        1.0
+    }
+}
+
+fn clock() -> Arc<ManualClock> {
+    Arc::new(ManualClock::new(t(0)))
+}
+
+fn open(path: &Path, scope: &str, clock: &Arc<ManualClock>) -> SqliteFactStore {
+    SqliteFactStore::open(path, scope, StoreConfig::default(), clock.clone()).unwrap()
+}
+
+fn search(store: &dyn SessionFactStore, text: &str) -> Vec<(String, f64)> {
+    let query = TermQuery {
+        text,
+        limit: 10,
+        ..TermQuery::default()
+    };
+    store
+        .search(&query, &Overlap)
+        .into_iter()
+        .map(|s| {
+            (
+                format!(
+                    "{} {} {}",
+                    s.fact.subject(),
+                    s.fact.relation(),
+                    s.fact.object()
+                ),
+                s.score,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_reopened_file_holds_everything_and_carries_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("facts.db");
+    let clock = clock();
+    let before = {
+        let store = open(&path, "spec:todo-api", &clock);
+        store
+            .add(vec![
+                fact("task:1", "requires", "parser", 1, 0),
+                fact("task:1", "requires", "docs", 1, 0),
+            ])
+            .unwrap();
+        store
+            .add(vec![fact("src/parser.rs", "modified_by", "task:1", 1, 5)])
+            .unwrap();
+        store
+            .add(vec![fact("task:1", "completed_with", "blocked", 1, 6)])
+            .unwrap();
+        store
+            .add(vec![fact("task:1", "completed_with", "completed", 1, 9)])
+            .unwrap();
+        let found = search(&store, "parser docs");
+        assert_eq!(found.len(), 3);
+        (
+            store.export_snapshot(),
+            store.valid_count(),
+            store.stored_count(),
+            found,
+        )
+    };
+    let store = open(&path, "spec:todo-api", &clock);
+    assert_eq!(store.export_snapshot(), before.0);
+    assert_eq!(
+        (store.valid_count(), store.stored_count()),
+        (before.1, before.2)
+    );
+    assert_eq!(search(&store, "parser docs"), before.3);
+    assert_eq!(store.history("task:1").len(), 4);
+    assert_eq!(store.valid_at(t(7))[3].object(), "blocked");
+    // Batches carry on: this batch is later than the one that added both requirements,
+    // so it ends both; the stored batch numbers keep growing.
+    let report = store
+        .add(vec![fact("task:1", "requires", "nothing", 1, 10)])
+        .unwrap();
+    assert_eq!(report.invalidated.len(), 2);
+    let batches: Vec<u64> = store
+        .export_snapshot()
+        .records
+        .iter()
+        .map(|r| r.batch)
+        .collect();
+    assert_eq!(batches, [1, 1, 2, 3, 4, 5]);
+    assert_eq!(search(&store, "docs"), []);
+    assert_eq!(search(&store, "nothing")[0].0, "task:1 requires nothing");
+}
+
+#[test]
+fn scopes_of_one_file_see_nothing_of_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("facts.db");
+    let clock = clock();
+    let spec = open(&path, "spec:todo-api", &clock);
+    let alice = open(&path, "user:alice", &clock);
+    spec.add(vec![
+        fact("task:1", "summary", "parser work", 1, 0),
+        fact("task:1", "requires", "lexer", 1, 0),
+        fact("src/a.rs", "issue", "no tests", 1, 0),
+    ])
+    .unwrap();
+    alice
+        .add(vec![fact("task:1", "summary", "parser preference", 1, 0)])
+        .unwrap();
+    // Same key in another scope: nothing invalidated across.
+    let report = alice
+        .add(vec![fact("task:1", "requires", "coffee", 1, 5)])
+        .unwrap();
+    assert!(report.invalidated.is_empty());
+    assert_eq!((spec.valid_count(), alice.valid_count()), (3, 2));
+    assert_eq!((spec.stored_count(), alice.stored_count()), (3, 2));
+    assert_eq!(spec.history("task:1").len(), 2);
+    assert_eq!(alice.history("task:1").len(), 2);
+    assert_eq!(search(&spec, "parser").len(), 1);
+    assert_eq!(
+        search(&alice, "parser")[0].0,
+        "task:1 summary parser preference"
+    );
+    assert!(search(&alice, "lexer tests").is_empty());
+    assert_eq!(alice.valid_at(t(10)).len(), 2);
+    assert_eq!(alice.export_snapshot().records.len(), 2);
+    // An id both scopes hold: each scope's own version.
+    let lexer = FactId::for_triple("task:1", "requires", "lexer");
+    assert!(alice.get(lexer).is_none());
+    assert!(matches!(
+        alice.delete(lexer),
+        Err(StoreError::NotFound { .. })
+    ));
+    // Invalidation without a subject, and compaction, stay in their scope.
+    let ended = alice
+        .invalidate_matching(&FactSelector {
+            subject: None,
+            relation: "summary".into(),
+            source_task_id: None,
+        })
+        .unwrap();
+    assert_eq!(ended.len(), 1);
+    assert_eq!(spec.valid_count(), 3);
+    let report = spec.compact(1).unwrap();
+    assert!(report.merged + report.dropped_valid.len() > 0);
+    assert_eq!(alice.valid_count(), 1);
+    assert_eq!(alice.history("task:1").len(), 2);
+    // Episodes too.
+    let at = t(0);
+    spec.put_episode(&Episode::new("Parser", "The parser is done.", "...", at))
+        .unwrap();
+    assert!(alice.episodes().unwrap().is_empty());
+    assert!(alice.search_episodes("parser", 5).unwrap().is_empty());
+    assert_eq!(spec.search_episodes("parser", 5).unwrap().len(), 1);
+}
+
+#[test]
+fn a_text_file_is_corrupt_and_stays_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("notes.txt");
+    let text = "these are my notes, not a database\n".repeat(200);
+    std::fs::write(&path, &text).unwrap();
+    let err = SqliteFactStore::open(&path, "s", StoreConfig::default(), clock()).unwrap_err();
+    assert_eq!(err.code(), "corrupt", "{err}");
+    assert!(
+        matches!(&err, StoreError::Corrupt { path: p, .. } if *p == path),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("notes.txt"), "{err}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+}
+
+/// Writes a big-endian `u32` into the SQLite header of a closed database file.
+fn patch_header(path: &Path, offset: usize, value: u32) {
+    let mut bytes = std::fs::read(path).unwrap();
+    bytes[offset..offset + 4].copy_from_slice(&value.to_be_bytes());
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[test]
+fn a_newer_schema_is_refused_and_left_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("facts.db");
+    drop(open(&path, "s", &clock()));
+    // `PRAGMA user_version` is the big-endian u32 at offset 60 of the header.
+    let newer = SqliteFactStore::SCHEMA_VERSION + 1;
+    patch_header(&path, 60, newer);
+    let before = std::fs::read(&path).unwrap();
+    let err = SqliteFactStore::open(&path, "s", StoreConfig::default(), clock()).unwrap_err();
+    match &err {
+        StoreError::NewerSchema {
+            path: p,
+            found,
+            supported,
+        } => {
+            assert_eq!(
+                (p, *found, *supported),
+                (&path, newer, SqliteFactStore::SCHEMA_VERSION)
+            );
+        }
+        other => panic!("expected NewerSchema, got {other:?}"),
+    }
+    assert_eq!(err.code(), "newer_schema");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        before,
+        "the file is untouched"
+    );
+}
+
+#[test]
+fn a_database_of_another_application_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("facts.db");
+    drop(open(&path, "s", &clock()));
+    // `PRAGMA application_id` is the big-endian u32 at offset 68.
+    patch_header(&path, 68, 0x1234);
+    let before = std::fs::read(&path).unwrap();
+    let err = SqliteFactStore::open(&path, "s", StoreConfig::default(), clock()).unwrap_err();
+    assert_eq!(err.code(), "corrupt", "{err}");
+    assert!(err.to_string().contains("another application"), "{err}");
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}
+
+#[test]
+fn a_read_only_store_reads_and_refuses_writes_with_a_typed_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("facts.db");
+    let clock = clock();
+    open(&path, "s", &clock)
+        .add(vec![fact("a", "r", "o", 1, 0)])
+        .unwrap();
+    let options = SqliteOptions {
+        read_only: true,
+        ..SqliteOptions::default()
+    };
+    let store =
+        SqliteFactStore::open_with(&path, "s", StoreConfig::default(), options, clock.clone())
+            .unwrap();
+    assert_eq!(store.valid_count(), 1);
+    assert_eq!(search(&store, "o").len(), 1);
+    let err = store.add(vec![fact("b", "r", "o", 1, 1)]).unwrap_err();
+    assert_eq!(err.code(), "io", "{err}");
+    let err = store
+        .put_episode(&Episode::new("x", "y", "z", t(0)))
+        .unwrap_err();
+    assert_eq!(err.code(), "io", "{err}");
+    assert_eq!(store.valid_count(), 1);
+    // A scope the file lacks cannot be created read-only.
+    let err = SqliteFactStore::open_with(&path, "other", StoreConfig::default(), options, clock)
+        .unwrap_err();
+    assert_eq!(err.code(), "io", "{err}");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_file_without_write_permission_gives_a_typed_error_on_write() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("facts.db");
+    let clock = clock();
+    open(&path, "s", &clock)
+        .add(vec![fact("a", "r", "o", 1, 0)])
+        .unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
+    if std::fs::OpenOptions::new().write(true).open(&path).is_ok() {
+        // Running as root: permissions do not stop writes, so there is nothing to test.
+        return;
+    }
+    match SqliteFactStore::open(&path, "s", StoreConfig::default(), clock) {
+        Err(err) => assert_eq!(err.code(), "io", "{err}"),
+        Ok(store) => {
+            assert_eq!(store.valid_count(), 1);
+            let err = store.add(vec![fact("b", "r", "o", 1, 1)]).unwrap_err();
+            assert_eq!(err.code(), "io", "{err}");
+        }
+    }
+}
+
+#[test]
+fn episodes_are_stored_searched_and_marked() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir.path().join("facts.db"), "user:alice", &clock());
+    let mut testing = Episode::new(
+        "Testing",
+        "The user chose pytest over unittest.",
+        "user: pytest",
+        t(10),
+    );
+    testing.tags = vec!["python".into(), "tests".into()];
+    let databases = Episode::new(
+        "Databases",
+        "SQLite with FTS5 for memory.",
+        "user: sqlite",
+        t(20),
+    );
+    let both = Episode::new(
+        "Tests and databases",
+        "pytest fixtures for SQLite.",
+        "...",
+        t(5),
+    );
+    for episode in [&testing, &databases, &both] {
+        store.put_episode(episode).unwrap();
+    }
+    assert_eq!(store.episode(&testing.id).unwrap().as_ref(), Some(&testing));
+    assert!(store.episode("ep_0000000000000000").unwrap().is_none());
+    let ids =
+        |episodes: Vec<Episode>| -> Vec<String> { episodes.into_iter().map(|e| e.title).collect() };
+    assert_eq!(
+        ids(store.episodes().unwrap()),
+        ["Tests and databases", "Testing", "Databases"]
+    );
+    // More distinct query terms first, then newer.
+    assert_eq!(
+        ids(store.search_episodes("pytest and sqlite?", 5).unwrap()),
+        ["Tests and databases", "Databases", "Testing"]
+    );
+    assert_eq!(
+        ids(store.search_episodes("pytest", 1).unwrap()),
+        ["Testing"]
+    );
+    assert!(store.search_episodes("kubernetes", 5).unwrap().is_empty());
+    assert!(store.search_episodes("the and", 5).unwrap().is_empty());
+    // Extraction bookkeeping.
+    assert_eq!(store.pending_extraction().unwrap().len(), 3);
+    store.mark_extracted(&testing.id, t(30)).unwrap();
+    assert_eq!(
+        ids(store.pending_extraction().unwrap()),
+        ["Tests and databases", "Databases"]
+    );
+    assert_eq!(
+        store.episode(&testing.id).unwrap().unwrap().extracted_at,
+        Some(t(30))
+    );
+    let err = store.mark_extracted("ep_missing", t(30)).unwrap_err();
+    assert!(matches!(err, StoreError::EpisodeNotFound { .. }), "{err:?}");
+    // Replacing an episode keeps its place and re-indexes it.
+    let mut renamed = databases.clone();
+    renamed.summary = "Postgres after all.".into();
+    store.put_episode(&renamed).unwrap();
+    assert_eq!(store.episodes().unwrap().len(), 3);
+    assert_eq!(
+        ids(store.search_episodes("sqlite", 5).unwrap()),
+        ["Tests and databases"]
+    );
+    assert_eq!(
+        ids(store.search_episodes("postgres", 5).unwrap()),
+        ["Databases"]
+    );
+    // Facts name their episode as their source task.
+    let from_episode = fact_model::SessionFact::builder("user", "prefers_test_framework", "pytest")
+        .tag(fact_model::Tag::Preference)
+        .source(testing.id.clone(), fact_model::SourceRole::Extractor)
+        .valid_from(t(10))
+        .build()
+        .unwrap();
+    store.add(vec![from_episode]).unwrap();
+    assert_eq!(store.valid_facts()[0].source_task_id(), testing.id);
+}
+
+#[test]
+fn two_connections_writing_one_file_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("facts.db");
+    let clock = clock();
+    let config = StoreConfig {
+        capacity: 10_000,
+        history_limit: 10_000,
+        ..StoreConfig::default()
+    };
+    let stores: Vec<SqliteFactStore> = (0..2)
+        .map(|_| SqliteFactStore::open(&path, "spec:shared", config, clock.clone()).unwrap())
+        .collect();
+    std::thread::scope(|scope| {
+        for (worker, store) in stores.iter().enumerate() {
+            scope.spawn(move || {
+                for n in 0..100i64 {
+                    store
+                        .add(vec![
+                            fact(
+                                &format!("src/{worker}/{n}.rs"),
+                                "modified_by",
+                                "task:1",
+                                1,
+                                n,
+                            ),
+                            // Both workers write this key: the later batch wins each time.
+                            fact("task:1", "completed_with", &format!("w{worker} n{n}"), 1, n),
+                        ])
+                        .unwrap();
+                }
+            });
+        }
+    });
+    for store in &stores {
+        assert_eq!(store.valid_count(), 201);
+        assert_eq!(store.stored_count(), 400);
+        assert_eq!(store.history("task:1").len(), 200);
+        // The search cache of each store sees the other's writes.
+        assert_eq!(search(store, "completed").len(), 1);
+    }
+    let batches: Vec<u64> = stores[0]
+        .export_snapshot()
+        .records
+        .iter()
+        .map(|r| r.batch)
+        .collect();
+    let mut sorted = batches.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(
+        sorted,
+        (1..=200).collect::<Vec<u64>>(),
+        "one batch number per add, none shared"
+    );
+}
+
+#[test]
+fn a_search_cache_follows_writes_of_other_connections() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("facts.db");
+    let clock = clock();
+    let reader = open(&path, "s", &clock);
+    let writer = open(&path, "s", &clock);
+    writer
+        .add(vec![fact("src/lexer.rs", "modified_by", "task:1", 1, 0)])
+        .unwrap();
+    assert_eq!(search(&reader, "lexer").len(), 1);
+    writer
+        .add(vec![fact("src/parser.rs", "modified_by", "task:2", 2, 1)])
+        .unwrap();
+    assert_eq!(search(&reader, "parser").len(), 1);
+    // The reader's own write, after the other's, still leaves its cache right.
+    reader
+        .add(vec![fact("src/parser.rs", "reviewed_by", "task:3", 3, 2)])
+        .unwrap();
+    writer.invalidate("src/parser.rs", "modified_by").unwrap();
+    assert_eq!(
+        search(&reader, "parser"),
+        [("src/parser.rs reviewed_by task:3".to_owned(), 1.0)]
+    );
+    assert_eq!(search(&writer, "parser"), search(&reader, "parser"));
+}
+
+#[test]
+fn opening_with_another_analyzer_reindexes_the_scope() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("facts.db");
+    let clock: Arc<ManualClock> = clock();
+    let stemmed = open(&path, "s", &clock);
+    stemmed
+        .add(vec![fact("task:1", "summary", "parsing parsers", 1, 0)])
+        .unwrap();
+    assert_eq!(search(&stemmed, "parse").len(), 1);
+    drop(stemmed);
+    let plain_config = StoreConfig {
+        analyzer: fact_store::AnalyzerConfig { stemming: false },
+        ..StoreConfig::default()
+    };
+    let plain = SqliteFactStore::open(&path, "s", plain_config, clock.clone()).unwrap();
+    assert!(search(&plain, "parse").is_empty());
+    assert_eq!(search(&plain, "parsers").len(), 1);
+    let reference = fact_store::InMemorySessionFactStore::new(plain_config, clock.clone());
+    reference.import(plain.export_snapshot()).unwrap();
+    assert_eq!(
+        search(&plain, "parsing task summary"),
+        search(&reference, "parsing task summary")
+    );
+}

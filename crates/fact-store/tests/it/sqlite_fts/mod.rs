@@ -1,0 +1,23 @@
+//! The conformance suite against `SqliteFactStore` without its search cache: every
+//! search is answered by FTS5 and the stored term documents.
+
+use std::sync::Arc;
+
+use fact_model::ManualClock;
+use fact_store::{SessionFactStore, SqliteOptions, StoreConfig};
+
+pub(crate) use crate::{fact, memory, store_from, t, valid_lines};
+
+pub(crate) fn store_with(config: StoreConfig) -> (Arc<dyn SessionFactStore>, Arc<ManualClock>) {
+    let options = SqliteOptions {
+        search_cache: false,
+        ..SqliteOptions::default()
+    };
+    store_from(|clock| Arc::new(crate::sqlite::OnDisk::open(config, options, clock)))
+}
+
+pub(crate) fn store() -> (Arc<dyn SessionFactStore>, Arc<ManualClock>) {
+    store_with(StoreConfig::default())
+}
+
+conformance_suite!();
