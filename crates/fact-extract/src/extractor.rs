@@ -107,6 +107,11 @@ fn run<R>(rules: &[Box<dyn ExtractionRule<R>>], result: &R, ctx: &RuleContext<'_
                         extraction.facts.push(fact);
                     }
                 }
+                for selector in output.settles {
+                    if !extraction.settles.contains(&selector) {
+                        extraction.settles.push(selector);
+                    }
+                }
                 continue;
             }
             Ok(Err(error)) => format!("rule failed: {error}"),

@@ -1,4 +1,7 @@
-//! Rule-based extraction of temporal facts from dispatch results: no LLM, no I/O.
+//! Pluggable extraction of temporal facts: rules for dispatch results, an LLM for
+//! conversations.
+//!
+//! **Dispatch results**, rule-based, no LLM, no I/O:
 //!
 //! - [`FactExtractor`] is the object-safe contract the runtime holds
 //!   (`Box<dyn FactExtractor>`); it never fails and never panics: it returns an
@@ -10,6 +13,16 @@
 //!   other rules still run.
 //!
 //! The default rules ([`rules`]) implement the rule table of seed 001 and issue 3.
+//!
+//! **Conversations**, by a language model (seeds 002 and 004):
+//!
+//! - [`ConversationExtractor`] is the object-safe contract; [`LlmFactExtractor`] implements
+//!   it by prompting an [`LlmClient`] ([`extraction_prompt`]) chunk by chunk
+//!   ([`chunk_transcript`]), reading replies leniently ([`parse_reply`]) and checking every
+//!   fact's category and confidence; what it skips becomes a [`Diagnostic`].
+//! - Clients: [`CommandLlm`] runs a shell command; `OpenAiCompatibleLlm` (feature
+//!   `openai`) calls a chat-completions endpoint. Failures are [`LlmError`]s.
+//! - [`parse_transcript`] reads a conversation from JSON Lines into [`Message`]s.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -39,6 +52,7 @@
 #![forbid(unsafe_code)]
 
 mod extractor;
+mod llm;
 mod paths;
 pub mod relation;
 pub mod rules;
@@ -46,12 +60,21 @@ pub mod rules;
 use std::fmt::Debug;
 
 use fact_model::{
-    Clock, FactError, ImplementerResult, MAX_SUBJECT_CHARS, ReviewerResult, SessionFact,
-    SourceRole, Tag, Timestamp, clip,
+    Clock, FactError, FactSelector, ImplementerResult, MAX_SUBJECT_CHARS, ReviewerResult,
+    SessionFact, SourceRole, Tag, Timestamp, clip,
 };
 use serde::Serialize;
 
 pub use crate::extractor::RuleBasedFactExtractor;
+pub use crate::llm::{
+    CommandLlm, ConversationExtraction, ConversationExtractor, DEFAULT_CATEGORIES,
+    ERROR_TAIL_CHARS, EXTRACTION_GUIDE, EXTRACTION_REPLY_SHAPE, LlmClient, LlmError,
+    LlmExtractorConfig, LlmFactExtractor, MAX_SUMMARY_CHARS, MAX_TITLE_CHARS, MIN_CHUNK_CHARS,
+    Message, MessageRole, ParsedReply, ReplyError, ReplyFact, chunk_transcript, extraction_prompt,
+    parse_reply, parse_transcript, render_transcript,
+};
+#[cfg(feature = "openai")]
+pub use crate::llm::{OpenAiCompatibleLlm, OpenAiConfig};
 pub use crate::paths::paths_in;
 
 /// Longest object text a default rule writes, in characters (seed 001: "clipped 120 chars").
@@ -86,11 +109,19 @@ impl<E: FactExtractor + ?Sized> FactExtractor for std::sync::Arc<E> {
     }
 }
 
-/// What an extraction produced: one batch of facts, and what went wrong on the way.
+/// What an extraction produced: one batch of facts, what the result settles, and what
+/// went wrong on the way.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Extraction {
     /// The facts, in rule order, without repeated triples; all share one `valid_from`.
     pub facts: Vec<SessionFact>,
+    /// The valid facts the result settles, to invalidate before `facts` are added (so
+    /// the result's own facts stay valid), in rule order, without repeats: an approval
+    /// settles the issues its task's reviews raised and the task's `must_fix` and
+    /// `blocked_by`; a completed implementation settles the task's `blocked_by`. Decided
+    /// here, beside the rules that write those relations, and applied by the store, so
+    /// nothing about them lives in the memory of one process.
+    pub settles: Vec<FactSelector>,
     /// One entry per rule that failed or reported a problem.
     pub diagnostics: Vec<Diagnostic>,
 }
@@ -116,11 +147,13 @@ pub enum RuleError {
     Other(String),
 }
 
-/// What a rule returns: facts, and notes on input it passed over.
+/// What a rule returns: facts, what the result settles, and notes on input it passed over.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RuleOutput {
     /// The facts, in order.
     pub facts: Vec<SessionFact>,
+    /// Valid facts the result settles (see [`Extraction::settles`]).
+    pub settles: Vec<FactSelector>,
     /// Problems worth reporting that did not stop the rule.
     pub notes: Vec<String>,
 }

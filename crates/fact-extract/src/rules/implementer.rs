@@ -1,10 +1,11 @@
 //! Rules for implementer results.
 
-use fact_model::{ImplementerResult, ImplementerStatus, Tag};
+use fact_model::{FactSelector, ImplementerResult, ImplementerStatus, Tag};
 
 use crate::{FnRule, RuleContext, RuleError, RuleOutput, paths_in, relation};
 
-/// `task:{id} completed_with {status}` (decision).
+/// `task:{id} completed_with {status}` (decision); a completed task settles its
+/// `blocked_by` facts.
 pub const STATUS: FnRule<ImplementerResult> = FnRule::new("implementer.status", status);
 
 fn status(
@@ -18,6 +19,10 @@ fn status(
         result.status.as_str(),
         &[Tag::Decision],
     )?);
+    if result.status == ImplementerStatus::Completed {
+        out.settles
+            .push(FactSelector::key(ctx.task_subject(), relation::BLOCKED_BY));
+    }
     Ok(())
 }
 

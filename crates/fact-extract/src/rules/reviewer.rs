@@ -1,6 +1,6 @@
 //! Rules for reviewer results.
 
-use fact_model::{ReviewIssue, ReviewerResult, Tag};
+use fact_model::{Assessment, FactSelector, ReviewIssue, ReviewerResult, Tag};
 
 use crate::{FnRule, RuleContext, RuleError, RuleOutput, relation};
 
@@ -55,7 +55,9 @@ fn mentions_convention(text: &str) -> bool {
     false
 }
 
-/// `task:{id} reviewed_as {assessment}` (decision).
+/// `task:{id} reviewed_as {assessment}` (decision); an approval settles the `issue`
+/// facts the task's reviews raised (about any file, from this task only) and the task's
+/// `must_fix` and `blocked_by` facts.
 pub const ASSESSMENT: FnRule<ReviewerResult> = FnRule::new("reviewer.assessment", assessment);
 
 fn assessment(
@@ -69,6 +71,13 @@ fn assessment(
         result.assessment.as_str(),
         &[Tag::Decision],
     )?);
+    if result.assessment == Assessment::Approved {
+        out.settles.extend([
+            FactSelector::from_task(relation::ISSUE, ctx.task_id()),
+            FactSelector::key(ctx.task_subject(), relation::MUST_FIX),
+            FactSelector::key(ctx.task_subject(), relation::BLOCKED_BY),
+        ]);
+    }
     Ok(())
 }
 

@@ -1,5 +1,6 @@
 //! Integration tests of `fact-extract`: data-driven checks of every rule, isolation of
-//! failing rules, and a property test over arbitrary results.
+//! failing rules, a property test over arbitrary results, and conversation extraction by
+//! an LLM (`llm`).
 
 #![allow(
     clippy::unwrap_used,
@@ -9,6 +10,7 @@
 )]
 
 mod isolation;
+mod llm;
 mod properties;
 mod rules;
 

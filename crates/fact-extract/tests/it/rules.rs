@@ -3,7 +3,9 @@
 use fact_model::SourceRole;
 use serde_json::json;
 
-use super::{at, check_implementer, check_reviewer};
+use fact_extract::{Extraction, FactExtractor};
+
+use super::{at, check_implementer, check_reviewer, extractor};
 
 #[test]
 fn implementer_result_with_two_files_and_two_follow_ups() {
@@ -255,4 +257,60 @@ fn every_rule_alone() {
             .extract_from_reviewer(&reviewer, "7");
         assert_eq!(super::lines(&extraction), expect, "{name}");
     }
+}
+
+/// What a result settles, as `subject? relation from task?` lines.
+fn settles(extraction: &Extraction) -> Vec<String> {
+    extraction
+        .settles
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {} from {}",
+                s.subject.as_deref().unwrap_or("*"),
+                s.relation,
+                s.source_task_id.as_deref().unwrap_or("*")
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn what_results_settle_is_decided_beside_the_rules() {
+    let approval = check_reviewer(
+        json!({"task_id": "7", "assessment": "approved"}),
+        &["task:7 | reviewed_as | approved | decision"],
+    );
+    assert_eq!(
+        settles(&approval),
+        [
+            "* issue from 7",
+            "task:7 must_fix from *",
+            "task:7 blocked_by from *"
+        ]
+    );
+    let changes = json!({"task_id": "7", "assessment": "needs_changes",
+        "issues": [{"severity": "important", "message": "no tests", "file": "src/a.rs"}]});
+    let result: fact_model::ReviewerResult = serde_json::from_value(changes).unwrap();
+    assert!(
+        extractor()
+            .extract_from_reviewer(&result, "7")
+            .settles
+            .is_empty()
+    );
+
+    let done: fact_model::ImplementerResult =
+        serde_json::from_value(json!({"task_id": "7", "status": "completed"})).unwrap();
+    let extraction = extractor().extract_from_implementer(&done, "7");
+    assert_eq!(settles(&extraction), ["task:7 blocked_by from *"]);
+    let blocked: fact_model::ImplementerResult = serde_json::from_value(
+        json!({"task_id": "7", "status": "blocked", "blockers": ["no schema"]}),
+    )
+    .unwrap();
+    assert!(
+        extractor()
+            .extract_from_implementer(&blocked, "7")
+            .settles
+            .is_empty()
+    );
 }
