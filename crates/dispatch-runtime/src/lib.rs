@@ -22,6 +22,9 @@
 #![forbid(unsafe_code)]
 
 pub mod contract;
+#[cfg(feature = "sqlite")]
+pub mod durable;
+mod memory;
 pub mod prompt;
 pub mod protocol;
 mod runtime;
@@ -30,19 +33,32 @@ pub use crate::contract::{
     BEGIN_MARKER, ContractError, DEFAULT_MAX_OUTPUT_TOKENS, DispatchResult, END_MARKER, Role,
     extract_block, parse_output, validate_schema,
 };
+pub use crate::memory::{
+    AddOutcome, ArchiveReport, MemoryChange, MemoryError, MemoryService, NewMemory,
+};
 pub use crate::runtime::{
     CompactionStage, CompilePromptRequest, CompilePromptResponse, DispatchRuntimeManager,
     ErrorBody, GuideMode, IngestOutputRequest, IngestOutputResponse, IngestStatus, InitRunRequest,
     InitRunResponse, LedgerMode, NextAction, PromptConfig, RetrieverFactory, RuntimeBuilder,
-    RuntimeError, Snapshot, StoreFactory, Telemetry,
+    RuntimeError, Snapshot, SpecArchive, StoreFactory, Telemetry,
 };
 
 /// What the binaries on top of the runtime need from the crates below it, so they depend on
 /// this crate alone.
 pub mod reexports {
-    pub use fact_model::{Clock, ManualClock, SystemClock, Timestamp};
+    pub use fact_extract::{
+        CommandLlm, ConversationExtraction, ConversationExtractor, LlmClient, LlmError,
+        LlmExtractorConfig, LlmFactExtractor, Message,
+    };
+    pub use fact_model::{Clock, FactId, ManualClock, SessionFact, SystemClock, Tag, Timestamp};
     #[cfg(feature = "tiktoken")]
     pub use fact_retrieve::BpeTokenCounter;
-    pub use fact_retrieve::{CharsPerToken, TokenCounter};
+    pub use fact_retrieve::{CharsPerToken, Recall, TokenCounter};
+    #[cfg(feature = "sqlite")]
+    pub use fact_store::SqliteFactStore;
+    pub use fact_store::{
+        AddReport, Episode, EpisodeStore, ScoredFact, SessionFactStore, SkipReason, StoreConfig,
+        StoreError,
+    };
     pub use ledger::{LedgerError, ProgressLedger};
 }

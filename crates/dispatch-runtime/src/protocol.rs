@@ -222,12 +222,12 @@ pub fn handle(runtime: &DispatchRuntimeManager, request: &Value) -> Value {
             runtime.get_snapshot(&r.run_id).map(|s| success(json!({"snapshot": s}))).map_err(|e| error(e.code(), e.to_string()))
         }),
         "get_telemetry" => parse::<NoFields>(request).map(|_| success(json!({"telemetry": runtime.telemetry()}))),
-        "query_facts" => parse::<QueryFacts>(request).map(|q| {
+        "query_facts" => parse::<QueryFacts>(request).and_then(|q| {
             let mut query = fact_retrieve::FactQuery::new(q.task_id, q.task_description);
             query.tags = q.tags;
             query.max_facts = q.max_facts.unwrap_or(query.max_facts);
             query.max_tokens = q.max_tokens.unwrap_or(query.max_tokens);
-            let found = runtime.query_facts(&q.spec_name, &query);
+            let found = runtime.query_facts(&q.spec_name, &query).map_err(|e| error(e.code(), e.to_string()))?;
             let facts: Vec<Value> = found
                 .facts
                 .iter()
@@ -239,10 +239,12 @@ pub fn handle(runtime: &DispatchRuntimeManager, request: &Value) -> Value {
                     fact
                 })
                 .collect();
-            success(json!({"facts": facts, "session_context": found.section, "tokens": found.tokens_used}))
+            Ok(success(json!({"facts": facts, "session_context": found.section, "tokens": found.tokens_used})))
         }),
-        "fact_history" => parse::<FactHistory>(request)
-            .map(|h| success(json!({"facts": runtime.fact_history(&h.spec_name, &h.subject)}))),
+        "fact_history" => parse::<FactHistory>(request).and_then(|h| {
+            let facts = runtime.fact_history(&h.spec_name, &h.subject).map_err(|e| error(e.code(), e.to_string()))?;
+            Ok(success(json!({"facts": facts})))
+        }),
         other => Err(error("unknown_action", format!("unknown action {other:?}"))),
     };
     answer.unwrap_or_else(|failure| failure)

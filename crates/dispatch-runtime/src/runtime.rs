@@ -2,14 +2,17 @@
 //! trait objects: `init_run`, `ingest_output`, snapshots, fact queries and telemetry here;
 //! `compile_prompt` in `compile`; the request and response types in `api`.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use fact_extract::{FactExtractor, RuleBasedFactExtractor, relation};
+use fact_extract::{Extraction, FactExtractor, RuleBasedFactExtractor, relation};
 use fact_model::{Assessment, Clock, ImplementerStatus, SessionFact, SystemClock};
 use fact_retrieve::{CharsPerToken, FactQuery, FactRetriever, IndexRetriever, TokenCounter};
-use fact_store::{InMemorySessionFactStore, SessionFactStore, StoreConfig};
+use fact_store::{
+    AddReport, Episode, EpisodeStore, InMemorySessionFactStore, SessionFactStore, StoreConfig,
+    StoreResult,
+};
 use ledger::{LedgerCache, LedgerError, StallConfig, TaskLedger};
 use serde::{Deserialize, Serialize};
 
@@ -59,63 +62,90 @@ impl SpecDocs {
     }
 }
 
+/// A spec's facts: its store, and the retriever over it. Everything a result settles is
+/// in the store, so a runtime restarted on a durable store picks up where it was.
 struct Spec {
     store: Arc<dyn SessionFactStore>,
     retriever: Box<dyn FactRetriever>,
-    /// Per task, the subjects of the `issue` facts its reviews raised and no approval has
-    /// settled yet. Kept per spec, not per run, so a task re-initialized under a new run
-    /// still settles its issues.
-    open_issues: HashMap<String, BTreeSet<String>>,
 }
 
 impl Spec {
-    /// Puts a result's facts into the store, with what the result settles but adds no fact
-    /// for; returns how many facts were added and how many invalidated.
-    ///
-    /// An approval settles the issues the task's earlier reviews raised (only this task's:
-    /// another task's issue about the same file stays) before its own batch goes in, so
-    /// notes the approving review itself makes stay valid; then the task's fixes and
-    /// blockers. A completed implementation settles the task's blockers.
-    fn remember(
-        &mut self,
-        task_id: &str,
-        result: &DispatchResult,
-        facts: Vec<SessionFact>,
-    ) -> (usize, usize) {
-        let task_subject = format!("task:{task_id}");
-        let approved =
-            matches!(result, DispatchResult::Reviewer(r) if r.assessment == Assessment::Approved);
-        let mut settled = Vec::new();
-        if approved {
-            for subject in self.open_issues.remove(task_id).unwrap_or_default() {
-                settled.extend(
-                    self.store
-                        .invalidate_from_task(&subject, relation::ISSUE, task_id),
-                );
-            }
+    /// Puts a result's facts into the store after invalidating what the result settles
+    /// (the extractor decides: an approval settles the issues its task's reviews raised
+    /// and the task's fixes and blockers, a completed implementation its blockers); the
+    /// result's own facts go in last, so notes an approving review makes stay valid.
+    /// Returns how many facts were added and how many invalidated.
+    fn remember(&self, extraction: Extraction) -> StoreResult<(usize, usize)> {
+        let mut settled = 0;
+        for selector in &extraction.settles {
+            settled += self.store.invalidate_matching(selector)?.len();
         }
-        let raised: Vec<String> = facts
-            .iter()
-            .filter(|f| f.relation() == relation::ISSUE)
-            .map(|f| f.subject().to_owned())
-            .collect();
-        if !raised.is_empty() {
-            let open = self.open_issues.entry(task_id.to_owned()).or_default();
-            open.extend(raised);
-        }
-        let report = self.store.add(facts);
-        match result {
-            DispatchResult::Implementer(r) if r.status == ImplementerStatus::Completed => {
-                settled.extend(self.store.invalidate(&task_subject, relation::BLOCKED_BY));
-            }
-            DispatchResult::Reviewer(_) if approved => {
-                settled.extend(self.store.invalidate(&task_subject, relation::MUST_FIX));
-                settled.extend(self.store.invalidate(&task_subject, relation::BLOCKED_BY));
-            }
-            _ => {}
-        }
-        (report.added.len(), report.invalidated.len() + settled.len())
+        let report = self.store.add(extraction.facts)?;
+        Ok((report.added.len(), report.invalidated.len() + settled))
     }
+}
+
+/// What [`DispatchRuntimeManager::archive_spec`] stored.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SpecArchive {
+    /// The episode of the session.
+    pub episode_id: String,
+    /// Its generated summary.
+    pub summary: String,
+    /// What the durable store did with the session's valid facts.
+    pub facts: AddReport,
+}
+
+/// A one-paragraph summary of a spec session, from its valid facts.
+fn session_summary(spec_name: &str, facts: &[SessionFact]) -> String {
+    let with = |relation: &str| -> Vec<&SessionFact> {
+        facts.iter().filter(|f| f.relation() == relation).collect()
+    };
+    let completed: Vec<&str> = with(relation::COMPLETED_WITH)
+        .into_iter()
+        .filter(|f| f.object() == "completed")
+        .map(|f| f.subject())
+        .collect();
+    let mut files: Vec<&str> = with(relation::MODIFIED_BY)
+        .iter()
+        .map(|f| f.subject())
+        .collect();
+    files.sort_unstable();
+    files.dedup();
+    let issues = with(relation::ISSUE).len();
+    let conventions: Vec<String> = facts
+        .iter()
+        .filter(|f| f.tags().contains(fact_model::Tag::Convention))
+        .map(|f| fact_model::clip(f.object(), 80).into_owned())
+        .take(3)
+        .collect();
+    let list = |items: &[&str]| {
+        let shown: Vec<&str> = items.iter().take(8).copied().collect();
+        let more = items.len().saturating_sub(shown.len());
+        let mut text = shown.join(", ");
+        if more > 0 {
+            text.push_str(&format!(" and {more} more"));
+        }
+        text
+    };
+    let mut summary = format!(
+        "Spec {spec_name}: {} valid facts; {} tasks completed",
+        facts.len(),
+        completed.len()
+    );
+    if !completed.is_empty() {
+        summary.push_str(&format!(" ({})", list(&completed)));
+    }
+    summary.push_str(&format!("; {} files changed", files.len()));
+    if !files.is_empty() {
+        summary.push_str(&format!(" ({})", list(&files)));
+    }
+    summary.push_str(&format!("; {issues} open issues"));
+    if !conventions.is_empty() {
+        summary.push_str(&format!("; conventions: {}", conventions.join("; ")));
+    }
+    summary.push('.');
+    summary
 }
 
 /// Where a valid result sends the orchestrator next.
@@ -143,9 +173,10 @@ struct State {
     retrieval_us: Vec<i64>,
 }
 
-/// Makes the store of a spec.
+/// Makes the store of a spec, from the spec's name and the runtime's clock; a durable
+/// store can fail to open.
 pub type StoreFactory =
-    Box<dyn Fn(&str, Arc<dyn Clock>) -> Arc<dyn SessionFactStore> + Send + Sync>;
+    Box<dyn Fn(&str, Arc<dyn Clock>) -> StoreResult<Arc<dyn SessionFactStore>> + Send + Sync>;
 /// Makes the retriever over a spec's store.
 pub type RetrieverFactory = Box<
     dyn Fn(Arc<dyn SessionFactStore>, Arc<dyn TokenCounter>) -> Box<dyn FactRetriever>
@@ -202,7 +233,10 @@ impl Default for RuntimeBuilder {
             counter: Arc::new(CharsPerToken::default()),
             extractor: None,
             stores: Box::new(|_, clock| {
-                Arc::new(InMemorySessionFactStore::new(StoreConfig::default(), clock))
+                Ok(Arc::new(InMemorySessionFactStore::new(
+                    StoreConfig::default(),
+                    clock,
+                )))
             }),
             retrievers: Box::new(|store, counter| {
                 Box::new(IndexRetriever::new(store).with_counter(counter))
@@ -344,16 +378,21 @@ impl DispatchRuntimeManager {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn spec<'s>(&self, state: &'s mut State, spec_name: &str) -> &'s mut Spec {
-        state.specs.entry(spec_name.to_owned()).or_insert_with(|| {
-            let store = (self.stores)(spec_name, self.clock.clone());
-            let retriever = (self.retrievers)(store.clone(), self.counter.clone());
-            Spec {
-                store,
-                retriever,
-                open_issues: HashMap::new(),
+    /// The spec's store and retriever, made on first use.
+    fn spec<'s>(
+        &self,
+        state: &'s mut State,
+        spec_name: &str,
+    ) -> Result<&'s mut Spec, RuntimeError> {
+        match state.specs.entry(spec_name.to_owned()) {
+            std::collections::hash_map::Entry::Occupied(entry) => Ok(entry.into_mut()),
+            std::collections::hash_map::Entry::Vacant(entry) => {
+                let store = (self.stores)(spec_name, self.clock.clone())
+                    .map_err(|source| RuntimeError::Store { source })?;
+                let retriever = (self.retrievers)(store.clone(), self.counter.clone());
+                Ok(entry.insert(Spec { store, retriever }))
             }
-        })
+        }
     }
 
     /// Binds a run to a spec's task and loads the spec's progress ledger from
@@ -392,7 +431,7 @@ impl DispatchRuntimeManager {
             .clone()
             .unwrap_or_else(|| format!("{}:{}", request.spec_name, request.task_id));
         let mut state = self.lock();
-        self.spec(&mut state, &request.spec_name);
+        self.spec(&mut state, &request.spec_name)?;
         // Initializing a run again with the same binding keeps its task ledger (revision
         // history, stall and review-loop counters); a new binding starts a new ledger.
         let kept = state
@@ -434,7 +473,9 @@ impl DispatchRuntimeManager {
     ///
     /// # Errors
     ///
-    /// [`RuntimeError::RunNotInitialized`] or [`RuntimeError::RunTaskMismatch`].
+    /// [`RuntimeError::RunNotInitialized`], [`RuntimeError::RunTaskMismatch`], or
+    /// [`RuntimeError::Store`] when the spec's store cannot be opened or cannot write
+    /// (nothing of the result is recorded then, and the run's ledger is unchanged).
     pub fn ingest_output(
         &self,
         request: IngestOutputRequest,
@@ -491,9 +532,10 @@ impl DispatchRuntimeManager {
             .iter()
             .map(|d| format!("{}: {}", d.rule, d.message))
             .collect();
-        let (added, invalidated) =
-            self.spec(&mut state, &spec_name)
-                .remember(&request.task_id, &result, extraction.facts);
+        let (added, invalidated) = self
+            .spec(&mut state, &spec_name)?
+            .remember(extraction)
+            .map_err(|source| RuntimeError::Store { source })?;
         let Some(run) = state.runs.get_mut(&request.run_id) else {
             return Err(RuntimeError::RunNotInitialized {
                 run_id: request.run_id,
@@ -581,15 +623,73 @@ impl DispatchRuntimeManager {
 
     /// The facts of `spec_name` relevant to a task, as the retriever ranks them, with the
     /// `[Session Context]` section they make.
-    pub fn query_facts(&self, spec_name: &str, query: &FactQuery) -> fact_retrieve::Retrieval {
+    ///
+    /// # Errors
+    ///
+    /// [`RuntimeError::Store`] when the spec's store cannot be opened.
+    pub fn query_facts(
+        &self,
+        spec_name: &str,
+        query: &FactQuery,
+    ) -> Result<fact_retrieve::Retrieval, RuntimeError> {
         let mut state = self.lock();
-        self.spec(&mut state, spec_name).retriever.retrieve(query)
+        Ok(self.spec(&mut state, spec_name)?.retriever.retrieve(query))
     }
 
     /// Every version of the facts about `subject` in `spec_name`, oldest first.
-    pub fn fact_history(&self, spec_name: &str, subject: &str) -> Vec<SessionFact> {
+    ///
+    /// # Errors
+    ///
+    /// [`RuntimeError::Store`] when the spec's store cannot be opened.
+    pub fn fact_history(
+        &self,
+        spec_name: &str,
+        subject: &str,
+    ) -> Result<Vec<SessionFact>, RuntimeError> {
         let mut state = self.lock();
-        self.spec(&mut state, spec_name).store.history(subject)
+        Ok(self.spec(&mut state, spec_name)?.store.history(subject))
+    }
+
+    /// Archives a spec's session into a durable memory: its valid facts go into `facts`
+    /// as one batch (already-valid ones are refreshed, not repeated), and an episode with a
+    /// generated summary (tasks completed, files changed, open issues, conventions) goes
+    /// into `episodes`. Give it the stores of scope `spec:NAME`
+    /// (see `durable::spec_scope`).
+    ///
+    /// # Errors
+    ///
+    /// [`RuntimeError::Store`] when a store cannot be opened or written.
+    pub fn archive_spec(
+        &self,
+        spec_name: &str,
+        facts: &dyn SessionFactStore,
+        episodes: &dyn EpisodeStore,
+    ) -> Result<SpecArchive, RuntimeError> {
+        let valid = {
+            let mut state = self.lock();
+            self.spec(&mut state, spec_name)?.store.valid_facts()
+        };
+        let store_error = |source| RuntimeError::Store { source };
+        let transcript: String = valid
+            .iter()
+            .filter_map(|f| serde_json::to_string(f).ok())
+            .map(|line| line + "\n")
+            .collect();
+        let mut episode = Episode::new(
+            format!("spec {spec_name}: dispatch session"),
+            session_summary(spec_name, &valid),
+            transcript,
+            self.clock.now(),
+        );
+        episode.tags = vec![format!("spec:{spec_name}"), "dispatch".to_owned()];
+        episode.extracted_at = Some(self.clock.now());
+        let report = facts.add(valid).map_err(store_error)?;
+        episodes.put_episode(&episode).map_err(store_error)?;
+        Ok(SpecArchive {
+            episode_id: episode.id,
+            summary: episode.summary,
+            facts: report,
+        })
     }
 
     /// The counters so far, with the stores' current fact counts.

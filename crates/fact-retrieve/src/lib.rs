@@ -16,6 +16,7 @@
 
 mod format;
 mod memory;
+mod recall;
 mod retriever;
 mod scoring;
 mod token;
@@ -24,6 +25,10 @@ pub use crate::format::{
     MAX_LINE_CHARS, SESSION_CONTEXT_HEADER, format_fact_line, format_session_facts,
 };
 pub use crate::memory::{MemoryData, MemoryFact, MemoryHistory, UserContext, format_memory};
+pub use crate::recall::{
+    MAX_EPISODE_SUMMARY_CHARS, RELATED_EPISODES_HEADER, RELEVANT_FACTS_HEADER, Recall, RecallQuery,
+    recall, recall_episode_line, recall_fact_line,
+};
 pub use crate::retriever::{FactQuery, FactRetriever, IndexRetriever, Retrieval, RetrievedFact};
 pub use crate::scoring::{Bm25, KeywordOverlap};
 #[cfg(feature = "tiktoken")]

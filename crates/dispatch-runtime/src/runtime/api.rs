@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use fact_store::StoreError;
 use ledger::{LedgerChange, LedgerError, StateSnapshotFact};
 use serde::{Deserialize, Serialize};
 
@@ -53,6 +54,12 @@ pub enum RuntimeError {
         /// The task asked for.
         requested: String,
     },
+    /// The spec's fact store could not be opened, or could not write.
+    #[error("fact store: {source}")]
+    Store {
+        /// The store's error; its [`code`](StoreError::code) is part of the protocol's code.
+        source: StoreError,
+    },
 }
 
 impl RuntimeError {
@@ -67,7 +74,24 @@ impl RuntimeError {
             RuntimeError::DispatchPromptOverflowTerminal { .. } => {
                 "dispatch_prompt_overflow_terminal"
             }
+            RuntimeError::Store { source } => store_code(source),
         }
+    }
+}
+
+/// The protocol code of a store error: `store_` and the store's own code.
+fn store_code(error: &StoreError) -> &'static str {
+    match error.code() {
+        "not_found" => "store_not_found",
+        "invalid_update" => "store_invalid_update",
+        "duplicate_statement" => "store_duplicate_statement",
+        "snapshot_json" => "store_snapshot_json",
+        "snapshot_version" => "store_snapshot_version",
+        "io" => "store_io",
+        "busy" => "store_busy",
+        "corrupt" => "store_corrupt",
+        "newer_schema" => "store_newer_schema",
+        _ => "store_backend",
     }
 }
 

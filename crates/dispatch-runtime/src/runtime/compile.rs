@@ -86,7 +86,10 @@ impl DispatchRuntimeManager {
             ..FactQuery::new(request.task_id.clone(), retrieval_text)
         };
         let started = self.clock.now();
-        let retrieval = self.spec(&mut state, &spec_name).retriever.retrieve(&query);
+        let retrieval = self
+            .spec(&mut state, &spec_name)?
+            .retriever
+            .retrieve(&query);
         let took = self.clock.now().unix_micros() - started.unix_micros();
         state.retrieval_us.push(took);
         let max_output = request

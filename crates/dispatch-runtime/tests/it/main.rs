@@ -8,6 +8,7 @@
 )]
 
 mod contract;
+mod memory;
 mod prompt;
 mod protocol;
 mod runtime;

@@ -10,6 +10,7 @@ use dispatch_runtime::{
 };
 use fact_model::ManualClock;
 use fact_retrieve::FactQuery;
+use fact_store::{InMemorySessionFactStore, SessionFactStore};
 use serde_json::{Value, json};
 
 /// A project with specs `demo` (5 tasks) and `other` (1 task), removed when dropped.
@@ -78,6 +79,7 @@ fn reviewer(task: &str, assessment: &str, fixes: &[&str]) -> Value {
 fn subjects(runtime: &DispatchRuntimeManager, spec: &str, task: &str, text: &str) -> Vec<String> {
     runtime
         .query_facts(spec, &FactQuery::new(task, text))
+        .unwrap()
         .facts
         .into_iter()
         .map(|f| {
@@ -251,7 +253,10 @@ fn facts_of_task_1_reach_task_3_and_invalidated_ones_do_not_reach_task_5() {
         !seen.contains(&"src/parser.rs modified_by task:1".to_owned()),
         "{seen:?}"
     );
-    assert_eq!(runtime.fact_history("demo", "src/parser.rs").len(), 2);
+    assert_eq!(
+        runtime.fact_history("demo", "src/parser.rs").unwrap().len(),
+        2
+    );
     // A task with nothing in common with the facts gets none.
     assert!(subjects(&runtime, "demo", "5", "write the changelog").is_empty());
 }
@@ -435,6 +440,7 @@ fn approval_settles_the_issues_of_its_own_task_only() {
     let valid_issues = |subject: &str| -> Vec<String> {
         runtime
             .fact_history("demo", subject)
+            .unwrap()
             .into_iter()
             .filter(|f| f.is_valid() && f.relation() == "issue")
             .map(|f| format!("{} from task {}", f.object(), f.source_task_id()))
@@ -485,7 +491,10 @@ fn approval_settles_the_issues_of_its_own_task_only() {
         "the approving review's own notes stay"
     );
     // Every version is still in the history.
-    assert_eq!(runtime.fact_history("demo", "src/store.rs").len(), 1);
+    assert_eq!(
+        runtime.fact_history("demo", "src/store.rs").unwrap().len(),
+        1
+    );
 }
 
 #[test]
@@ -604,17 +613,146 @@ fn six_hundred_results_compact_to_five_hundred_keeping_the_newest() {
     }
     let telemetry = runtime.telemetry();
     assert!(telemetry.facts_valid <= 500, "{}", telemetry.facts_valid);
-    let newest = runtime.fact_history("big", "src/module_600.rs");
+    let newest = runtime.fact_history("big", "src/module_600.rs").unwrap();
     assert_eq!(newest.len(), 1);
     assert!(
         newest[0].is_valid(),
         "the newest task's facts survive verbatim"
     );
-    let oldest = runtime.fact_history("big", "task:1");
+    let oldest = runtime.fact_history("big", "task:1").unwrap();
     assert!(
         oldest
             .iter()
             .all(|f| !f.is_valid() || f.relation() == "compacted"),
         "{oldest:?}"
     );
+}
+
+/// A runtime whose every spec store is the one `open` makes (a durable store reopened).
+fn runtime_on(
+    open: impl Fn() -> Arc<dyn SessionFactStore> + Send + Sync + 'static,
+) -> DispatchRuntimeManager {
+    DispatchRuntimeManager::builder()
+        .clock(Arc::new(ManualClock::new(
+            "2026-11-22T09:00:00Z".parse().unwrap(),
+        )))
+        .stores(Box::new(move |_, _| Ok(open())))
+        .build()
+}
+
+/// A review raises issues, the process restarts, the approval arrives: what the review
+/// opened is settled from the store alone, with nothing carried in process memory.
+pub(crate) fn approval_after_a_restart_settles_what_the_review_opened(
+    open: impl Fn() -> Arc<dyn SessionFactStore> + Clone + Send + Sync + 'static,
+) {
+    let dir = project();
+    let issue =
+        json!({"severity": "important", "message": "Store leaks handles", "file": "src/store.rs"});
+    let review = |assessment: &str, issues: Value, fixes: Value| json!({"task_id": "2", "assessment": assessment, "issues": issues, "required_fixes": fixes});
+    {
+        let before = runtime_on(open.clone());
+        let run = init(&before, dir.path(), "demo", "2");
+        ingest(
+            &before,
+            &run,
+            Role::Reviewer,
+            "2",
+            &review("needs_changes", json!([issue]), json!(["close handles"])),
+        );
+    }
+    let after = runtime_on(open.clone());
+    let run = init(&after, dir.path(), "demo", "2");
+    let approved = ingest(
+        &after,
+        &run,
+        Role::Reviewer,
+        "2",
+        &review("approved", json!([]), json!([])),
+    );
+    assert_eq!(approved.next_action, NextAction::AdvanceToNextTask);
+    let store = open();
+    let open_items: Vec<String> = store
+        .valid_facts()
+        .iter()
+        .filter(|f| matches!(f.relation(), "issue" | "must_fix"))
+        .map(|f| format!("{} {} {}", f.subject(), f.relation(), f.object()))
+        .collect();
+    assert!(
+        open_items.is_empty(),
+        "still open after the approval: {open_items:?}"
+    );
+    assert!(approved.facts_invalidated >= 2, "{approved:?}");
+}
+
+#[test]
+fn approval_after_a_restart_settles_what_the_review_opened_in_memory() {
+    let shared: Arc<dyn SessionFactStore> = Arc::new(InMemorySessionFactStore::default());
+    approval_after_a_restart_settles_what_the_review_opened(move || shared.clone());
+}
+
+#[test]
+fn a_finished_spec_session_is_archived_as_facts_and_an_episode() {
+    use fact_store::{EpisodeStore, InMemoryEpisodeStore};
+    let dir = project();
+    let runtime = runtime();
+    let run = init(&runtime, dir.path(), "demo", "1");
+    ingest(
+        &runtime,
+        &run,
+        Role::Implementer,
+        "1",
+        &implementer("1", "completed", &["src/parser.rs"]),
+    );
+    ingest(
+        &runtime,
+        &run,
+        Role::Reviewer,
+        "1",
+        &reviewer("1", "approved", &[]),
+    );
+    let facts = InMemorySessionFactStore::default();
+    let episodes = InMemoryEpisodeStore::default();
+    let archive = runtime.archive_spec("demo", &facts, &episodes).unwrap();
+    let valid = runtime
+        .query_facts("demo", &FactQuery::new("9", "parser"))
+        .unwrap();
+    assert!(!valid.facts.is_empty());
+    assert_eq!(facts.valid_count(), archive.facts.added.len());
+    assert!(
+        archive.summary.contains("1 tasks completed (task:1)"),
+        "{}",
+        archive.summary
+    );
+    assert!(
+        archive.summary.contains("1 files changed (src/parser.rs)"),
+        "{}",
+        archive.summary
+    );
+    let episode = episodes.episode(&archive.episode_id).unwrap().unwrap();
+    assert_eq!(episode.title, "spec demo: dispatch session");
+    assert!(episode.extracted_at.is_some());
+    // Archiving again repeats nothing: the facts are refreshed.
+    let again = runtime.archive_spec("demo", &facts, &episodes).unwrap();
+    assert!(again.facts.added.is_empty());
+}
+
+#[cfg(feature = "sqlite")]
+#[test]
+fn approval_after_a_restart_settles_what_the_review_opened_on_sqlite() {
+    use fact_store::{SqliteFactStore, StoreConfig};
+    let dir = TempDir::new().unwrap();
+    let db = dir.path().join("facts.db");
+    // Every open is a new connection: nothing survives but the file.
+    approval_after_a_restart_settles_what_the_review_opened(move || {
+        let clock = Arc::new(ManualClock::new("2026-11-22T09:00:00Z".parse().unwrap()));
+        Arc::new(
+            SqliteFactStore::open(
+                &db,
+                &dispatch_runtime::durable::spec_scope("demo"),
+                StoreConfig::default(),
+                clock,
+            )
+            .unwrap(),
+        )
+    });
 }
