@@ -2,11 +2,14 @@
 //!
 //! - `facts demo` runs a built-in session and shows what the memory did;
 //! - `facts replay SCRIPT.jsonl` answers the runtime's JSON protocol, one line per line;
-//! - `facts mcp` serves the same protocol to MCP clients over stdio, one tool per action;
+//! - `facts mcp` serves the same protocol to MCP clients over stdio, one tool per action
+//!   (with `--db`, on SQLite stores, plus the memory tools);
+//! - `facts mem` is long-term memory: facts, search, recall, archived conversations;
 //! - `facts ledger PATH` shows the progress ledger of a tasks.md.
 
 mod demo;
 mod mcp;
+mod mem;
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -16,9 +19,9 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use dispatch_runtime::reexports::{
-    CharsPerToken, Clock, ManualClock, ProgressLedger, SystemClock, TokenCounter,
+    CharsPerToken, Clock, ManualClock, ProgressLedger, StoreConfig, SystemClock, TokenCounter,
 };
-use dispatch_runtime::{DispatchRuntimeManager, protocol};
+use dispatch_runtime::{DispatchRuntimeManager, MemoryError, durable, protocol};
 use serde_json::Value;
 
 /// A temporal fact memory for agent orchestrators.
@@ -56,7 +59,20 @@ enum Command {
         /// How tokens are counted.
         #[arg(long, value_enum, default_value_t = Tokenizer::Chars4)]
         tokenizer: Tokenizer,
+        /// Keep every spec's facts in this SQLite database (so a restarted server serves
+        /// them) and serve the memory tools over it. Without it, facts live as long as
+        /// the server.
+        #[arg(long, value_name = "PATH")]
+        db: Option<PathBuf>,
+        /// The scope of the memory tools.
+        #[arg(long, requires = "db", default_value = "default")]
+        scope: String,
+        /// Let `memory_archive` run the model command a client names in `llm_cmd`.
+        #[arg(long, requires = "db")]
+        allow_llm_cmd: bool,
     },
+    /// Long-term memory: remember, search and recall facts, archive conversations.
+    Mem(mem::MemArgs),
     /// Show the progress ledger of a tasks.md.
     Ledger {
         /// The tasks.md file.
@@ -100,28 +116,80 @@ fn counter(tokenizer: Tokenizer) -> Result<Arc<dyn TokenCounter>, String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Demo => demo::run(),
+        Command::Demo => demo::run().map_err(Failure::from),
         Command::Replay {
             script,
             project,
             deterministic,
             tokenizer,
-        } => replay(&script, project, deterministic, tokenizer),
-        Command::Mcp { project, tokenizer } => counter(tokenizer).and_then(|counter| {
-            let runtime = DispatchRuntimeManager::builder()
-                .token_counter(counter)
-                .build();
-            mcp::serve(runtime, project)
-        }),
-        Command::Ledger { path, json } => ledger(&path, json),
+        } => replay(&script, project, deterministic, tokenizer).map_err(Failure::from),
+        Command::Mcp {
+            project,
+            tokenizer,
+            db,
+            scope,
+            allow_llm_cmd,
+        } => serve_mcp(project, tokenizer, db.as_deref(), &scope, allow_llm_cmd),
+        Command::Mem(args) => mem::run(args, Arc::new(SystemClock)),
+        Command::Ledger { path, json } => ledger(&path, json).map_err(Failure::from),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("facts: {message}");
-            ExitCode::from(2)
+        Err(failure) => {
+            eprintln!("facts: {}", failure.message);
+            ExitCode::from(failure.exit)
         }
     }
+}
+
+/// Why a command failed: the message for stderr and the exit code.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    message: String,
+    exit: u8,
+}
+
+/// A failure of a command that knows only usage errors: exit code 2.
+impl From<String> for Failure {
+    fn from(message: String) -> Failure {
+        Failure { message, exit: 2 }
+    }
+}
+
+/// `facts mcp`: without a database, the runtime in memory; with one, the spec stores and
+/// the memory tools on it.
+fn serve_mcp(
+    project: Option<PathBuf>,
+    tokenizer: Tokenizer,
+    db: Option<&Path>,
+    scope: &str,
+    allow_llm_cmd: bool,
+) -> Result<(), Failure> {
+    let counter = counter(tokenizer)?;
+    let builder = DispatchRuntimeManager::builder().token_counter(counter.clone());
+    let Some(path) = db else {
+        return Ok(mcp::serve(builder.build(), project, None)?);
+    };
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| Failure {
+            message: format!("cannot create {}: {e}", parent.display()),
+            exit: 1,
+        })?;
+    }
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let memory = durable::open_memory(path, scope, clock.clone()).map_err(|e| {
+        let error = MemoryError::Store(e);
+        Failure {
+            message: format!("store error ({}): {error}", error.code()),
+            exit: 1,
+        }
+    })?;
+    let runtime = builder
+        .clock(clock.clone())
+        .stores(durable::sqlite_stores(path, StoreConfig::default()))
+        .build();
+    let memory = mcp::Memory::new(memory.with_counter(counter), clock, allow_llm_cmd);
+    Ok(mcp::serve(runtime, project, Some(memory))?)
 }
 
 /// The fixed instant a deterministic replay starts at.

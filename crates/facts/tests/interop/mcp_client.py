@@ -2,13 +2,19 @@
 client other than our own test would drive it. `.ci/run` runs it when Python and
 PyPI are reachable:
 
-    python mcp_client.py path/to/facts path/to/project
+    python mcp_client.py path/to/facts path/to/project path/to/new.db
 
-The project must hold `.spec-context/specs/demo/tasks.md` (the CLI test fixture).
+The project must hold `.spec-context/specs/demo/tasks.md` (the CLI test fixture); the
+database must not exist yet (`facts mcp --db` creates it). Three sessions: one without a
+database (the protocol's tools only), one with it (the memory tools too, and a run of
+task 1), and one more on the same database after the second has exited, which must still
+serve the remembered fact and task 1's facts.
 Exits non-zero, with the failing check, when the server does not behave.
 """
 
 import asyncio
+import json
+import os
 import sys
 
 from mcp import ClientSession, StdioServerParameters
@@ -31,8 +37,27 @@ RESULT = (
 )
 
 
-async def main(binary: str, project: str) -> None:
-    params = StdioServerParameters(command=binary, args=["mcp", "--project", project])
+MEMORY_TOOLS = [
+    "memory_add",
+    "memory_search",
+    "memory_recall",
+    "memory_history",
+    "memory_delete",
+    "memory_archive",
+]
+
+TRANSCRIPT = json.dumps({"role": "user", "content": "I moved to Lisbon last month."})
+
+
+def server(binary: str, project: str, db: str | None = None) -> StdioServerParameters:
+    args = ["mcp", "--project", project]
+    if db is not None:
+        args += ["--db", db]
+    return StdioServerParameters(command=binary, args=args)
+
+
+async def without_database(binary: str, project: str) -> None:
+    params = server(binary, project)
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             init = await session.initialize()
@@ -61,8 +86,108 @@ async def main(binary: str, project: str) -> None:
             r = await session.call_tool("get_snapshot", {"run_id": "nope"})
             assert r.is_error, r
             assert r.structured_content["error"]["code"] == "run_not_initialized", r
+
+
+async def with_database(binary: str, project: str, db: str) -> None:
+    """The memory tools round trip, and task 1 of a run goes into the database."""
+    async with stdio_client(server(binary, project, db)) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            tools = await session.list_tools()
+            assert [t.name for t in tools.tools] == ACTIONS + MEMORY_TOOLS, tools
+            for tool in tools.tools:
+                assert tool.input_schema["type"] == "object", tool
+            add = next(t for t in tools.tools if t.name == "memory_add")
+            assert add.input_schema["required"] == ["subject", "relation", "object"], add
+
+            fact = {"subject": "user", "relation": "prefers_test_framework",
+                    "category": "preference", "confidence": 0.9}
+            r = await session.call_tool(
+                "memory_add", {**fact, "object": "unittest", "statement": "User prefers unittest"}
+            )
+            assert not r.is_error and r.structured_content["status"] == "added", r
+            old_id = r.structured_content["id"]
+            r = await session.call_tool(
+                "memory_add",
+                {**fact, "object": "pytest", "statement": "User prefers pytest over unittest"},
+            )
+            assert r.structured_content["superseded"] == [old_id], r
+            new_id = r.structured_content["id"]
+
+            r = await session.call_tool("memory_search", {"query": "test framework"})
+            results = r.structured_content["results"]
+            assert [x["fact"]["id"] for x in results] == [new_id], r
+            assert json.loads(r.content[0].text) == r.structured_content, r
+
+            r = await session.call_tool(
+                "memory_recall", {"query": "which test framework does the user prefer?"}
+            )
+            text = r.structured_content["text"]
+            assert text.startswith("## Relevant Facts\n- [preference] User prefers pytest"), text
+
+            r = await session.call_tool("memory_history", {"subject": "user"})
+            versions = r.structured_content["versions"]
+            assert [v["id"] for v in versions] == [old_id, new_id], r
+            assert versions[0]["superseded_by"] == new_id, r
+
+            r = await session.call_tool(
+                "memory_add", {"subject": "user", "relation": "lives_in", "object": "Porto"}
+            )
+            porto = r.structured_content["id"]
+            r = await session.call_tool("memory_delete", {"id": porto})
+            assert not r.is_error and r.structured_content["versions"] == 1, r
+            r = await session.call_tool("memory_delete", {"id": porto})
+            assert r.is_error and r.structured_content["error"]["code"] == "not_found", r
+
+            r = await session.call_tool(
+                "memory_archive", {"transcript": TRANSCRIPT, "title": "Moving house"}
+            )
+            assert not r.is_error and r.structured_content["facts"] is None, r
+            r = await session.call_tool(
+                "memory_archive", {"transcript": TRANSCRIPT, "llm_cmd": "cat"}
+            )
+            assert r.is_error, r
+            assert r.structured_content["error"]["code"] == "llm_cmd_not_allowed", r
+
+            r = await session.call_tool("init_run", {"spec_name": "demo", "task_id": "1"})
+            assert not r.is_error, r
+            r = await session.call_tool(
+                "ingest_output",
+                {"run_id": "demo:1", "role": "implementer", "task_id": "1", "output": RESULT},
+            )
+            assert r.structured_content["next_action"] == "dispatch_reviewer", r
+
+
+async def after_restart(binary: str, project: str, db: str) -> None:
+    """A new server on the same database serves what the last one stored."""
+    async with stdio_client(server(binary, project, db)) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            r = await session.call_tool("memory_search", {"query": "pytest"})
+            results = r.structured_content["results"]
+            assert results and results[0]["fact"]["object"] == "pytest", r
+
+            r = await session.call_tool(
+                "memory_recall", {"query": "moving house"}
+            )
+            assert r.structured_content["episodes"][0]["title"] == "Moving house", r
+
+            r = await session.call_tool(
+                "query_facts",
+                {"spec_name": "demo", "task_id": "2", "task_description": "extend the parser"},
+            )
+            assert not r.is_error, r
+            subjects = [f["subject"] for f in r.structured_content["facts"]]
+            assert "src/parser.rs" in subjects, r
+
+
+async def main(binary: str, project: str, db: str) -> None:
+    assert not os.path.exists(db), f"{db} exists; give a path for a new database"
+    await without_database(binary, project)
+    await with_database(binary, project, db)
+    await after_restart(binary, project, db)
     print("MCP interop: the official Python client passed every check")
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2]))
+    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3]))

@@ -1,0 +1,787 @@
+//! `facts mem`: long-term memory on the command line. Remember, inspect, search and recall
+//! facts; archive conversations and extract their facts with a model.
+//!
+//! Every subcommand answers in short, aligned text (ids in full, so they can be pasted), or
+//! with `--json` in one JSON document on stdout. Exit codes: 0 ok, 1 a store or model
+//! failure (the message names its code), 2 usage or invalid input, 3 an unknown id.
+
+pub(crate) mod view;
+
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use clap::{ArgGroup, Args, Subcommand};
+use dispatch_runtime::reexports::{
+    Clock, CommandLlm, ConversationExtractor, LlmError, LlmExtractorConfig, LlmFactExtractor,
+    SessionFact, Tag, Timestamp,
+};
+use dispatch_runtime::{
+    ArchiveReport, MemoryChange, MemoryError, MemoryService, NewMemory, reexports,
+};
+use serde_json::{Value, json};
+
+use crate::Failure;
+use view::AddSummary;
+
+/// Exit code of a store or model failure.
+const EXIT_FAILURE: u8 = 1;
+/// Exit code of a usage error or invalid input.
+const EXIT_USAGE: u8 = 2;
+/// Exit code of an unknown id.
+const EXIT_NOT_FOUND: u8 = 3;
+
+/// The environment variable that names the database when `--db` is not given.
+const DB_ENV: &str = "FACTMEM_DB";
+/// How long a model command may take by default, in seconds.
+const DEFAULT_TIMEOUT_SECS: u64 = 120;
+/// The default token budget of `recall` and `format` (seed 002).
+const DEFAULT_MAX_TOKENS: usize = 2000;
+/// The source of facts added on the command line.
+const CLI_SOURCE: &str = "cli";
+
+/// Options of `facts mem`.
+#[derive(Debug, Args)]
+pub(crate) struct MemArgs {
+    /// The database (default: $FACTMEM_DB, else $XDG_DATA_HOME/factmem/memory.db, else
+    /// ~/.local/share/factmem/memory.db); its directory is created.
+    #[arg(long, global = true, value_name = "PATH")]
+    db: Option<PathBuf>,
+    /// Whose memory: one database holds many scopes, and none sees another's facts.
+    #[arg(long, global = true, default_value = "default")]
+    scope: String,
+    /// Answer with one JSON document on stdout.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: MemCommand,
+}
+
+/// The subcommands of `facts mem`.
+#[derive(Debug, Subcommand)]
+enum MemCommand {
+    /// Remember a fact; a current fact with the same subject and relation is superseded.
+    Add {
+        /// What it is about (`user`, `project:rlm`).
+        #[arg(long)]
+        subject: String,
+        /// A specific predicate (`prefers_test_framework`).
+        #[arg(long)]
+        relation: String,
+        /// The value (`pytest`).
+        #[arg(long)]
+        object: String,
+        /// One sentence; a fact whose statement a current fact already holds is skipped.
+        #[arg(long)]
+        statement: Option<String>,
+        /// The category, one of the fact tags.
+        #[arg(long, default_value_t = Tag::Knowledge)]
+        category: Tag,
+        /// How sure, from 0 to 1.
+        #[arg(long, default_value_t = 1.0)]
+        confidence: f64,
+    },
+    /// List the current facts, oldest first.
+    List,
+    /// Show one fact, current or not.
+    Show {
+        /// The fact's id (16 hex digits).
+        id: String,
+    },
+    /// Change a fact: a new object supersedes it with a new fact; other changes edit it.
+    #[command(group(ArgGroup::new("change").required(true).multiple(true)))]
+    Update {
+        /// The fact's id (16 hex digits).
+        id: String,
+        /// A new statement.
+        #[arg(long, group = "change")]
+        statement: Option<String>,
+        /// A new object (a new fact that supersedes this one).
+        #[arg(long, group = "change")]
+        object: Option<String>,
+        /// A new category.
+        #[arg(long, group = "change")]
+        category: Option<Tag>,
+        /// A new confidence, from 0 to 1.
+        #[arg(long, group = "change")]
+        confidence: Option<f64>,
+    },
+    /// Delete every version of a fact.
+    Delete {
+        /// The fact's id (16 hex digits).
+        id: String,
+    },
+    /// Search the current facts, best first.
+    Search {
+        /// The words to search for.
+        #[arg(required = true, num_args = 1..)]
+        query: Vec<String>,
+        /// At most this many facts.
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+    },
+    /// Every version of the facts about a subject, oldest first.
+    History {
+        /// The subject (`user`).
+        subject: String,
+    },
+    /// The facts and episodes that answer a question, as `## Relevant Facts` and
+    /// `## Related Episodes`.
+    Recall {
+        /// The question or topic.
+        #[arg(required = true, num_args = 1..)]
+        query: Vec<String>,
+        /// The most tokens the text may cost.
+        #[arg(long, default_value_t = DEFAULT_MAX_TOKENS)]
+        max_tokens: usize,
+        /// At most this many facts, and this many episodes.
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+    },
+    /// Every current fact as a `Facts:` block for a system prompt (by confidence).
+    Format {
+        /// The most tokens the block may cost.
+        #[arg(long, default_value_t = DEFAULT_MAX_TOKENS)]
+        max_tokens: usize,
+    },
+    /// Archive a conversation as an episode; with --llm-cmd, extract its facts.
+    Archive {
+        /// JSON Lines of {"role": "user"|"assistant"|"system"|"tool", "content": "..."};
+        /// `-` reads stdin.
+        #[arg(long, value_name = "FILE")]
+        transcript: PathBuf,
+        /// The episode's title (default: the first user message).
+        #[arg(long)]
+        title: Option<String>,
+        /// A shell command line that answers an extraction prompt on stdin with JSON on
+        /// stdout (`llm -m claude-haiku`, `claude -p`).
+        #[arg(long, value_name = "CMD")]
+        llm_cmd: Option<String>,
+        /// How long the command may take per call.
+        #[arg(long, default_value_t = DEFAULT_TIMEOUT_SECS,
+              value_parser = clap::value_parser!(u64).range(1..))]
+        timeout_secs: u64,
+    },
+    /// Extract the facts of every episode archived without them.
+    Backfill {
+        /// The model command, as for `archive`.
+        #[arg(long, value_name = "CMD")]
+        llm_cmd: String,
+        /// How long the command may take per call.
+        #[arg(long, default_value_t = DEFAULT_TIMEOUT_SECS,
+              value_parser = clap::value_parser!(u64).range(1..))]
+        timeout_secs: u64,
+    },
+}
+
+/// What a subcommand answers: the same content as JSON and as text.
+struct Answer {
+    json: Value,
+    text: String,
+}
+
+impl Answer {
+    fn new(json: Value, text: impl Into<String>) -> Answer {
+        Answer {
+            json,
+            text: text.into(),
+        }
+    }
+}
+
+/// Why a subcommand failed: a code for `--json`, the message, the exit code.
+#[derive(Debug)]
+struct MemFailure {
+    code: &'static str,
+    message: String,
+    exit: u8,
+}
+
+impl MemFailure {
+    fn usage(code: &'static str, message: impl Into<String>) -> MemFailure {
+        MemFailure {
+            code,
+            message: message.into(),
+            exit: EXIT_USAGE,
+        }
+    }
+
+    fn io(message: impl Into<String>) -> MemFailure {
+        MemFailure {
+            code: "io",
+            message: message.into(),
+            exit: EXIT_FAILURE,
+        }
+    }
+}
+
+impl From<MemoryError> for MemFailure {
+    fn from(error: MemoryError) -> MemFailure {
+        let code = error.code();
+        let exit = match (&error, code) {
+            (_, "not_found") => EXIT_NOT_FOUND,
+            (MemoryError::Store(_), "invalid_update" | "duplicate_statement") => EXIT_USAGE,
+            (MemoryError::Store(_) | MemoryError::Extraction { .. }, _) => EXIT_FAILURE,
+            _ => EXIT_USAGE,
+        };
+        let message = match &error {
+            MemoryError::Store(store) => format!("store error ({code}): {store}"),
+            MemoryError::Extraction { .. } => format!("LLM error ({code}): {error}"),
+            _ => error.to_string(),
+        };
+        MemFailure {
+            code,
+            message,
+            exit,
+        }
+    }
+}
+
+/// Runs `facts mem`, reading time from `clock`; prints the answer (or, with `--json`, the
+/// error document too) on stdout.
+pub(crate) fn run(args: MemArgs, clock: Arc<dyn Clock>) -> Result<(), Failure> {
+    let json = args.json;
+    let result = execute(args, clock);
+    let document = match &result {
+        Ok(answer) if json => Some(pretty(&answer.json)),
+        Ok(answer) => (!answer.text.is_empty()).then(|| answer.text.clone()),
+        Err(failure) if json => Some(pretty(
+            &json!({"error": view::error(failure.code, &failure.message)}),
+        )),
+        Err(_) => None,
+    };
+    if let Some(document) = document {
+        let stdout = std::io::stdout();
+        let mut out = stdout.lock();
+        writeln!(out, "{}", document.trim_end()).map_err(|e| Failure {
+            message: format!("cannot write: {e}"),
+            exit: EXIT_FAILURE,
+        })?;
+    }
+    result.map(|_| ()).map_err(|failure| Failure {
+        message: failure.message,
+        exit: failure.exit,
+    })
+}
+
+fn pretty(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+}
+
+fn execute(args: MemArgs, clock: Arc<dyn Clock>) -> Result<Answer, MemFailure> {
+    let path = match args.db {
+        Some(path) => path,
+        None => default_db(|name| std::env::var_os(name)).ok_or_else(|| {
+            let message = format!(
+                "no database: give --db PATH or set {DB_ENV} \
+                 (neither XDG_DATA_HOME nor HOME is set)"
+            );
+            MemFailure::usage("no_database", message)
+        })?,
+    };
+    let memory = open(&path, &args.scope, clock.clone())?;
+    match args.command {
+        MemCommand::Add {
+            subject,
+            relation,
+            object,
+            statement,
+            category,
+            confidence,
+        } => {
+            let outcome = memory.add(NewMemory {
+                subject,
+                relation,
+                object,
+                statement,
+                category,
+                confidence,
+                source: CLI_SOURCE.to_owned(),
+            })?;
+            Ok(Answer::new(
+                view::add(&outcome),
+                add_text(&AddSummary::of(&outcome)),
+            ))
+        }
+        MemCommand::List => {
+            let facts = memory.list();
+            let text = if facts.is_empty() {
+                "no facts".to_owned()
+            } else {
+                fact_table(facts.iter().map(|f| (None, f)))
+            };
+            Ok(Answer::new(json!({ "facts": facts }), text))
+        }
+        MemCommand::Show { id } => {
+            let fact = memory.get(&id)?;
+            let text = show_text(&fact);
+            Ok(Answer::new(json!({ "fact": fact }), text))
+        }
+        MemCommand::Update {
+            id,
+            statement,
+            object,
+            category,
+            confidence,
+        } => {
+            let old = memory.get(&id)?;
+            let fact = memory.update(
+                &id,
+                MemoryChange {
+                    statement,
+                    object,
+                    category,
+                    confidence,
+                },
+            )?;
+            let superseded = (fact.id() != old.id()).then(|| old.id());
+            let head = match superseded {
+                Some(old) => format!("superseded {old} by {}", fact.id()),
+                None => format!("updated {}", fact.id()),
+            };
+            let text = format!("{head}\n{}", show_text(&fact));
+            Ok(Answer::new(
+                json!({"id": fact.id(), "superseded": superseded, "fact": fact}),
+                text,
+            ))
+        }
+        MemCommand::Delete { id } => {
+            let versions = memory.delete(&id)?;
+            let plural = if versions == 1 { "" } else { "s" };
+            Ok(Answer::new(
+                json!({"deleted": id.trim(), "versions": versions}),
+                format!("deleted {} ({versions} version{plural})", id.trim()),
+            ))
+        }
+        MemCommand::Search { query, limit } => {
+            let query = query.join(" ");
+            let found = memory.search(&query, limit);
+            let text = if found.is_empty() {
+                format!("no facts match {query:?}")
+            } else {
+                fact_table(found.iter().map(|s| (Some(s.score), &s.fact)))
+            };
+            Ok(Answer::new(
+                json!({"query": query, "results": view::scored(&found)}),
+                text,
+            ))
+        }
+        MemCommand::History { subject } => {
+            let versions = memory.history(&subject);
+            let text = if versions.is_empty() {
+                format!("no facts about {subject:?}")
+            } else {
+                history_text(&versions)
+            };
+            Ok(Answer::new(view::history(&subject, &versions), text))
+        }
+        MemCommand::Recall {
+            query,
+            max_tokens,
+            limit,
+        } => {
+            let query = query.join(" ");
+            let recall = memory.recall(&query, limit, max_tokens)?;
+            let text = recall.text.clone();
+            Ok(Answer::new(view::recall(&query, &recall), text))
+        }
+        MemCommand::Format { max_tokens } => {
+            let text = memory.format(max_tokens);
+            Ok(Answer::new(json!({ "text": text }), text))
+        }
+        MemCommand::Archive {
+            transcript,
+            title,
+            llm_cmd,
+            timeout_secs,
+        } => {
+            let text = read_transcript(&transcript)?;
+            let extractor = llm_cmd.map(|cmd| extractor(cmd, timeout_secs, clock));
+            let report = memory.archive(
+                &text,
+                title.as_deref(),
+                extractor.as_ref().map(|e| e as &dyn ConversationExtractor),
+            )?;
+            let text = archive_text(&report);
+            Ok(Answer::new(json!(report), text))
+        }
+        MemCommand::Backfill {
+            llm_cmd,
+            timeout_secs,
+        } => {
+            let extractor = Watched::new(extractor(llm_cmd, timeout_secs, clock));
+            let mut progress = |done: usize, total: usize| {
+                eprintln!("backfill {done}/{total} {}", extractor.last());
+            };
+            let reports = memory.backfill(&extractor, &mut progress)?;
+            let text = backfill_text(&reports);
+            Ok(Answer::new(json!({ "episodes": reports }), text))
+        }
+    }
+}
+
+/// The database when `--db` is not given: `$FACTMEM_DB`, else
+/// `$XDG_DATA_HOME/factmem/memory.db` (an absolute XDG_DATA_HOME only, as the XDG spec
+/// says), else `$HOME/.local/share/factmem/memory.db`.
+fn default_db(env: impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+    let set = |name: &str| env(name).filter(|value| !value.is_empty());
+    if let Some(path) = set(DB_ENV) {
+        return Some(PathBuf::from(path));
+    }
+    let data = set("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .filter(|path| path.is_absolute())
+        .or_else(|| set("HOME").map(|home| PathBuf::from(home).join(".local/share")))?;
+    Some(data.join("factmem").join("memory.db"))
+}
+
+/// Creates the database's directory, then opens the memory of `scope` in it.
+fn open(path: &Path, scope: &str, clock: Arc<dyn Clock>) -> Result<MemoryService, MemFailure> {
+    if scope.trim().is_empty() {
+        return Err(MemFailure::usage(
+            "invalid_scope",
+            "--scope must not be empty",
+        ));
+    }
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| MemFailure::io(format!("cannot create {}: {e}", parent.display())))?;
+    }
+    dispatch_runtime::durable::open_memory(path, scope, clock)
+        .map_err(|e| MemFailure::from(MemoryError::Store(e)))
+}
+
+/// The conversation extractor over a model command.
+pub(crate) fn extractor(cmd: String, timeout_secs: u64, clock: Arc<dyn Clock>) -> LlmFactExtractor {
+    let llm = CommandLlm::new(cmd, Duration::from_secs(timeout_secs));
+    LlmFactExtractor::new(Arc::new(llm), clock, LlmExtractorConfig::default())
+}
+
+/// An extractor that remembers the last episode it was asked about, for progress lines.
+#[derive(Debug)]
+struct Watched<E> {
+    inner: E,
+    last: Mutex<String>,
+}
+
+impl<E> Watched<E> {
+    fn new(inner: E) -> Self {
+        Watched {
+            inner,
+            last: Mutex::new(String::new()),
+        }
+    }
+
+    fn last(&self) -> String {
+        self.last
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+impl<E: ConversationExtractor> ConversationExtractor for Watched<E> {
+    fn extract_conversation(
+        &self,
+        transcript: &[reexports::Message],
+        source_id: &str,
+    ) -> Result<reexports::ConversationExtraction, LlmError> {
+        source_id.clone_into(&mut self.last.lock().unwrap_or_else(PoisonError::into_inner));
+        self.inner.extract_conversation(transcript, source_id)
+    }
+}
+
+/// The transcript at `path` (`-`: stdin), which must be UTF-8.
+fn read_transcript(path: &Path) -> Result<String, MemFailure> {
+    let (name, bytes) = if path == Path::new("-") {
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .lock()
+            .read_to_end(&mut bytes)
+            .map_err(|e| {
+                MemFailure::usage("invalid_transcript", format!("cannot read stdin: {e}"))
+            })?;
+        ("stdin".to_owned(), bytes)
+    } else {
+        let bytes = std::fs::read(path).map_err(|e| {
+            MemFailure::usage(
+                "invalid_transcript",
+                format!("cannot read transcript {}: {e}", path.display()),
+            )
+        })?;
+        (path.display().to_string(), bytes)
+    };
+    String::from_utf8(bytes).map_err(|e| {
+        MemFailure::usage(
+            "invalid_transcript",
+            format!(
+                "transcript {name} is not UTF-8 (invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
+            ),
+        )
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Text
+// ---------------------------------------------------------------------------
+
+/// Rows with every column but the last padded to its widest cell, two spaces apart.
+fn table(rows: &[Vec<String>]) -> String {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|row| row.get(c))
+                .map(|cell| cell.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows {
+        let mut line = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            if c + 1 == row.len() {
+                line.push_str(cell);
+            } else {
+                let width = widths.get(c).copied().unwrap_or(0);
+                line.push_str(&format!("{cell:<width$}  "));
+            }
+        }
+        out.push(line.trim_end().to_owned());
+    }
+    out.join("\n")
+}
+
+/// A timestamp to the second: `2026-11-23 09:41:07 UTC`.
+fn when(at: Timestamp) -> String {
+    let text = at.to_string();
+    format!(
+        "{} UTC",
+        text.get(..19).unwrap_or(&text).replacen('T', " ", 1)
+    )
+}
+
+fn category(fact: &SessionFact) -> &'static str {
+    fact.tags()
+        .as_slice()
+        .first()
+        .map_or("-", |tag| tag.as_str())
+}
+
+/// `subject relation object`, then the statement in quotes when there is one.
+fn fact_words(fact: &SessionFact) -> String {
+    let triple = format!("{} {} {}", fact.subject(), fact.relation(), fact.object());
+    match fact.statement() {
+        Some(statement) => format!("{triple}  {statement:?}"),
+        None => triple,
+    }
+}
+
+/// One line per fact: id, (score,) category, confidence, the fact.
+fn fact_table<'a>(facts: impl Iterator<Item = (Option<f64>, &'a SessionFact)>) -> String {
+    let rows: Vec<Vec<String>> = facts
+        .map(|(score, fact)| {
+            let mut row = vec![fact.id().to_string()];
+            if let Some(score) = score {
+                row.push(format!("{score:.2}"));
+            }
+            row.push(category(fact).to_owned());
+            row.push(format!("{:.2}", fact.confidence()));
+            row.push(fact_words(fact));
+            row
+        })
+        .collect();
+    table(&rows)
+}
+
+/// A fact's state: `current`, `superseded by ID on WHEN` or `ended on WHEN`.
+fn state(fact: &SessionFact) -> String {
+    match (fact.valid_to(), fact.superseded_by()) {
+        (None, _) => "current".to_owned(),
+        (Some(at), Some(by)) => format!("superseded by {by} on {}", when(at)),
+        (Some(at), None) => format!("ended on {}", when(at)),
+    }
+}
+
+fn show_text(fact: &SessionFact) -> String {
+    let mut rows = vec![
+        vec!["id".to_owned(), fact.id().to_string()],
+        vec!["subject".to_owned(), fact.subject().to_owned()],
+        vec!["relation".to_owned(), fact.relation().to_owned()],
+        vec!["object".to_owned(), fact.object().to_owned()],
+    ];
+    if let Some(statement) = fact.statement() {
+        rows.push(vec!["statement".to_owned(), statement.to_owned()]);
+    }
+    let tags: Vec<&str> = fact.tags().as_slice().iter().map(|t| t.as_str()).collect();
+    rows.extend([
+        vec!["category".to_owned(), tags.join(", ")],
+        vec!["confidence".to_owned(), format!("{:.2}", fact.confidence())],
+        vec![
+            "source".to_owned(),
+            format!("{} ({})", fact.source_task_id(), fact.source_role()),
+        ],
+        vec!["valid from".to_owned(), when(fact.valid_from())],
+        vec!["state".to_owned(), state(fact)],
+    ]);
+    table(&rows)
+}
+
+fn add_text(summary: &AddSummary) -> String {
+    let mut lines = vec![match (summary.status, summary.existing) {
+        ("added", _) => format!("added {}", summary.id),
+        ("already_current", _) => format!("already current {}", summary.id),
+        ("arrived_superseded", _) => format!(
+            "arrived superseded {} (a newer fact of its subject and relation is current)",
+            summary.id
+        ),
+        ("duplicate", Some(existing)) => {
+            format!("duplicate skipped: {existing} already holds this statement")
+        }
+        (status, _) => format!("{status} {}", summary.id),
+    }];
+    lines.extend(
+        summary
+            .superseded
+            .iter()
+            .map(|id| format!("superseded {id}")),
+    );
+    lines.join("\n")
+}
+
+fn history_text(versions: &[SessionFact]) -> String {
+    let rows: Vec<Vec<String>> = versions
+        .iter()
+        .map(|fact| {
+            vec![
+                fact.id().to_string(),
+                when(fact.valid_from()),
+                format!("{} {}", fact.relation(), fact.object()),
+                state(fact),
+            ]
+        })
+        .collect();
+    table(&rows)
+}
+
+/// `N added, M superseded, ...`: the counts of an add report that are not zero.
+fn facts_line(report: &reexports::AddReport) -> String {
+    let counts = [
+        (report.added.len(), "added"),
+        (report.invalidated.len(), "superseded"),
+        (report.refreshed.len(), "already current"),
+        (report.arrived_superseded.len(), "arrived superseded"),
+        (report.skipped.len(), "skipped"),
+    ];
+    let parts: Vec<String> = counts
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+    if parts.is_empty() {
+        "none".to_owned()
+    } else {
+        parts.join(", ")
+    }
+}
+
+fn archive_text(report: &ArchiveReport) -> String {
+    let plural = if report.messages == 1 { "" } else { "s" };
+    let mut lines = vec![format!(
+        "archived {} {:?} ({} message{plural})",
+        report.episode_id, report.title, report.messages
+    )];
+    match &report.facts {
+        Some(facts) => {
+            lines.push(format!("facts: {}", facts_line(facts)));
+            lines.extend(facts.added.iter().map(|id| format!("  added {id}")));
+        }
+        None => lines.push(
+            "facts: not extracted (give --llm-cmd, or run `facts mem backfill --llm-cmd CMD`)"
+                .to_owned(),
+        ),
+    }
+    lines.extend(report.diagnostics.iter().map(|d| format!("note: {d}")));
+    lines.join("\n")
+}
+
+fn backfill_text(reports: &[ArchiveReport]) -> String {
+    if reports.is_empty() {
+        return "nothing to backfill: every episode has its facts".to_owned();
+    }
+    let rows: Vec<Vec<String>> = reports
+        .iter()
+        .map(|report| {
+            let facts = report
+                .facts
+                .as_ref()
+                .map_or_else(|| "none".to_owned(), facts_line);
+            vec![report.episode_id.clone(), format!("facts: {facts}")]
+        })
+        .collect();
+    let plural = if reports.len() == 1 { "" } else { "s" };
+    format!(
+        "backfilled {} episode{plural}\n{}",
+        reports.len(),
+        table(&rows)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
+        move |name| {
+            vars.iter()
+                .find(|(key, _)| *key == name)
+                .map(|(_, value)| OsString::from(value))
+        }
+    }
+
+    #[test]
+    fn the_default_database_follows_the_environment() {
+        type Vars = &'static [(&'static str, &'static str)];
+        let cases: &[(Vars, Option<&str>)] = &[
+            (
+                &[("FACTMEM_DB", "/x/m.db"), ("HOME", "/home/a")],
+                Some("/x/m.db"),
+            ),
+            (
+                &[("XDG_DATA_HOME", "/data"), ("HOME", "/home/a")],
+                Some("/data/factmem/memory.db"),
+            ),
+            (
+                &[
+                    ("FACTMEM_DB", ""),
+                    ("XDG_DATA_HOME", "rel"),
+                    ("HOME", "/home/a"),
+                ],
+                Some("/home/a/.local/share/factmem/memory.db"),
+            ),
+            (&[], None),
+        ];
+        for (vars, expected) in cases {
+            assert_eq!(
+                default_db(env(vars)),
+                expected.map(PathBuf::from),
+                "{vars:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn tables_align_every_column_but_the_last() {
+        let rows = vec![
+            vec!["a".to_owned(), "bbb".to_owned(), "x".to_owned()],
+            vec!["ccc".to_owned(), "d".to_owned(), "yy".to_owned()],
+        ];
+        assert_eq!(table(&rows), "a    bbb  x\nccc  d    yy");
+    }
+}
