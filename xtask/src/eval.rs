@@ -3,7 +3,9 @@
 //! Implements the protocol of `../shared/eval/README.md` exactly, and prints one JSON line
 //! with the keys of `../shared/eval/fts5_baseline.py`, so the two compare side by side:
 //!
-//! - each of the ten samples is indexed on its own, in a fresh store;
+//! - each of the ten samples is indexed on its own, in a fresh store: the in-memory store,
+//!   or with `--store sqlite` the SQLite store in a temporary file (its search answered by
+//!   the database's FTS5 index);
 //! - corpus `observations`: every `[text, dia_id]` of `observation.session_N_observation
 //!   .<speaker>` is one fact; corpus `turns`: every `{speaker, dia_id, text}` of
 //!   `conversation.session_N` is one fact; subject = the speaker, object = the text (texts
@@ -25,8 +27,8 @@ use std::time::Instant;
 use fact_model::{FactId, SessionFact, SourceRole, SystemClock, Tag, Timestamp, clip};
 use fact_retrieve::{Bm25, FactQuery, IndexRetriever, KeywordOverlap};
 use fact_store::{
-    AnalyzerConfig, InMemorySessionFactStore, SessionFactStore, SkipReason, StoreConfig,
-    TermWeighting,
+    AnalyzerConfig, InMemorySessionFactStore, SessionFactStore, SkipReason, SqliteFactStore,
+    StoreConfig, TermWeighting,
 };
 use serde_json::Value;
 
@@ -43,6 +45,14 @@ struct Options {
     corpus: Corpus,
     scorer: Scorer,
     stemming: bool,
+    store: Store,
+}
+
+/// Which store backend indexes and ranks the facts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Store {
+    Memory,
+    Sqlite,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +88,7 @@ fn parse(args: &[String]) -> Result<Options, Error> {
         corpus: Corpus::Observations,
         scorer: Scorer::Bm25,
         stemming: true,
+        store: Store::Memory,
     };
     while let Some(flag) = args.next() {
         let mut value = || {
@@ -105,6 +116,17 @@ fn parse(args: &[String]) -> Result<Options, Error> {
                     other => {
                         return Err(usage(format!(
                             "unknown scorer `{other}`; use bm25 or overlap"
+                        )));
+                    }
+                }
+            }
+            "--store" => {
+                options.store = match value()?.as_str() {
+                    "memory" => Store::Memory,
+                    "sqlite" => Store::Sqlite,
+                    other => {
+                        return Err(usage(format!(
+                            "unknown store `{other}`; use memory or sqlite"
                         )));
                     }
                 }
@@ -254,7 +276,22 @@ fn evaluate(samples: &[Value], options: &Options) -> Result<Value, Error> {
             },
             ..StoreConfig::default()
         };
-        let store = Arc::new(InMemorySessionFactStore::new(config, Arc::new(SystemClock)));
+        // The SQLite store lives in a temporary file, so its search runs through the
+        // database as it would for a user; the directory goes when the sample is done.
+        let dir = tempfile::TempDir::new()
+            .map_err(|e| Error::Failed(format!("cannot make a temporary directory: {e}")))?;
+        let store: Arc<dyn SessionFactStore> = match options.store {
+            Store::Memory => Arc::new(InMemorySessionFactStore::new(config, Arc::new(SystemClock))),
+            Store::Sqlite => Arc::new(
+                SqliteFactStore::open(
+                    dir.path().join("eval.db"),
+                    "eval",
+                    config,
+                    Arc::new(SystemClock),
+                )
+                .map_err(|e| Error::Failed(format!("sqlite store: {e}")))?,
+            ),
+        };
         // Evidence of each stored fact; duplicates (same triple or same statement) share one.
         let mut evidence: HashMap<FactId, HashSet<String>> = HashMap::new();
         let mut batch = Vec::new();
@@ -267,7 +304,9 @@ fn evaluate(samples: &[Value], options: &Options) -> Result<Value, Error> {
         let ids: Vec<FactId> = batch.iter().map(SessionFact::id).collect();
         // One batch per sample: all facts share (speaker, said), and facts of one batch
         // never invalidate each other.
-        let report = store.add(batch);
+        let report = store
+            .add(batch)
+            .map_err(|e| Error::Failed(format!("store: {e}")))?;
         for skipped in &report.skipped {
             if let SkipReason::DuplicateStatement { existing } = skipped.reason
                 && let Some(id) = ids.get(skipped.index)
@@ -325,7 +364,11 @@ fn evaluate(samples: &[Value], options: &Options) -> Result<Value, Error> {
     };
     let round = |x: f64, digits: i32| (x * 10f64.powi(digits)).round() / 10f64.powi(digits);
     let system = format!(
-        "factmem-{}{}",
+        "factmem-{}{}{}",
+        match options.store {
+            Store::Memory => "",
+            Store::Sqlite => "sqlite-",
+        },
         match options.scorer {
             Scorer::Bm25 => "bm25",
             Scorer::Overlap => "overlap",
@@ -368,6 +411,7 @@ mod tests {
             corpus,
             scorer: Scorer::Bm25,
             stemming: true,
+            store: Store::Memory,
         }
     }
 
@@ -423,6 +467,16 @@ mod tests {
         let turns = evaluate(&[sample()], &options(Corpus::Turns)).unwrap();
         assert_eq!(turns["corpus"], "turns");
         assert_eq!(turns["recall@1"], 0.5);
+        // The SQLite store ranks exactly as the in-memory store does.
+        let sqlite = Options {
+            store: Store::Sqlite,
+            ..options(Corpus::Observations)
+        };
+        let on_sqlite = evaluate(&[sample()], &sqlite).unwrap();
+        assert_eq!(on_sqlite["system"], "factmem-sqlite-bm25-porter2");
+        for k in ["recall@1", "recall@5", "recall@10", "recall@20"] {
+            assert_eq!(on_sqlite[k], report[k], "{k}");
+        }
     }
 
     #[test]
@@ -430,6 +484,10 @@ mod tests {
         let args = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
         assert!(matches!(parse(&args(&[])), Err(Error::Usage(_))));
         assert!(matches!(parse(&args(&["beir"])), Err(Error::Usage(_))));
+        assert!(matches!(
+            parse(&args(&["locomo", "--data", "x", "--store", "postgres"])),
+            Err(Error::Usage(m)) if m.contains("memory or sqlite")
+        ));
         assert!(matches!(parse(&args(&["locomo"])), Err(Error::Usage(m)) if m.contains("--data")));
         assert!(matches!(
             parse(&args(&["locomo", "--data"])),

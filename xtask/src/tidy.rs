@@ -47,6 +47,11 @@ const CLOCK_READS: &[&str] = &["SystemTime::now", "Instant::now"];
 /// reading of the clock in [`CLOCK_FILE`].
 const CONCRETE: &[(&str, &str)] = &[
     ("InMemorySessionFactStore", "fact-store"),
+    ("InMemoryEpisodeStore", "fact-store"),
+    ("SqliteFactStore", "fact-store"),
+    ("LlmFactExtractor", "fact-extract"),
+    ("CommandLlm", "fact-extract"),
+    ("OpenAiCompatibleLlm", "fact-extract"),
     ("RuleBasedFactExtractor", "fact-extract"),
     ("IndexRetriever", "fact-retrieve"),
     ("CharsPerToken", "fact-retrieve"),
