@@ -334,6 +334,14 @@ impl SqliteFactStore {
                 "NORMAL"
             };
             conn.pragma_update(None, "synchronous", sync)?;
+            // Checkpoint every 16 MiB of log rather than 4: pages that many batches touch
+            // (index leaves) are copied back once instead of four times.
+            conn.pragma_update(None, "wal_autocheckpoint", 4_096)?;
+            // Checkpoint every 10,000 WAL pages (≈ 40 MiB) instead of 1,000: pages that
+            // every batch touches (counters, term frequencies, index interiors) are copied
+            // into the database once per checkpoint, so rarer checkpoints copy each hot page
+            // fewer times. Checkpoints were a quarter of the time of an `add`.
+            conn.pragma_update(None, "wal_autocheckpoint", 10_000)?;
         }
         conn.pragma_update(None, "foreign_keys", "ON")?;
         if version < SCHEMA_VERSION {
