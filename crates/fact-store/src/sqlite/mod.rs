@@ -13,6 +13,8 @@ mod episodes;
 mod error;
 mod schema;
 mod search;
+#[cfg(test)]
+mod tests;
 mod writer;
 
 use std::collections::HashMap;
@@ -334,9 +336,6 @@ impl SqliteFactStore {
                 "NORMAL"
             };
             conn.pragma_update(None, "synchronous", sync)?;
-            // Checkpoint every 16 MiB of log rather than 4: pages that many batches touch
-            // (index leaves) are copied back once instead of four times.
-            conn.pragma_update(None, "wal_autocheckpoint", 4_096)?;
             // Checkpoint every 10,000 WAL pages (≈ 40 MiB) instead of 1,000: pages that
             // every batch touches (counters, term frequencies, index interiors) are copied
             // into the database once per checkpoint, so rarer checkpoints copy each hot page
@@ -551,7 +550,7 @@ impl SessionFactStore for SqliteFactStore {
     fn get(&self, id: FactId) -> Option<SessionFact> {
         let sql = format!(
             "SELECT {FACT_COLUMNS} FROM facts WHERE scope = ?1 AND id = ?2 \
-             ORDER BY seq DESC LIMIT 1"
+             ORDER BY valid_to IS NULL DESC, seq DESC LIMIT 1"
         );
         self.facts("get", &sql, params![self.scope_id, id_to_sql(id)])
             .pop()

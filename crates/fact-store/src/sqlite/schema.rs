@@ -19,7 +19,13 @@
 //!   the analyzer its term documents were made with.
 //! - `facts`: every version; `seq` (the rowid) is insertion order. While a version is valid
 //!   it also holds `key_order` (when it joined its key's valid facts), `doc_len` and
-//!   `terms`, its term document: the analyzer's terms as ids, `t12 t7 t12`.
+//!   `terms`, its term document: the analyzer's terms as ids, `t12 t7 t12`. Four indexes,
+//!   each touching pages at random on every batch, so no more than needed: `facts_id`
+//!   (versions of an id), `facts_key` (`subject, relation, key_order`: a subject's
+//!   history, and a key's valid facts in key order, since `key_order` is null once a
+//!   version is invalid), `facts_valid` (the valid facts in insertion order; a selector
+//!   without a subject scans them, as the in-memory store does) and
+//!   `facts_valid_statement` (statement dedup).
 //! - `terms`: each scope's terms with their ids and document frequency over valid facts.
 //!   Ids are unique across scopes, so a term-id document never matches another scope.
 //! - `fact_fts`: FTS5 over the term documents of valid facts (contentless, `rowid = seq`).
@@ -140,11 +146,8 @@ fn to_version_1(conn: &Connection) -> rusqlite::Result<()> {
             terms TEXT
         );
         CREATE INDEX facts_id ON facts(scope, id);
-        CREATE INDEX facts_subject ON facts(scope, subject);
+        CREATE INDEX facts_key ON facts(scope, subject, relation, key_order);
         CREATE INDEX facts_valid ON facts(scope) WHERE valid_to IS NULL;
-        CREATE INDEX facts_valid_key ON facts(scope, subject, relation, key_order)
-            WHERE valid_to IS NULL;
-        CREATE INDEX facts_valid_relation ON facts(scope, relation) WHERE valid_to IS NULL;
         CREATE INDEX facts_valid_statement ON facts(scope, folded)
             WHERE valid_to IS NULL AND folded IS NOT NULL;
         CREATE TABLE terms (
