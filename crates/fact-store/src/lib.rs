@@ -6,6 +6,27 @@
 //!   between threads.
 //! - [`InMemorySessionFactStore`] implements it with an [`indexmap::IndexMap`] of
 //!   versions plus subject, key and statement indexes.
+//! - `SqliteFactStore` (feature `sqlite`) implements it on a SQLite file: many scopes
+//!   (`spec:todo-api`, `user:alice`) in one database, none seeing another's facts; WAL,
+//!   one transaction per batch, a busy timeout so several processes share the file,
+//!   schema migrations, and a search through FTS5 that ranks exactly as the in-memory
+//!   index does. It also keeps the scope's [`Episode`]s ([`EpisodeStore`]). Both stores
+//!   pass the same conformance suite.
+//!
+//! ```
+//! # #[cfg(feature = "sqlite")] {
+//! use std::sync::Arc;
+//! use fact_model::SystemClock;
+//! use fact_store::{SessionFactStore, SqliteFactStore, StoreConfig};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let path = dir.path().join("memory.db");
+//! let alice = SqliteFactStore::open(&path, "user:alice", StoreConfig::default(), Arc::new(SystemClock))?;
+//! let bob = SqliteFactStore::open(&path, "user:bob", StoreConfig::default(), Arc::new(SystemClock))?;
+//! assert_eq!((alice.valid_count(), bob.valid_count()), (0, 0));
+//! # }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 //!
 //! # Temporal model
 //!

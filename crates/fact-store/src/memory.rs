@@ -553,7 +553,14 @@ impl State {
     fn insert(&mut self, fact: SessionFact, batch: u64) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.versions.entry(fact.id()).or_default().push(seq);
+        // The valid version of an id, if any, stays its latest: an ended version imported
+        // while the id is valid goes into its history, before the valid one.
+        let valid_now = self.valid_version(fact.id()).is_some();
+        let versions = self.versions.entry(fact.id()).or_default();
+        match versions.len().checked_sub(1) {
+            Some(last) if valid_now && !fact.is_valid() => versions.insert(last, seq),
+            _ => versions.push(seq),
+        }
         let subject_key = self.hasher.hash_one(fact.subject());
         link(&mut self.by_subject, subject_key, seq);
         let slot = fact.is_valid().then(|| self.link_valid(seq, &fact));

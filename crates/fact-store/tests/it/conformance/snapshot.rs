@@ -1,6 +1,6 @@
 //! Snapshot export and import.
 
-use super::{fact, memory, store, store_with};
+use super::{fact, memory, store, store_with, t};
 use fact_store::{SessionFactStore, Snapshot, StoreConfig, StoreError};
 use serde_json::json;
 
@@ -91,4 +91,24 @@ fn importing_into_a_non_empty_store_lets_the_snapshot_win_its_keys() {
     // The snapshot is plain serde data too.
     let snapshot: Snapshot = serde_json::from_str(&store.export_snapshot().to_json()).unwrap();
     assert_eq!(snapshot.version, 1);
+}
+
+#[test]
+fn an_ended_version_imported_while_the_fact_is_valid_goes_into_history() {
+    let (store, _) = store();
+    let current = fact("src/a.rs", "modified_by", "task:2", 2, 10);
+    store.add(vec![current.clone()]).unwrap();
+    let ended = current.invalidated_at(t(10)).unwrap();
+    let snapshot = Snapshot {
+        version: fact_store::SNAPSHOT_VERSION,
+        records: vec![fact_store::SnapshotRecord { batch: 1, fact: ended }],
+    };
+    store.import(snapshot).unwrap();
+    // The valid version stays the fact's latest: one valid version, refreshed by a re-add.
+    assert!(store.get(current.id()).unwrap().is_valid());
+    assert_eq!(store.valid_count(), 1);
+    let report = store.add(vec![current.clone()]).unwrap();
+    assert_eq!(report.refreshed, [current.id()]);
+    assert_eq!(store.valid_count(), 1);
+    assert_eq!(store.history("src/a.rs").len(), 2);
 }
