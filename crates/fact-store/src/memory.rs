@@ -467,17 +467,20 @@ impl State {
             .collect()
     }
 
+    /// The latest version of `id`: its valid version if it has one, else the newest. (An
+    /// ended version imported while the id is valid is newer, but only history.)
     fn latest_version(&self, id: FactId) -> Option<u64> {
-        self.versions.get(&id)?.last().copied()
+        self.valid_version(id)
+            .or_else(|| self.versions.get(&id)?.last().copied())
     }
 
-    /// The valid version of `id`, if any: only the latest version can be valid.
+    /// The valid version of `id`, if any (at most one version of an id is valid).
     fn valid_version(&self, id: FactId) -> Option<u64> {
-        let seq = self.latest_version(id)?;
-        self.records
-            .get(&seq)
-            .is_some_and(|record| record.fact.is_valid())
-            .then_some(seq)
+        self.versions.get(&id)?.iter().rev().copied().find(|seq| {
+            self.records
+                .get(seq)
+                .is_some_and(|record| record.fact.is_valid())
+        })
     }
 
     fn valid_seqs_for_key(&self, subject: &str, relation: &str) -> Vec<u64> {
@@ -553,14 +556,7 @@ impl State {
     fn insert(&mut self, fact: SessionFact, batch: u64) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        // The valid version of an id, if any, stays its latest: an ended version imported
-        // while the id is valid goes into its history, before the valid one.
-        let valid_now = self.valid_version(fact.id()).is_some();
-        let versions = self.versions.entry(fact.id()).or_default();
-        match versions.len().checked_sub(1) {
-            Some(last) if valid_now && !fact.is_valid() => versions.insert(last, seq),
-            _ => versions.push(seq),
-        }
+        self.versions.entry(fact.id()).or_default().push(seq);
         let subject_key = self.hasher.hash_one(fact.subject());
         link(&mut self.by_subject, subject_key, seq);
         let slot = fact.is_valid().then(|| self.link_valid(seq, &fact));

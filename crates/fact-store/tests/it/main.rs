@@ -41,7 +41,22 @@ mod sqlite_fts;
 use std::sync::Arc;
 
 use fact_model::{Clock, ManualClock, SessionFact, SourceRole, Tag, Timestamp};
-use fact_store::SessionFactStore;
+use fact_store::{SessionFactStore, TermWeighting};
+
+/// Keyword overlap, the simplest weighting: each distinct query term a fact holds counts
+/// `1 / query terms`, whatever its frequency.
+#[derive(Debug)]
+pub(crate) struct Overlap;
+
+impl TermWeighting for Overlap {
+    fn term_weight(&self, _: usize, _: usize, query_terms: usize) -> f64 {
+        1.0 / query_terms as f64
+    }
+
+    fn tf_weight(&self, _: u32, _: u32, _: f64) -> f64 {
+        1.0
+    }
+}
 
 pub(crate) fn t(secs: i64) -> Timestamp {
     Timestamp::from_unix_secs(1_800_000_000 + secs).unwrap()

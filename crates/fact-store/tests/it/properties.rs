@@ -21,6 +21,8 @@ use fact_store::{
 };
 use proptest::prelude::*;
 
+use crate::Overlap;
+
 const SUBJECTS: &[&str] = &["task:1", "task:2", "src/a.rs", "user"];
 const RELATIONS: &[&str] = &["requires", "summary", "compacted"];
 const OBJECTS: &[&str] = &["alpha", "beta", "gamma parsers", "delta"];
@@ -46,20 +48,6 @@ impl TermWeighting for Bm25 {
     fn tf_weight(&self, tf: u32, doc_len: u32, avg: f64) -> f64 {
         let tf = f64::from(tf);
         tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * f64::from(doc_len) / avg))
-    }
-}
-
-/// Keyword overlap: the fraction of query terms a fact holds.
-#[derive(Debug)]
-struct Overlap;
-
-impl TermWeighting for Overlap {
-    fn term_weight(&self, _: usize, _: usize, query_terms: usize) -> f64 {
-        1.0 / query_terms as f64
-    }
-
-    fn tf_weight(&self, _: u32, _: u32, _: f64) -> f64 {
-        1.0
     }
 }
 

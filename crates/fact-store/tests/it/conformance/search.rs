@@ -1,23 +1,11 @@
 //! The term index behind `search`: filters, order, and agreement with a brute-force scan.
 
 use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
-use fact_store::{SessionFactStore, StoreConfig, TermQuery, TermWeighting};
+use fact_store::{SessionFactStore, StoreConfig, TermQuery};
 
+use crate::Overlap;
 use super::{fact, store_with, t};
 
-/// Counts the distinct query terms a fact contains.
-#[derive(Debug)]
-struct Overlap;
-
-impl TermWeighting for Overlap {
-    fn term_weight(&self, _: usize, _: usize, query_terms: usize) -> f64 {
-        1.0 / query_terms as f64
-    }
-
-    fn tf_weight(&self, _: u32, _: u32, _: f64) -> f64 {
-        1.0
-    }
-}
 
 fn search(store: &dyn SessionFactStore, text: &str, query: TermQuery<'_>) -> Vec<(String, f64)> {
     store

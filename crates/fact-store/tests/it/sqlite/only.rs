@@ -8,24 +8,11 @@ use std::sync::Arc;
 use fact_model::{FactId, FactSelector, ManualClock};
 use fact_store::{
     Episode, EpisodeStore, SessionFactStore, SqliteFactStore, SqliteOptions, StoreConfig,
-    StoreError, TermQuery, TermWeighting,
+    StoreError, TermQuery,
 };
 
 use super::{fact, t};
-
-/// Counts the distinct query terms a fact contains.
-#[derive(Debug)]
-struct Overlap;
-
-impl TermWeighting for Overlap {
-    fn term_weight(&self, _: usize, _: usize, query_terms: usize) -> f64 {
-        1.0 / query_terms as f64
-    }
-
-    fn tf_weight(&self, _: u32, _: u32, _: f64) -> f64 {
-        1.0
-    }
-}
+use crate::Overlap;
 
 fn clock() -> Arc<ManualClock> {
     Arc::new(ManualClock::new(t(0)))
