@@ -278,19 +278,19 @@ fn evaluate(samples: &[Value], options: &Options) -> Result<Value, Error> {
         };
         // The SQLite store lives in a temporary file, so its search runs through the
         // database as it would for a user; the directory goes when the sample is done.
-        let dir = tempfile::TempDir::new()
-            .map_err(|e| Error::Failed(format!("cannot make a temporary directory: {e}")))?;
+        let mut dir = None;
         let store: Arc<dyn SessionFactStore> = match options.store {
             Store::Memory => Arc::new(InMemorySessionFactStore::new(config, Arc::new(SystemClock))),
-            Store::Sqlite => Arc::new(
-                SqliteFactStore::open(
-                    dir.path().join("eval.db"),
-                    "eval",
-                    config,
-                    Arc::new(SystemClock),
+            Store::Sqlite => {
+                let dir = dir.insert(tempfile::TempDir::new().map_err(|e| {
+                    Error::Failed(format!("cannot make a temporary directory: {e}"))
+                })?);
+                let path = dir.path().join("eval.db");
+                Arc::new(
+                    SqliteFactStore::open(path, "eval", config, Arc::new(SystemClock))
+                        .map_err(|e| Error::Failed(format!("sqlite store: {e}")))?,
                 )
-                .map_err(|e| Error::Failed(format!("sqlite store: {e}")))?,
-            ),
+            }
         };
         // Evidence of each stored fact; duplicates (same triple or same statement) share one.
         let mut evidence: HashMap<FactId, HashSet<String>> = HashMap::new();

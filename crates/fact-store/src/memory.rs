@@ -32,9 +32,6 @@ use crate::{
     StoreError, StoreResult, TermQuery, TermWeighting,
 };
 
-/// The in-memory store never fails; its operations return `Ok` through this.
-type Never<T> = StoreResult<T>;
-
 /// The relation of the summary fact that [`CompactionPolicy::MergeBySubject`] writes.
 pub const COMPACTED_RELATION: &str = "compacted";
 
@@ -267,7 +264,7 @@ impl InMemorySessionFactStore {
 }
 
 impl SessionFactStore for InMemorySessionFactStore {
-    fn add(&self, batch: Vec<SessionFact>) -> Never<AddReport> {
+    fn add(&self, batch: Vec<SessionFact>) -> StoreResult<AddReport> {
         let mut state = self.write();
         let mut report = state.add_batch(batch);
         state.newest_input_batch = state.last_batch;
@@ -276,7 +273,7 @@ impl SessionFactStore for InMemorySessionFactStore {
         Ok(report)
     }
 
-    fn invalidate_matching(&self, selector: &FactSelector) -> Never<Vec<FactId>> {
+    fn invalidate_matching(&self, selector: &FactSelector) -> StoreResult<Vec<FactId>> {
         Ok(self.invalidate_selected(selector))
     }
 
@@ -297,7 +294,7 @@ impl SessionFactStore for InMemorySessionFactStore {
         self.read().records.len()
     }
 
-    fn compact(&self, max_valid: usize) -> Never<CompactionReport> {
+    fn compact(&self, max_valid: usize) -> StoreResult<CompactionReport> {
         let mut state = self.write();
         let report = state.compact(max_valid, &self.config);
         state.maintain_index();

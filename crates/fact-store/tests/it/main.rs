@@ -41,7 +41,7 @@ mod sqlite_fts;
 use std::sync::Arc;
 
 use fact_model::{Clock, ManualClock, SessionFact, SourceRole, Tag, Timestamp};
-use fact_store::{SessionFactStore, TermWeighting};
+use fact_store::{SessionFactStore, TermQuery, TermWeighting};
 
 /// Keyword overlap, the simplest weighting: each distinct query term a fact holds counts
 /// `1 / query terms`, whatever its frequency.
@@ -104,5 +104,29 @@ pub(crate) fn valid_lines(store: &dyn SessionFactStore) -> Vec<String> {
         .valid_facts()
         .iter()
         .map(|f| format!("{} {} {}", f.subject(), f.relation(), f.object()))
+        .collect()
+}
+
+/// The facts a search with [`Overlap`] finds for `text` (the rest of `query` as given), as
+/// `subject relation object` lines with their scores, best first.
+pub(crate) fn search(
+    store: &dyn SessionFactStore,
+    text: &str,
+    query: TermQuery<'_>,
+) -> Vec<(String, f64)> {
+    store
+        .search(&TermQuery { text, ..query }, &Overlap)
+        .into_iter()
+        .map(|s| {
+            (
+                format!(
+                    "{} {} {}",
+                    s.fact.subject(),
+                    s.fact.relation(),
+                    s.fact.object()
+                ),
+                s.score,
+            )
+        })
         .collect()
 }

@@ -3,27 +3,10 @@
 use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
 use fact_store::{SessionFactStore, StoreConfig, TermQuery};
 
-use crate::Overlap;
+use crate::search;
 use super::{fact, store_with, t};
 
 
-fn search(store: &dyn SessionFactStore, text: &str, query: TermQuery<'_>) -> Vec<(String, f64)> {
-    store
-        .search(&TermQuery { text, ..query }, &Overlap)
-        .into_iter()
-        .map(|s| {
-            (
-                format!(
-                    "{} {} {}",
-                    s.fact.subject(),
-                    s.fact.relation(),
-                    s.fact.object()
-                ),
-                s.score,
-            )
-        })
-        .collect()
-}
 
 fn query() -> TermQuery<'static> {
     TermQuery {

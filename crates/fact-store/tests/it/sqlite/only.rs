@@ -12,7 +12,6 @@ use fact_store::{
 };
 
 use super::{fact, t};
-use crate::Overlap;
 
 fn clock() -> Arc<ManualClock> {
     Arc::new(ManualClock::new(t(0)))
@@ -24,25 +23,10 @@ fn open(path: &Path, scope: &str, clock: &Arc<ManualClock>) -> SqliteFactStore {
 
 fn search(store: &dyn SessionFactStore, text: &str) -> Vec<(String, f64)> {
     let query = TermQuery {
-        text,
         limit: 10,
         ..TermQuery::default()
     };
-    store
-        .search(&query, &Overlap)
-        .into_iter()
-        .map(|s| {
-            (
-                format!(
-                    "{} {} {}",
-                    s.fact.subject(),
-                    s.fact.relation(),
-                    s.fact.object()
-                ),
-                s.score,
-            )
-        })
-        .collect()
+    crate::search(store, text, query)
 }
 
 #[test]
