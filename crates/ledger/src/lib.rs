@@ -8,20 +8,24 @@
 //!   hides a failure behind a stale ledger.
 //! - [`TaskLedger`] holds `ledger.*` [`StateSnapshotFact`]s, last write wins per key, with
 //!   every change kept in a revision history; implementer and reviewer results update it.
+//! - [`set_task_status`] sets a task's checkbox in tasks.md in place, atomically, changing
+//!   that one character and nothing else.
 //! - [`StallDetector`] counts non-progress outcomes and spots review loops.
 
 #![forbid(unsafe_code)]
 
+mod edit;
 mod parse;
 mod progress;
 mod stall;
 mod task;
 mod task_ledger;
 
+pub use crate::edit::{SetStatusOutcome, set_task_status, set_task_status_in_text};
 pub use crate::parse::parse_tasks;
 pub use crate::progress::{
     Fingerprint, Freshness, LedgerCache, LedgerError, ProgressLedger, StaleLedger, Totals,
 };
 pub use crate::stall::{IssueFingerprint, Outcome, StallConfig, StallDetector, StallState};
-pub use crate::task::{Diagnostic, Task, TaskStatus};
+pub use crate::task::{Diagnostic, Task, TaskStatus, UnknownTaskStatus};
 pub use crate::task_ledger::{LedgerChange, StateSnapshotFact, TaskLedger, keys};

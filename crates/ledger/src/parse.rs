@@ -26,6 +26,25 @@ const LINE_START_KEYS: [&str; 5] = ["Role", "Task", "Restrictions", "Success", "
 /// `\.` are dropped. A checkbox bullet without such an id is not a task: it yields a
 /// [`Diagnostic`] (and, under a task, also stays one of its details).
 ///
+/// **Near misses.** A line that has a numeric id after a checkbox-like box but is not a
+/// task line yields a [`Diagnostic`] naming every problem and the accepted form of the
+/// line, instead of being taken for a detail or dropped:
+///
+/// | line | problem |
+/// |---|---|
+/// | `[ ] 1. Title` | no bullet |
+/// | `+ [ ] 2. Title` | a `+` bullet |
+/// | `1. [ ] 3. Title`, `1) [ ] 3. Title` | a numbered bullet |
+/// | `-[ ] 4. Title` | no blank after the bullet |
+/// | `- [~] 5. Title`, `- [] 5.`, `- [ x] 5.` | an unknown box (one of at most two characters) |
+/// | `- [ ]6. Title` | no blank after the box |
+///
+/// The line and every line under it, up to the next task line, belong to no task: its
+/// metadata is not added to the task above (a `_Prompt:` under it is still read to its
+/// end, so its lines stay prompt text). Lines without an id after the box (`+ [ ] Note`,
+/// `- [link](…)`, `- [ref] 2.` with a longer box) and quoted lines (`> - [ ] 1.`) are not
+/// near misses.
+///
 /// **Depth.** The indentation of a task line is its leading spaces and tabs, a space
 /// counting 1 column and a tab 2. The depth is the indentation minus that of the
 /// least-indented task line of the file, divided by 2 and rounded down: 2 spaces or 1 tab
@@ -82,9 +101,12 @@ const LINE_START_KEYS: [&str; 5] = ["Role", "Task", "Restrictions", "Success", "
 ///
 /// # Diagnostics
 ///
-/// A checkbox bullet without a numeric id, a prompt not closed before the next task or the
-/// end of the file, a task id already used, and a second `_Prompt:` under one task (its
-/// text is appended to the first) each yield a [`Diagnostic`] with its 1-based line.
+/// A checkbox bullet without a numeric id, a near miss (see above), a prompt not closed
+/// before the next task or the end of the file, a task id already used, and a second
+/// `_Prompt:` under one task (its text is appended to the first) each yield a
+/// [`Diagnostic`] with its 1-based line. A near miss's message starts with `not a task:`
+/// and ends with the accepted form, as in `` not a task: unknown checkbox `[~]` (`[ ]`
+/// pending, `[-]` in progress, `[x]` completed). Accepted form: `- [ ] 5. Title` ``.
 ///
 /// # Example
 ///
@@ -146,6 +168,8 @@ pub fn parse_tasks(text: &str) -> (Vec<Task>, Vec<Diagnostic>) {
 struct TaskLine<'a> {
     indent: usize,
     status: TaskStatus,
+    /// The checkbox as written, `[x]`: a slice of the line.
+    checkbox: &'a str,
     /// Borrowed when the id is written as is; owned when it had to be unescaped.
     id: Cow<'a, str>,
     title: &'a str,
@@ -156,7 +180,75 @@ enum LineKind<'a> {
     Task(TaskLine<'a>),
     /// A checkbox bullet without a numeric id; the bullet's text.
     CheckboxWithoutId(&'a str),
+    /// Almost a task line.
+    NearMiss(NearMiss<'a>),
     Other,
+}
+
+/// A line shaped like a task line with a numeric id, but with a wrong bullet or checkbox.
+struct NearMiss<'a> {
+    /// What is wrong, at least one.
+    problems: Vec<Problem<'a>>,
+    /// `*` when the line used it, else `-`: the bullet of the accepted form.
+    bullet: char,
+    /// The box's marker when it is a known one, for the accepted form.
+    status: Option<TaskStatus>,
+    /// The id as written (`8.`, `2.3`, `3\.`) and the title.
+    id: &'a str,
+    title: &'a str,
+}
+
+/// One thing that keeps a [`NearMiss`] from being a task line.
+enum Problem<'a> {
+    /// A checkbox with no bullet before it.
+    NoBullet,
+    /// A bullet other than `-` or `*`: `+`.
+    WrongBullet(&'a str),
+    /// An ordered-list marker: `1.`, `2)`.
+    NumberedBullet(&'a str),
+    /// `-[ ]`: the bullet glued to the box.
+    NoBlankAfterBullet(char),
+    /// A box that is not `[ ]`, `[-]`, `[x]` or `[X]`; the box as written.
+    UnknownBox(&'a str),
+    /// `[ ]9.`: the box glued to the id; the box as written.
+    NoBlankAfterBox(&'a str),
+}
+
+impl NearMiss<'_> {
+    /// The diagnostic's message: every problem, then the accepted form of the line.
+    fn message(&self) -> String {
+        const BULLETS: &str = "(a task starts with `-` or `*`)";
+        let mut message = String::from("not a task: ");
+        for (i, problem) in self.problems.iter().enumerate() {
+            if i > 0 {
+                message.push_str("; ");
+            }
+            let text = match problem {
+                Problem::NoBullet => format!("no bullet {BULLETS}"),
+                Problem::WrongBullet(bullet) => format!("`{bullet}` bullet {BULLETS}"),
+                Problem::NumberedBullet(bullet) => format!("numbered bullet `{bullet}` {BULLETS}"),
+                Problem::NoBlankAfterBullet(bullet) => {
+                    format!("no blank after the bullet `{bullet}`")
+                }
+                Problem::UnknownBox(checkbox) => format!(
+                    "unknown checkbox `{checkbox}` (`[ ]` pending, `[-]` in progress, `[x]` \
+                     completed)"
+                ),
+                Problem::NoBlankAfterBox(checkbox) => {
+                    format!("no blank after the checkbox `{checkbox}`")
+                }
+            };
+            message.push_str(&text);
+        }
+        let marker = self.status.unwrap_or(TaskStatus::Pending).marker();
+        let title = fact_model::clip(self.title, 60);
+        let (bullet, id) = (self.bullet, self.id);
+        let sep = if title.is_empty() { "" } else { " " };
+        message.push_str(&format!(
+            ". Accepted form: `{bullet} [{marker}] {id}{sep}{title}`"
+        ));
+        message
+    }
 }
 
 /// A prompt being read: its `_Prompt:` line and the raw lines, the first one being the
@@ -167,6 +259,9 @@ struct OpenPrompt<'a> {
     first: &'a str,
     /// The lines after it (none for a one-line prompt, so it allocates nothing).
     more: Vec<&'a str>,
+    /// A prompt under a near miss: read to its end so its lines stay prompt text, then
+    /// dropped.
+    discard: bool,
 }
 
 /// How a prompt ended.
@@ -195,6 +290,8 @@ struct Parser<'a> {
     /// The indentation of the bullet detail on the previous line, which a more indented
     /// prose line continues.
     detail_indent: Option<usize>,
+    /// After a near miss, up to the next task line: the lines belong to no task.
+    skipping: bool,
 }
 
 impl<'a> Parser<'a> {
@@ -221,10 +318,20 @@ impl<'a> Parser<'a> {
                     message: format!("checkbox without a numeric task id, not a task: {text}"),
                 });
                 let sp = self.spanner;
-                if let Some(task) = self.tasks.last_mut() {
+                if !self.skipping
+                    && let Some(task) = self.tasks.last_mut()
+                {
                     task.details.push(sp.text(text));
                     self.detail_indent = Some(split_indent(raw).0);
                 }
+            }
+            LineKind::NearMiss(near_miss) => {
+                self.diagnostics.push(Diagnostic {
+                    line: number,
+                    message: near_miss.message(),
+                });
+                self.skipping = true;
+                self.detail_indent = None;
             }
             LineKind::Other => self.metadata(number, raw),
         }
@@ -240,6 +347,7 @@ impl<'a> Parser<'a> {
             self.seen.insert(line.id.clone(), number);
         }
         self.indents.push(line.indent);
+        self.skipping = false;
         let id = match line.id {
             Cow::Borrowed(id) => self.spanner.text(id),
             Cow::Owned(id) => Text::Owned(id.into()),
@@ -249,6 +357,7 @@ impl<'a> Parser<'a> {
             id,
             title: self.spanner.text(line.title),
             status: line.status,
+            marker: self.spanner.offset(line.checkbox).map_or(0, |at| at + 1),
             depth: 0,
             line: number,
             requirements: Vec::new(),
@@ -267,19 +376,17 @@ impl<'a> Parser<'a> {
         let sp = self.spanner;
         let (indent, body) = split_indent(raw);
         let body = body.trim_end();
-        let Some(task) = self.tasks.last_mut() else {
-            return;
-        };
-        if body.is_empty() {
-            return;
-        }
         let bullet = strip_bullet(body);
         let content = bullet.unwrap_or(body);
+        if self.tasks.is_empty() || body.is_empty() {
+            return;
+        }
         if let Some(rest) = content.strip_prefix("_Prompt:") {
             let open = OpenPrompt {
                 line: number,
                 first: rest,
                 more: Vec::new(),
+                discard: self.skipping,
             };
             if rest.trim_end().ends_with('_') {
                 self.end_prompt(open, PromptEnd::Closed);
@@ -288,6 +395,9 @@ impl<'a> Parser<'a> {
             }
             return;
         }
+        let Some(task) = self.tasks.last_mut().filter(|_| !self.skipping) else {
+            return;
+        };
         if let Some(value) = known_value(content, &["Requirements"]) {
             split_list(value, |item| task.requirements.push(sp.text(item)));
         } else if let Some(value) = known_value(content, &["Leverage"]) {
@@ -320,6 +430,9 @@ impl<'a> Parser<'a> {
 
     /// Stores a prompt read to its closing `_` or cut by a task line or the end.
     fn end_prompt(&mut self, open: OpenPrompt<'_>, end: PromptEnd) {
+        if open.discard {
+            return;
+        }
         let text = match prompt_text(open.first, &open.more, end == PromptEnd::Closed) {
             Cow::Borrowed(text) => self.spanner.text(text),
             Cow::Owned(text) => Text::Owned(text.into()),
@@ -391,11 +504,13 @@ fn strip_bullet(text: &str) -> Option<&str> {
 
 fn classify(raw: &str) -> LineKind<'_> {
     let (indent, body) = split_indent(raw);
-    let Some(bullet) = strip_bullet(body.trim_end()) else {
-        return LineKind::Other;
+    let body = body.trim_end();
+    let other = || near_miss(body).map_or(LineKind::Other, LineKind::NearMiss);
+    let Some(bullet) = strip_bullet(body) else {
+        return other();
     };
     let Some((status, rest)) = strip_checkbox(bullet) else {
-        return LineKind::Other;
+        return other();
     };
     match parse_id(rest) {
         Some((id, title)) => {
@@ -408,12 +523,95 @@ fn classify(raw: &str) -> LineKind<'_> {
             LineKind::Task(TaskLine {
                 indent,
                 status,
+                checkbox: bullet.get(..3).unwrap_or_default(),
                 id,
                 title,
             })
         }
         None => LineKind::CheckboxWithoutId(bullet),
     }
+}
+
+/// The near miss `body` (a line without its indentation) is, if it is one: a line with a
+/// bullet or number, a box of at most two characters and a numeric id, that is not a task
+/// line. Called only for lines that are neither tasks nor checkboxes without an id.
+fn near_miss(body: &str) -> Option<NearMiss<'_>> {
+    let mut problems = Vec::new();
+    let mut bullet = '-';
+    let blank = |c: char| c == ' ' || c == '\t';
+    let first = body.chars().next()?;
+    let rest = match first {
+        '-' | '*' => {
+            let after = body.get(1..)?;
+            if after.starts_with('[') {
+                problems.push(Problem::NoBlankAfterBullet(first));
+            } else if !after.starts_with(blank) {
+                return None;
+            }
+            bullet = first;
+            after.trim_start_matches(blank)
+        }
+        '+' => {
+            let after = body.get(1..)?;
+            if !after.starts_with(blank) {
+                return None;
+            }
+            problems.push(Problem::WrongBullet(body.get(..1)?));
+            after.trim_start_matches(blank)
+        }
+        '[' => {
+            problems.push(Problem::NoBullet);
+            body
+        }
+        '0'..='9' => {
+            let digits = body.bytes().take_while(u8::is_ascii_digit).count();
+            let after = body.get(digits..)?;
+            let after = after
+                .strip_prefix('.')
+                .or_else(|| after.strip_prefix(')'))?;
+            if !after.starts_with(blank) {
+                return None;
+            }
+            problems.push(Problem::NumberedBullet(body.get(..=digits)?));
+            after.trim_start_matches(blank)
+        }
+        _ => return None,
+    };
+    // A box of zero to two characters (no brackets inside), then the id.
+    let inside = rest.strip_prefix('[')?;
+    let close = inside
+        .char_indices()
+        .take(3)
+        .find(|&(_, c)| c == ']' || c == '[');
+    let (close, _) = close.filter(|&(_, c)| c == ']')?;
+    let checkbox = rest.get(..close + 2)?;
+    let after_box = inside.get(close + 1..)?;
+    let status = match inside.get(..close)? {
+        " " => Some(TaskStatus::Pending),
+        "-" => Some(TaskStatus::InProgress),
+        "x" | "X" => Some(TaskStatus::Completed),
+        _ => None,
+    };
+    if status.is_none() {
+        problems.push(Problem::UnknownBox(checkbox));
+    }
+    let id_text = if after_box.starts_with(blank) {
+        after_box.trim_start_matches(blank)
+    } else if after_box.starts_with(|c: char| c.is_ascii_digit()) {
+        problems.push(Problem::NoBlankAfterBox(checkbox));
+        after_box
+    } else {
+        return None;
+    };
+    let (_, title) = parse_id(id_text)?;
+    let id = id_text.split([' ', '\t']).next().unwrap_or(id_text);
+    (!problems.is_empty()).then_some(NearMiss {
+        problems,
+        bullet,
+        status,
+        id,
+        title,
+    })
 }
 
 /// The checkbox state and the text after it; the box must be followed by a blank or

@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::UNIX_EPOCH;
+use std::time::{Duration, UNIX_EPOCH};
 
-use fact_model::Timestamp;
+use fact_model::{Clock, SystemClock, Timestamp};
 use serde::Serialize;
 
 use crate::{Diagnostic, Task, TaskStatus, parse_tasks};
@@ -35,6 +35,22 @@ pub enum LedgerError {
         path: PathBuf,
         /// The problems found while looking, with line numbers.
         diagnostics: Vec<Diagnostic>,
+    },
+    /// No task line of the file has the id asked for.
+    #[error("no task {task_id} in {path}")]
+    TaskNotFound {
+        /// The id asked for.
+        task_id: String,
+        /// The file.
+        path: PathBuf,
+    },
+    /// Replacing the file with an edited version failed; the file is as it was.
+    #[error("cannot write {path}: {source}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: Arc<std::io::Error>,
     },
     /// Reading the file failed.
     #[error("cannot read {path}: {source}")]
@@ -96,15 +112,76 @@ pub struct Totals {
 /// assert_eq!(ledger.task("3").map(|t| t.title()), Some("Search"));
 /// # Ok::<(), ledger::LedgerError>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+///
+/// # JSON
+///
+/// Serialized (with serde) as one object, keys in this order:
+///
+/// ```json
+/// {
+///   "spec_name": "demo",
+///   "source_path": "specs/demo/tasks.md",
+///   "fingerprint": { "hash": "5d41…(64 hex)", "size": 62, "mtime": "2025-01-02T03:04:05Z" },
+///   "active_task_id": "2",
+///   "totals": { "total": 3, "completed": 1, "in_progress": 1, "pending": 1 },
+///   "tasks": [
+///     { "id": "1", "title": "Parse", "status": "completed", "depth": 0, "line": 2,
+///       "requirements": [], "leverage": null, "files": [], "purpose": null,
+///       "details": [], "prompt": null },
+///     …
+///   ],
+///   "diagnostics": [ { "line": 7, "message": "…" } ]
+/// }
+/// ```
+///
+/// - `source_path`: the path as given, converted to UTF-8 lossily;
+/// - `fingerprint`: a [`Fingerprint`] (`mtime` is RFC 3339 or `null`);
+/// - `active_task_id`: the id of [`ProgressLedger::active_task`], `null` when every task
+///   is completed;
+/// - `totals`: [`Totals`];
+/// - `tasks`: each [`Task`] in file order, in its own serde form; statuses are the
+///   [`TaskStatus`] names;
+/// - `diagnostics`: each [`Diagnostic`] (1-based `line`, `message`).
+///
+/// The form is for output only: there is no `Deserialize`, since a ledger is compiled
+/// from its tasks.md, never read back.
+///
+/// ```
+/// use ledger::{Fingerprint, ProgressLedger};
+///
+/// let text = "- [x] 1. Parse\n- [-] 2. Index\n";
+/// let ledger = ProgressLedger::from_text("demo", "tasks.md", text, Fingerprint::of(text.as_bytes(), None))?;
+/// let json = serde_json::to_value(&ledger).expect("a ledger always serializes");
+/// assert_eq!(json["active_task_id"], "2");
+/// assert_eq!(json["totals"]["in_progress"], 1);
+/// assert_eq!(json["tasks"][1]["status"], "in_progress");
+/// # Ok::<(), ledger::LedgerError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProgressLedger {
     spec_name: String,
     source_path: PathBuf,
     fingerprint: Fingerprint,
     tasks: Vec<Task>,
     totals: Totals,
+    /// Index into `tasks`; never serialized (the JSON names the task by id).
     active: Option<usize>,
     diagnostics: Vec<Diagnostic>,
+}
+
+impl Serialize for ProgressLedger {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut s = serializer.serialize_struct("ProgressLedger", 7)?;
+        s.serialize_field("spec_name", &self.spec_name)?;
+        s.serialize_field("source_path", &self.source_path.to_string_lossy())?;
+        s.serialize_field("fingerprint", &self.fingerprint)?;
+        s.serialize_field("active_task_id", &self.active_task().map(Task::id))?;
+        s.serialize_field("totals", &self.totals)?;
+        s.serialize_field("tasks", &self.tasks)?;
+        s.serialize_field("diagnostics", &self.diagnostics)?;
+        s.end()
+    }
 }
 
 impl ProgressLedger {
@@ -219,7 +296,7 @@ fn mtime_of(metadata: &std::fs::Metadata) -> Option<Timestamp> {
     Timestamp::from_unix_micros(i64::try_from(since.as_micros()).ok()?).ok()
 }
 
-fn io_error(path: &Path, error: std::io::Error) -> LedgerError {
+pub(crate) fn io_error(path: &Path, error: std::io::Error) -> LedgerError {
     if error.kind() == std::io::ErrorKind::NotFound {
         LedgerError::MissingTasksFile {
             path: path.to_owned(),
@@ -238,7 +315,7 @@ fn read(path: &Path) -> Result<(Vec<u8>, Option<Timestamp>), LedgerError> {
     Ok((bytes, mtime_of(&metadata)))
 }
 
-fn decode<'b>(path: &Path, bytes: &'b [u8]) -> Result<&'b str, LedgerError> {
+pub(crate) fn decode<'b>(path: &Path, bytes: &'b [u8]) -> Result<&'b str, LedgerError> {
     std::str::from_utf8(bytes).map_err(|e| LedgerError::NotUtf8 {
         path: path.to_owned(),
         valid_up_to: e.valid_up_to(),
@@ -251,7 +328,9 @@ fn decode<'b>(path: &Path, bytes: &'b [u8]) -> Result<&'b str, LedgerError> {
 pub enum Freshness {
     /// Size and mtime unchanged: the cached ledger, without reading the file.
     Hit,
-    /// Only the mtime changed and the content hashes the same: the cached ledger.
+    /// The file was read and hashed, and its content is the one cached: the cached
+    /// ledger. Happens when only the mtime changed, or when the file changed too recently
+    /// for its size and mtime to be trusted.
     Rehashed,
     /// Compiled from the file (first load, or the content changed).
     Rebuilt,
@@ -269,10 +348,33 @@ pub struct StaleLedger {
     pub stale: Option<Arc<ProgressLedger>>,
 }
 
+/// How long a file's modification time must lie before the moment it was read for its
+/// size and mtime alone to vouch for its content: more than the coarsest timestamp
+/// granularity of common file systems (a kernel tick on Linux, 1 s on HFS+, 2 s on FAT).
+const RACY_WINDOW: Duration = Duration::from_secs(2);
+
+#[derive(Debug)]
+struct CacheEntry {
+    ledger: Arc<ProgressLedger>,
+    /// The file's mtime was at least [`RACY_WINDOW`] before it was read: a later write
+    /// gets a later mtime, so unchanged size and mtime mean unchanged content. Otherwise
+    /// a write in the same clock tick could keep both (a status edit keeps the size), and
+    /// the file is hashed again on every load until it settles.
+    settled: bool,
+}
+
 #[derive(Debug, Default)]
 struct CacheState {
-    entries: indexmap::IndexMap<PathBuf, Arc<ProgressLedger>>,
+    entries: indexmap::IndexMap<PathBuf, CacheEntry>,
     rebuilds: u64,
+}
+
+/// Whether a file modified at `mtime` and read from `read_at` on is settled (see
+/// [`CacheEntry::settled`]); a missing or future mtime never is.
+fn settled(mtime: Option<Timestamp>, read_at: Timestamp) -> bool {
+    mtime
+        .and_then(|mtime| mtime.checked_add(RACY_WINDOW))
+        .is_some_and(|limit| limit <= read_at)
 }
 
 /// Progress ledgers by path, compiled again only when their file changed.
@@ -281,14 +383,41 @@ struct CacheState {
 /// without reading ([`Freshness::Hit`]); when only the mtime changed it reads and hashes the
 /// file, and keeps the ledger if the content is the same ([`Freshness::Rehashed`]);
 /// otherwise it compiles the file again ([`Freshness::Rebuilt`]) and counts a rebuild.
+///
+/// Size and mtime are trusted only for a file read at least two seconds after its mtime:
+/// two writes in one tick of the file system's clock can leave both unchanged (an edit by
+/// [`set_task_status`](crate::set_task_status) keeps the size), so a file modified just
+/// before it was read is hashed again on each lookup until it has settled.
 /// A failed rebuild never falls back silently: the caller gets a [`StaleLedger`] holding the
 /// error and the last good ledger.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct LedgerCache {
     state: Mutex<CacheState>,
+    /// The wall clock that file modification times are compared with.
+    clock: Arc<dyn Clock>,
+}
+
+impl Default for LedgerCache {
+    /// An empty cache on the [`SystemClock`].
+    fn default() -> Self {
+        LedgerCache::with_clock(Arc::new(SystemClock))
+    }
 }
 
 impl LedgerCache {
+    /// An empty cache that tells settled files from fresh ones with `clock`, which should
+    /// be the wall clock that stamps the files' modification times ([`SystemClock`], as
+    /// [`LedgerCache::default`] uses). A clock behind the files only makes the cache hash
+    /// files it could have trusted; a clock ahead of them can make it trust a file written
+    /// in the same tick as its last read.
+    #[must_use]
+    pub fn with_clock(clock: Arc<dyn Clock>) -> LedgerCache {
+        LedgerCache {
+            state: Mutex::default(),
+            clock,
+        }
+    }
+
     /// The ledger of `spec_name`'s tasks.md at `path`, and how fresh it is.
     ///
     /// # Errors
@@ -300,14 +429,18 @@ impl LedgerCache {
         path: &Path,
     ) -> Result<(Arc<ProgressLedger>, Freshness), StaleLedger> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let cached = state.entries.get(path).cloned();
+        let cached = state
+            .entries
+            .get(path)
+            .map(|entry| (entry.ledger.clone(), entry.settled));
         let fail = |error: LedgerError| StaleLedger {
             error,
-            stale: cached.clone(),
+            stale: cached.as_ref().map(|(ledger, _)| ledger.clone()),
         };
+        let read_at = self.clock.now();
         let metadata = std::fs::metadata(path).map_err(|e| fail(io_error(path, e)))?;
         let (size, mtime) = (metadata.len(), mtime_of(&metadata));
-        if let Some(ledger) = &cached {
+        if let Some((ledger, true)) = &cached {
             let print = ledger.fingerprint();
             if print.size == size
                 && print.mtime == mtime
@@ -317,23 +450,36 @@ impl LedgerCache {
                 return Ok((ledger.clone(), Freshness::Hit));
             }
         }
+        let settled = settled(mtime, read_at);
         let bytes = std::fs::read(path).map_err(|e| fail(io_error(path, e)))?;
         let fingerprint = Fingerprint::of(&bytes, mtime);
-        if let Some(ledger) = &cached
+        if let Some((ledger, _)) = &cached
             && ledger.fingerprint().hash == fingerprint.hash
             && ledger.spec_name() == spec_name
         {
             let mut refreshed = ProgressLedger::clone(ledger);
             refreshed.fingerprint = fingerprint;
             let refreshed = Arc::new(refreshed);
-            state.entries.insert(path.to_owned(), refreshed.clone());
+            state.entries.insert(
+                path.to_owned(),
+                CacheEntry {
+                    ledger: refreshed.clone(),
+                    settled,
+                },
+            );
             return Ok((refreshed, Freshness::Rehashed));
         }
         state.rebuilds += 1;
         let text = decode(path, &bytes).map_err(&fail)?;
         let ledger =
             Arc::new(ProgressLedger::from_text(spec_name, path, text, fingerprint).map_err(&fail)?);
-        state.entries.insert(path.to_owned(), ledger.clone());
+        state.entries.insert(
+            path.to_owned(),
+            CacheEntry {
+                ledger: ledger.clone(),
+                settled,
+            },
+        );
         Ok((ledger, Freshness::Rebuilt))
     }
 

@@ -1,12 +1,29 @@
 //! [`Task`]: one task line of a tasks.md with the metadata lines under it.
 
 use std::fmt;
+use std::str::FromStr;
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Where a task stands, from its checkbox: `[ ]`, `[-]`, `[x]`/`[X]`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+///
+/// The names (`pending`, `in_progress`, `completed`) are the protocol's and the serde
+/// form; [`TaskStatus::marker`] is the character written between the brackets of
+/// tasks.md. Binaries should go through these rather than spell either out.
+///
+/// ```
+/// use ledger::TaskStatus;
+///
+/// let status: TaskStatus = "in_progress".parse()?;
+/// assert_eq!(status, TaskStatus::InProgress);
+/// assert_eq!(status.marker(), '-');
+/// assert_eq!(status.to_string(), "in_progress");
+/// assert_eq!(TaskStatus::from_name("done"), None);
+/// assert_eq!(TaskStatus::from_marker('X'), Some(TaskStatus::Completed));
+/// # Ok::<(), ledger::UnknownTaskStatus>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskStatus {
     /// `[ ]`
@@ -18,7 +35,14 @@ pub enum TaskStatus {
 }
 
 impl TaskStatus {
-    /// The snake_case name.
+    /// Every status, in the order a task goes through them.
+    pub const ALL: [TaskStatus; 3] = [
+        TaskStatus::Pending,
+        TaskStatus::InProgress,
+        TaskStatus::Completed,
+    ];
+
+    /// The snake_case name: `pending`, `in_progress` or `completed`.
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
@@ -27,6 +51,73 @@ impl TaskStatus {
             TaskStatus::Completed => "completed",
         }
     }
+
+    /// The status named `name` exactly as [`TaskStatus::as_str`] spells it, else `None`.
+    /// [`str::parse`] does the same with an error that lists the names.
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<TaskStatus> {
+        TaskStatus::ALL
+            .into_iter()
+            .find(|status| status.as_str() == name)
+    }
+
+    /// The checkbox character of tasks.md, between the brackets: `'x'` completed, `'-'`
+    /// in progress, `' '` pending.
+    #[must_use]
+    pub fn marker(self) -> char {
+        match self {
+            TaskStatus::Pending => ' ',
+            TaskStatus::InProgress => '-',
+            TaskStatus::Completed => 'x',
+        }
+    }
+
+    /// The status of a checkbox character as the parser reads it: `' '`, `'-'`, and
+    /// `'x'` or `'X'`; any other character is not a checkbox state.
+    #[must_use]
+    pub fn from_marker(marker: char) -> Option<TaskStatus> {
+        match marker {
+            ' ' => Some(TaskStatus::Pending),
+            '-' => Some(TaskStatus::InProgress),
+            'x' | 'X' => Some(TaskStatus::Completed),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for TaskStatus {
+    /// The snake_case name, as [`TaskStatus::as_str`].
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for TaskStatus {
+    type Err = UnknownTaskStatus;
+
+    /// The status with this exact snake_case name.
+    fn from_str(name: &str) -> Result<TaskStatus, UnknownTaskStatus> {
+        TaskStatus::from_name(name).ok_or_else(|| UnknownTaskStatus {
+            input: fact_model::clip(name, 64).into_owned(),
+        })
+    }
+}
+
+/// A task status name that is none of `pending`, `in_progress`, `completed`; the message
+/// lists them.
+///
+/// ```
+/// let err = "done".parse::<ledger::TaskStatus>().unwrap_err();
+/// assert_eq!(
+///     err.to_string(),
+///     r#"unknown task status "done"; allowed: pending, in_progress, completed"#,
+/// );
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown task status {input:?}; allowed: pending, in_progress, completed")]
+pub struct UnknownTaskStatus {
+    /// The rejected text, clipped to 64 characters.
+    pub input: String,
 }
 
 /// A piece of a task's text: a span of the file it was parsed from, or text the parser
@@ -55,6 +146,12 @@ impl Spanner {
         }
     }
 
+    /// The byte offset of `slice` in the source, when it lies within it.
+    pub(crate) fn offset(self, slice: &str) -> Option<usize> {
+        let start = (slice.as_ptr() as usize).checked_sub(self.base)?;
+        (start.checked_add(slice.len())? <= self.len).then_some(start)
+    }
+
     /// `slice` as a span when it lies within the source, else as owned text.
     pub(crate) fn text(self, slice: &str) -> Text {
         let start = (slice.as_ptr() as usize).wrapping_sub(self.base);
@@ -75,6 +172,8 @@ pub struct Task {
     pub(crate) id: Text,
     pub(crate) title: Text,
     pub(crate) status: TaskStatus,
+    /// The byte offset of the checkbox marker (between the brackets) in `source`.
+    pub(crate) marker: usize,
     pub(crate) depth: usize,
     pub(crate) line: usize,
     pub(crate) requirements: Vec<Text>,

@@ -15,7 +15,7 @@ fn write(path: &std::path::Path, text: &str, mtime_secs: u64) {
 
 fn set_mtime(path: &std::path::Path, secs: u64) {
     let file = File::options().write(true).open(path).unwrap();
-    file.set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000 + secs))
+    file.set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000 + secs))
         .unwrap();
 }
 
@@ -78,4 +78,67 @@ fn a_first_load_that_fails_has_no_stale_ledger() {
         .unwrap_err();
     assert!(failure.stale.is_none());
     assert!(!failure.to_string().contains("stale"));
+}
+
+#[test]
+fn a_same_size_edit_in_the_same_clock_tick_is_not_missed() {
+    let dir = temp_dir();
+    let path = dir.path().join("tasks.md");
+    let cache = LedgerCache::default();
+    std::fs::write(&path, "- [ ] 1. First\n").unwrap();
+    let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+    let (first, _) = cache.load("spec", &path).unwrap();
+    assert_eq!(first.totals().pending, 1);
+    // Too fresh to trust: read and hashed again, the same ledger.
+    let (again, freshness) = cache.load("spec", &path).unwrap();
+    assert_eq!(freshness, Freshness::Rehashed);
+    assert_eq!(again.tasks(), first.tasks());
+    // Same size, same mtime (as a write within one tick leaves it): still seen.
+    std::fs::write(&path, "- [x] 1. First\n").unwrap();
+    File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    let (edited, freshness) = cache.load("spec", &path).unwrap();
+    assert_eq!((freshness, cache.rebuilds()), (Freshness::Rebuilt, 2));
+    assert_eq!(edited.totals().completed, 1);
+}
+
+#[test]
+fn a_file_with_a_future_mtime_is_never_trusted() {
+    let dir = temp_dir();
+    let path = dir.path().join("tasks.md");
+    let cache = LedgerCache::default();
+    std::fs::write(&path, "- [ ] 1. First\n").unwrap();
+    let future = SystemTime::now() + Duration::from_secs(3600);
+    File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(future)
+        .unwrap();
+    cache.load("spec", &path).unwrap();
+    assert_eq!(cache.load("spec", &path).unwrap().1, Freshness::Rehashed);
+}
+
+#[test]
+fn size_and_mtime_are_trusted_once_the_file_has_settled_on_the_cache_clock() {
+    let dir = temp_dir();
+    let path = dir.path().join("tasks.md");
+    write(&path, "- [ ] 1. First\n", 10);
+    let mtime = fact_model::Timestamp::from_unix_secs(1_700_000_010).unwrap();
+    let clock = std::sync::Arc::new(fact_model::ManualClock::new(
+        mtime.checked_add(Duration::from_secs(1)).unwrap(),
+    ));
+    let cache = LedgerCache::with_clock(clock.clone());
+    assert_eq!(cache.load("spec", &path).unwrap().1, Freshness::Rebuilt);
+    // One second after the mtime: too fresh, hashed again.
+    assert_eq!(cache.load("spec", &path).unwrap().1, Freshness::Rehashed);
+    // Two seconds after: the read that settles it still hashes, the next one trusts it.
+    clock.advance(Duration::from_secs(1));
+    assert_eq!(cache.load("spec", &path).unwrap().1, Freshness::Rehashed);
+    assert_eq!(cache.load("spec", &path).unwrap().1, Freshness::Hit);
+    assert_eq!(cache.rebuilds(), 1);
 }

@@ -1,6 +1,8 @@
 //! `parse_tasks` on the eight real tasks.md files of `../shared/corpus/spec-context-specs`:
 //! task counts, statuses, no diagnostics, and every prompt whole, checked against the raw
-//! file text located independently. Skipped (with a note on stderr) without the corpus.
+//! file text located independently; and no near-miss diagnostic in any tasks.md of the
+//! corpus. Skipped (with a note on stderr) without the corpus, except under `CI=true`,
+//! where the corpus is always present and its absence fails.
 
 use std::path::{Path, PathBuf};
 
@@ -23,13 +25,25 @@ const SPECS: [(&str, usize); 8] = [
     ("task-complexity-classifier", 6),
 ];
 
+/// The corpus folder, or `None` (after a note on stderr) when it is absent; under
+/// `CI=true` an absent corpus fails the test.
+fn corpus_root() -> Option<&'static Path> {
+    let root = Path::new(CORPUS);
+    if root.is_dir() {
+        return Some(root);
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "no corpus at {} under CI=true",
+        root.display()
+    );
+    eprintln!("skipped: no corpus at {}", root.display());
+    None
+}
+
 /// The spec names and texts, or `None` (after a note on stderr) without the corpus.
 fn corpus() -> Option<Vec<(&'static str, usize, String)>> {
-    let root = Path::new(CORPUS);
-    if !root.is_dir() {
-        eprintln!("skipped: no corpus at {}", root.display());
-        return None;
-    }
+    let root = corpus_root()?;
     let files = SPECS.iter().map(|&(spec, count)| {
         let path: PathBuf = root.join(spec).join("tasks.md");
         let text = std::fs::read_to_string(&path)
@@ -178,5 +192,43 @@ fn corpus_prompts_expose_their_sections() {
                 );
             }
         }
+    }
+}
+
+/// Every `tasks.md` under `dir`, recursively, in a stable order.
+fn tasks_files(dir: &Path, found: &mut Vec<PathBuf>) {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|err| panic!("{}: {err}", dir.display()))
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            tasks_files(&path, found);
+        } else if path.file_name().is_some_and(|name| name == "tasks.md") {
+            found.push(path);
+        }
+    }
+}
+
+#[test]
+fn corpus_has_no_near_miss_lines() {
+    let Some(root) = corpus_root() else { return };
+    let mut files = Vec::new();
+    tasks_files(root, &mut files);
+    assert!(files.len() >= SPECS.len(), "{files:?}");
+    for path in &files {
+        let text = std::fs::read_to_string(path).unwrap();
+        let (tasks, diagnostics) = parse_tasks(&text);
+        assert!(!tasks.is_empty(), "{}", path.display());
+        let near_misses: Vec<_> = diagnostics
+            .iter()
+            .filter(|d| d.message.starts_with("not a task:"))
+            .collect();
+        assert!(
+            near_misses.is_empty(),
+            "{}: {near_misses:?}",
+            path.display()
+        );
     }
 }

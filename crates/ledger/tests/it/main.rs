@@ -1,5 +1,5 @@
 //! Integration tests of `ledger`: parsing, the real corpus, progress ledgers and their
-//! cache, the task ledger, and stall detection.
+//! cache, task statuses and their edits in tasks.md, the task ledger, and stall detection.
 
 #![allow(
     clippy::unwrap_used,
@@ -12,7 +12,9 @@ mod cache;
 mod corpus;
 mod parse;
 mod progress;
+mod set_status;
 mod stall;
+mod status;
 mod task_ledger;
 
 /// A fresh, empty directory for one test, removed when dropped.

@@ -138,7 +138,25 @@ fn statuses_id_forms_and_star_bullets() {
 
 #[test]
 fn lines_that_are_not_task_lines() {
-    // Not bullets, unknown boxes, or no blank after the box: plain lines, no diagnostics.
+    // Quoted, bracketed prose, checkboxes without ids: plain lines, no diagnostics.
+    check(
+        &text(&[
+            "> - [x] 7. Quoted",
+            "See [x] and [-] in the docs.",
+            "- [link](https://example.com) 1. A link",
+            "- [ref] 2. A reference, not a checkbox",
+            "+ [ ] A plus bullet without an id",
+            "1. A numbered item",
+            "1. [x] Numbered, no id",
+            "- [x]done without an id",
+            "[x] no bullet, no id",
+        ]),
+        "",
+    );
+}
+
+#[test]
+fn near_miss_task_lines_are_diagnosed_with_the_accepted_form() {
     check(
         &text(&[
             "[x] 1. No bullet",
@@ -147,9 +165,57 @@ fn lines_that_are_not_task_lines() {
             "- [x]4. No blank after the box",
             "-[x] 5. No blank after the bullet",
             "+ [x] 6. Plus bullet",
-            "> - [x] 7. Quoted",
+            "- [] 7. Empty box",
+            "* [ x] 8\\. Padded box, escaped id",
+            "  2) [ ] 9.1 Paren-numbered, indented",
+            "+ [?]10. Several problems",
+            "*[ ] 11 Star without a blank",
         ]),
-        "",
+        r"
+        ! L1 not a task: no bullet (a task starts with `-` or `*`). Accepted form: `- [x] 1. No bullet`
+        ! L2 not a task: numbered bullet `1.` (a task starts with `-` or `*`). Accepted form: `- [x] 2. Ordered list`
+        ! L3 not a task: unknown checkbox `[~]` (`[ ]` pending, `[-]` in progress, `[x]` completed). Accepted form: `- [ ] 3. Unknown box`
+        ! L4 not a task: no blank after the checkbox `[x]`. Accepted form: `- [x] 4. No blank after the box`
+        ! L5 not a task: no blank after the bullet `-`. Accepted form: `- [x] 5. No blank after the bullet`
+        ! L6 not a task: `+` bullet (a task starts with `-` or `*`). Accepted form: `- [x] 6. Plus bullet`
+        ! L7 not a task: unknown checkbox `[]` (`[ ]` pending, `[-]` in progress, `[x]` completed). Accepted form: `- [ ] 7. Empty box`
+        ! L8 not a task: unknown checkbox `[ x]` (`[ ]` pending, `[-]` in progress, `[x]` completed). Accepted form: `* [ ] 8\. Padded box, escaped id`
+        ! L9 not a task: numbered bullet `2)` (a task starts with `-` or `*`). Accepted form: `- [ ] 9.1 Paren-numbered, indented`
+        ! L10 not a task: `+` bullet (a task starts with `-` or `*`); unknown checkbox `[?]` (`[ ]` pending, `[-]` in progress, `[x]` completed); no blank after the checkbox `[?]`. Accepted form: `- [ ] 10. Several problems`
+        ! L11 not a task: no blank after the bullet `*`. Accepted form: `* [ ] 11 Star without a blank`
+        ",
+    );
+}
+
+#[test]
+fn lines_under_a_near_miss_belong_to_no_task() {
+    // The near miss is reported; its metadata and prompt do not leak into task 1, and the
+    // task lines around it are tasks as usual.
+    check(
+        &text(&[
+            "- [x] 1. Before",
+            "  - _Requirements: 1_",
+            "- [~] 2. Near miss",
+            "  - _Requirements: 2.1_",
+            "  - File: src/two.rs",
+            "  - A detail of the near miss",
+            "  - _Prompt: |",
+            "      Role: Two",
+            "      + [ ] 9. A near-miss-like prompt line is prompt text",
+            "",
+            "      Task: Two_",
+            "  - [ ] no id inside the skipped block",
+            "- [ ] 3. After",
+            "  - _Requirements: 3_",
+        ]),
+        r"
+        L1 d0 [x] 1 Before
+          requirements: 1
+        L13 d0 [ ] 3 After
+          requirements: 3
+        ! L3 not a task: unknown checkbox `[~]` (`[ ]` pending, `[-]` in progress, `[x]` completed). Accepted form: `- [ ] 2. Near miss`
+        ! L12 checkbox without a numeric task id, not a task: [ ] no id inside the skipped block
+        ",
     );
 }
 
