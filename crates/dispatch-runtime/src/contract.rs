@@ -90,6 +90,14 @@ impl ContractError {
             ContractError::OutputTokenBudgetExceeded { .. } => "output_token_budget_exceeded",
         }
     }
+
+    /// Every code [`code`](Self::code) can return, for references.
+    pub const CODES: &'static [&'static str] = &[
+        "marker_missing",
+        "json_parse_failed",
+        "schema_invalid",
+        "output_token_budget_exceeded",
+    ];
 }
 
 fn missing(detail: impl Into<String>) -> ContractError {
@@ -106,6 +114,13 @@ fn missing(detail: impl Into<String>) -> ContractError {
 /// ignored, before and after the block. Inside the block, double-quoted JSON strings (with
 /// `\` escapes) are skipped when looking for the end marker, so a marker quoted in a value
 /// does not end the block; the end marker may follow the JSON on its last line.
+///
+/// Quotes are tracked only inside a JSON object, from a `{` to its matching `}`: a stray
+/// `"` in prose before the JSON (on the begin marker's line or the lines after it) or after
+/// it does not open a string. And since a JSON string holds no raw newline, a string still
+/// open at the end of a line was opened by a stray quote and ends there: a marker at the
+/// start of a line always counts. (A root array's strings are not tracked; it fails the
+/// schema anyway.)
 ///
 /// # Errors
 ///
@@ -129,12 +144,19 @@ pub fn extract_block(output: &str) -> Result<&str, ContractError> {
     };
     let body = output.get(begin + BEGIN_MARKER.len()..).unwrap_or_default();
     let several = || missing("more than one block; send exactly one");
+    // How many `{` of a JSON object are open: quotes count only inside one.
+    let mut depth = 0usize;
     let mut in_string = false;
     let mut escaped = false;
     // Whether only whitespace precedes this char on its line; the body starts mid-line.
     let mut line_start = false;
     let mut end = None;
     for (at, c) in body.char_indices() {
+        if c == '\n' {
+            // No JSON string spans a line break: one still open was opened by a stray quote.
+            (in_string, escaped, line_start) = (false, false, true);
+            continue;
+        }
         if in_string {
             match (escaped, c) {
                 (true, _) => escaped = false,
@@ -153,10 +175,13 @@ pub fn extract_block(output: &str) -> Result<&str, ContractError> {
             return Err(several());
         }
         match c {
-            '"' => in_string = true,
-            '\n' => line_start = true,
-            c if c.is_whitespace() => {}
-            _ => line_start = false,
+            '"' if depth > 0 => in_string = true,
+            '{' => depth += 1,
+            '}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if !c.is_whitespace() {
+            line_start = false;
         }
     }
     let Some(end) = end else {

@@ -35,15 +35,36 @@ pub const MAX_LINE_CHARS: usize = 120;
 /// ```
 #[must_use]
 pub fn format_session_facts(facts: &[SessionFact]) -> String {
-    if facts.is_empty() {
-        return String::new();
-    }
+    format_session_facts_while(facts, |_| true).0
+}
+
+/// The one renderer of the section: the section for the longest prefix of `facts` such
+/// that `fits` accepts the section rendered so far after each fact's line is added, and
+/// how many facts that prefix holds. The first fact whose section `fits` rejects ends the
+/// list; `fits` is not called again after that. Empty for no facts kept.
+///
+/// [`format_session_facts`] keeps every fact; [`IndexRetriever`](crate::IndexRetriever)
+/// keeps facts while the section stays within its token budget.
+pub(crate) fn format_session_facts_while<'f>(
+    facts: impl IntoIterator<Item = &'f SessionFact>,
+    mut fits: impl FnMut(&str) -> bool,
+) -> (String, usize) {
     let mut section = String::from(SESSION_CONTEXT_HEADER);
+    let mut kept = 0;
     for fact in facts {
+        let before = section.len();
         section.push('\n');
         section.push_str(&format_fact_line(fact));
+        if !fits(&section) {
+            section.truncate(before);
+            break;
+        }
+        kept += 1;
     }
-    section
+    if kept == 0 {
+        section.clear();
+    }
+    (section, kept)
 }
 
 /// One line of the section; see [`format_session_facts`].

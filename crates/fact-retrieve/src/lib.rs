@@ -9,22 +9,30 @@
 //! - The token budget is measured on the exact text injected, the rendered
 //!   `[Session Context]` section, by an injected [`TokenCounter`]: [`CharsPerToken`], or a
 //!   real BPE count with the `tiktoken` feature.
-//! - [`format_session_facts`] renders dispatch facts; [`format_memory`] renders
-//!   conversational memory (seed 002).
+//! - Of the facts of one subject that state one sentence (a reviewer's issue that is also a
+//!   convention), only the strongest by [`RELATION_STRENGTH`] is retrieved.
+//! - A query is analyzed up to [`MAX_QUERY_BYTES`] and [`MAX_QUERY_TERMS`] ([`query_text`]),
+//!   so a multi-megabyte task prompt costs what its first terms cost.
+//! - [`format_session_facts`] renders dispatch facts, and is the one renderer of the
+//!   `[Session Context]` section; [`format_memory`] renders conversational memory (seed 002).
 
 #![forbid(unsafe_code)]
 
+mod dedup;
 mod format;
 mod memory;
+mod query;
 mod recall;
 mod retriever;
 mod scoring;
 mod token;
 
+pub use crate::dedup::RELATION_STRENGTH;
 pub use crate::format::{
     MAX_LINE_CHARS, SESSION_CONTEXT_HEADER, format_fact_line, format_session_facts,
 };
 pub use crate::memory::{MemoryData, MemoryFact, MemoryHistory, UserContext, format_memory};
+pub use crate::query::{MAX_QUERY_BYTES, MAX_QUERY_TERMS, query_terms, query_text};
 pub use crate::recall::{
     MAX_EPISODE_SUMMARY_CHARS, RELATED_EPISODES_HEADER, RELEVANT_FACTS_HEADER, Recall, RecallQuery,
     recall, recall_episode_line, recall_fact_line,

@@ -4,7 +4,7 @@
 use fact_model::{MAX_STATEMENT_CHARS, SessionFact, clip};
 use fact_store::{Episode, EpisodeStore, ScoredFact, SessionFactStore, StoreResult, TermQuery};
 
-use crate::{Bm25, TokenCounter};
+use crate::{Bm25, TokenCounter, query_text};
 
 /// The heading of the facts section.
 pub const RELEVANT_FACTS_HEADER: &str = "## Relevant Facts";
@@ -53,6 +53,9 @@ pub struct Recall {
 
 /// The current facts of `facts` and the episodes of `episodes` that answer `query`.
 ///
+/// The question is analyzed up to [`MAX_QUERY_BYTES`](crate::MAX_QUERY_BYTES) and
+/// [`MAX_QUERY_TERMS`](crate::MAX_QUERY_TERMS) ([`query_text`]), for the facts and the
+/// episodes alike.
 /// Facts are scored by BM25 over the store's own terms and ordered by score, then newer
 /// `valid_from`, then higher confidence; only valid (not superseded) facts are recalled.
 /// Lines are added best first while the text stays within `query.max_tokens`; a line
@@ -87,8 +90,10 @@ pub fn recall(
     query: &RecallQuery<'_>,
     counter: &dyn TokenCounter,
 ) -> StoreResult<Recall> {
+    // A long question is cut as a dispatch query is (see `query_text`).
+    let text = query_text(facts.analyzer(), query.text);
     let term_query = TermQuery {
-        text: query.text,
+        text,
         limit: query.limit,
         ..TermQuery::default()
     };
@@ -99,7 +104,7 @@ pub fn recall(
             .then(b.fact.valid_from().cmp(&a.fact.valid_from()))
             .then(b.fact.confidence().total_cmp(&a.fact.confidence()))
     });
-    let related = episodes.search_episodes(query.text, query.limit)?;
+    let related = episodes.search_episodes(text, query.limit)?;
     Ok(render(found, related, query.max_tokens, counter))
 }
 

@@ -7,7 +7,9 @@ use fact_model::{SessionFact, Tag, Timestamp};
 use fact_store::{SessionFactStore, TermQuery, TermWeighting};
 use serde::{Deserialize, Serialize};
 
-use crate::{Bm25, CharsPerToken, SESSION_CONTEXT_HEADER, TokenCounter, format_fact_line};
+use crate::dedup::fold_same_points;
+use crate::format::format_session_facts_while;
+use crate::{Bm25, CharsPerToken, TokenCounter, query_terms, query_text};
 
 /// What the next task needs facts for.
 ///
@@ -104,14 +106,30 @@ impl<R: FactRetriever + ?Sized> FactRetriever for Arc<R> {
 
 /// The default [`FactRetriever`]: asks the store's term index, then fits the budget.
 ///
-/// The pipeline: the store's analyzer turns the description into terms; the store scores
-/// the facts valid now (or at `as_of`) that share a term, with this retriever's
-/// [`TermWeighting`] ([`Bm25`] unless set), after the tag filter and leaving out the
-/// querying task's own facts; facts scoring zero never come back; ties go to the newer
-/// fact, then the smaller id; at most `max_facts` are kept. Then, in rank order, each fact
-/// is added while the rendered section, header included, stays within `max_tokens` under
-/// the [`TokenCounter`] ([`CharsPerToken`] unless set); the first fact that does not fit
-/// ends the list.
+/// The pipeline:
+///
+/// 1. The description is cut to the prefix [`query_text`] keeps (at most
+///    [`MAX_QUERY_BYTES`](crate::MAX_QUERY_BYTES) bytes and
+///    [`MAX_QUERY_TERMS`](crate::MAX_QUERY_TERMS) distinct terms), which the store's
+///    analyzer turns into terms ([`query_terms`](Self::query_terms)).
+/// 2. The store scores the facts valid now (or at `as_of`) that share a term, with this
+///    retriever's [`TermWeighting`] ([`Bm25`] unless set), after the tag filter and leaving
+///    out the querying task's own facts; facts scoring zero never come back; ties go to the
+///    newer fact, then the smaller id.
+/// 3. One point, one fact: of the facts of one subject that state the same text under
+///    relations of [`RELATION_STRENGTH`](crate::RELATION_STRENGTH) (a reviewer's
+///    `issue [minor] Naming convention: use snake_case` and the `convention Naming
+///    convention: use snake_case` made from it), only the strongest is kept, at its own
+///    place: the relation listed first, then the higher score, then the better rank. Texts
+///    are compared with whitespace folded and a leading `[severity] ` tag removed, and a
+///    text clipped with `...` after 40 characters or more matches the text it begins.
+///    This folding runs over the store's best `2 × max_facts` facts, a window that doubles
+///    while folding leaves fewer than `max_facts` and the store has more.
+/// 4. At most `max_facts` are kept. Then, in rank order, each fact is added while the
+///    rendered section, header included, stays within `max_tokens` under the
+///    [`TokenCounter`] ([`CharsPerToken`] unless set); the first fact that does not fit
+///    ends the list. The section is [`format_session_facts`](crate::format_session_facts)
+///    of the facts kept.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -161,45 +179,65 @@ impl IndexRetriever {
         self
     }
 
-    /// The ranked facts for `query`, before the token budget.
+    /// The distinct terms the store analyzes for `query` (its description cut by
+    /// [`query_text`]), in order of first appearance: at most
+    /// [`MAX_QUERY_TERMS`](crate::MAX_QUERY_TERMS), however long the description.
+    #[must_use]
+    pub fn query_terms(&self, query: &FactQuery) -> Vec<String> {
+        query_terms(self.store.analyzer(), &query.task_description)
+    }
+
+    /// The ranked facts for `query`, one per point, before the token budget (steps 1–4
+    /// above, without the budget).
     #[must_use]
     pub fn rank(&self, query: &FactQuery) -> Vec<RetrievedFact> {
-        let term_query = TermQuery {
-            text: &query.task_description,
-            tags: query.tags.as_deref(),
-            exclude_source_task: Some(&query.task_id),
-            as_of: query.as_of,
-            limit: query.max_facts,
-        };
-        self.store
-            .search(&term_query, &*self.weighting)
-            .into_iter()
-            .map(|scored| RetrievedFact {
-                fact: scored.fact,
-                score: scored.score,
-            })
-            .collect()
+        if query.max_facts == 0 {
+            return Vec::new();
+        }
+        let text = query_text(self.store.analyzer(), &query.task_description);
+        let mut window = query.max_facts.saturating_mul(2);
+        loop {
+            let term_query = TermQuery {
+                text,
+                tags: query.tags.as_deref(),
+                exclude_source_task: Some(&query.task_id),
+                as_of: query.as_of,
+                limit: window,
+            };
+            let found = self.store.search(&term_query, &*self.weighting);
+            let all = found.len() < window;
+            let mut ranked = fold_same_points(
+                found
+                    .into_iter()
+                    .map(|scored| RetrievedFact {
+                        fact: scored.fact,
+                        score: scored.score,
+                    })
+                    .collect(),
+            );
+            if all || ranked.len() >= query.max_facts {
+                ranked.truncate(query.max_facts);
+                return ranked;
+            }
+            window = window.saturating_mul(2);
+        }
     }
 }
 
 impl FactRetriever for IndexRetriever {
     fn retrieve(&self, query: &FactQuery) -> Retrieval {
-        let mut section = String::from(SESSION_CONTEXT_HEADER);
+        let mut facts = self.rank(query);
         let mut tokens_used = 0;
-        let mut facts = Vec::new();
-        for candidate in self.rank(query) {
-            let line = format_fact_line(&candidate.fact);
-            let before = section.len();
-            section.push('\n');
-            section.push_str(&line);
-            let tokens = self.counter.count(&section);
-            if tokens > query.max_tokens {
-                section.truncate(before);
-                break;
-            }
-            tokens_used = tokens;
-            facts.push(candidate);
-        }
+        let (section, kept) =
+            format_session_facts_while(facts.iter().map(|f| &f.fact), |section| {
+                let tokens = self.counter.count(section);
+                let fits = tokens <= query.max_tokens;
+                if fits {
+                    tokens_used = tokens;
+                }
+                fits
+            });
+        facts.truncate(kept);
         if facts.is_empty() {
             return Retrieval::default();
         }

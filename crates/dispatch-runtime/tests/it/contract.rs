@@ -119,6 +119,99 @@ fn prose_that_mentions_the_markers_is_still_prose() {
     }
 }
 
+/// The block of `output`, and the error code `parse` gives for it (`ok` when it parses).
+fn block_and_code(output: &str) -> (String, &'static str) {
+    let block = extract_block(output).map_or_else(|e| format!("<{}>", e.code()), str::to_owned);
+    let code = parse(Role::Implementer, output).map_or_else(|e| e.code(), |_| "ok");
+    (block, code)
+}
+
+#[test]
+fn a_stray_quote_before_the_json_does_not_hide_the_end_marker() {
+    let json = implementer().to_string();
+    let cases = [
+        // An unbalanced quote in prose between the begin marker and the JSON.
+        (
+            format!("BEGIN_DISPATCH_RESULT\nHere it is: \"\n{json}\nEND_DISPATCH_RESULT"),
+            format!("Here it is: \"\n{json}"),
+        ),
+        // An odd quote on the begin marker's own line.
+        (
+            format!("BEGIN_DISPATCH_RESULT \"\n{json}\nEND_DISPATCH_RESULT"),
+            format!("\"\n{json}"),
+        ),
+        // Three quotes, and the JSON on the same line as the prose.
+        (
+            format!("BEGIN_DISPATCH_RESULT\nsay \"hi\" \" {json} END_DISPATCH_RESULT"),
+            format!("say \"hi\" \" {json}"),
+        ),
+        // No JSON at all: the end marker at the start of a line still ends the block.
+        (
+            "BEGIN_DISPATCH_RESULT\nnothing \"here\nEND_DISPATCH_RESULT".to_owned(),
+            "nothing \"here".to_owned(),
+        ),
+        // A stray quote after the JSON, before the end marker.
+        (
+            format!("BEGIN_DISPATCH_RESULT\n{json} \"\nEND_DISPATCH_RESULT"),
+            format!("{json} \""),
+        ),
+    ];
+    for (output, block) in cases {
+        // The block ends at the end marker; prose inside it is not JSON, which is the
+        // error reported, not a missing marker.
+        assert_eq!(
+            block_and_code(&output),
+            (block, "json_parse_failed"),
+            "{output}"
+        );
+    }
+}
+
+#[test]
+fn an_end_marker_inside_a_json_string_still_does_not_count_after_a_stray_quote() {
+    for summary in [
+        "Wrote END_DISPATCH_RESULT docs",
+        "Wrote \"END_DISPATCH_RESULT\" END_DISPATCH_RESULT docs",
+    ] {
+        let mut value = implementer();
+        value["summary"] = json!(summary);
+        let json = value.to_string();
+        for output in [
+            format!("BEGIN_DISPATCH_RESULT \"\n{json}\nEND_DISPATCH_RESULT"),
+            format!("BEGIN_DISPATCH_RESULT\nHere: \" {json}\nEND_DISPATCH_RESULT"),
+            format!("BEGIN_DISPATCH_RESULT\n\"\"\"\n{json} END_DISPATCH_RESULT"),
+        ] {
+            let block = extract_block(&output).unwrap();
+            assert!(block.ends_with(&json), "{output} gave {block}");
+        }
+        // Without the prose the block parses, the quoted markers kept.
+        let output = format!("BEGIN_DISPATCH_RESULT\n{json}\nEND_DISPATCH_RESULT");
+        let DispatchResult::Implementer(result) = parse(Role::Implementer, &output).unwrap() else {
+            panic!("implementer expected")
+        };
+        assert_eq!(result.summary, summary);
+    }
+}
+
+#[test]
+fn a_string_never_spans_a_line_break() {
+    // A JSON string holds no raw newline, so a quote left open at the end of a line was a
+    // stray one: a marker at the start of the next line counts.
+    assert_eq!(
+        extract_block("BEGIN_DISPATCH_RESULT\n{\"a\": \"open\nEND_DISPATCH_RESULT").unwrap(),
+        "{\"a\": \"open"
+    );
+    check_err(
+        Role::Implementer,
+        &format!(
+            "BEGIN_DISPATCH_RESULT\n{{\"a\": \"open\n{}",
+            wrap(&implementer())
+        ),
+        "marker_missing",
+        "more than one block",
+    );
+}
+
 #[test]
 fn a_second_begin_marker_inside_the_block_is_a_second_block() {
     let nested = format!("BEGIN_DISPATCH_RESULT\n{}", wrap(&implementer()));
@@ -272,6 +365,21 @@ proptest! {
     }
 
     #[test]
+    fn prose_with_stray_quotes_before_the_json_never_hides_the_end_marker(
+        same_line in prose_without_end_marker().prop_map(|p| p.replace('\n', " ")),
+        between in prose_without_end_marker(),
+        summary in summary(),
+    ) {
+        let mut value = implementer();
+        value["summary"] = json!(summary);
+        let json = value.to_string();
+        let output = format!("BEGIN_DISPATCH_RESULT {same_line}\n{between}\n{json}\nEND_DISPATCH_RESULT");
+        let block = extract_block(&output);
+        let expected = format!("{same_line}\n{between}\n{json}");
+        prop_assert_eq!(block, Ok(expected.trim()), "{}", output);
+    }
+
+    #[test]
     fn any_summary_survives_the_block_markers_and_quotes_included(summary in summary()) {
         let mut value = implementer();
         value["summary"] = json!(summary);
@@ -281,6 +389,32 @@ proptest! {
         };
         prop_assert_eq!(result.summary, summary);
     }
+}
+
+/// A line of prose that may hold stray quotes, braces, backslashes and a mid-line begin
+/// marker, but never an end marker and never a marker at its start.
+fn prose_without_end_marker() -> impl Strategy<Value = String> {
+    let word = prop::sample::select(vec![
+        "",
+        "BEGIN_DISPATCH_RESULT",
+        "\"",
+        "\\",
+        "{",
+        "}",
+        "\" {",
+    ]);
+    let line = (
+        "[a-zA-Z.]",
+        "[^\n]{0,20}",
+        word.clone(),
+        "[^\n]{0,10}",
+        word,
+    )
+        .prop_map(|(first, text, word, tail, last)| format!("{first}{text} {word}{tail}{last}"))
+        .prop_filter("no end marker", |line| {
+            !line.contains("END_DISPATCH_RESULT")
+        });
+    prop::collection::vec(line, 1..4).prop_map(|lines| lines.join("\n"))
 }
 
 /// Lines of prose that may mention the markers and hold stray quotes, but never start a

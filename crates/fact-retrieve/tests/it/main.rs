@@ -3,10 +3,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
+mod dedup;
 mod format;
 mod memory;
 mod pipeline;
 mod properties;
+mod query;
 mod token;
 
 use std::sync::Arc;
