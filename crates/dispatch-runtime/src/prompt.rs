@@ -59,58 +59,184 @@ pub fn guide_instruction(role: Role, full: bool) -> &'static str {
 
 /// The acceptance criteria of `requirements.md` named by `ids`, as `- {id}: {text}` lines.
 ///
-/// `### Requirement N` headings number requirements; the numbered lines under them are
-/// their criteria, `N.1`, `N.2`, …; an id `N` names all of requirement N's criteria.
-/// Returns the lines found and the ids that matched nothing.
+/// A `### Requirement N` heading (`### Requirement 3: Creation`) opens requirement `N`;
+/// any other heading of level 1 to 3 closes it. Under it, a criterion is a line in one of
+/// two forms:
+///
+/// - **numbered list**, as the spec corpus writes them: `1. WHEN …`, `2. IF …`; the item
+///   numbered `k` is criterion `N.k`;
+/// - **explicit id**, a dotted id of two or more parts before the text, bare or bold,
+///   after an optional `-`, `*` or `+` bullet or list number, with an optional `.` or
+///   `:` after it: `3.3 WHEN …`, `- 3.3 WHEN …`, `**3.3** WHEN …`, `- **3.3** WHEN …`,
+///   `3.3. WHEN …`, `3.3: WHEN …`, `**3.3:** WHEN …`, `1. 3.4.1 WHEN …`. The id must
+///   start with the requirement's number (`3.` under `### Requirement 3`), so a line
+///   such as `- 2.5 seconds at most` is not taken for criterion 2.5.
+///
+/// Both forms may be mixed; when a list position and an explicit id give the same id, the
+/// explicit one wins (`2. WHEN a` then `- **3.2** WHEN b` under requirement 3 make 3.2
+/// `WHEN b`). Lines outside a requirement (`## Non-Functional Requirements`) are never
+/// criteria.
+///
+/// An id names the criterion with exactly that id and those under it: `3.3` names `3.3`
+/// and `3.3.1`, `3` names every criterion of requirement 3 (never `3.33`). Returns the
+/// lines found, in the order of `ids` and then of the file, and the ids that matched
+/// nothing.
+///
+/// ```
+/// use dispatch_runtime::prompt::acceptance_criteria;
+///
+/// let md = "### Requirement 3: Creation\n\n#### Acceptance Criteria\n\n\
+///           1. WHEN POST /todos is called THEN a todo SHALL be created\n\
+///           - **3.3** WHEN the title is empty THEN the server SHALL answer 400\n";
+/// let (lines, missing) = acceptance_criteria(md, &["3.1", "3.3", "3.4"]);
+/// assert_eq!(
+///     lines,
+///     [
+///         "- 3.1: WHEN POST /todos is called THEN a todo SHALL be created",
+///         "- 3.3: WHEN the title is empty THEN the server SHALL answer 400",
+///     ]
+/// );
+/// assert_eq!(missing, ["3.4"]);
+/// ```
 #[must_use]
 pub fn acceptance_criteria(requirements_md: &str, ids: &[&str]) -> (Vec<String>, Vec<String>) {
-    let mut current: Option<String> = None;
-    let mut found: Vec<(String, String)> = Vec::new();
+    let found = criteria(requirements_md);
+    let mut lines = Vec::new();
+    let mut missing = Vec::new();
+    for id in ids {
+        let matching: Vec<&Criterion> = found
+            .iter()
+            .filter(|c| c.id == *id || c.id.strip_prefix(id).is_some_and(|r| r.starts_with('.')))
+            .collect();
+        if matching.is_empty() {
+            missing.push((*id).to_owned());
+        }
+        for criterion in matching {
+            lines.push(format!("- {}: {}", criterion.id, criterion.text));
+        }
+    }
+    (lines, missing)
+}
+
+/// One acceptance criterion of requirements.md.
+struct Criterion {
+    id: String,
+    text: String,
+    /// Written with its id, rather than numbered by its list position.
+    explicit: bool,
+}
+
+/// Every criterion of `requirements_md` in file order, without the list positions that
+/// an explicit id overrides.
+fn criteria(requirements_md: &str) -> Vec<Criterion> {
+    let mut current: Option<&str> = None;
+    let mut found: Vec<Criterion> = Vec::new();
     for line in requirements_md.lines() {
         let trimmed = line.trim();
         if let Some(rest) = trimmed.strip_prefix("### Requirement") {
-            current = rest
-                .trim_start()
-                .split(|c: char| !c.is_ascii_digit())
-                .next()
-                .filter(|n| !n.is_empty())
-                .map(str::to_owned);
+            let rest = rest.trim_start();
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            current = rest.get(..digits).filter(|n| !n.is_empty());
             continue;
         }
         if trimmed.starts_with('#') && !trimmed.starts_with("####") {
             current = None;
             continue;
         }
-        let Some(requirement) = &current else {
+        let Some(requirement) = current else {
             continue;
         };
-        if let Some((number, text)) = trimmed.split_once(". ")
+        let criterion = if let Some((id, text)) = explicit_criterion(trimmed)
+            && id
+                .strip_prefix(requirement)
+                .is_some_and(|r| r.starts_with('.'))
+        {
+            Criterion {
+                id: id.to_owned(),
+                text: text.to_owned(),
+                explicit: true,
+            }
+        } else if let Some((number, text)) = trimmed.split_once(". ")
             && !number.is_empty()
             && number.bytes().all(|b| b.is_ascii_digit())
         {
-            found.push((format!("{requirement}.{number}"), text.trim().to_owned()));
+            Criterion {
+                id: format!("{requirement}.{number}"),
+                text: text.trim().to_owned(),
+                explicit: false,
+            }
+        } else {
+            continue;
+        };
+        found.push(criterion);
+    }
+    // An explicit id wins over a list position giving the same id.
+    let explicit: Vec<String> = found
+        .iter()
+        .filter(|c| c.explicit)
+        .map(|c| c.id.clone())
+        .collect();
+    found.retain(|c| c.explicit || !explicit.contains(&c.id));
+    found
+}
+
+/// The text after the blanks that start `text`; `None` when it does not start with one.
+fn after_blank(text: &str) -> Option<&str> {
+    let rest = text.trim_start_matches([' ', '\t']);
+    (rest.len() < text.len()).then_some(rest)
+}
+
+/// The id and text of a line written with an explicit criterion id (see
+/// [`acceptance_criteria`]): `3.3 WHEN …`, `- **3.3:** WHEN …`, `1. 3.3. WHEN …`.
+fn explicit_criterion(line: &str) -> Option<(&str, &str)> {
+    // An optional bullet or list number, followed by a blank.
+    let mut rest = line;
+    if let Some(after) = rest.strip_prefix(['-', '*', '+']).and_then(after_blank) {
+        rest = after;
+    } else {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits > 0
+            && let Some(after) = rest
+                .get(digits..)
+                .and_then(|r| r.strip_prefix(['.', ')']))
+                .and_then(after_blank)
+        {
+            rest = after;
         }
     }
-    let mut lines = Vec::new();
-    let mut missing = Vec::new();
-    for id in ids {
-        let matching: Vec<&(String, String)> = found
-            .iter()
-            .filter(|(criterion, _)| {
-                criterion == id
-                    || criterion
-                        .strip_prefix(id)
-                        .is_some_and(|r| r.starts_with('.'))
-            })
-            .collect();
-        if matching.is_empty() {
-            missing.push((*id).to_owned());
+    let bold = rest.strip_prefix("**");
+    rest = bold.unwrap_or(rest);
+    // The id: digit groups joined by single dots, two groups at least.
+    let mut len = 0;
+    let mut groups = 0;
+    loop {
+        let digits = rest
+            .get(len..)?
+            .bytes()
+            .take_while(u8::is_ascii_digit)
+            .count();
+        if digits == 0 {
+            return None;
         }
-        for (criterion, text) in matching {
-            lines.push(format!("- {criterion}: {text}"));
+        len += digits;
+        groups += 1;
+        match rest.get(len..)?.strip_prefix('.') {
+            Some(after) if after.starts_with(|c: char| c.is_ascii_digit()) => len += 1,
+            _ => break,
         }
     }
-    (lines, missing)
+    if groups < 2 {
+        return None;
+    }
+    let id = rest.get(..len)?;
+    rest = rest.get(len..)?;
+    rest = rest.strip_prefix(['.', ':']).unwrap_or(rest);
+    if bold.is_some() {
+        rest = rest.strip_prefix("**")?;
+        rest = rest.strip_prefix(['.', ':']).unwrap_or(rest);
+    }
+    let text = after_blank(rest)?.trim_end();
+    (!text.is_empty()).then_some((id, text))
 }
 
 #[cfg(test)]

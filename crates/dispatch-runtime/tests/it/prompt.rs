@@ -49,6 +49,7 @@ fn init(runtime: &DispatchRuntimeManager, dir: &std::path::Path, task: &str) -> 
         task_id: task.into(),
         project_path: Some(dir.to_owned()),
         run_id: None,
+        rebind: false,
     };
     runtime.init_run(request).unwrap().run_id
 }
@@ -558,4 +559,205 @@ fn telemetry_lists_every_ledger_mode_from_the_start() {
             ("legacy".to_owned(), 0)
         ]
     );
+}
+
+/// A requirements.md whose requirement 3 holds `criteria` lines under its heading, after a
+/// requirement 2 written as a numbered list.
+fn requirements_with(criteria: &[&str]) -> String {
+    let mut md = String::from(
+        "# Requirements\n\n### Requirement 2: Listing\n\n**User Story:** As a user, I want lists.\n\n\
+         #### Acceptance Criteria\n\n1. WHEN GET /todos is called THEN the server SHALL list them.\n\n\
+         ### Requirement 3: Creation\n\n**User Story:** As a user, I want to add todos.\n\n\
+         #### Acceptance Criteria\n\n",
+    );
+    for line in criteria {
+        md.push_str(line);
+        md.push('\n');
+    }
+    md.push_str(
+        "\n## Non-Functional Requirements\n\n1. Not a criterion.\n- 3.9 Not a criterion either.\n",
+    );
+    md
+}
+
+const EMPTY_TITLE: &str =
+    "WHEN POST /todos is called with an empty title THEN the server SHALL answer 400";
+
+#[test]
+fn explicit_criterion_ids_are_found_in_every_form() {
+    use dispatch_runtime::prompt::acceptance_criteria;
+    let expected = format!("- 3.3: {EMPTY_TITLE}");
+    for form in [
+        "3.3 {}",
+        "- 3.3 {}",
+        "* 3.3 {}",
+        "**3.3** {}",
+        "- **3.3** {}",
+        "3.3. {}",
+        "3.3: {}",
+        "- 3.3: {}",
+        "**3.3:** {}",
+        "**3.3**: {}",
+        "- **3.3.** {}",
+        "  - 3.3  {}",
+        "1. 3.3 {}",
+    ] {
+        let line = form.replace("{}", EMPTY_TITLE);
+        let md = requirements_with(&[&line]);
+        let (lines, missing) = acceptance_criteria(&md, &["3.3"]);
+        assert_eq!(lines, [expected.as_str()], "{line:?}");
+        assert!(missing.is_empty(), "{line:?}: {missing:?}");
+        // The requirement's id names it too.
+        let (lines, missing) = acceptance_criteria(&md, &["3"]);
+        assert_eq!(lines, [expected.as_str()], "{line:?}");
+        assert!(missing.is_empty(), "{line:?}");
+    }
+}
+
+#[test]
+fn numbered_lists_and_explicit_ids_mix_and_an_explicit_id_wins() {
+    use dispatch_runtime::prompt::acceptance_criteria;
+    let md = requirements_with(&[
+        "1. WHEN POST /todos is called THEN the server SHALL create a todo",
+        "2. WHEN the list position says 3.2 THEN this line loses to the explicit 3.2",
+        "- **3.2** WHEN a todo is created THEN it SHALL get an id",
+        "3.3 WHEN POST /todos is called with an empty title THEN the server SHALL answer 400",
+        "3.4.1 WHEN a sub-criterion is written THEN it SHALL have its own id",
+    ]);
+    let (lines, missing) = acceptance_criteria(&md, &["2.1", "3.1", "3.2", "3.3", "3.4.1"]);
+    assert_eq!(
+        lines,
+        [
+            "- 2.1: WHEN GET /todos is called THEN the server SHALL list them.",
+            "- 3.1: WHEN POST /todos is called THEN the server SHALL create a todo",
+            "- 3.2: WHEN a todo is created THEN it SHALL get an id",
+            "- 3.3: WHEN POST /todos is called with an empty title THEN the server SHALL answer 400",
+            "- 3.4.1: WHEN a sub-criterion is written THEN it SHALL have its own id",
+        ]
+    );
+    assert!(missing.is_empty(), "{missing:?}");
+    // The whole requirement, in file order, each id once.
+    let (lines, _) = acceptance_criteria(&md, &["3"]);
+    let ids: Vec<&str> = lines
+        .iter()
+        .map(|l| l.trim_start_matches("- ").split(':').next().unwrap())
+        .collect();
+    assert_eq!(ids, ["3.1", "3.2", "3.3", "3.4.1"]);
+    // `3.4` names its sub-criterion.
+    assert_eq!(acceptance_criteria(&md, &["3.4"]).0.len(), 1);
+}
+
+#[test]
+fn a_criterion_that_is_not_there_is_still_missing() {
+    use dispatch_runtime::prompt::acceptance_criteria;
+    let md = requirements_with(&[
+        "1. WHEN POST /todos is called THEN the server SHALL create a todo",
+        "- 3.3 WHEN POST /todos is called with an empty title THEN the server SHALL answer 400",
+    ]);
+    // 3.9 exists only outside a requirement section; 3.33 is not 3.3; 3.2 has no line.
+    let (lines, missing) = acceptance_criteria(&md, &["3.2", "3.3", "3.33", "3.9", "4", "3.3.1"]);
+    assert_eq!(
+        lines,
+        ["- 3.3: WHEN POST /todos is called with an empty title THEN the server SHALL answer 400"]
+    );
+    assert_eq!(missing, ["3.2", "3.33", "3.9", "4", "3.3.1"]);
+    // Lines that only look like ids are not criteria.
+    let md = requirements_with(&[
+        "3.3WHEN glued to its id",
+        "**3.3 WHEN the bold is not closed",
+        "- 3.x WHEN the id is not numeric",
+        "3.3",
+        "- 2.5 seconds is the longest a request may take",
+        "4.1 WHEN an id belongs to another requirement THEN it is not one of this one",
+    ]);
+    let (lines, missing) = acceptance_criteria(&md, &["3.3", "2.5", "4.1", "3"]);
+    assert!(lines.is_empty(), "{lines:?}");
+    assert_eq!(missing, ["3.3", "2.5", "4.1", "3"]);
+}
+
+#[test]
+fn a_task_naming_an_explicit_criterion_id_gets_its_text() {
+    let dir = project();
+    let spec = dir.path().join(".spec-context/specs/demo");
+    std::fs::write(
+        spec.join("tasks.md"),
+        "# Tasks\n\n- [ ] 1. Validate titles\n  - _Requirements: 3.3, 2.1_\n  - _Prompt: Role: Dev | Task: Reject empty titles_\n",
+    )
+    .unwrap();
+    std::fs::write(
+        spec.join("requirements.md"),
+        requirements_with(&[&format!("- **3.3** {EMPTY_TITLE}")]),
+    )
+    .unwrap();
+    let runtime = runtime(PromptConfig::default());
+    let compiled = compile(
+        &runtime,
+        &init(&runtime, dir.path(), "1"),
+        Role::Implementer,
+        "1",
+    );
+    assert!(
+        compiled.prompt.contains(&format!("- 3.3: {EMPTY_TITLE}")),
+        "{}",
+        compiled.prompt
+    );
+    assert!(compiled.prompt.contains("- 2.1: WHEN GET /todos"));
+    assert!(
+        !compiled.prompt.contains("Not found in requirements.md"),
+        "{}",
+        compiled.prompt
+    );
+    assert_eq!(
+        compiled.fallback_reason.as_deref(),
+        Some("requirements_referenced")
+    );
+}
+
+/// Every numeric requirement id that a task of the real corpus names is found in its
+/// spec's requirements.md, written there as numbered lists (one task says
+/// `_Requirements: All_`, which names no id). Skipped without the corpus, except under
+/// `CI=true`.
+#[test]
+fn every_requirement_of_the_corpus_tasks_is_found() {
+    use dispatch_runtime::prompt::acceptance_criteria;
+    let root = std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/corpus/spec-context-specs"
+    ));
+    if !root.is_dir() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "no corpus at {} under CI=true",
+            root.display()
+        );
+        eprintln!("skipped: no corpus at {}", root.display());
+        return;
+    }
+    let mut specs = 0;
+    for entry in std::fs::read_dir(root).unwrap() {
+        let spec = entry.unwrap().path();
+        let (Ok(tasks), Ok(requirements)) = (
+            std::fs::read_to_string(spec.join("tasks.md")),
+            std::fs::read_to_string(spec.join("requirements.md")),
+        ) else {
+            continue;
+        };
+        specs += 1;
+        for task in ledger::parse_tasks(&tasks).0 {
+            let ids: Vec<&str> = task
+                .requirements()
+                .into_iter()
+                .filter(|id| id.bytes().all(|b| b.is_ascii_digit() || b == b'.'))
+                .collect();
+            let (lines, missing) = acceptance_criteria(&requirements, &ids);
+            assert!(
+                missing.is_empty(),
+                "{} task {}: {missing:?}",
+                spec.display(),
+                task.id()
+            );
+            assert_eq!(lines.is_empty(), ids.is_empty(), "{}", task.id());
+        }
+    }
+    assert!(specs >= 8, "{specs}");
 }
