@@ -56,6 +56,7 @@ fn filled() -> (DispatchRuntimeManager, PathBuf, workload::Workload) {
                 task_id: id.clone(),
                 project_path: Some(dir.clone()),
                 run_id: None,
+                rebind: false,
             })
             .unwrap()
             .run_id;
@@ -88,6 +89,7 @@ fn compile_prompt_with_500_facts(bencher: Bencher<'_, '_>) {
             task_id: task.clone(),
             project_path: Some(dir),
             run_id: None,
+            rebind: false,
         })
         .unwrap()
         .run_id;
@@ -114,6 +116,7 @@ fn ingest_output_implementer_result(bencher: Bencher<'_, '_>) {
             task_id: id.clone(),
             project_path: Some(dir),
             run_id: None,
+            rebind: false,
         })
         .unwrap()
         .run_id;

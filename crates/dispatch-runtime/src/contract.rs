@@ -355,6 +355,13 @@ pub fn validate_schema(role: Role, value: &Value, task_id: &str) -> Result<(), C
                     list.strings()?;
                 }
             }
+            // `files_modified` is the older name of `files_changed`: one list, not two.
+            if root.field("files_changed")?.is_some()
+                && let Some(older) = root.field("files_modified")?
+            {
+                return older
+                    .fail("files_modified is the older name of files_changed; give one of them");
+            }
             if let Some(tests) = root.field("tests")? {
                 for test in tests.items()? {
                     test.required("command")?.string()?;

@@ -37,10 +37,11 @@ pub use crate::memory::{
     AddOutcome, ArchiveReport, MemoryChange, MemoryError, MemoryService, NewMemory,
 };
 pub use crate::runtime::{
-    CompactionStage, CompilePromptRequest, CompilePromptResponse, DispatchRuntimeManager,
-    ErrorBody, GuideMode, IngestOutputRequest, IngestOutputResponse, IngestStatus, InitRunRequest,
-    InitRunResponse, LedgerMode, NextAction, PromptConfig, RetrieverFactory, RuntimeBuilder,
-    RuntimeError, Snapshot, SpecArchive, StoreFactory, Telemetry,
+    Compaction, CompactionStage, CompilePromptRequest, CompilePromptResponse,
+    DispatchRuntimeManager, ErrorBody, GuideMode, IngestOutputRequest, IngestOutputResponse,
+    IngestStatus, InitRunRequest, InitRunResponse, LedgerMode, MAX_LISTED_FACTS, NextAction,
+    PromptConfig, RetrieverFactory, RuntimeBuilder, RuntimeError, SetTaskStatusRequest,
+    SetTaskStatusResponse, Snapshot, SpecArchive, StoreFactory, Telemetry,
 };
 
 /// What the binaries on top of the runtime need from the crates below it, so they depend on
@@ -60,5 +61,5 @@ pub mod reexports {
         AddReport, Episode, EpisodeStore, ScoredFact, SessionFactStore, SkipReason, StoreConfig,
         StoreError,
     };
-    pub use ledger::{LedgerError, ProgressLedger};
+    pub use ledger::{LedgerError, ProgressLedger, TaskStatus};
 }

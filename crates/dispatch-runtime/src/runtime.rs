@@ -3,7 +3,7 @@
 //! `compile_prompt` in `compile`; the request and response types in `api`.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use fact_extract::{Extraction, FactExtractor, RuleBasedFactExtractor, relation};
@@ -22,9 +22,10 @@ mod api;
 mod compile;
 
 pub use self::api::{
-    CompactionStage, CompilePromptRequest, CompilePromptResponse, ErrorBody, GuideMode,
+    Compaction, CompactionStage, CompilePromptRequest, CompilePromptResponse, ErrorBody, GuideMode,
     IngestOutputRequest, IngestOutputResponse, IngestStatus, InitRunRequest, InitRunResponse,
-    LedgerMode, NextAction, RuntimeError, Snapshot, Telemetry,
+    LedgerMode, NextAction, RuntimeError, SetTaskStatusRequest, SetTaskStatusResponse, Snapshot,
+    Telemetry,
 };
 use self::compile::ledger_mode_name;
 
@@ -67,6 +68,9 @@ impl SpecDocs {
 struct Spec {
     store: Arc<dyn SessionFactStore>,
     retriever: Box<dyn FactRetriever>,
+    /// Tokens of every raw output ingested for the spec so far: what an orchestrator that
+    /// masks observations no longer re-sends on each later dispatch cycle.
+    observed_tokens: u64,
 }
 
 impl Spec {
@@ -75,15 +79,39 @@ impl Spec {
     /// and the task's fixes and blockers, a completed implementation its blockers); the
     /// result's own facts go in last, so notes an approving review makes stay valid.
     /// Returns how many facts were added and how many invalidated.
-    fn remember(&self, extraction: Extraction) -> StoreResult<(usize, usize)> {
+    fn remember(&self, extraction: Extraction) -> StoreResult<Remembered> {
         let mut settled = 0;
         for selector in &extraction.settles {
             settled += self.store.invalidate_matching(selector)?.len();
         }
         let report = self.store.add(extraction.facts)?;
-        Ok((report.added.len(), report.invalidated.len() + settled))
+        let compaction = report.compaction.as_ref().map(|c| Compaction {
+            dropped_history: c.dropped_history,
+            merged: c.merged,
+            summaries: c.summaries.len(),
+            dropped_valid: c.dropped_valid.len(),
+            valid_after: self.store.valid_count(),
+        });
+        Ok(Remembered {
+            added: report.added.len(),
+            invalidated: report.invalidated.len() + settled,
+            compaction,
+        })
     }
 }
+
+/// What [`Spec::remember`] did.
+struct Remembered {
+    added: usize,
+    invalidated: usize,
+    compaction: Option<Compaction>,
+}
+
+/// The most extracted facts an ingest response lists; the rest are counted, so a result
+/// with thousands of facts does not make a response line of megabytes.
+pub const MAX_LISTED_FACTS: usize = 100;
+
+impl Spec {}
 
 /// What [`DispatchRuntimeManager::archive_spec`] stored.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -164,6 +192,40 @@ fn next_action(result: &DispatchResult) -> NextAction {
     }
 }
 
+/// Refuses a spec name that is not one plain folder name, so no request reaches a file
+/// outside `<project>/.spec-context/specs/`.
+fn check_spec_name(spec_name: &str) -> Result<(), RuntimeError> {
+    let reason = if spec_name.is_empty() {
+        Some("it is empty")
+    } else if spec_name == "." || spec_name == ".." {
+        Some("it names a folder, not a spec")
+    } else if spec_name.contains(['/', '\\']) {
+        Some("it holds a path separator; a spec name is one folder name")
+    } else if spec_name.contains('\0') {
+        Some("it holds a NUL byte")
+    } else if spec_name.len() > 255 {
+        Some("it is longer than 255 bytes")
+    } else {
+        None
+    };
+    match reason {
+        Some(reason) => Err(RuntimeError::InvalidSpecName {
+            spec_name: fact_model::clip(spec_name, 120).into_owned(),
+            reason,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// `<project>/.spec-context/specs/<spec>/tasks.md`.
+fn tasks_path(project: &Path, spec_name: &str) -> PathBuf {
+    project
+        .join(".spec-context")
+        .join("specs")
+        .join(spec_name)
+        .join("tasks.md")
+}
+
 #[derive(Default)]
 struct State {
     runs: HashMap<String, Run>,
@@ -193,6 +255,7 @@ pub struct RuntimeBuilder {
     retrievers: RetrieverFactory,
     stall: StallConfig,
     prompts: PromptConfig,
+    project_root: PathBuf,
 }
 
 /// How prompts are compiled.
@@ -243,6 +306,7 @@ impl Default for RuntimeBuilder {
             }),
             stall: StallConfig::default(),
             prompts: PromptConfig::default(),
+            project_root: PathBuf::from("."),
         }
     }
 }
@@ -297,6 +361,14 @@ impl RuntimeBuilder {
         self
     }
 
+    /// The project root of `init_run` requests that name none, or name `null` (default: the
+    /// current directory). The one place that default is decided, for every front end.
+    #[must_use]
+    pub fn project_root(mut self, root: impl Into<PathBuf>) -> Self {
+        self.project_root = root.into();
+        self
+    }
+
     /// The manager.
     #[must_use]
     pub fn build(self) -> DispatchRuntimeManager {
@@ -311,6 +383,7 @@ impl RuntimeBuilder {
             retrievers: self.retrievers,
             stall: self.stall,
             prompts: self.prompts,
+            project_root: self.project_root,
             ledgers: LedgerCache::default(),
             state: Mutex::new(State::default()),
         }
@@ -332,7 +405,7 @@ impl RuntimeBuilder {
 ///
 /// let runtime = DispatchRuntimeManager::builder().build();
 /// let run = runtime.init_run(InitRunRequest {
-///     spec_name: "demo".into(), task_id: "1".into(), project_path: Some(dir.clone()), run_id: None,
+///     spec_name: "demo".into(), task_id: "1".into(), project_path: Some(dir.clone()), run_id: None, rebind: false,
 /// })?;
 /// let output = "BEGIN_DISPATCH_RESULT\n{\"task_id\": \"1\", \"status\": \"completed\", \
 ///               \"summary\": \"Parser added in src/parse.rs\"}\nEND_DISPATCH_RESULT";
@@ -352,6 +425,7 @@ pub struct DispatchRuntimeManager {
     retrievers: RetrieverFactory,
     stall: StallConfig,
     prompts: PromptConfig,
+    project_root: PathBuf,
     ledgers: LedgerCache,
     state: Mutex<State>,
 }
@@ -384,13 +458,18 @@ impl DispatchRuntimeManager {
         state: &'s mut State,
         spec_name: &str,
     ) -> Result<&'s mut Spec, RuntimeError> {
+        check_spec_name(spec_name)?;
         match state.specs.entry(spec_name.to_owned()) {
             std::collections::hash_map::Entry::Occupied(entry) => Ok(entry.into_mut()),
             std::collections::hash_map::Entry::Vacant(entry) => {
                 let store = (self.stores)(spec_name, self.clock.clone())
                     .map_err(|source| RuntimeError::Store { source })?;
                 let retriever = (self.retrievers)(store.clone(), self.counter.clone());
-                Ok(entry.insert(Spec { store, retriever }))
+                Ok(entry.insert(Spec {
+                    store,
+                    retriever,
+                    observed_tokens: 0,
+                }))
             }
         }
     }
@@ -402,35 +481,40 @@ impl DispatchRuntimeManager {
     ///
     /// [`RuntimeError::ProgressLedgerMissingTasks`] or [`RuntimeError::ProgressLedgerInvalid`].
     pub fn init_run(&self, request: InitRunRequest) -> Result<InitRunResponse, RuntimeError> {
+        check_spec_name(&request.spec_name)?;
         let project = request
             .project_path
             .clone()
-            .unwrap_or_else(|| PathBuf::from("."));
-        let tasks_path = project
-            .join(".spec-context")
-            .join("specs")
-            .join(&request.spec_name)
-            .join("tasks.md");
-        let (progress, _) =
-            self.ledgers
-                .load(&request.spec_name, &tasks_path)
-                .map_err(|stale| match stale.error {
-                    error @ LedgerError::MissingTasksFile { .. } => {
-                        RuntimeError::ProgressLedgerMissingTasks {
-                            spec_name: request.spec_name.clone(),
-                            source: error,
-                        }
-                    }
-                    error => RuntimeError::ProgressLedgerInvalid {
-                        spec_name: request.spec_name.clone(),
-                        source: error,
-                    },
-                })?;
+            .unwrap_or_else(|| self.project_root.clone());
+        let tasks_path = tasks_path(&project, &request.spec_name);
+        let progress = self.progress(&request.spec_name, &tasks_path)?;
+        if progress.task(&request.task_id).is_none() {
+            return Err(RuntimeError::TaskNotFound {
+                spec_name: request.spec_name,
+                task_id: request.task_id,
+                tasks_path,
+            });
+        }
+        let warnings = progress
+            .diagnostics()
+            .iter()
+            .map(|d| format!("line {}: {}", d.line, d.message))
+            .collect();
         let run_id = request
             .run_id
             .clone()
             .unwrap_or_else(|| format!("{}:{}", request.spec_name, request.task_id));
         let mut state = self.lock();
+        if let Some(run) = state.runs.get(&run_id)
+            && (run.spec_name != request.spec_name || run.task_id != request.task_id)
+            && !request.rebind
+        {
+            return Err(RuntimeError::RunRebind {
+                run_id,
+                bound_spec: run.spec_name.clone(),
+                bound_task: run.task_id.clone(),
+            });
+        }
         self.spec(&mut state, &request.spec_name)?;
         // Initializing a run again with the same binding keeps its task ledger (revision
         // history, stall and review-loop counters); a new binding starts a new ledger.
@@ -442,7 +526,7 @@ impl DispatchRuntimeManager {
         let mut ledger =
             kept.unwrap_or_else(|| TaskLedger::new(request.task_id.clone(), self.stall));
         ledger.apply_progress(&progress, self.clock.now());
-        let docs = SpecDocs::read(tasks_path.parent().unwrap_or(std::path::Path::new(".")));
+        let docs = SpecDocs::read(tasks_path.parent().unwrap_or(Path::new(".")));
         state.runs.insert(
             run_id.clone(),
             Run {
@@ -460,8 +544,110 @@ impl DispatchRuntimeManager {
             run_id,
             tasks_path,
             active_task_id: progress.active_task().map(|t| t.id().to_owned()),
-            total_tasks: progress.totals().total,
+            totals: progress.totals(),
+            warnings,
         })
+    }
+
+    /// The spec's progress ledger from the cache (a `stat` when tasks.md is unchanged).
+    fn progress(
+        &self,
+        spec_name: &str,
+        tasks_path: &Path,
+    ) -> Result<Arc<ledger::ProgressLedger>, RuntimeError> {
+        self.ledgers
+            .load(spec_name, tasks_path)
+            .map(|(progress, _)| progress)
+            .map_err(|stale| match stale.error {
+                error @ LedgerError::MissingTasksFile { .. } => {
+                    RuntimeError::ProgressLedgerMissingTasks {
+                        spec_name: spec_name.to_owned(),
+                        source: error,
+                    }
+                }
+                error => RuntimeError::ProgressLedgerInvalid {
+                    spec_name: spec_name.to_owned(),
+                    source: error,
+                },
+            })
+    }
+
+    /// Rewrites one task's checkbox in the spec's tasks.md, in place and atomically (see
+    /// [`SetTaskStatusRequest`]), and answers the spec's progress afterwards.
+    ///
+    /// # Errors
+    ///
+    /// [`RuntimeError::InvalidSpecName`], [`RuntimeError::ProgressLedgerMissingTasks`],
+    /// [`RuntimeError::TaskNotFound`] (the file is left as it was),
+    /// [`RuntimeError::TaskStatusWrite`] when the file cannot be replaced (it is left as it
+    /// was), or [`RuntimeError::ProgressLedgerInvalid`] when it cannot be read.
+    pub fn set_task_status(
+        &self,
+        request: SetTaskStatusRequest,
+    ) -> Result<SetTaskStatusResponse, RuntimeError> {
+        check_spec_name(&request.spec_name)?;
+        let project = request
+            .project_path
+            .clone()
+            .unwrap_or_else(|| self.project_root.clone());
+        let tasks_path = tasks_path(&project, &request.spec_name);
+        let spec_name = request.spec_name;
+        let outcome = ledger::set_task_status(&tasks_path, &request.task_id, request.status)
+            .map_err(|error| match error {
+                LedgerError::TaskNotFound { task_id, path } => RuntimeError::TaskNotFound {
+                    spec_name: spec_name.clone(),
+                    task_id,
+                    tasks_path: path,
+                },
+                error @ LedgerError::MissingTasksFile { .. } => {
+                    RuntimeError::ProgressLedgerMissingTasks {
+                        spec_name: spec_name.clone(),
+                        source: error,
+                    }
+                }
+                error @ LedgerError::Write { .. } => RuntimeError::TaskStatusWrite {
+                    spec_name: spec_name.clone(),
+                    source: error,
+                },
+                error => RuntimeError::ProgressLedgerInvalid {
+                    spec_name: spec_name.clone(),
+                    source: error,
+                },
+            })?;
+        let progress = self.progress(&spec_name, &tasks_path)?;
+        Ok(SetTaskStatusResponse {
+            tasks_path,
+            task_id: outcome.task_id,
+            line: outcome.line,
+            previous_status: outcome.previous,
+            status: outcome.status,
+            changed: outcome.changed,
+            active_task_id: progress.active_task().map(|t| t.id().to_owned()),
+            totals: progress.totals(),
+        })
+    }
+
+    /// Whether this runtime knows `spec_name`: a run of it was initialized, or its store
+    /// holds facts (a durable store remembers specs of earlier processes). A query about a
+    /// spec it does not know answers nothing, and the protocol says so in a warning.
+    ///
+    /// # Errors
+    ///
+    /// [`RuntimeError::InvalidSpecName`], or [`RuntimeError::Store`] when the spec's store
+    /// cannot be opened.
+    pub fn knows_spec(&self, spec_name: &str) -> Result<bool, RuntimeError> {
+        check_spec_name(spec_name)?;
+        let mut state = self.lock();
+        if state.runs.values().any(|run| run.spec_name == spec_name) {
+            return Ok(true);
+        }
+        let known = state.specs.contains_key(spec_name);
+        let stored = self.spec(&mut state, spec_name)?.store.stored_count();
+        if !known && stored == 0 {
+            // Do not keep an empty store open for every misspelled name.
+            state.specs.remove(spec_name);
+        }
+        Ok(stored > 0)
     }
 
     /// Reads one agent output into the run: contract checks, facts into the spec's store,
@@ -497,7 +683,11 @@ impl DispatchRuntimeManager {
             });
         }
         state.telemetry.dispatch_count += 1;
-        state.telemetry.observation_tokens_ingested += self.counter.count(&request.output) as u64;
+        let observed = self.counter.count(&request.output) as u64;
+        state.telemetry.observation_tokens_ingested += observed;
+        if let Some(spec) = state.specs.get_mut(&spec_name) {
+            spec.observed_tokens += observed;
+        }
         let budget = request
             .max_output_tokens
             .unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS);
@@ -525,14 +715,16 @@ impl DispatchRuntimeManager {
         let facts_extracted: Vec<String> = extraction
             .facts
             .iter()
+            .take(MAX_LISTED_FACTS)
             .map(|f| format!("{} {} {}", f.subject(), f.relation(), f.object()))
             .collect();
+        let facts_extracted_omitted = extraction.facts.len() - facts_extracted.len();
         let extraction_diagnostics = extraction
             .diagnostics
             .iter()
             .map(|d| format!("{}: {}", d.rule, d.message))
             .collect();
-        let (added, invalidated) = self
+        let remembered = self
             .spec(&mut state, &spec_name)?
             .remember(extraction)
             .map_err(|source| RuntimeError::Store { source })?;
@@ -562,8 +754,10 @@ impl DispatchRuntimeManager {
             replan_required: stall.replan_required(),
             replan_hint,
             facts_extracted,
-            facts_added: added,
-            facts_invalidated: invalidated,
+            facts_extracted_omitted,
+            facts_added: remembered.added,
+            facts_invalidated: remembered.invalidated,
+            compaction: remembered.compaction,
             extraction_diagnostics,
             error: None,
         })
@@ -589,8 +783,10 @@ impl DispatchRuntimeManager {
             replan_required: false,
             replan_hint: None,
             facts_extracted: Vec::new(),
+            facts_extracted_omitted: 0,
             facts_added: 0,
             facts_invalidated: 0,
+            compaction: None,
             extraction_diagnostics: Vec::new(),
             error: Some(ErrorBody {
                 code: error.code().to_owned(),
@@ -706,6 +902,10 @@ impl DispatchRuntimeManager {
         if telemetry.observation_tokens_ingested > 0 {
             telemetry.injected_to_observed_ratio = telemetry.session_context_tokens_injected as f64
                 / telemetry.observation_tokens_ingested as f64;
+        }
+        if telemetry.masking_savings_tokens > 0 {
+            telemetry.injected_to_masked_ratio = telemetry.session_context_tokens_injected as f64
+                / telemetry.masking_savings_tokens as f64;
         }
         for mode in [
             LedgerMode::LedgerOnly,

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use fact_store::StoreError;
-use ledger::{LedgerChange, LedgerError, StateSnapshotFact};
+use ledger::{LedgerChange, LedgerError, StateSnapshotFact, TaskStatus, Totals};
 use serde::{Deserialize, Serialize};
 
 use crate::Role;
@@ -54,6 +54,46 @@ pub enum RuntimeError {
         /// The task asked for.
         requested: String,
     },
+    /// The spec name is not one folder name (empty, `.`/`..`, a separator, a NUL): specs
+    /// live in `<project>/.spec-context/specs/<spec>/`, and a name may not leave that folder.
+    #[error("invalid spec name {spec_name:?}: {reason}")]
+    InvalidSpecName {
+        /// The name given.
+        spec_name: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The task is not in the spec's tasks.md.
+    #[error("task {task_id:?} is not in {}", tasks_path.display())]
+    TaskNotFound {
+        /// The spec.
+        spec_name: String,
+        /// The task asked for.
+        task_id: String,
+        /// The tasks.md searched.
+        tasks_path: PathBuf,
+    },
+    /// `init_run` would bind an existing run to another spec or task without `rebind`.
+    #[error(
+        "run {run_id:?} is bound to task {bound_task:?} of spec {bound_spec:?}; pass \
+         \"rebind\": true to bind it to another task (its task ledger starts over)"
+    )]
+    RunRebind {
+        /// The run.
+        run_id: String,
+        /// Its spec.
+        bound_spec: String,
+        /// Its task.
+        bound_task: String,
+    },
+    /// `set_task_status` could not rewrite tasks.md.
+    #[error("cannot set the task's status in tasks.md of spec {spec_name}: {source}")]
+    TaskStatusWrite {
+        /// The spec.
+        spec_name: String,
+        /// The ledger error, naming the path.
+        source: LedgerError,
+    },
     /// The spec's fact store could not be opened, or could not write.
     #[error("fact store: {source}")]
     Store {
@@ -74,9 +114,78 @@ impl RuntimeError {
             RuntimeError::DispatchPromptOverflowTerminal { .. } => {
                 "dispatch_prompt_overflow_terminal"
             }
+            RuntimeError::InvalidSpecName { .. } => "invalid_spec_name",
+            RuntimeError::TaskNotFound { .. } => "task_not_found",
+            RuntimeError::RunRebind { .. } => "run_rebind",
+            RuntimeError::TaskStatusWrite { .. } => "task_status_write_failed",
             RuntimeError::Store { source } => store_code(source),
         }
     }
+
+    /// Every code [`code`](Self::code) can return, with when it happens, for references.
+    pub const CODES: &'static [(&'static str, &'static str)] = &[
+        (
+            "progress_ledger_missing_tasks",
+            "the spec has no tasks.md under <project>/.spec-context/specs/<spec>/",
+        ),
+        (
+            "progress_ledger_invalid",
+            "the spec's tasks.md cannot be read or compiled",
+        ),
+        (
+            "run_not_initialized",
+            "the run id was never given to init_run in this process",
+        ),
+        (
+            "run_task_mismatch",
+            "the request names another task than the one the run is bound to",
+        ),
+        (
+            "run_rebind",
+            "init_run names an existing run id with another spec or task and no \"rebind\": true",
+        ),
+        (
+            "dispatch_prompt_overflow_terminal",
+            "the prompt is over the role's input budget even after compaction",
+        ),
+        (
+            "invalid_spec_name",
+            "spec_name is empty, `.` or `..`, or holds a path separator or NUL",
+        ),
+        (
+            "task_not_found",
+            "the task id is not in the spec's tasks.md",
+        ),
+        (
+            "task_status_write_failed",
+            "set_task_status could not rewrite tasks.md (read-only, disk full, …)",
+        ),
+        ("store_not_found", "the store has no fact with that id"),
+        ("store_invalid_update", "the store refused an update"),
+        (
+            "store_duplicate_statement",
+            "the store already holds that statement",
+        ),
+        ("store_snapshot_json", "a snapshot is not valid JSON"),
+        (
+            "store_snapshot_version",
+            "a snapshot has a version this build does not read",
+        ),
+        ("store_io", "the store's file cannot be read or written"),
+        (
+            "store_busy",
+            "the store's database stayed locked by another process beyond the busy timeout",
+        ),
+        (
+            "store_corrupt",
+            "the store's file is not a database this build wrote",
+        ),
+        (
+            "store_newer_schema",
+            "the database has a newer schema than this build knows",
+        ),
+        ("store_backend", "any other store failure"),
+    ];
 }
 
 /// The protocol code of a store error: `store_` and the store's own code.
@@ -97,6 +206,7 @@ fn store_code(error: &StoreError) -> &'static str {
 
 /// What the orchestrator should do after an ingested output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum NextAction {
     /// The implementer completed: review it.
@@ -117,6 +227,7 @@ pub enum NextAction {
 
 /// How an ingested output ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum IngestStatus {
     /// The output was valid and recorded.
@@ -128,21 +239,28 @@ pub enum IngestStatus {
 /// `init_run`: bind a run to a spec's task and load the spec's progress ledger.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct InitRunRequest {
     /// The spec, the folder name under `.spec-context/specs/`.
     pub spec_name: String,
     /// The task the run works on.
     pub task_id: String,
-    /// The project root (default: the current directory).
+    /// The project root (default: the runtime's project root, which `facts replay` and
+    /// `facts mcp` take from `--project`, else the current directory).
     #[serde(default)]
     pub project_path: Option<PathBuf>,
     /// The run's id (default `{spec_name}:{task_id}`).
     #[serde(default)]
     pub run_id: Option<String>,
+    /// Allow binding an existing run id to another spec or task, which starts a new task
+    /// ledger for it (default false: that is a `run_rebind` error).
+    #[serde(default)]
+    pub rebind: bool,
 }
 
 /// What `init_run` answers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct InitRunResponse {
     /// The run's id.
     pub run_id: String,
@@ -150,13 +268,74 @@ pub struct InitRunResponse {
     pub tasks_path: PathBuf,
     /// The spec's active task.
     pub active_task_id: Option<String>,
-    /// How many tasks the spec has.
-    pub total_tasks: usize,
+    /// The spec's task counts: `total`, `completed`, `in_progress`, `pending` (the same
+    /// shape as `facts ledger --json` and `set_task_status`).
+    #[cfg_attr(feature = "schema", schemars(schema_with = "crate::protocol::totals"))]
+    pub totals: Totals,
+    /// What the tasks.md parser reported (lines that look like tasks but are not, …), as
+    /// `line N: message`; empty when the file is clean.
+    pub warnings: Vec<String>,
+}
+
+/// `set_task_status`: rewrite one task's checkbox in the spec's tasks.md (`[ ]`, `[-]`,
+/// `[x]`), in place and atomically, every other byte left as it was. The runtime never
+/// moves the active task by itself: after `advance_to_next_task` the orchestrator marks the
+/// task completed (here, or by editing the file), and the next `init_run` or
+/// `compile_prompt` reads the new state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct SetTaskStatusRequest {
+    /// The spec, the folder name under `.spec-context/specs/`.
+    pub spec_name: String,
+    /// The task whose marker is rewritten.
+    pub task_id: String,
+    /// The new status: `pending`, `in_progress` or `completed`.
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "crate::protocol::task_status")
+    )]
+    pub status: TaskStatus,
+    /// The project root (default: the runtime's project root, as for `init_run`).
+    #[serde(default)]
+    pub project_path: Option<PathBuf>,
+}
+
+/// What `set_task_status` answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct SetTaskStatusResponse {
+    /// The tasks.md rewritten.
+    pub tasks_path: PathBuf,
+    /// The task.
+    pub task_id: String,
+    /// Its 1-based line in the file.
+    pub line: usize,
+    /// The status it had.
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "crate::protocol::task_status")
+    )]
+    pub previous_status: TaskStatus,
+    /// The status it has now.
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "crate::protocol::task_status")
+    )]
+    pub status: TaskStatus,
+    /// Whether the file was written (false when the task already had the status).
+    pub changed: bool,
+    /// The spec's active task afterwards (the first task not completed).
+    pub active_task_id: Option<String>,
+    /// The spec's totals afterwards.
+    #[cfg_attr(feature = "schema", schemars(schema_with = "crate::protocol::totals"))]
+    pub totals: Totals,
 }
 
 /// `ingest_output`: one agent's raw output for the run's task.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct IngestOutputRequest {
     /// The run.
     pub run_id: String,
@@ -171,8 +350,25 @@ pub struct IngestOutputRequest {
     pub max_output_tokens: Option<usize>,
 }
 
+/// What a store's compaction did, in counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Compaction {
+    /// Invalidated versions dropped from the history.
+    pub dropped_history: usize,
+    /// Valid facts merged into summaries.
+    pub merged: usize,
+    /// Summary facts written.
+    pub summaries: usize,
+    /// Valid facts dropped outright.
+    pub dropped_valid: usize,
+    /// Valid facts in the store afterwards.
+    pub valid_after: usize,
+}
+
 /// A contract error, as the protocol reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ErrorBody {
     /// The stable code.
     pub code: String,
@@ -182,6 +378,7 @@ pub struct ErrorBody {
 
 /// What `ingest_output` answers.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct IngestOutputResponse {
     /// Recorded, or failed on the contract.
     pub status: IngestStatus,
@@ -192,12 +389,20 @@ pub struct IngestOutputResponse {
     /// The replan hint, when one is needed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replan_hint: Option<String>,
-    /// The facts extracted from this output, as `subject relation object` lines.
+    /// The facts extracted from this output, as `subject relation object` lines; at most
+    /// 100 (`MAX_LISTED_FACTS`), the rest counted in `facts_extracted_omitted`.
     pub facts_extracted: Vec<String>,
+    /// How many extracted facts `facts_extracted` does not list.
+    pub facts_extracted_omitted: usize,
     /// Facts stored from this output (new versions; the rest were already known).
     pub facts_added: usize,
     /// Facts this output invalidated.
     pub facts_invalidated: usize,
+    /// What the store's capacity policy did while storing this output's facts (absent
+    /// when it did nothing): `facts_added` counts versions stored, some of which the
+    /// compaction may have dropped again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<Compaction>,
     /// What the extractor reported (a failing rule, never a lost result).
     pub extraction_diagnostics: Vec<String>,
     /// The contract error, when the output broke the contract.
@@ -208,6 +413,7 @@ pub struct IngestOutputResponse {
 /// `compile_prompt`: the prompt of the next dispatch of a run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct CompilePromptRequest {
     /// The run.
     pub run_id: String,
@@ -225,6 +431,7 @@ pub struct CompilePromptRequest {
 
 /// Whether the guide was given in full or by reference.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum GuideMode {
     /// The first compile of a role in a run.
@@ -238,6 +445,7 @@ pub enum GuideMode {
 
 /// Where the task prompt came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum LedgerMode {
     /// The ledger entry alone (or the prompt the caller gave).
@@ -250,6 +458,7 @@ pub enum LedgerMode {
 
 /// How far an over-budget prompt was compacted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum CompactionStage {
     /// Within budget as compiled.
@@ -264,6 +473,7 @@ pub enum CompactionStage {
 
 /// What `compile_prompt` answers.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CompilePromptResponse {
     /// The prompt: the stable prefix, a blank line, the dynamic tail.
     pub prompt: String,
@@ -297,6 +507,7 @@ pub struct CompilePromptResponse {
 
 /// What `get_snapshot` answers.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Snapshot {
     /// The run.
     pub run_id: String,
@@ -305,13 +516,22 @@ pub struct Snapshot {
     /// The run's last ingest status, if any output was ingested.
     pub status: Option<IngestStatus>,
     /// The task-ledger facts.
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "crate::protocol::object_array")
+    )]
     pub facts: Vec<StateSnapshotFact>,
     /// Every change, oldest first.
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "crate::protocol::object_array")
+    )]
     pub history: Vec<LedgerChange>,
 }
 
 /// Counters over the manager's life.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Telemetry {
     /// Outputs ingested, valid or not.
     pub dispatch_count: u64,
@@ -337,8 +557,19 @@ pub struct Telemetry {
     pub prompt_token_delta: i64,
     /// Tokens of the `[Session Context]` sections injected.
     pub session_context_tokens_injected: u64,
-    /// `session_context_tokens_injected / observation_tokens_ingested` (0 before any output).
+    /// `session_context_tokens_injected / observation_tokens_ingested` (0 before any
+    /// output): the raw figure, which counts masking's savings once.
     pub injected_to_observed_ratio: f64,
+    /// What observation masking saves over the session: an orchestrator re-sends its
+    /// history on every dispatch cycle, so each raw output ingested saves its tokens once
+    /// per later cycle of its spec. Counted as, for every compiled prompt, the tokens of
+    /// all outputs of that spec ingested before it (`sum over observations of tokens x
+    /// later cycles`).
+    pub masking_savings_tokens: u64,
+    /// `session_context_tokens_injected / masking_savings_tokens` (0 before any saving):
+    /// what injecting facts costs against what masking saves, seed 000's measure (goal
+    /// under 0.1).
+    pub injected_to_masked_ratio: f64,
     /// Median time of the retrievals for compiled prompts, in microseconds, by the
     /// manager's clock (0 under a manual clock).
     pub retrieval_p50_us: f64,

@@ -86,10 +86,11 @@ impl DispatchRuntimeManager {
             ..FactQuery::new(request.task_id.clone(), retrieval_text)
         };
         let started = self.clock.now();
-        let retrieval = self
-            .spec(&mut state, &spec_name)?
-            .retriever
-            .retrieve(&query);
+        let spec = self.spec(&mut state, &spec_name)?;
+        let retrieval = spec.retriever.retrieve(&query);
+        // This dispatch cycle would re-send every earlier observation of the spec.
+        let masked = spec.observed_tokens;
+        state.telemetry.masking_savings_tokens += masked;
         let took = self.clock.now().unix_micros() - started.unix_micros();
         state.retrieval_us.push(took);
         let max_output = request

@@ -446,3 +446,19 @@ fn summary() -> impl Strategy<Value = String> {
     ]);
     prop::collection::vec(piece, 1..12).prop_map(|pieces| format!("s{}", pieces.concat()))
 }
+
+#[test]
+fn files_changed_under_both_names_is_one_clear_schema_error() {
+    let mut result = implementer();
+    result["files_changed"] = json!(["src/a.rs"]);
+    result["files_modified"] = json!(["src/b.rs"]);
+    check_err(
+        Role::Implementer,
+        &wrap(&result),
+        "schema_invalid",
+        "files_modified is the older name of files_changed",
+    );
+    // Either name alone is fine.
+    result.as_object_mut().unwrap().remove("files_changed");
+    assert!(parse(Role::Implementer, &wrap(&result)).is_ok());
+}

@@ -11,4 +11,5 @@ mod contract;
 mod memory;
 mod prompt;
 mod protocol;
+mod requests;
 mod runtime;

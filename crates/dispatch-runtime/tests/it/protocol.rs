@@ -91,8 +91,9 @@ fn sample(property: &Value) -> Value {
         other => panic!("untyped property {other}"),
     };
     match types.first().copied() {
-        Some("string") => json!("x"),
+        Some("string") => property["enum"].get(0).cloned().unwrap_or(json!("x")),
         Some("integer") => json!(3),
+        Some("boolean") => json!(false),
         Some("array") => json!([property["items"]["enum"][0].clone()]),
         other => panic!("no sample for {other:?}"),
     }
@@ -162,14 +163,14 @@ fn every_required_property_is_required_by_the_request_type() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 15, "required fields over all actions");
+    assert_eq!(checked, 18, "required fields over all actions");
 }
 
 #[cfg(feature = "schema")]
 #[test]
 fn every_listed_action_is_one_handle_knows() {
     let names: Vec<&str> = protocol::actions().iter().map(|a| a.name).collect();
-    assert_eq!(names.len(), 7);
+    assert_eq!(names.len(), 8);
     let runtime = DispatchRuntimeManager::builder().build();
     for name in names {
         let answer = protocol::handle(&runtime, &json!({"action": name}));

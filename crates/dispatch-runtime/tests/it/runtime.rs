@@ -42,6 +42,7 @@ fn init(runtime: &DispatchRuntimeManager, dir: &std::path::Path, spec: &str, tas
             task_id: task.into(),
             project_path: Some(dir.to_owned()),
             run_id: None,
+            rebind: false,
         })
         .unwrap()
         .run_id
@@ -103,6 +104,7 @@ fn init_run_errors_are_typed() {
             task_id: "1".into(),
             project_path: Some(dir.path().to_owned()),
             run_id: None,
+            rebind: false,
         })
         .unwrap_err();
     assert_eq!(err.code(), "progress_ledger_missing_tasks");
@@ -366,15 +368,18 @@ fn initializing_a_run_again_keeps_its_ledger_and_a_new_binding_starts_afresh() {
     assert_eq!(stalled(&again).as_deref(), Some("2"));
     assert!(again.revision >= before.revision);
 
-    // The same run id bound to another task starts a new ledger.
-    let rebound = runtime
-        .init_run(InitRunRequest {
+    // The same run id bound to another task starts a new ledger, when asked explicitly.
+    let rebind = |rebind| {
+        runtime.init_run(InitRunRequest {
             spec_name: "demo".into(),
             task_id: "2".into(),
             project_path: Some(dir.path().to_owned()),
             run_id: Some(run.clone()),
+            rebind,
         })
-        .unwrap();
+    };
+    assert_eq!(rebind(false).unwrap_err().code(), "run_rebind");
+    let rebound = rebind(true).unwrap();
     let fresh = runtime.get_snapshot(&rebound.run_id).unwrap();
     assert_ne!(stalled(&fresh).as_deref(), Some("2"));
 }
