@@ -16,6 +16,9 @@
 //! - **layering**: crate dependencies point down the layers
 //!   `fact-model` < `fact-store`, `fact-extract`, `fact-retrieve`, `ledger`
 //!   < `dispatch-runtime` < binaries; see [`check_layering`].
+//! - **protocol-knowledge**: binaries (`crates/facts/src`) spell no protocol error code and
+//!   no task status as a string literal; they ask `dispatch_runtime::protocol` and the
+//!   ledger types, so the wire format is decided in one place.
 //! - **injected-time**: library code never reads the system clock directly
 //!   (`SystemTime::now`, `Instant::now`); it takes a `Clock`, whose only real
 //!   implementation lives in `crates/fact-model/src/clock.rs`.
@@ -61,6 +64,50 @@ const CONCRETE: &[(&str, &str)] = &[
 const COMPOSERS: &[&str] = &[RUNTIME, "facts"];
 /// Directories never searched for files.
 const SKIPPED_DIRS: &[&str] = &["target", ".git"];
+
+/// The sources of the binaries, which must keep no protocol knowledge.
+const BINARY_SOURCES: &str = "crates/facts/src";
+/// Task statuses as the protocol and tasks.md ledgers spell them.
+const STATUS_NAMES: &[&str] = &["completed", "in_progress", "pending"];
+
+// ---------------------------------------------------------------------------
+// Rule: protocol-knowledge
+
+/// Flags string literals in a binary's source that spell one of `words` (the protocol's
+/// error codes and the task statuses): the binary should take them from the runtime. A
+/// literal right after a `:` is a JSON value in an agent result the binary plays, and
+/// passes.
+fn check_protocol_knowledge(path: &str, text: &str, words: &[&str]) -> Vec<String> {
+    if !path.starts_with(BINARY_SOURCES) {
+        return Vec::new();
+    }
+    let mut violations = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let code = line.trim_start();
+        if code.starts_with("//") {
+            continue;
+        }
+        for word in words {
+            let literal = format!("\"{word}\"");
+            // A JSON value the binary plays as an agent (`"status": "completed"` in a
+            // `json!` result) is the agent's text, not the binary's protocol knowledge.
+            let spelled = line.match_indices(&literal).any(|(at, _)| {
+                !line
+                    .get(..at)
+                    .is_some_and(|before| before.trim_end().ends_with(':'))
+            });
+            if spelled {
+                violations.push(format!(
+                    "{path}:{}: the string literal \"{word}\" is protocol knowledge; \
+                     [protocol-knowledge] take it from `dispatch_runtime::protocol` (error \
+                     codes) or the ledger's `TaskStatus`",
+                    number + 1
+                ));
+            }
+        }
+    }
+    violations
+}
 
 // ---------------------------------------------------------------------------
 // Rule: doc-header
@@ -252,6 +299,9 @@ struct CrateInfo {
 /// 3. No crate among `fact-model` and [`SERVICES`] depends on
 ///    `dispatch-runtime` (any kind): only it and binaries above it may.
 /// 4. No crate other than `xtask` depends on `xtask` (any kind).
+/// 5. A binary-only crate (no library target, not `xtask`) has a normal or build
+///    dependency on no workspace crate but `dispatch-runtime`: binaries reach the layers
+///    below through it (its `reexports`), so the runtime stays the one composer.
 ///
 /// Dependencies on crates that are not in `crates` are ignored.
 fn check_layering(crates: &[CrateInfo]) -> Vec<String> {
@@ -279,6 +329,19 @@ fn check_layering(crates: &[CrateInfo]) -> Vec<String> {
                      `{RUNTIME}`; fix: remove the dependency and let `{RUNTIME}` \
                      call into `{name}` instead (tests that need the runtime \
                      belong in `{RUNTIME}`)"
+                ));
+            }
+            if !krate.is_lib
+                && name != XTASK
+                && dep_name != RUNTIME
+                && dep_name != XTASK
+                && dep.kind != DepKind::Dev
+            {
+                violations.push(format!(
+                    "binary crate `{name}` has a {kind} dependency on `{dep_name}`; \
+                     [layering 5] binaries depend on `{RUNTIME}` alone; fix: use what \
+                     `{RUNTIME}` re-exports (`dispatch_runtime::reexports`), adding the \
+                     item there if it is missing"
                 ));
             }
             if dep_name == XTASK && name != XTASK {
@@ -460,6 +523,19 @@ fn workspace_library_code_names_no_other_crate_s_implementations() {
         .flat_map(|(path, text)| check_concrete_names(path, text))
         .collect();
     assert_clean("concrete", &violations);
+}
+
+#[test]
+fn binaries_keep_no_protocol_knowledge() {
+    let mut words = dispatch_runtime::protocol::error_codes();
+    words.extend(STATUS_NAMES);
+    let files = read_files(&root(), BINARY_SOURCES, &["rs"]);
+    assert!(!files.is_empty(), "no sources under {BINARY_SOURCES}");
+    let violations: Vec<String> = files
+        .iter()
+        .flat_map(|(path, text)| check_protocol_knowledge(path, text, &words))
+        .collect();
+    assert_clean("protocol-knowledge", &violations);
 }
 
 #[test]

@@ -5,8 +5,19 @@
 //! Each spec is copied into a fresh project in a temporary folder and run through the
 //! runtime task by task: the implementer prompt is compiled, then a result built from the
 //! task (its title as summary, its files as changed files) is ingested with an approving
-//! review, so later tasks see earlier tasks' facts in their `[Session Context]`. Prints one
+//! review, so later tasks see earlier tasks' facts in their `[Session Context]`. The
+//! reviewer's prompt is compiled too, as an orchestrator would (it counts as a dispatch
+//! cycle and may inject facts), but the reductions are the implementer prompts'. Prints one
 //! JSON object per spec and one for the whole corpus.
+//!
+//! Injected tokens are set against what observation masking saves. An orchestrator
+//! re-sends its history on every dispatch cycle, so a masked observation saves its tokens
+//! on every later cycle of the session, not once: the runtime's telemetry counts
+//! `masking_savings_tokens` as the sum over observations of tokens x later cycles, and
+//! `injected_to_masked_ratio` against it (seed 000's goal: under 0.1). The raw
+//! `injected_to_observed_ratio`, which counts the savings once, is printed beside it. The
+//! outputs here are block-only (the contract asks for nothing else), so they are the
+//! smallest observations an orchestrator would see.
 
 use std::path::{Path, PathBuf};
 
@@ -37,12 +48,14 @@ pub(crate) fn run(args: &[String]) -> Result<(), Error> {
     specs.sort();
     let mut all_reductions = Vec::new();
     let (mut injected, mut observed, mut max_context) = (0u64, 0u64, 0usize);
+    let mut masked = 0u64;
     let mut out = std::io::stdout().lock();
     for spec in &specs {
         let report = evaluate(spec)?;
         all_reductions.extend(report.reductions.iter().copied());
         injected += report.injected;
         observed += report.observed;
+        masked += report.masked;
         max_context = max_context.max(report.max_context);
         let mut reductions = report.reductions.clone();
         let line = json!({
@@ -50,6 +63,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), Error> {
             "median_reduction": (median(&mut reductions) * 1000.0).round() / 1000.0,
             "max_session_context_tokens": report.max_context,
             "prompt_tokens": report.prompt_tokens, "baseline_tokens": report.baseline_tokens,
+            "injected_to_masked_ratio": ratio(report.injected, report.masked),
         });
         std::io::Write::write_all(&mut out, format!("{line}\n").as_bytes())
             .map_err(|e| Error::Failed(e.to_string()))?;
@@ -62,7 +76,13 @@ pub(crate) fn run(args: &[String]) -> Result<(), Error> {
         "max_session_context_tokens": max_context,
         "session_context_tokens_injected": injected,
         "observation_tokens_ingested": observed,
-        "injected_to_observed_ratio": if observed == 0 { 0.0 } else { ((injected as f64 / observed as f64) * 1000.0).round() / 1000.0 },
+        "injected_to_observed_ratio": ratio(injected, observed),
+        "masking_savings_tokens": masked,
+        "injected_to_masked_ratio": ratio(injected, masked),
+        // The same with the masking model: the mean output size above which injections are
+        // under 10% of what masking saves, if every output had that size (the savings grow
+        // with it, the injections do not): 10 x injected / later cycles per output token.
+        "masked_break_even_tokens_per_output": (injected * 10 * observed).div_ceil((masked * outputs).max(1)),
         "observation_tokens_per_output": observed.checked_div(outputs).unwrap_or(0),
         // The seed's goal, injected < 10% of observed, holds for this session's injections
         // once the mean raw output is larger than this.
@@ -70,6 +90,15 @@ pub(crate) fn run(args: &[String]) -> Result<(), Error> {
     });
     std::io::Write::write_all(&mut out, format!("{total}\n").as_bytes())
         .map_err(|e| Error::Failed(e.to_string()))
+}
+
+/// `part / whole` to three decimals, 0 when `whole` is 0.
+fn ratio(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        ((part as f64 / whole as f64) * 1000.0).round() / 1000.0
+    }
 }
 
 struct SpecReport {
@@ -80,6 +109,7 @@ struct SpecReport {
     max_context: usize,
     injected: u64,
     observed: u64,
+    masked: u64,
 }
 
 fn evaluate(spec: &Path) -> Result<SpecReport, Error> {
@@ -108,6 +138,7 @@ fn evaluate(spec: &Path) -> Result<SpecReport, Error> {
         max_context: 0,
         injected: 0,
         observed: 0,
+        masked: 0,
     };
     for task in ledger.tasks() {
         let id = task.id().to_owned();
@@ -116,6 +147,7 @@ fn evaluate(spec: &Path) -> Result<SpecReport, Error> {
             task_id: id.clone(),
             project_path: Some(project.clone()),
             run_id: None,
+            rebind: false,
         };
         let run = runtime.init_run(init).map_err(failed)?.run_id;
         let compile = CompilePromptRequest {
@@ -131,9 +163,21 @@ fn evaluate(spec: &Path) -> Result<SpecReport, Error> {
         report.reductions.push(
             1.0 - compiled.prompt_tokens as f64 / compiled.baseline_prompt_tokens.max(1) as f64,
         );
+        let review_prompt = CompilePromptRequest {
+            run_id: run.clone(),
+            role: Role::Reviewer,
+            task_id: id.clone(),
+            task_prompt: None,
+            max_output_tokens: None,
+        };
         let result: Value = json!({"task_id": id, "status": "completed", "summary": task.title(), "files_changed": task.files()});
         let review: Value = json!({"task_id": id, "assessment": "approved"});
         for (role, body) in [(Role::Implementer, result), (Role::Reviewer, review)] {
+            if role == Role::Reviewer {
+                runtime
+                    .compile_prompt(review_prompt.clone())
+                    .map_err(failed)?;
+            }
             let output = format!("BEGIN_DISPATCH_RESULT\n{body}\nEND_DISPATCH_RESULT");
             let ingest = IngestOutputRequest {
                 run_id: run.clone(),
@@ -154,6 +198,7 @@ fn evaluate(spec: &Path) -> Result<SpecReport, Error> {
     let telemetry = runtime.telemetry();
     report.injected = telemetry.session_context_tokens_injected;
     report.observed = telemetry.observation_tokens_ingested;
+    report.masked = telemetry.masking_savings_tokens;
     let _ = std::fs::remove_dir_all(&project);
     Ok(report)
 }

@@ -204,11 +204,7 @@ mod layering {
             krate(
                 "factmem-cli",
                 false,
-                &[
-                    ("dispatch-runtime", Normal),
-                    ("fact-store", Normal),
-                    ("ledger", Normal),
-                ],
+                &[("dispatch-runtime", Normal), ("fact-store", Dev)],
             ),
             krate("xtask", false, &[("serde_json", Dev)]),
         ]
@@ -270,13 +266,28 @@ mod layering {
             "fact-retrieve",
             "2",
         );
-        // Dev-dependencies and binary-only crates are exempt.
+        // Dev-dependencies are exempt.
         assert_eq!(
             violations_with("fact-retrieve", "fact-extract", Dev),
             Vec::<String>::new()
         );
+    }
+
+    #[test]
+    fn rule_5_binaries_depend_on_dispatch_runtime_alone() {
+        assert_one(
+            &violations_with("factmem-cli", "fact-extract", Normal),
+            "factmem-cli",
+            "5",
+        );
+        assert_one(
+            &violations_with("factmem-cli", "ledger", Build),
+            "factmem-cli",
+            "5",
+        );
+        // Tests of a binary may use the layers below.
         assert_eq!(
-            violations_with("factmem-cli", "fact-extract", Normal),
+            violations_with("factmem-cli", "ledger", Dev),
             Vec::<String>::new()
         );
     }
@@ -342,5 +353,36 @@ mod layering {
             ("xtask", false)
         );
         assert!(parse_metadata(&serde_json::json!({})).is_err());
+    }
+}
+
+mod protocol_knowledge {
+    use crate::tidy::check_protocol_knowledge;
+
+    const WORDS: &[&str] = &["invalid_request", "completed"];
+
+    #[test]
+    fn flags_a_code_or_status_literal_in_binary_source() {
+        let text = "//! Doc.\nfn f() {\n    if code == \"invalid_request\" {}\n    let s = \"completed\";\n}\n";
+        let violations = check_protocol_knowledge("crates/facts/src/main.rs", text, WORDS);
+        assert_eq!(violations.len(), 2, "{violations:?}");
+        assert!(
+            violations[0].starts_with("crates/facts/src/main.rs:3:"),
+            "{violations:?}"
+        );
+        assert!(
+            violations[0].contains("[protocol-knowledge]"),
+            "{violations:?}"
+        );
+    }
+
+    #[test]
+    fn allows_comments_longer_words_and_other_crates() {
+        let text = "//! Doc.\n// \"invalid_request\" in a comment\nlet s = \"completed_with\";\n";
+        assert!(check_protocol_knowledge("crates/facts/src/main.rs", text, WORDS).is_empty());
+        let code = "let s = \"completed\";\n";
+        assert!(check_protocol_knowledge("crates/ledger/src/task.rs", code, WORDS).is_empty());
+        let agent = "json!({\"status\": \"completed\"})\n";
+        assert!(check_protocol_knowledge("crates/facts/src/demo.rs", agent, WORDS).is_empty());
     }
 }
