@@ -73,7 +73,7 @@ const LINE_START_KEYS: [&str; 5] = ["Role", "Task", "Restrictions", "Success", "
 /// `_Prompt:` needs its leading underscore, since its closing `_` is what ends a multi-line
 /// prompt. When a key is repeated, lists are extended and texts joined with `; `.
 /// Everything before the first task (a `# Tasks: …` title, prose, stray metadata) is
-/// ignored without diagnostics, except checkbox bullets without an id.
+/// ignored without diagnostics, except checkbox bullets without an id and near misses.
 ///
 /// # Prompts
 ///

@@ -62,6 +62,22 @@ pub enum LedgerError {
     },
 }
 
+impl LedgerError {
+    /// A stable code for the failure, for JSON answers: `missing_tasks_file`, `not_utf8`,
+    /// `no_tasks`, `task_not_found`, `write_failed` or `io`.
+    #[must_use]
+    pub fn code(&self) -> &'static str {
+        match self {
+            LedgerError::MissingTasksFile { .. } => "missing_tasks_file",
+            LedgerError::NotUtf8 { .. } => "not_utf8",
+            LedgerError::NoTasks { .. } => "no_tasks",
+            LedgerError::TaskNotFound { .. } => "task_not_found",
+            LedgerError::Write { .. } => "write_failed",
+            LedgerError::Io { .. } => "io",
+        }
+    }
+}
+
 /// What a tasks.md was when a ledger was built from it: the BLAKE3 hash of its content,
 /// its size and its modification time.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
