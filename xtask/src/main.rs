@@ -8,6 +8,7 @@
 //! - `check`: the full CI gate (format, lint, test, docs, benches); see
 //!   [`check`].
 //! - `eval locomo --data PATH`: the LoCoMo retrieval evaluation; see [`eval`].
+//! - `man`: the `facts` man pages into `target/man`; see [`man`].
 //! - `help`: print usage.
 //!
 //! # Adding a subcommand
@@ -23,6 +24,7 @@
 mod cargo;
 mod check;
 mod eval;
+mod man;
 #[cfg(test)]
 mod tidy;
 mod tokens;
@@ -56,6 +58,12 @@ const COMMANDS: &[Subcommand] = &[
         synopsis: "locomo --data PATH [...] | tokens --corpus DIR",
         summary: "LoCoMo retrieval recall and latency; ledger-first prompt tokens vs full replay",
         run: eval::run,
+    },
+    Subcommand {
+        name: "man",
+        synopsis: "",
+        summary: "write the facts man pages (one per command) into target/man",
+        run: man::run,
     },
 ];
 

@@ -1,13 +1,18 @@
-//! `facts demo`: a built-in eight-task session through the runtime, shown as it happens.
+//! `facts demo`: a built-in eight-task session through the runtime, shown as it happens:
+//! for each dispatch, the prompt's cost, its `Delta context` and `[Session Context]`, and
+//! what the result added to and invalidated in the store; then a summary and what to try
+//! next.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use dispatch_runtime::reexports::{Clock, SystemClock};
+use dispatch_runtime::reexports::{Clock, SessionFact, SystemClock, TaskStatus};
 use dispatch_runtime::{
-    CompilePromptRequest, DispatchRuntimeManager, IngestOutputRequest, InitRunRequest, Role,
+    CompilePromptRequest, DispatchRuntimeManager, IngestOutputRequest, InitRunRequest, NextAction,
+    Role,
 };
 use serde_json::{Value, json};
 
@@ -173,6 +178,135 @@ fn count(n: usize, noun: &str) -> String {
     }
 }
 
+/// The spec the demo runs.
+const SPEC: &str = "fact-memory";
+
+/// What the demo's words mean, printed before the session.
+const LEGEND: &str = "\
+A built-in eight-task spec, dispatched through the runtime one implementer and reviewer at a time,
+ticking tasks.md's checkboxes as an orchestrator does.
+  full replay       what the prompt would cost carrying the whole spec (tasks.md, requirements.md, design.md) instead of its ledger entry
+  guide full        the role's working guide, sent in full on a run's first prompt for that role; compact: by reference after that
+  delta             the task's ledger state the prompt carries as `Delta context` (a reviewer's fixes reach the implementer here)
+  [Session Context] facts earlier tasks established that matter to this one (a task's own facts come through the delta)
+  + a fact the result added, - a fact it invalidated (kept in history, no longer served)
+";
+
+/// What to try after the demo.
+const NEXT: &str = "\
+== try next
+   Replay the protocol script the tests use (one JSON request per line, one answer per line):
+     cargo run -p facts -- replay crates/facts/tests/fixtures/replay.jsonl --project crates/facts/tests/fixtures/project
+   Drive it yourself: `facts replay -` answers each stdin line as it arrives (a coprocess for an orchestrator).
+   Connect an MCP client (one tool per action, over stdio):
+     cargo install --path crates/facts
+     facts mcp --project PATH
+   for example in a client's config:
+     {\"mcpServers\": {\"facts\": {\"command\": \"facts\", \"args\": [\"mcp\", \"--project\", \"/path/to/project\"]}}}
+   The protocol's actions and JSON Schemas: facts schema; the reference: docs/protocol.md.
+";
+
+/// How wide a rendered delta value may be before it is clipped.
+const DELTA_WIDTH: usize = 100;
+/// Delta values at most this wide share the `delta:` line.
+const DELTA_SHORT: usize = 12;
+
+/// The `Delta context` compactly: short values on the `delta:` line (`key=value`), the
+/// others one per line; values as compact JSON with strings bare, on one line, clipped.
+fn write_delta(report: &mut String, delta: &Value) {
+    let Some(entries) = delta.as_object().filter(|entries| !entries.is_empty()) else {
+        let _ = writeln!(report, "   delta: (empty)");
+        return;
+    };
+    let rendered: Vec<(&String, String)> = entries
+        .iter()
+        .map(|(key, value)| {
+            let text = match value {
+                Value::String(text) => text.split_whitespace().collect::<Vec<_>>().join(" "),
+                other => other.to_string(),
+            };
+            let text = if text.chars().count() > DELTA_WIDTH {
+                let head: String = text.chars().take(DELTA_WIDTH - 3).collect();
+                format!("{head}...")
+            } else {
+                text
+            };
+            (key, text)
+        })
+        .collect();
+    let (short, long): (Vec<_>, Vec<_>) = rendered
+        .into_iter()
+        .partition(|(_, text)| text.chars().count() <= DELTA_SHORT);
+    let head: Vec<String> = short
+        .iter()
+        .map(|(key, text)| format!("{key}={text}"))
+        .collect();
+    let _ = writeln!(report, "   delta: {}", head.join(", "));
+    for (key, text) in long {
+        let _ = writeln!(report, "     {key}: {text}");
+    }
+}
+
+/// Sets a task's checkbox in the demo's tasks.md, as an orchestrator does: in progress
+/// when its implementer is first dispatched, completed when its reviewer approves.
+fn mark_task(dir: &Path, task: &str, status: TaskStatus) -> Result<(), String> {
+    let path = dir.join(".spec-context/specs").join(SPEC).join("tasks.md");
+    let text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
+    let line = |status: TaskStatus| format!("- [{}] {task}. ", status.marker());
+    let marked = TaskStatus::ALL.into_iter().fold(text, |text, from| {
+        text.replacen(&line(from), &line(status), 1)
+    });
+    std::fs::write(&path, marked).map_err(|e| e.to_string())
+}
+
+/// The store's valid facts as far as the demo can see them: those of the subjects it has
+/// learned, by id, as `subject relation object` lines.
+fn valid_facts(
+    runtime: &DispatchRuntimeManager,
+    subjects: &BTreeSet<String>,
+) -> Result<BTreeMap<String, String>, String> {
+    let mut valid = BTreeMap::new();
+    for subject in subjects {
+        let history = runtime
+            .fact_history(SPEC, subject)
+            .map_err(|e| e.to_string())?;
+        for fact in history.iter().filter(|fact| fact.is_valid()) {
+            valid.insert(fact.id().to_string(), line_of(fact));
+        }
+    }
+    Ok(valid)
+}
+
+fn line_of(fact: &SessionFact) -> String {
+    format!("{} {} {}", fact.subject(), fact.relation(), fact.object())
+}
+
+/// Learns the subject of an extracted `subject relation object` line: the shortest prefix
+/// of whole words that has a fact with exactly that line (subjects may hold spaces).
+fn learn_subject(
+    runtime: &DispatchRuntimeManager,
+    subjects: &mut BTreeSet<String>,
+    extracted: &str,
+) -> Result<(), String> {
+    let ends = extracted.match_indices(' ').map(|(at, _)| at);
+    for end in ends {
+        let Some(prefix) = extracted.get(..end) else {
+            continue;
+        };
+        if subjects.contains(prefix) {
+            return Ok(());
+        }
+        let history = runtime
+            .fact_history(SPEC, prefix)
+            .map_err(|e| e.to_string())?;
+        if history.iter().any(|fact| line_of(fact) == extracted) {
+            subjects.insert(prefix.to_owned());
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
 /// Runs the demo session and prints it.
 pub(crate) fn run() -> Result<(), String> {
     let dir = write_spec()?;
@@ -180,18 +314,23 @@ pub(crate) fn run() -> Result<(), String> {
     let runtime = DispatchRuntimeManager::builder()
         .clock(clock.clone())
         .build();
-    let mut report = String::new();
+    let mut report = String::from(LEGEND);
+    let mut subjects = BTreeSet::new();
     let mut runs = std::collections::HashMap::new();
     let (mut prompt_tokens, mut baseline_tokens, mut compile_us) = (0usize, 0usize, Vec::new());
     for (task, role, result) in script() {
+        if role == Role::Implementer && !runs.contains_key(task) {
+            mark_task(&dir, task, TaskStatus::InProgress)?;
+        }
         let run = match runs.get(task) {
             Some(run) => Clone::clone(run),
             None => {
                 let request = InitRunRequest {
-                    spec_name: "fact-memory".into(),
+                    spec_name: SPEC.into(),
                     task_id: task.into(),
                     project_path: Some(dir.clone()),
                     run_id: None,
+                    rebind: false,
                 };
                 let run = runtime.init_run(request).map_err(|e| e.to_string())?.run_id;
                 runs.insert(task, run.clone());
@@ -223,10 +362,11 @@ pub(crate) fn run() -> Result<(), String> {
             compiled.baseline_prompt_tokens,
             wire_name(&compiled.guide_mode)
         );
+        write_delta(&mut report, &compiled.delta_packet);
         if compiled.session_context.is_empty() {
             let _ = writeln!(
                 report,
-                "   no [Session Context]: no stored fact is relevant yet"
+                "   no [Session Context]: no fact of an earlier task is relevant yet"
             );
         } else {
             for line in compiled.session_context.lines() {
@@ -234,6 +374,7 @@ pub(crate) fn run() -> Result<(), String> {
             }
         }
         let output = format!("Work done.\nBEGIN_DISPATCH_RESULT\n{result}\nEND_DISPATCH_RESULT");
+        let valid_before = valid_facts(&runtime, &subjects)?;
         let ingested = runtime
             .ingest_output(IngestOutputRequest {
                 run_id: run,
@@ -251,8 +392,25 @@ pub(crate) fn run() -> Result<(), String> {
             ingested.facts_invalidated,
             wire_name(&ingested.next_action)
         );
+        if ingested.next_action == NextAction::AdvanceToNextTask {
+            mark_task(&dir, task, TaskStatus::Completed)?;
+        }
         for fact in &ingested.facts_extracted {
             let _ = writeln!(report, "     + {fact}");
+            learn_subject(&runtime, &mut subjects, fact)?;
+        }
+        let valid_after = valid_facts(&runtime, &subjects)?;
+        let invalidated: Vec<&String> = valid_before
+            .iter()
+            .filter(|(id, _)| !valid_after.contains_key(*id))
+            .map(|(_, line)| line)
+            .collect();
+        for fact in &invalidated {
+            let _ = writeln!(report, "     - {fact}");
+        }
+        let unseen = ingested.facts_invalidated.saturating_sub(invalidated.len());
+        if unseen > 0 {
+            let _ = writeln!(report, "     - and {}", count(unseen, "more fact"));
         }
     }
     let telemetry = runtime.telemetry();
@@ -284,6 +442,7 @@ pub(crate) fn run() -> Result<(), String> {
         100.0 * telemetry.injected_to_observed_ratio
     );
     let _ = writeln!(report, "   compile_prompt median latency: {median} us");
+    let _ = write!(report, "\n{NEXT}");
     let _ = std::fs::remove_dir_all(&dir);
     std::io::stdout()
         .lock()

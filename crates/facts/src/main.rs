@@ -1,33 +1,73 @@
 //! `facts`: the command line on top of the dispatch runtime.
 //!
-//! - `facts demo` runs a built-in session and shows what the memory did;
-//! - `facts replay SCRIPT.jsonl` answers the runtime's JSON protocol, one line per line;
+//! - `facts demo` runs a built-in session and shows what the memory did (`demo.rs`);
+//! - `facts replay SCRIPT.jsonl` (or `-`, stdin) answers the runtime's JSON protocol, one
+//!   response line per request line (`replay.rs`);
 //! - `facts mcp` serves the same protocol to MCP clients over stdio, one tool per action
 //!   (with `--db`, on SQLite stores, plus the memory tools);
 //! - `facts mem` is long-term memory: facts, search, recall, archived conversations;
-//! - `facts ledger PATH` shows the progress ledger of a tasks.md.
+//! - `facts ledger PATH` shows the progress ledger of a tasks.md (`ledger.rs`);
+//! - `facts schema [ACTION]` prints the protocol's JSON Schemas (`schema.rs`);
+//! - `facts completions SHELL` and `facts man --out DIR` generate shell completions and
+//!   man pages (`generate.rs`).
+//!
+//! Every subcommand shares one table of exit codes (`EXIT_CODES`: 0 ok, 1 a request or
+//! operation failed, 2 usage or unreadable input, 3 not found) and the global
+//! `--log-level` option (`logging.rs`); logs go to stderr, never to stdout.
 
 mod demo;
+mod generate;
+mod ledger;
+mod logging;
 mod mcp;
 mod mem;
+mod replay;
+mod schema;
 
-use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 
-use clap::{Parser, Subcommand, ValueEnum};
-use dispatch_runtime::reexports::{
-    CharsPerToken, Clock, ManualClock, ProgressLedger, StoreConfig, SystemClock, TokenCounter,
-};
-use dispatch_runtime::{DispatchRuntimeManager, MemoryError, durable, protocol};
-use serde_json::Value;
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+use dispatch_runtime::reexports::{CharsPerToken, Clock, StoreConfig, SystemClock, TokenCounter};
+use dispatch_runtime::{DispatchRuntimeManager, MemoryError, durable};
+
+/// The exit codes of every subcommand, for the top-level `--help`.
+const EXIT_CODES: &str = "\
+Exit codes, the same for every subcommand:
+  0  success
+  1  a request or operation failed (replay: a request; mem, mcp: the store or model)
+  2  usage error or unreadable input (arguments, a script, a tasks.md, --project)
+  3  not found (mem: a fact id; schema: an action name)
+
+Logs go to stderr, never stdout: --log-level, else RUST_LOG, else warnings only.";
+
+/// What `facts mcp --help` adds after the options (set in [`command`], so the variant's own
+/// definition stays as it is).
+const MCP_AFTER_HELP: &str = "\
+The protocol the tools speak (actions, fields, error codes): docs/protocol.md; `facts schema`
+prints every tool's JSON Schemas. The tasks.md format `init_run` reads: docs/spec-format.md.
+
+Exit codes:
+  0  the server stopped normally (over stdio: the client disconnected)
+  1  the server failed, or the database could not be opened
+  2  usage error, a --project that is not a directory, a tokenizer this build lacks";
+
+/// What `facts mem --help` adds after the options.
+const MEM_AFTER_HELP: &str = "\
+Exit codes:
+  0  success
+  1  a store or model failure (the message names its code: `store error (busy): …`)
+  2  usage error or invalid input (bad arguments, an unreadable transcript, no database path)
+  3  an unknown fact id";
 
 /// A temporal fact memory for agent orchestrators.
 #[derive(Debug, Parser)]
-#[command(name = "facts", version, about)]
+#[command(name = "facts", version, about, after_help = EXIT_CODES)]
 struct Cli {
+    /// How much to log on stderr (wins over RUST_LOG; default: warnings only).
+    #[arg(long, global = true, value_enum, value_name = "LEVEL")]
+    log_level: Option<logging::LogLevel>,
     #[command(subcommand)]
     command: Command,
 }
@@ -37,21 +77,9 @@ enum Command {
     /// Run a built-in dispatch session and show what each prompt received.
     Demo,
     /// Answer the runtime's JSON protocol: one response line per request line.
-    Replay {
-        /// The script: one JSON request per line (`{"action": "init_run", …}`).
-        script: PathBuf,
-        /// The project root for `init_run` requests that name none.
-        #[arg(long)]
-        project: Option<PathBuf>,
-        /// Start the clock at 2026-01-01T00:00:00Z and advance it one second per request,
-        /// so the output is byte-reproducible.
-        #[arg(long)]
-        deterministic: bool,
-        /// How tokens are counted.
-        #[arg(long, value_enum, default_value_t = Tokenizer::Chars4)]
-        tokenizer: Tokenizer,
-    },
-    /// Serve the runtime's protocol over stdio to an MCP client, one tool per action.
+    Replay(replay::ReplayArgs),
+    /// Serve the runtime's protocol to MCP clients over stdio (or streamable HTTP with
+    /// --http), one tool per action.
     Mcp {
         /// The project root for `init_run` calls that name none.
         #[arg(long)]
@@ -70,16 +98,37 @@ enum Command {
         /// Let `memory_archive` run the model command a client names in `llm_cmd`.
         #[arg(long, requires = "db")]
         allow_llm_cmd: bool,
+        /// Serve MCP over streamable HTTP at http://ADDR/mcp instead of stdio, for any
+        /// number of clients sharing one runtime: IP:PORT, localhost:PORT or PORT (port 0
+        /// picks a free one). The URL is printed on stderr at start.
+        #[arg(long, value_name = "ADDR", value_parser = mcp::parse_address)]
+        http: Option<std::net::SocketAddr>,
+        /// Let --http listen on an address that is not loopback (the server has no
+        /// authentication: whoever reaches it reads and changes its facts).
+        #[arg(long, requires = "http", conflicts_with = "allow_llm_cmd")]
+        allow_remote: bool,
     },
     /// Long-term memory: remember, search and recall facts, archive conversations.
     Mem(mem::MemArgs),
     /// Show the progress ledger of a tasks.md.
-    Ledger {
-        /// The tasks.md file.
-        path: PathBuf,
-        /// Print JSON instead of a table.
-        #[arg(long)]
-        json: bool,
+    Ledger(ledger::LedgerArgs),
+    /// Print the JSON Schemas of the protocol's actions (requests and responses).
+    #[command(after_help = schema::AFTER_HELP)]
+    Schema {
+        /// Only this action (`init_run`, `compile_prompt`, …).
+        action: Option<String>,
+    },
+    /// Print a shell completion script: `facts completions bash > /etc/bash_completion.d/facts`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write man pages, one per command (`facts.1`, `facts-replay.1`, …).
+    Man {
+        /// The directory to write them to (created if needed).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
     },
 }
 
@@ -107,31 +156,48 @@ fn counter(tokenizer: Tokenizer) -> Result<Arc<dyn TokenCounter>, String> {
             .map_err(|e| e.to_string()),
         #[cfg(not(feature = "tiktoken"))]
         Tokenizer::O200k | Tokenizer::Cl100k => Err(
-            "BPE tokenizers need the `tiktoken` feature: cargo install --features tiktoken"
+            "BPE tokenizers need the `tiktoken` feature; install a build with it: \
+             cargo install --path crates/facts --features tiktoken"
                 .to_owned(),
         ),
     }
 }
 
+/// The command line as clap sees it: the derived definition plus what is added here.
+pub(crate) fn command() -> clap::Command {
+    Cli::command()
+        .mut_subcommand("mcp", |mcp| mcp.after_help(MCP_AFTER_HELP))
+        .mut_subcommand("mem", |mem| mem.after_help(MEM_AFTER_HELP))
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    logging::init(cli.log_level);
     let result = match cli.command {
-        Command::Demo => demo::run().map_err(Failure::from),
-        Command::Replay {
-            script,
-            project,
-            deterministic,
-            tokenizer,
-        } => replay(&script, project, deterministic, tokenizer).map_err(Failure::from),
+        Command::Demo => demo::run().map_err(Failure::failed),
+        Command::Replay(args) => replay::run(args),
         Command::Mcp {
             project,
             tokenizer,
             db,
             scope,
             allow_llm_cmd,
-        } => serve_mcp(project, tokenizer, db.as_deref(), &scope, allow_llm_cmd),
+            http,
+            allow_remote,
+        } => serve_mcp(
+            project,
+            tokenizer,
+            db.as_deref(),
+            &scope,
+            allow_llm_cmd,
+            (http, allow_remote),
+        ),
         Command::Mem(args) => mem::run(args, Arc::new(SystemClock)),
-        Command::Ledger { path, json } => ledger(&path, json).map_err(Failure::from),
+        Command::Ledger(args) => ledger::run(&args),
+        Command::Schema { action } => schema::run(action.as_deref()),
+        Command::Completions { shell } => generate::completions(shell),
+        Command::Man { out } => generate::man(&out),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -149,26 +215,87 @@ pub(crate) struct Failure {
     exit: u8,
 }
 
+/// The exit code of a failed request or operation.
+pub(crate) const EXIT_FAILED: u8 = 1;
+/// The exit code of a usage error or unreadable input.
+pub(crate) const EXIT_USAGE: u8 = 2;
+/// The exit code of something looked up by name or id that does not exist.
+pub(crate) const EXIT_NOT_FOUND: u8 = 3;
+
+impl Failure {
+    /// A request or operation failed: exit code 1.
+    pub(crate) fn failed(message: String) -> Failure {
+        Failure {
+            message,
+            exit: EXIT_FAILED,
+        }
+    }
+
+    /// A usage error or unreadable input: exit code 2.
+    pub(crate) fn usage(message: String) -> Failure {
+        Failure {
+            message,
+            exit: EXIT_USAGE,
+        }
+    }
+
+    /// Not found: exit code 3.
+    pub(crate) fn not_found(message: String) -> Failure {
+        Failure {
+            message,
+            exit: EXIT_NOT_FOUND,
+        }
+    }
+}
+
 /// A failure of a command that knows only usage errors: exit code 2.
 impl From<String> for Failure {
     fn from(message: String) -> Failure {
-        Failure { message, exit: 2 }
+        Failure::usage(message)
+    }
+}
+
+/// Checks a `--project` at start: it must exist and be a directory (a usage error, exit
+/// code 2, otherwise), so a typo fails before the first request rather than at `init_run`.
+pub(crate) fn check_project(project: &Path) -> Result<(), Failure> {
+    match std::fs::metadata(project) {
+        Ok(metadata) if metadata.is_dir() => Ok(()),
+        Ok(_) => Err(Failure::usage(format!(
+            "--project {}: not a directory",
+            project.display()
+        ))),
+        Err(e) => Err(Failure::usage(format!(
+            "--project {}: {e}",
+            project.display()
+        ))),
     }
 }
 
 /// `facts mcp`: without a database, the runtime in memory; with one, the spec stores and
-/// the memory tools on it.
+/// the memory tools on it. `http` is `--http` and `--allow-remote`: without an address, stdio.
 fn serve_mcp(
     project: Option<PathBuf>,
     tokenizer: Tokenizer,
     db: Option<&Path>,
     scope: &str,
     allow_llm_cmd: bool,
+    http: (Option<std::net::SocketAddr>, bool),
 ) -> Result<(), Failure> {
+    let transport = match http {
+        (Some(address), allow_remote) => {
+            mcp::check_address(address, allow_remote)?;
+            mcp::Transport::Http(address)
+        }
+        (None, _) => mcp::Transport::Stdio,
+    };
     let counter = counter(tokenizer)?;
-    let builder = DispatchRuntimeManager::builder().token_counter(counter.clone());
+    let mut builder = DispatchRuntimeManager::builder().token_counter(counter.clone());
+    if let Some(project) = project {
+        check_project(&project)?;
+        builder = builder.project_root(project);
+    }
     let Some(path) = db else {
-        return Ok(mcp::serve(builder.build(), project, None)?);
+        return Ok(mcp::serve(builder.build(), None, transport)?);
     };
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(|e| Failure {
@@ -189,148 +316,5 @@ fn serve_mcp(
         .stores(durable::sqlite_stores(path, StoreConfig::default()))
         .build();
     let memory = mcp::Memory::new(memory.with_counter(counter), clock, allow_llm_cmd);
-    Ok(mcp::serve(runtime, project, Some(memory))?)
-}
-
-/// The fixed instant a deterministic replay starts at.
-const DETERMINISTIC_START: &str = "2026-01-01T00:00:00Z";
-
-fn replay(
-    script: &Path,
-    project: Option<PathBuf>,
-    deterministic: bool,
-    tokenizer: Tokenizer,
-) -> Result<(), String> {
-    let file = std::fs::File::open(script)
-        .map_err(|e| format!("cannot read {}: {e}", script.display()))?;
-    let manual = deterministic
-        .then(|| {
-            DETERMINISTIC_START
-                .parse()
-                .map(|start| Arc::new(ManualClock::new(start)))
-        })
-        .transpose()
-        .map_err(|e| format!("{e}"))?;
-    let clock: Arc<dyn Clock> = match &manual {
-        Some(manual) => manual.clone(),
-        None => Arc::new(SystemClock),
-    };
-    let runtime = DispatchRuntimeManager::builder()
-        .clock(clock)
-        .token_counter(counter(tokenizer)?)
-        .build();
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    for (index, line) in std::io::BufReader::new(file).split(b'\n').enumerate() {
-        let line = line.map_err(|e| format!("cannot read {}: {e}", script.display()))?;
-        if line.trim_ascii().is_empty() {
-            continue;
-        }
-        if let Some(manual) = &manual {
-            manual.advance(Duration::from_secs(1));
-        }
-        // JSON is UTF-8: a line that is not is an invalid request, not the end of the script.
-        let parsed = std::str::from_utf8(&line)
-            .map_err(|e| format!("not UTF-8: {e}"))
-            .and_then(|text| serde_json::from_str::<Value>(text).map_err(|e| e.to_string()));
-        let answer = match parsed {
-            Ok(mut request) => {
-                if let (Some(project), Some(object)) = (&project, request.as_object_mut())
-                    && object.get("action").and_then(Value::as_str) == Some("init_run")
-                    && !object.contains_key("project_path")
-                {
-                    object.insert(
-                        "project_path".into(),
-                        Value::String(project.display().to_string()),
-                    );
-                }
-                let mut answer = protocol::handle(&runtime, &request);
-                name_the_line(&mut answer, index + 1);
-                answer
-            }
-            Err(e) => protocol::error("invalid_json", format!("line {}: {e}", index + 1)),
-        };
-        writeln!(out, "{answer}").map_err(|e| format!("cannot write: {e}"))?;
-    }
-    Ok(())
-}
-
-/// Prefixes `line N: ` to the message of an error that is about the request line itself (an
-/// unknown action, missing or mistyped fields), so a script's author can find it.
-fn name_the_line(answer: &mut Value, line: usize) {
-    let error = answer.get_mut("error");
-    let Some(error) = error.and_then(Value::as_object_mut) else {
-        return;
-    };
-    let about_the_line = matches!(
-        error.get("code").and_then(Value::as_str),
-        Some("unknown_action" | "invalid_request")
-    );
-    if let (true, Some(Value::String(message))) = (about_the_line, error.get_mut("message")) {
-        *message = format!("line {line}: {message}");
-    }
-}
-
-fn ledger(path: &Path, json: bool) -> Result<(), String> {
-    let spec = path
-        .parent()
-        .and_then(Path::file_name)
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "spec".to_owned());
-    let ledger = ProgressLedger::load(spec, path).map_err(|e| e.to_string())?;
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    let write = |out: &mut std::io::StdoutLock<'_>, text: String| {
-        writeln!(out, "{text}").map_err(|e| format!("cannot write: {e}"))
-    };
-    if json {
-        return write(
-            &mut out,
-            serde_json::to_string_pretty(&ledger).map_err(|e| e.to_string())?,
-        );
-    }
-    let totals = ledger.totals();
-    write(
-        &mut out,
-        format!(
-            "{} ({})",
-            ledger.spec_name(),
-            ledger.source_path().display()
-        ),
-    )?;
-    write(
-        &mut out,
-        format!(
-            "{} tasks: {} completed, {} in progress, {} pending",
-            totals.total, totals.completed, totals.in_progress, totals.pending
-        ),
-    )?;
-    for task in ledger.tasks() {
-        let mark = match task.status().as_str() {
-            "completed" => "x",
-            "in_progress" => "-",
-            _ => " ",
-        };
-        let active = if ledger.active_task().is_some_and(|a| a.id() == task.id()) {
-            "  <- active"
-        } else {
-            ""
-        };
-        write(
-            &mut out,
-            format!(
-                "{}[{mark}] {} {}{active}",
-                "  ".repeat(task.depth()),
-                task.id(),
-                task.title()
-            ),
-        )?;
-    }
-    for diagnostic in ledger.diagnostics() {
-        write(
-            &mut out,
-            format!("line {}: {}", diagnostic.line, diagnostic.message),
-        )?;
-    }
-    Ok(())
+    Ok(mcp::serve(runtime, Some(memory), transport)?)
 }

@@ -1,27 +1,35 @@
-//! `facts mcp`: the runtime's JSON protocol as an MCP server over stdio.
+//! `facts mcp`: the runtime's JSON protocol as an MCP server, over stdio or (with
+//! `--http`) over streamable HTTP (`mcp/http.rs`).
 //!
 //! Every protocol action is one tool of the same name whose arguments are the action's
-//! request fields; a call becomes `{"action": NAME, …arguments}` for
-//! [`protocol::handle`], and its answer comes back as the tool's structured content (and
-//! as JSON text, for clients that only read text). An answer with `"ok": false` is a tool
-//! error (`isError: true`) carrying the protocol's error code, so the agent sees why. This
-//! module knows MCP; the wire format of the requests stays in `protocol`.
+//! request fields and whose `outputSchema` is the action's response schema; a call becomes
+//! `{"action": NAME, …arguments}` for [`protocol::handle`], and its answer comes back as the
+//! tool's structured content (and as JSON text, for clients that only read text). An answer
+//! with `"ok": false` is a tool error (`isError: true`) carrying the protocol's error code,
+//! so the agent sees why; so is a call of a tool that does not exist (`unknown_tool`). Every
+//! tool carries annotations (a title, and whether it only reads, may destroy, is idempotent)
+//! for clients that decide which calls need a person's approval. This module knows MCP; the
+//! wire format of the requests stays in `protocol`.
 //!
 //! With `--db`, the memory tools (`mcp/memory.rs`) are served beside the protocol's.
 
+mod http;
 mod memory;
 
-use std::path::PathBuf;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use dispatch_runtime::{DispatchRuntimeManager, protocol};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
-use serde_json::Value;
+use serde_json::{Map, Value};
+
+pub(crate) use http::{check_address, parse_address};
+pub(crate) use memory::Memory;
 
 /// What the server tells a client about itself.
 const INSTRUCTIONS: &str = "A temporal fact memory for dispatch orchestration. Per task: \
@@ -36,64 +44,145 @@ const MEMORY_INSTRUCTIONS: &str = " Long-term memory: memory_add remembers a fac
     memory_search find what is remembered, memory_history shows how a subject's facts \
     changed, memory_archive keeps a whole conversation.";
 
-pub(crate) use memory::Memory;
+/// The error code of a call of a tool the server does not have.
+const UNKNOWN_TOOL: &str = "unknown_tool";
 
-/// The MCP server: one runtime for the life of the connection, so facts persist across
-/// runs of a spec until the client disconnects (or, on a database, across servers).
+/// How the server reaches its clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Transport {
+    /// One client on stdin and stdout, until it disconnects.
+    Stdio,
+    /// Streamable HTTP on this address, for any number of clients, until the process is
+    /// stopped. The address was checked with [`check_address`].
+    Http(SocketAddr),
+}
+
+/// What a tool's annotations say besides whether it only reads.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Hints {
+    /// The title a client shows.
+    pub(crate) title: &'static str,
+    /// Whether a call may destroy something a later call could have read.
+    pub(crate) destructive: bool,
+    /// Whether a second call with the same arguments changes nothing more.
+    pub(crate) idempotent: bool,
+    /// Whether a call may reach outside this server (a model command).
+    pub(crate) open_world: bool,
+}
+
+impl Hints {
+    /// A read-only tool's hints: nothing destroyed, repeatable, a closed world.
+    const fn reads(title: &'static str) -> Hints {
+        Hints {
+            title,
+            destructive: false,
+            idempotent: true,
+            open_world: false,
+        }
+    }
+
+    /// `tool` with this title and these annotations.
+    pub(crate) fn apply(self, tool: Tool, read_only: bool) -> Tool {
+        let annotations = ToolAnnotations::with_title(self.title)
+            .read_only(read_only)
+            .destructive(self.destructive)
+            .idempotent(self.idempotent)
+            .open_world(self.open_world);
+        tool.with_title(self.title).annotate(annotations)
+    }
+}
+
+/// The hints of a protocol action. An action this table does not know yet (the protocol
+/// grew) gets a title from its name and the cautious hints: destructive unless read-only,
+/// not idempotent.
+fn protocol_hints(name: &'static str, read_only: bool) -> Hints {
+    let hints = |title, destructive, idempotent| Hints {
+        title,
+        destructive,
+        idempotent,
+        open_world: false,
+    };
+    match name {
+        // `rebind: true` starts a run's task ledger over; the same binding again keeps it.
+        "init_run" => hints("Start a run", true, true),
+        // Counts telemetry, and a run is guided only once: a second prompt may differ.
+        "compile_prompt" => hints("Compile a dispatch prompt", false, false),
+        // Newer facts supersede older ones, which stay in the history.
+        "ingest_output" => hints("Ingest an agent's output", false, false),
+        // Rewrites a task's checkbox in tasks.md.
+        "set_task_status" => hints("Set a task's status", true, true),
+        "get_snapshot" => Hints::reads("Get a run's task ledger"),
+        "query_facts" => Hints::reads("Query a spec's facts"),
+        "fact_history" => Hints::reads("Show a subject's fact history"),
+        "get_telemetry" => Hints::reads("Get the session's telemetry"),
+        _ if read_only => Hints::reads(name),
+        _ => hints(name, true, false),
+    }
+}
+
+/// The protocol's actions as tools, with their schemas and annotations.
+fn protocol_tools() -> Vec<Tool> {
+    protocol::actions()
+        .into_iter()
+        .map(|action| {
+            let tool = Tool::new(action.name, action.description, action.input_schema)
+                .with_raw_output_schema(Arc::new(action.output_schema));
+            protocol_hints(action.name, action.read_only).apply(tool, action.read_only)
+        })
+        .collect()
+}
+
+/// The MCP server: one runtime for the life of the process, shared by every client (every
+/// HTTP session is a clone), so facts persist across runs of a spec until the server stops
+/// (or, on a database, across servers).
 #[derive(Clone)]
 pub(crate) struct FactsServer {
     runtime: Arc<DispatchRuntimeManager>,
     tools: Arc<[Tool]>,
-    /// The project root for `init_run` calls that name none.
-    project: Option<PathBuf>,
     /// The memory tools' state, when they are served.
     memory: Option<Arc<Memory>>,
 }
 
 impl FactsServer {
-    pub(crate) fn new(
-        runtime: DispatchRuntimeManager,
-        project: Option<PathBuf>,
-        memory: Option<Memory>,
-    ) -> Self {
-        let mut tools: Vec<Tool> = protocol::actions()
-            .into_iter()
-            .map(|action| Tool::new(action.name, action.description, action.input_schema))
-            .collect();
+    pub(crate) fn new(runtime: DispatchRuntimeManager, memory: Option<Memory>) -> Self {
+        let mut tools = protocol_tools();
         if memory.is_some() {
             tools.extend(memory::tools());
         }
         Self {
             runtime: Arc::new(runtime),
             tools: tools.into(),
-            project,
             memory: memory.map(Arc::new),
         }
     }
 
-    /// Answers one tool call; `None` for a tool that does not exist.
-    fn call(&self, name: &str, arguments: Option<serde_json::Map<String, Value>>) -> Option<Value> {
+    /// Answers one tool call: the protocol's (or a memory tool's) answer, or an
+    /// `unknown_tool` failure that lists the tools there are.
+    fn call(&self, name: &str, arguments: Option<Map<String, Value>>) -> Value {
         if !self.tools.iter().any(|tool| tool.name == name) {
-            return None;
+            return self.unknown(name);
         }
+        let arguments = arguments.unwrap_or_default();
         // Memory tools are named `memory_*`; no protocol action is.
-        if name.starts_with("memory_")
-            && let Some(memory) = &self.memory
-        {
-            return memory.call(name, arguments.unwrap_or_default());
+        if name.starts_with("memory_") {
+            return self
+                .memory
+                .as_ref()
+                .and_then(|memory| memory.call(name, arguments))
+                .unwrap_or_else(|| self.unknown(name));
         }
-        let mut request = arguments.unwrap_or_default();
-        if name == "init_run"
-            && let Some(project) = &self.project
-            && request.get("project_path").is_none_or(Value::is_null)
-        {
-            request.insert(
-                "project_path".into(),
-                Value::String(project.display().to_string()),
-            );
-        }
+        let mut request = arguments;
         request.insert("action".into(), Value::String(name.to_owned()));
-        Some(protocol::handle(&self.runtime, &Value::Object(request)))
+        protocol::handle(&self.runtime, &Value::Object(request))
+    }
+
+    /// The failure of a call of a tool this server does not have.
+    fn unknown(&self, name: &str) -> Value {
+        let known: Vec<&str> = self.tools.iter().map(|tool| tool.name.as_ref()).collect();
+        protocol::error(
+            UNKNOWN_TOOL,
+            format!("unknown tool {name:?}; known tools: {}", known.join(", ")),
+        )
     }
 }
 
@@ -127,45 +216,48 @@ impl ServerHandler for FactsServer {
     ) -> Result<CallToolResponse, ErrorData> {
         // Tools read and write stores (a database, a model command): off the async thread.
         let server = self.clone();
-        let name = request.name.clone();
-        let answer = tokio::task::spawn_blocking(move || server.call(&name, request.arguments))
-            .await
-            .map_err(|e| ErrorData::internal_error(format!("the tool call failed: {e}"), None))?;
-        let Some(answer) = answer else {
-            return Err(ErrorData::invalid_params(
-                format!("unknown tool {:?}", request.name),
-                None,
-            ));
-        };
-        let failed = answer.get("ok") != Some(&Value::Bool(true));
+        let answer =
+            tokio::task::spawn_blocking(move || server.call(&request.name, request.arguments))
+                .await
+                .map_err(|e| {
+                    ErrorData::internal_error(format!("the tool call failed: {e}"), None)
+                })?;
+        let failed = !protocol::is_success(&answer);
         let mut result = CallToolResult::structured(answer);
         result.is_error = Some(failed);
         Ok(result.into())
     }
 }
 
-/// Serves MCP on stdin and stdout until the client disconnects.
+/// Serves MCP over `transport`: on stdio until the client disconnects, on HTTP until the
+/// process is stopped.
 pub(crate) fn serve(
     runtime: DispatchRuntimeManager,
-    project: Option<PathBuf>,
     memory: Option<Memory>,
+    transport: Transport,
 ) -> Result<(), String> {
-    let server = FactsServer::new(runtime, project, memory);
+    let server = FactsServer::new(runtime, memory);
     let tokio = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-    tokio.block_on(async move {
-        let running = server
-            .serve(rmcp::transport::stdio())
-            .await
-            .map_err(|e| format!("MCP handshake failed: {e}"))?;
-        running
-            .waiting()
-            .await
-            .map(|_| ())
-            .map_err(|e| format!("MCP server stopped: {e}"))
-    })
+    match transport {
+        Transport::Stdio => tokio.block_on(serve_stdio(server)),
+        Transport::Http(address) => tokio.block_on(http::serve(server, address)),
+    }
+}
+
+/// One client on stdin and stdout.
+async fn serve_stdio(server: FactsServer) -> Result<(), String> {
+    let running = server
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| format!("MCP handshake failed: {e}"))?;
+    running
+        .waiting()
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("MCP server stopped: {e}"))
 }
 
 #[cfg(test)]
@@ -175,45 +267,102 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_protocol_action_is_a_tool_with_an_object_schema() {
-        let server = FactsServer::new(DispatchRuntimeManager::builder().build(), None, None);
+    fn every_protocol_action_is_a_tool_with_its_schemas_and_annotations() {
+        let server = FactsServer::new(DispatchRuntimeManager::builder().build(), None);
         // One tool per protocol action, in its order (the names are checked end to end in
         // tests/mcp.rs).
         let names: Vec<&str> = server.tools.iter().map(|t| t.name.as_ref()).collect();
-        let actions: Vec<&str> = protocol::actions().iter().map(|a| a.name).collect();
-        assert_eq!(names, actions);
-        for tool in server.tools.iter() {
+        let actions = protocol::actions();
+        let action_names: Vec<&str> = actions.iter().map(|a| a.name).collect();
+        assert_eq!(names, action_names);
+        for (tool, action) in server.tools.iter().zip(&actions) {
             assert_eq!(tool.input_schema["type"], "object", "{}", tool.name);
             assert!(tool.description.as_ref().is_some_and(|d| !d.is_empty()));
+            let output = tool.output_schema.as_deref().unwrap();
+            assert_eq!(output, &action.output_schema, "{}", tool.name);
+            assert_eq!(output["type"], "object", "{}", tool.name);
+            let annotations = tool.annotations.as_ref().unwrap();
+            assert_eq!(annotations.read_only_hint, Some(action.read_only));
+            assert!(annotations.destructive_hint.is_some());
+            assert!(annotations.idempotent_hint.is_some());
+            assert_eq!(annotations.open_world_hint, Some(false), "{}", tool.name);
+            let title = tool.title.as_deref().unwrap();
+            assert!(title.contains(' '), "a title for people: {title:?}");
+            assert_eq!(annotations.title.as_deref(), Some(title));
         }
+        let read_only: Vec<&str> = server
+            .tools
+            .iter()
+            .filter(|t| t.annotations.as_ref().unwrap().read_only_hint == Some(true))
+            .map(|t| t.name.as_ref())
+            .collect();
+        assert_eq!(
+            read_only,
+            [
+                "get_snapshot",
+                "query_facts",
+                "fact_history",
+                "get_telemetry"
+            ]
+        );
     }
 
     #[test]
-    fn an_unknown_tool_is_not_answered_and_a_failure_keeps_its_code() {
-        let server = FactsServer::new(DispatchRuntimeManager::builder().build(), None, None);
-        assert!(server.call("fly", None).is_none());
-        let answer = server.call("get_snapshot", None).unwrap();
-        assert_eq!(answer["error"]["code"], "invalid_request");
+    fn an_action_the_table_does_not_know_gets_cautious_hints() {
+        let writes = protocol_hints("future_action", false);
+        assert_eq!(writes.title, "future_action");
+        assert!(writes.destructive && !writes.idempotent);
+        let reads = protocol_hints("future_query", true);
+        assert!(!reads.destructive && reads.idempotent);
+    }
+
+    #[test]
+    fn an_unknown_tool_is_a_failure_naming_the_known_tools_and_a_failure_keeps_its_code() {
+        let server = FactsServer::new(DispatchRuntimeManager::builder().build(), None);
+        let unknown = server.call("fly", None);
+        assert_eq!(unknown["ok"], false);
+        assert_eq!(unknown["error"]["code"], "unknown_tool");
+        let message = unknown["error"]["message"].as_str().unwrap();
+        assert!(message.contains("\"fly\""), "{message}");
+        assert!(message.contains("known tools: init_run, "), "{message}");
+        // Without a database, the memory tools do not exist either.
+        let memory = server.call("memory_add", None);
+        assert_eq!(memory["error"]["code"], "unknown_tool");
+        let answer = server.call("get_snapshot", None);
+        assert_eq!(answer["error"]["code"], protocol::code::INVALID_REQUEST);
     }
 
     #[test]
     fn init_run_gets_the_default_project_unless_it_names_one() {
         let dir = std::env::temp_dir().join(format!("facts-mcp-{}", std::process::id()));
-        let server = FactsServer::new(
-            DispatchRuntimeManager::builder().build(),
-            Some(dir.clone()),
-            None,
-        );
-        let arguments = serde_json::json!({"spec_name": "s", "task_id": "1"});
-        let answer = server
-            .call("init_run", arguments.as_object().cloned())
-            .unwrap();
-        assert_eq!(answer["error"]["code"], "progress_ledger_missing_tasks");
+        let runtime = DispatchRuntimeManager::builder()
+            .project_root(dir.clone())
+            .build();
+        let server = FactsServer::new(runtime, None);
+        for arguments in [
+            serde_json::json!({"spec_name": "s", "task_id": "1"}),
+            serde_json::json!({"spec_name": "s", "task_id": "1", "project_path": null}),
+        ] {
+            // No tasks.md there: the failure names where it looked.
+            let answer = server.call("init_run", arguments.as_object().cloned());
+            assert_eq!(answer["ok"], false);
+            assert!(
+                answer["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains(&dir.display().to_string()),
+                "{answer}"
+            );
+        }
+        let elsewhere = dir.join("elsewhere");
+        let arguments = serde_json::json!({"spec_name": "s", "task_id": "1",
+                                           "project_path": elsewhere});
+        let answer = server.call("init_run", arguments.as_object().cloned());
         assert!(
             answer["error"]["message"]
                 .as_str()
                 .unwrap()
-                .contains(&dir.display().to_string()),
+                .contains(&elsewhere.display().to_string()),
             "{answer}"
         );
     }

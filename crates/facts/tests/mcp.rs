@@ -1,14 +1,36 @@
 //! `facts mcp`: the real binary driven over stdio the way an MCP client drives it, one
-//! JSON-RPC request at a time.
+//! JSON-RPC request at a time, and over streamable HTTP (`--http`) with plain HTTP/1.1
+//! requests, as the transport's specification spells them.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::string_slice
+)]
 
-use std::io::{BufRead, BufReader, Write};
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use tempfile::TempDir;
+
+/// The protocol's tools, in the order `tools/list` shows them.
+const ACTIONS: [&str; 8] = [
+    "init_run",
+    "compile_prompt",
+    "ingest_output",
+    "set_task_status",
+    "get_snapshot",
+    "query_facts",
+    "fact_history",
+    "get_telemetry",
+];
 
 /// A connected client: the server process and its pipes.
 struct Client {
@@ -98,12 +120,15 @@ impl Client {
         self.child.wait().unwrap();
     }
 
+    /// The listed tools.
+    fn tools(&mut self) -> Vec<Value> {
+        let list = self.request("tools/list", json!({}));
+        list["result"]["tools"].as_array().unwrap().clone()
+    }
+
     /// The names of the listed tools.
     fn tool_names(&mut self) -> Vec<String> {
-        let list = self.request("tools/list", json!({}));
-        list["result"]["tools"]
-            .as_array()
-            .unwrap()
+        self.tools()
             .iter()
             .map(|t| t["name"].as_str().unwrap().to_owned())
             .collect()
@@ -116,28 +141,43 @@ fn output(body: &Value) -> String {
 }
 
 #[test]
-fn tools_list_names_every_action_with_its_schema() {
+fn tools_list_names_every_action_with_its_schemas_and_annotations() {
     let mut client = Client::start();
-    let list = client.request("tools/list", json!({}));
-    let tools = list["result"]["tools"].as_array().unwrap();
+    let tools = client.tools();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ACTIONS);
+    let ingest = &tools[2]["inputSchema"];
     assert_eq!(
-        names,
+        ingest["required"],
+        json!(["run_id", "role", "task_id", "output"])
+    );
+    let mut read_only = Vec::new();
+    for tool in &tools {
+        let name = tool["name"].as_str().unwrap();
+        assert_eq!(tool["outputSchema"]["type"], "object", "{tool}");
+        assert_eq!(tool["outputSchema"]["required"], json!(["ok"]), "{tool}");
+        assert!(tool["outputSchema"]["properties"]["error"].is_object());
+        let annotations = &tool["annotations"];
+        assert!(tool["title"].is_string(), "{tool}");
+        assert_eq!(annotations["title"], tool["title"]);
+        for hint in ["destructiveHint", "idempotentHint", "openWorldHint"] {
+            assert!(annotations[hint].is_boolean(), "{name}: {hint}");
+        }
+        if annotations["readOnlyHint"] == true {
+            read_only.push(name);
+        }
+    }
+    assert_eq!(
+        read_only,
         [
-            "init_run",
-            "compile_prompt",
-            "ingest_output",
             "get_snapshot",
             "query_facts",
             "fact_history",
             "get_telemetry"
         ]
     );
-    let ingest = &tools[2]["inputSchema"];
-    assert_eq!(
-        ingest["required"],
-        json!(["run_id", "role", "task_id", "output"])
-    );
+    let ingest = &tools[2]["outputSchema"]["properties"];
+    assert_eq!(ingest["next_action"]["$ref"], "#/$defs/NextAction");
     assert!(client.finish().success());
 }
 
@@ -232,9 +272,17 @@ fn protocol_failures_are_tool_errors_with_their_code_and_the_server_keeps_going(
         "halt_schema_invalid_terminal"
     );
 
-    // An unknown tool is a protocol error, not a tool result.
-    let unknown = client.request("tools/call", json!({"name": "fly", "arguments": {}}));
-    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    // An unknown tool is a tool error too, naming the tools there are.
+    let unknown = client.call("fly", json!({}));
+    assert_eq!(unknown["isError"], true, "{unknown}");
+    let error = &unknown["structuredContent"]["error"];
+    assert_eq!(error["code"], "unknown_tool", "{unknown}");
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.contains("\"fly\"") && message.contains("known tools: init_run, compile_prompt"),
+        "{message}"
+    );
+    assert_eq!(unknown["structuredContent"]["ok"], false);
 
     let telemetry = client.call("get_telemetry", json!({}));
     assert_eq!(
@@ -287,8 +335,8 @@ fn memory_tools_are_served_only_with_a_database_and_round_trip() {
     let db = dir.path().join("memory.db");
     let mut client = start_on(&db, &[]);
     let names = client.tool_names();
-    assert_eq!(names.len(), 13, "{names:?}");
-    assert_eq!(names[7..], MEMORY_TOOLS);
+    assert_eq!(names[..ACTIONS.len()], ACTIONS);
+    assert_eq!(names[ACTIONS.len()..], MEMORY_TOOLS);
 
     let unittest = remember(
         &mut client,
@@ -531,4 +579,725 @@ fn a_database_that_cannot_be_opened_stops_the_server_with_exit_1() {
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("store error (corrupt)"), "{stderr}");
+}
+
+#[test]
+fn a_project_that_is_not_a_directory_stops_the_server_with_exit_2() {
+    let output = Command::new(env!("CARGO_BIN_EXE_facts"))
+        .args(["mcp", "--project", "no/such/project"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--project no/such/project"), "{stderr}");
+}
+
+// Output schemas: what a client that validates structured content (the official Python
+// SDK does, with `jsonschema`, for every result that is not an error) checks.
+
+/// Checks `value` against `schema` (a part of `root`, which holds the `$defs`), pushing
+/// one line per violation onto `out`. It knows the keywords the tools' schemas use, and
+/// fails on any other, so a schema never says more than this checks.
+fn check(schema: &Value, root: &Value, value: &Value, path: &str, out: &mut Vec<String>) {
+    let schema = match schema {
+        Value::Bool(true) => return,
+        Value::Bool(false) => return out.push(format!("{path}: the schema allows nothing")),
+        Value::Object(schema) => schema,
+        other => panic!("{path}: not a schema: {other}"),
+    };
+    for (keyword, rule) in schema {
+        match keyword.as_str() {
+            "description" | "title" | "default" | "examples" | "format" | "$schema" | "$defs" => {}
+            "$ref" => {
+                let target = rule.as_str().unwrap().strip_prefix('#').unwrap();
+                let target = root
+                    .pointer(target)
+                    .unwrap_or_else(|| panic!("{path}: {rule}"));
+                check(target, root, value, path, out);
+            }
+            "type" => {
+                let types: Vec<&str> = match rule {
+                    Value::Array(types) => types.iter().map(|t| t.as_str().unwrap()).collect(),
+                    one => vec![one.as_str().unwrap()],
+                };
+                if !types.iter().any(|t| has_type(value, t)) {
+                    out.push(format!("{path}: {value} is not of type {rule}"));
+                }
+            }
+            "enum" => {
+                if !rule.as_array().unwrap().contains(value) {
+                    out.push(format!("{path}: {value} is not one of {rule}"));
+                }
+            }
+            "const" => {
+                if rule != value {
+                    out.push(format!("{path}: {value} is not {rule}"));
+                }
+            }
+            "minimum" => {
+                if value.as_f64().is_some_and(|v| v < rule.as_f64().unwrap()) {
+                    out.push(format!("{path}: {value} is under {rule}"));
+                }
+            }
+            "maximum" => {
+                if value.as_f64().is_some_and(|v| v > rule.as_f64().unwrap()) {
+                    out.push(format!("{path}: {value} is over {rule}"));
+                }
+            }
+            "required" => {
+                if let Some(object) = value.as_object() {
+                    for field in rule.as_array().unwrap() {
+                        if !object.contains_key(field.as_str().unwrap()) {
+                            out.push(format!("{path}: {field} is missing"));
+                        }
+                    }
+                }
+            }
+            "properties" => {
+                if let Some(object) = value.as_object() {
+                    for (field, property) in rule.as_object().unwrap() {
+                        if let Some(field_value) = object.get(field) {
+                            check(property, root, field_value, &format!("{path}.{field}"), out);
+                        }
+                    }
+                }
+            }
+            "additionalProperties" => {
+                let known = schema.get("properties").and_then(Value::as_object);
+                if let Some(object) = value.as_object() {
+                    for (field, field_value) in object {
+                        if !known.is_some_and(|k| k.contains_key(field)) {
+                            check(rule, root, field_value, &format!("{path}.{field}"), out);
+                        }
+                    }
+                }
+            }
+            "items" => {
+                if let Some(items) = value.as_array() {
+                    for (i, item) in items.iter().enumerate() {
+                        check(rule, root, item, &format!("{path}[{i}]"), out);
+                    }
+                }
+            }
+            "anyOf" | "oneOf" | "allOf" => {
+                let matching = rule
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|option| {
+                        let mut errors = Vec::new();
+                        check(option, root, value, path, &mut errors);
+                        errors.is_empty()
+                    })
+                    .count();
+                let options = rule.as_array().unwrap().len();
+                let fits = match keyword.as_str() {
+                    "anyOf" => matching > 0,
+                    "oneOf" => matching == 1,
+                    _ => matching == options,
+                };
+                if !fits {
+                    out.push(format!(
+                        "{path}: {value} fits {matching} of {keyword} {rule}"
+                    ));
+                }
+            }
+            other => panic!("{path}: the checker does not know the keyword {other:?}"),
+        }
+    }
+}
+
+/// Whether `value` is of the JSON Schema type `name`.
+fn has_type(value: &Value, name: &str) -> bool {
+    match name {
+        "null" => value.is_null(),
+        "boolean" => value.is_boolean(),
+        "string" => value.is_string(),
+        "array" => value.is_array(),
+        "object" => value.is_object(),
+        "number" => value.is_number(),
+        "integer" => {
+            value.is_i64() || value.is_u64() || value.as_f64().is_some_and(|f| f.fract() == 0.0)
+        }
+        other => panic!("unknown type {other:?}"),
+    }
+}
+
+/// The violations of `value` against a tool's output schema.
+fn violations(schema: &Value, value: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    check(schema, schema, value, "$", &mut out);
+    out
+}
+
+#[test]
+fn the_schema_checker_finds_what_a_validator_finds() {
+    let schema = json!({
+        "$defs": {"Mode": {"oneOf": [{"const": "a"}, {"const": "b"}]}},
+        "type": "object",
+        "properties": {
+            "ok": {"type": "boolean"},
+            "mode": {"$ref": "#/$defs/Mode"},
+            "n": {"type": ["integer", "null"], "minimum": 0},
+            "list": {"type": "array", "items": {"type": "string"}},
+            "inner": {"type": "object", "required": ["x"], "additionalProperties": false,
+                      "properties": {"x": {"anyOf": [{"type": "string"}, {"type": "null"}]}}}
+        },
+        "required": ["ok"]
+    });
+    let good = json!({"ok": true, "mode": "a", "n": null, "list": ["x"], "inner": {"x": null}});
+    assert_eq!(violations(&schema, &good), Vec::<String>::new());
+    let bad = json!({"mode": "c", "n": -1, "list": [1], "inner": {"y": 1}});
+    let found = violations(&schema, &bad);
+    for expected in [
+        "$: \"ok\" is missing",
+        "$.mode: \"c\" fits 0 of oneOf",
+        "$.n: -1 is under 0",
+        "$.list[0]: 1 is not of type \"string\"",
+        "$.inner: \"x\" is missing",
+        "$.inner.y: the schema allows nothing",
+    ] {
+        assert!(
+            found.iter().any(|f| f.starts_with(expected)),
+            "{expected}: {found:?}"
+        );
+    }
+    assert_eq!(found.len(), 6, "{found:?}");
+}
+
+/// Calls `tool` and checks its result: `isError` as `ok` expects, the same answer as
+/// structured content and as text, and the structured content within the tool's output
+/// schema. Returns the structured content.
+fn call_checked(
+    client: &mut Client,
+    schemas: &Value,
+    tool: &str,
+    arguments: Value,
+    ok: bool,
+) -> Value {
+    let result = client.call(tool, arguments.clone());
+    assert_eq!(result["isError"], !ok, "{tool} {arguments}: {result}");
+    let content = &result["structuredContent"];
+    assert_eq!(content["ok"], ok, "{tool}: {result}");
+    let text: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(&text, content, "{tool}");
+    let schema = &schemas[tool];
+    assert!(schema.is_object(), "{tool} has no output schema");
+    let found = violations(schema, content);
+    assert!(
+        found.is_empty(),
+        "{tool} {arguments}: {content}\n{found:#?}"
+    );
+    content.clone()
+}
+
+#[test]
+fn every_tool_answers_within_its_output_schema_for_valid_and_invalid_requests() {
+    let dir = TempDir::new().unwrap();
+    let project = dir.path().join("project");
+    let spec = project.join(".spec-context/specs/demo");
+    std::fs::create_dir_all(&spec).unwrap();
+    // A copy: set_task_status rewrites tasks.md.
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/project/.spec-context/specs/demo/tasks.md"),
+        spec.join("tasks.md"),
+    )
+    .unwrap();
+    let db = dir.path().join("memory.db");
+    let mut client = start_on(&db, &["--project", project.to_str().unwrap()]);
+    let tools = client.tools();
+    let schemas: serde_json::Map<String, Value> = tools
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap().to_owned(),
+                t["outputSchema"].clone(),
+            )
+        })
+        .collect();
+    let schemas = Value::Object(schemas);
+    let result = json!({
+        "task_id": "2", "status": "completed",
+        "summary": "Prompts parsed in src/parser.rs",
+        "files_changed": ["src/parser.rs"]
+    });
+    let transcript = "{\"role\": \"user\", \"content\": \"I moved to Lisbon.\"}";
+
+    // (tool, a valid request, an invalid one), in an order where each valid request has
+    // what it needs.
+    let cases = [
+        (
+            "init_run",
+            json!({"spec_name": "demo", "task_id": "2"}),
+            json!({"spec_name": "demo"}),
+        ),
+        (
+            "compile_prompt",
+            json!({"run_id": "demo:2", "role": "implementer", "task_id": "2"}),
+            json!({"run_id": "demo:9", "role": "implementer", "task_id": "9"}),
+        ),
+        (
+            "ingest_output",
+            json!({"run_id": "demo:2", "role": "implementer", "task_id": "2",
+                   "output": output(&result)}),
+            json!({"run_id": "demo:2", "role": "implementer", "task_id": "2",
+                   "output": "no block"}),
+        ),
+        (
+            "set_task_status",
+            json!({"spec_name": "demo", "task_id": "2", "status": "in_progress"}),
+            json!({"spec_name": "demo", "task_id": "9", "status": "completed"}),
+        ),
+        (
+            "get_snapshot",
+            json!({"run_id": "demo:2"}),
+            json!({"run": "demo:2"}),
+        ),
+        (
+            "query_facts",
+            json!({"spec_name": "demo", "task_id": "3", "task_description": "parser prompts"}),
+            json!({"spec_name": "../demo", "task_id": "3", "task_description": "x"}),
+        ),
+        (
+            "fact_history",
+            json!({"spec_name": "demo", "subject": "src/parser.rs"}),
+            json!({"spec_name": "demo"}),
+        ),
+        ("get_telemetry", json!({}), json!({"verbose": true})),
+        (
+            "memory_add",
+            json!({"subject": "user", "relation": "lives_in", "object": "Lisbon",
+                   "statement": "User lives in Lisbon", "category": "preference"}),
+            json!({"subject": "user", "relation": "r", "object": "o", "confidence": 2.0}),
+        ),
+        (
+            "memory_search",
+            json!({"query": "Lisbon"}),
+            json!({"qurey": "Lisbon"}),
+        ),
+        (
+            "memory_recall",
+            json!({"query": "where does the user live"}),
+            json!({}),
+        ),
+        (
+            "memory_history",
+            json!({"subject": "user"}),
+            json!({"subject": 7}),
+        ),
+        (
+            "memory_archive",
+            json!({"transcript": transcript, "title": "Moving"}),
+            json!({"transcript": "not json"}),
+        ),
+        ("memory_delete", Value::Null, json!({"id": "nope"})),
+    ];
+    let mut covered = BTreeSet::new();
+    let mut added_id = None;
+    for (tool, valid, invalid) in cases {
+        let valid = if tool == "memory_delete" {
+            json!({"id": added_id.clone().unwrap()})
+        } else {
+            valid
+        };
+        let answer = call_checked(&mut client, &schemas, tool, valid, true);
+        if tool == "memory_add" {
+            added_id = Some(answer["id"].clone());
+        }
+        let failure = call_checked(&mut client, &schemas, tool, invalid, false);
+        assert!(failure["error"]["code"].is_string(), "{tool}: {failure}");
+        covered.insert(tool.to_owned());
+    }
+    let listed: BTreeSet<String> = schemas.as_object().unwrap().keys().cloned().collect();
+    assert_eq!(covered, listed, "every listed tool has a case");
+
+    // A failure that carries more than `ok` and `error` fits too.
+    let no_block = client.call(
+        "ingest_output",
+        json!({"run_id": "demo:2", "role": "implementer", "task_id": "2", "output": "none"}),
+    );
+    assert_eq!(
+        no_block["structuredContent"]["next_action"],
+        "halt_schema_invalid_terminal"
+    );
+    assert!(client.finish().success());
+}
+
+// Streamable HTTP: `facts mcp --http`.
+
+/// A `facts mcp --http` process, killed when dropped (a failing test leaves no server).
+struct HttpServer {
+    child: Child,
+    /// The endpoint's URL, as printed on stderr.
+    url: String,
+}
+
+impl HttpServer {
+    /// Starts `facts mcp --http ADDRESS ARGS…` from the crate's directory and reads the
+    /// URL it prints on stderr.
+    fn start(address: &str, args: &[&str]) -> HttpServer {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_facts"))
+            .args(["mcp", "--http", address])
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut server = HttpServer {
+            child,
+            url: String::new(),
+        };
+        let mut line = String::new();
+        while server.url.is_empty() {
+            line.clear();
+            assert_ne!(stderr.read_line(&mut line).unwrap(), 0, "no URL on stderr");
+            if let Some(start) = line.find("http://") {
+                server.url = line[start..].trim().to_owned();
+            }
+        }
+        // Keep reading, so the server never blocks on a full pipe.
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        server
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An HTTP response: status, headers (names in lowercase) and body.
+struct Response {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Response {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The JSON-RPC messages of the body: one JSON document, or the `data` of each
+    /// server-sent event.
+    fn messages(&self) -> Vec<Value> {
+        if self
+            .header("content-type")
+            .is_some_and(|t| t.starts_with("application/json"))
+        {
+            return vec![serde_json::from_str(&self.body).unwrap()];
+        }
+        self.body
+            .split("\n\n")
+            .filter_map(|event| {
+                let data: Vec<&str> = event
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("data:"))
+                    .map(|d| d.strip_prefix(' ').unwrap_or(d))
+                    .collect();
+                let data = data.join("\n");
+                (!data.trim().is_empty()).then(|| serde_json::from_str(&data).unwrap())
+            })
+            .collect()
+    }
+}
+
+/// One POST of `body` to `url` over a new connection, with extra `headers`.
+fn post(url: &str, headers: &[(&str, &str)], body: &str) -> Response {
+    let rest = url.strip_prefix("http://").unwrap();
+    let (authority, path) = rest.split_at(rest.find('/').unwrap());
+    let mut stream = TcpStream::connect(authority).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut request = format!(
+        "POST {path} HTTP/1.1\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\
+         Connection: close\r\n",
+        body.len()
+    );
+    if !headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("host"))
+    {
+        request.push_str(&format!("Host: {authority}\r\n"));
+    }
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8(raw[..split].to_vec()).unwrap();
+    let mut body = raw[split + 4..].to_vec();
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers: Vec<(String, String)> = lines
+        .map(|l| {
+            let (name, value) = l.split_once(':').unwrap();
+            (name.trim().to_ascii_lowercase(), value.trim().to_owned())
+        })
+        .collect();
+    if headers
+        .iter()
+        .any(|(n, v)| n == "transfer-encoding" && v == "chunked")
+    {
+        body = dechunk(&body);
+    }
+    Response {
+        status,
+        headers,
+        body: String::from_utf8(body).unwrap(),
+    }
+}
+
+/// The body of a chunked transfer.
+fn dechunk(mut raw: &[u8]) -> Vec<u8> {
+    let mut body = Vec::new();
+    loop {
+        let end = raw.windows(2).position(|w| w == b"\r\n").unwrap();
+        let size = std::str::from_utf8(&raw[..end]).unwrap();
+        let size = usize::from_str_radix(size.split(';').next().unwrap().trim(), 16).unwrap();
+        if size == 0 {
+            return body;
+        }
+        body.extend_from_slice(&raw[end + 2..end + 2 + size]);
+        raw = &raw[end + 2 + size + 2..];
+    }
+}
+
+/// The protocol version the HTTP clients negotiate.
+const PROTOCOL_VERSION: &str = "2025-06-18";
+
+/// An MCP client over streamable HTTP: a session, one POST per message.
+struct HttpClient {
+    url: String,
+    session: String,
+    next_id: u64,
+}
+
+impl HttpClient {
+    /// Initializes a session on `url`.
+    fn connect(url: &str) -> HttpClient {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": PROTOCOL_VERSION, "capabilities": {},
+            "clientInfo": {"name": "facts-http-test", "version": "0"}}});
+        let response = post(url, &[], &init.to_string());
+        assert_eq!(response.status, 200, "{}", response.body);
+        let session = response.header("mcp-session-id").unwrap().to_owned();
+        let messages = response.messages();
+        let result = &messages.iter().find(|m| m["id"] == 0).unwrap()["result"];
+        assert_eq!(result["serverInfo"]["name"], "facts", "{result}");
+        let client = HttpClient {
+            url: url.to_owned(),
+            session,
+            next_id: 0,
+        };
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let response = client.post(&initialized);
+        assert_eq!(response.status, 202, "{}", response.body);
+        client
+    }
+
+    fn post(&self, message: &Value) -> Response {
+        let headers = [
+            ("Mcp-Session-Id", self.session.as_str()),
+            ("MCP-Protocol-Version", PROTOCOL_VERSION),
+        ];
+        post(&self.url, &headers, &message.to_string())
+    }
+
+    /// Sends a request and returns its response message.
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        let response =
+            self.post(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        assert_eq!(response.status, 200, "{}", response.body);
+        response
+            .messages()
+            .into_iter()
+            .find(|m| m["id"] == id)
+            .unwrap_or_else(|| panic!("no response to {id}: {}", response.body))
+    }
+
+    /// Calls a tool and returns its result.
+    fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        let response = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
+        response["result"].clone()
+    }
+}
+
+#[test]
+fn http_clients_share_one_runtime_each_in_its_own_session() {
+    let server = HttpServer::start("127.0.0.1:0", &["--project", "tests/fixtures/project"]);
+    let port = server.url.strip_prefix("http://127.0.0.1:").unwrap();
+    assert!(port.ends_with("/mcp"), "{}", server.url);
+    assert_ne!(
+        port, "0/mcp",
+        "the printed URL names the port the system chose"
+    );
+
+    let mut first = HttpClient::connect(&server.url);
+    let mut second = HttpClient::connect(&server.url);
+    assert_ne!(first.session, second.session);
+    let list = second.request("tools/list", json!({}));
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ACTIONS);
+
+    // The first client runs task 1...
+    let init = first.call("init_run", json!({"spec_name": "demo", "task_id": "1"}));
+    assert_eq!(init["isError"], false, "{init}");
+    let result = json!({
+        "task_id": "1", "status": "completed",
+        "summary": "Parser added in src/parser.rs",
+        "files_changed": ["src/parser.rs"]
+    });
+    let ingest = first.call(
+        "ingest_output",
+        json!({"run_id": "demo:1", "role": "implementer", "task_id": "1",
+               "output": output(&result)}),
+    );
+    assert_eq!(
+        ingest["structuredContent"]["next_action"], "dispatch_reviewer",
+        "{ingest}"
+    );
+
+    // ...and the second one's task 2 prompt carries its facts.
+    second.call("init_run", json!({"spec_name": "demo", "task_id": "2"}));
+    let compiled = second.call(
+        "compile_prompt",
+        json!({"run_id": "demo:2", "role": "implementer", "task_id": "2"}),
+    );
+    let context = compiled["structuredContent"]["session_context"]
+        .as_str()
+        .unwrap();
+    assert!(
+        context.contains("src/parser.rs modified_by task:1"),
+        "{compiled}"
+    );
+    let history = second.call(
+        "fact_history",
+        json!({"spec_name": "demo", "subject": "src/parser.rs"}),
+    );
+    assert!(
+        !history["structuredContent"]["facts"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    let telemetry = second.call("get_telemetry", json!({}));
+    assert_eq!(
+        telemetry["structuredContent"]["telemetry"]["dispatch_count"],
+        1
+    );
+
+    let unknown = second.call("fly", json!({}));
+    assert_eq!(unknown["isError"], true);
+    assert_eq!(
+        unknown["structuredContent"]["error"]["code"],
+        "unknown_tool"
+    );
+
+    // A request outside a session, or in a session that does not exist, is refused.
+    let list = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list", "params": {}});
+    let sessionless = post(&server.url, &[], &list.to_string());
+    assert!(
+        (400..500).contains(&sessionless.status),
+        "{}",
+        sessionless.status
+    );
+    let stranger = post(
+        &server.url,
+        &[("Mcp-Session-Id", "not-a-session")],
+        &list.to_string(),
+    );
+    assert_eq!(stranger.status, 404, "{}", stranger.body);
+}
+
+#[test]
+fn http_refuses_foreign_hosts_and_browser_origins() {
+    // 127.0.0.2 is loopback too, and served by its own address.
+    let server = HttpServer::start("127.0.0.2:0", &[]);
+    let mut client = HttpClient::connect(&server.url);
+    assert_eq!(client.call("get_telemetry", json!({}))["isError"], false);
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": PROTOCOL_VERSION, "capabilities": {},
+        "clientInfo": {"name": "page", "version": "0"}}})
+    .to_string();
+    // A name that resolves here only through DNS rebinding.
+    let rebound = post(&server.url, &[("Host", "attacker.example")], &init);
+    assert_eq!(rebound.status, 403, "{}", rebound.body);
+    // A page in a browser.
+    let page = post(
+        &server.url,
+        &[("Origin", "https://attacker.example")],
+        &init,
+    );
+    assert_eq!(page.status, 403, "{}", page.body);
+}
+
+#[test]
+fn http_on_an_address_that_is_not_loopback_needs_allow_remote() {
+    let run = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_facts"))
+            .arg("mcp")
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (code, stderr) = run(&["--http", "0.0.0.0:0"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("not a loopback address"), "{stderr}");
+    assert!(stderr.contains("--allow-remote"), "{stderr}");
+    let (code, stderr) = run(&["--allow-remote"]);
+    assert_eq!(code, Some(2), "--allow-remote needs --http: {stderr}");
+    let (code, stderr) = run(&["--http", "somewhere:80"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("IP:PORT"), "{stderr}");
+    // A client-named shell command is never offered to the network.
+    let dir = TempDir::new().unwrap();
+    let db = dir.path().join("m.db");
+    let (code, stderr) = run(&[
+        "--http",
+        "0.0.0.0:0",
+        "--allow-remote",
+        "--db",
+        db.to_str().unwrap(),
+        "--allow-llm-cmd",
+    ]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--allow-llm-cmd"), "{stderr}");
+    assert!(!db.exists());
 }

@@ -5,18 +5,21 @@
 //! Each tool's arguments are a struct here whose JSON Schema is derived (schemars), so the
 //! schema a client sees and what the server accepts cannot drift. Answers have the shape of
 //! the protocol's: `{"ok": true, …}`, or `{"ok": false, "error": {"code", "message"}}` for
-//! a tool error.
+//! a tool error; each tool's `outputSchema` describes both (the shapes of `mem/view.rs`,
+//! written out here; `tests/mcp.rs` checks every answer against them). The search, recall
+//! and history tools are annotated read-only, `memory_delete` destructive.
 
 use std::sync::Arc;
 
 use dispatch_runtime::reexports::{Clock, Tag};
 use dispatch_runtime::{MemoryError, MemoryService, NewMemory, protocol};
-use rmcp::model::{Tool, ToolAnnotations};
+use rmcp::model::Tool;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
+use super::Hints;
 use crate::mem::{self, view};
 
 /// The source recorded on facts added through MCP.
@@ -137,11 +140,147 @@ fn object<T: JsonSchema>() -> Map<String, Value> {
     schema
 }
 
+/// The schema of a memory tool's answer: `ok`, the `error` of a failure, and the success's
+/// `fields` (none required but `ok`, since a failure carries only `ok` and `error`), in the
+/// protocol's envelope.
+fn response(fields: Value) -> Map<String, Value> {
+    let mut properties = Map::new();
+    properties.insert(
+        "ok".into(),
+        json!({"type": "boolean", "description": "Whether the call succeeded."}),
+    );
+    properties.insert(
+        "error".into(),
+        json!({
+            "type": "object",
+            "description": "Why the call failed (with \"ok\": false).",
+            "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
+            "required": ["code", "message"]
+        }),
+    );
+    if let Value::Object(fields) = fields {
+        properties.extend(fields);
+    }
+    let mut schema = Map::new();
+    schema.insert("type".into(), json!("object"));
+    schema.insert("properties".into(), Value::Object(properties));
+    schema.insert("required".into(), json!(["ok"]));
+    schema
+}
+
+/// A stored fact, as `facts mem --json` shows it (fact-model's wire form).
+fn fact_schema() -> Value {
+    let text = json!({"type": "string"});
+    json!({
+        "type": "object",
+        "properties": {
+            "id": text,
+            "subject": text,
+            "relation": text,
+            "object": text,
+            "statement": text,
+            "tags": {"type": "array", "items": text, "description": "The category first."},
+            "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+            "source_task_id": text,
+            "source_role": text,
+            "valid_from": text,
+            "valid_to": {"type": ["string", "null"], "description": "null while current."},
+            "superseded_by": {"type": "string",
+                "description": "The fact that superseded this version, if one did."}
+        },
+        "required": ["subject", "relation", "object", "tags", "valid_from", "valid_to",
+            "source_task_id", "source_role", "confidence"]
+    })
+}
+
+/// A fact with its search score.
+fn scored_schema() -> Value {
+    json!({
+        "type": "array",
+        "description": "Facts with their scores, best first.",
+        "items": {
+            "type": "object",
+            "properties": {"score": {"type": "number"}, "fact": fact_schema()},
+            "required": ["score", "fact"]
+        }
+    })
+}
+
+/// The output schema of each memory tool (the shapes of `mem/view.rs`).
+fn output_schema(name: &str) -> Map<String, Value> {
+    let ids = json!({"type": "array", "items": {"type": "string"}});
+    let fields = match name {
+        "memory_add" => json!({
+            "status": {"type": "string", "enum": ["added", "already_current",
+                "arrived_superseded", "duplicate", "skipped"]},
+            "id": {"type": "string", "description": "The offered fact's id."},
+            "existing_id": {"type": ["string", "null"],
+                "description": "For a duplicate: the current fact that holds the statement."},
+            "superseded": ids,
+            "fact": fact_schema(),
+        }),
+        "memory_search" => json!({
+            "query": {"type": "string"},
+            "results": scored_schema(),
+        }),
+        "memory_recall" => json!({
+            "query": {"type": "string"},
+            "text": {"type": "string", "description": "`## Relevant Facts` and `## Related \
+                Episodes`, empty when nothing matched."},
+            "tokens": {"type": "integer", "minimum": 0},
+            "facts": scored_schema(),
+            "episodes": {"type": "array", "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string"},
+                    "title": {"type": "string"},
+                    "summary": {"type": "string"},
+                    "tags": {"type": "array", "items": {"type": "string"}},
+                    "created_at": {"type": "string"},
+                    "extracted_at": {"type": ["string", "null"]}
+                },
+                "required": ["id", "title", "summary", "tags", "created_at"]
+            }},
+        }),
+        "memory_history" => json!({
+            "subject": {"type": "string"},
+            "versions": {"type": "array", "items": fact_schema(),
+                "description": "Every version, oldest first."},
+        }),
+        "memory_delete" => json!({
+            "deleted": {"type": "string", "description": "The deleted fact's id."},
+            "versions": {"type": "integer", "minimum": 0,
+                "description": "How many versions were deleted."},
+        }),
+        "memory_archive" => json!({
+            "episode_id": {"type": "string"},
+            "title": {"type": "string"},
+            "messages": {"type": "integer", "minimum": 0},
+            "facts": {"type": ["object", "null"], "description": "What the store did with \
+                the extracted facts (added, refreshed, invalidated, arrived_superseded, \
+                skipped, compaction); null when no model command ran."},
+            "diagnostics": {"type": "array", "items": {"type": "string"}},
+        }),
+        _ => json!({}),
+    };
+    response(fields)
+}
+
 /// The memory tools, in the order `tools/list` shows them.
 pub(crate) fn tools() -> Vec<Tool> {
-    let read_only = || ToolAnnotations::new().read_only(true);
+    let tool = |name: &'static str, description: &'static str, input, read_only, hints: Hints| {
+        let tool = Tool::new(name, description, input)
+            .with_raw_output_schema(Arc::new(output_schema(name)));
+        hints.apply(tool, read_only)
+    };
+    let hints = |title, destructive, idempotent, open_world| Hints {
+        title,
+        destructive,
+        idempotent,
+        open_world,
+    };
     vec![
-        Tool::new(
+        tool(
             "memory_add",
             "Remember a fact about the user or a project: a (subject, relation, object) triple \
              with an optional one-sentence statement. A current fact with the same subject and \
@@ -149,41 +288,52 @@ pub(crate) fn tools() -> Vec<Tool> {
              prefers_test_framework. A fact whose statement a current fact already holds is \
              skipped as a duplicate.",
             object::<Add>(),
+            false,
+            // Supersedes, never deletes; the same fact again is already current.
+            hints("Remember a fact", false, true, false),
         ),
-        Tool::new(
+        tool(
             "memory_search",
             "Search the current (not superseded) memory facts for words, best first.",
             object::<Search>(),
-        )
-        .annotate(read_only()),
-        Tool::new(
+            true,
+            hints("Search memory", false, true, false),
+        ),
+        tool(
             "memory_recall",
             "Recall what memory holds about a question: the relevant current facts and the \
              archived conversations that match, as `## Relevant Facts` and `## Related \
              Episodes` text within a token budget, ready for a prompt.",
             object::<Recall>(),
-        )
-        .annotate(read_only()),
-        Tool::new(
+            true,
+            hints("Recall from memory", false, true, false),
+        ),
+        tool(
             "memory_history",
             "Every version of the memory facts about a subject, oldest first; a superseded \
              version carries valid_to and superseded_by.",
             object::<History>(),
-        )
-        .annotate(read_only()),
-        Tool::new(
+            true,
+            hints("Show a subject's memory history", false, true, false),
+        ),
+        tool(
             "memory_delete",
             "Delete every version of a memory fact, by its id.",
             object::<Delete>(),
-        )
-        .annotate(ToolAnnotations::new().destructive(true)),
-        Tool::new(
+            false,
+            // Gone with its history; deleting it again changes nothing (`not_found`).
+            hints("Forget a fact", true, true, false),
+        ),
+        tool(
             "memory_archive",
             "Archive a conversation as an episode that memory_recall finds later. Its facts \
              are extracted by the model command llm_cmd, which this server accepts only when \
              it was started with --allow-llm-cmd; without llm_cmd the conversation is \
              archived without facts.",
             object::<Archive>(),
+            false,
+            // llm_cmd runs a command, which may ask a model anywhere.
+            hints("Archive a conversation", false, false, true),
         ),
     ]
 }
@@ -288,7 +438,8 @@ impl Memory {
 
 /// The arguments of a call, or an `invalid_request` tool error.
 fn parse<T: DeserializeOwned>(arguments: Value) -> Result<T, Value> {
-    serde_json::from_value(arguments).map_err(|e| protocol::error("invalid_request", e.to_string()))
+    serde_json::from_value(arguments)
+        .map_err(|e| protocol::error(protocol::code::INVALID_REQUEST, e.to_string()))
 }
 
 /// `{"ok": true}` merged with `body`'s fields.
@@ -333,5 +484,35 @@ mod tests {
         let add = &tools[0].input_schema;
         assert_eq!(add["properties"]["category"]["enum"][0], "file_change");
         assert_eq!(add["properties"]["confidence"]["maximum"], 1.0);
+    }
+
+    #[test]
+    fn every_memory_tool_has_an_output_schema_and_annotations() {
+        let mut read_only = Vec::new();
+        for tool in tools() {
+            let output = tool.output_schema.as_deref().unwrap();
+            assert_eq!(output["type"], "object", "{}", tool.name);
+            assert_eq!(output["required"], json!(["ok"]), "{}", tool.name);
+            // Every tool names its success fields beside the envelope's `ok` and `error`.
+            assert!(
+                output["properties"].as_object().unwrap().len() > 2,
+                "{}",
+                tool.name
+            );
+            let annotations = tool.annotations.as_ref().unwrap();
+            assert!(tool.title.as_deref().is_some_and(|t| t.contains(' ')));
+            assert_eq!(annotations.title, tool.title);
+            if annotations.read_only_hint == Some(true) {
+                read_only.push(tool.name.to_string());
+            }
+            let destructive = annotations.destructive_hint == Some(true);
+            assert_eq!(destructive, tool.name == "memory_delete", "{}", tool.name);
+            let open_world = annotations.open_world_hint == Some(true);
+            assert_eq!(open_world, tool.name == "memory_archive", "{}", tool.name);
+        }
+        assert_eq!(
+            read_only,
+            ["memory_search", "memory_recall", "memory_history"]
+        );
     }
 }

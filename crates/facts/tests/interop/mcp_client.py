@@ -9,6 +9,9 @@ database must not exist yet (`facts mcp --db` creates it). Three sessions: one w
 database (the protocol's tools only), one with it (the memory tools too, and a run of
 task 1), and one more on the same database after the second has exited, which must still
 serve the remembered fact and task 1's facts.
+Every tool must carry an output schema and annotations, and every result, a tool error's
+too, must fit its tool's output schema (the SDK itself checks only the results that are not
+errors). `mcp_http_client.py` reuses these checks over streamable HTTP.
 Exits non-zero, with the failing check, when the server does not behave.
 """
 
@@ -16,7 +19,9 @@ import asyncio
 import json
 import os
 import sys
+from typing import Any
 
+from jsonschema.validators import validator_for
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -24,10 +29,21 @@ ACTIONS = [
     "init_run",
     "compile_prompt",
     "ingest_output",
+    "set_task_status",
     "get_snapshot",
     "query_facts",
     "fact_history",
     "get_telemetry",
+]
+
+READ_ONLY = [
+    "get_snapshot",
+    "query_facts",
+    "fact_history",
+    "get_telemetry",
+    "memory_search",
+    "memory_recall",
+    "memory_history",
 ]
 
 RESULT = (
@@ -49,6 +65,46 @@ MEMORY_TOOLS = [
 TRANSCRIPT = json.dumps({"role": "user", "content": "I moved to Lisbon last month."})
 
 
+class Checked:
+    """A session whose every tool result is checked against the tool's output schema."""
+
+    def __init__(self, session: ClientSession, tools: Any) -> None:
+        self.session = session
+        self.schemas = {t.name: t.output_schema for t in tools.tools}
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> Any:
+        r = await self.session.call_tool(name, arguments)
+        schema = self.schemas.get(name)
+        if schema is not None:
+            errors = list(validator_for(schema)(schema).iter_errors(r.structured_content))
+            assert not errors, (name, arguments, r.structured_content, errors)
+        assert json.loads(r.content[0].text) == r.structured_content, r
+        return r
+
+
+def check_tools(tools: Any, names: list[str]) -> None:
+    """The tools are `names`, each with an object input schema, an output schema, a title
+    and annotations; the read-only ones say so."""
+    assert [t.name for t in tools.tools] == names, tools
+    for tool in tools.tools:
+        assert tool.input_schema["type"] == "object", tool
+        assert tool.output_schema["type"] == "object", tool
+        assert tool.output_schema["required"] == ["ok"], tool
+        assert tool.title and tool.annotations.title == tool.title, tool
+        a = tool.annotations
+        assert a.read_only_hint == (tool.name in READ_ONLY), tool
+        assert a.destructive_hint is not None and a.idempotent_hint is not None, tool
+        assert a.open_world_hint == (tool.name == "memory_archive"), tool
+
+
+async def check_unknown_tool(session: ClientSession) -> None:
+    """A tool that does not exist is a tool error naming the tools there are."""
+    r = await session.call_tool("fly", {})
+    assert r.is_error, r
+    error = r.structured_content["error"]
+    assert error["code"] == "unknown_tool" and "known tools: init_run" in error["message"], r
+
+
 def server(binary: str, project: str, db: str | None = None) -> StdioServerParameters:
     args = ["mcp", "--project", project]
     if db is not None:
@@ -64,28 +120,37 @@ async def without_database(binary: str, project: str) -> None:
             assert init.server_info.name == "facts", init
 
             tools = await session.list_tools()
-            assert [t.name for t in tools.tools] == ACTIONS, tools
-            for tool in tools.tools:
-                assert tool.input_schema["type"] == "object", tool
+            check_tools(tools, ACTIONS)
+            checked = Checked(session, tools)
 
-            r = await session.call_tool("init_run", {"spec_name": "demo", "task_id": "1"})
+            r = await checked.call("init_run", {"spec_name": "demo", "task_id": "1"})
             assert not r.is_error and r.structured_content["run_id"] == "demo:1", r
-            r = await session.call_tool(
+            r = await checked.call(
                 "ingest_output",
                 {"run_id": "demo:1", "role": "implementer", "task_id": "1", "output": RESULT},
             )
             assert r.structured_content["next_action"] == "dispatch_reviewer", r
 
-            await session.call_tool("init_run", {"spec_name": "demo", "task_id": "2"})
-            r = await session.call_tool(
+            await checked.call("init_run", {"spec_name": "demo", "task_id": "2"})
+            r = await checked.call(
                 "compile_prompt", {"run_id": "demo:2", "role": "implementer", "task_id": "2"}
             )
             context = r.structured_content["session_context"]
             assert "src/parser.rs modified_by task:1" in context, context
 
-            r = await session.call_tool("get_snapshot", {"run_id": "nope"})
+            r = await checked.call("get_snapshot", {"run_id": "nope"})
             assert r.is_error, r
             assert r.structured_content["error"]["code"] == "run_not_initialized", r
+            r = await checked.call(
+                "ingest_output",
+                {"run_id": "demo:2", "role": "implementer", "task_id": "2", "output": "none"},
+            )
+            assert r.is_error and r.structured_content["error"]["code"] == "marker_missing", r
+            for name in ["get_snapshot", "query_facts", "fact_history", "get_telemetry"]:
+                r = await checked.call(name, {"no_such_field": 1})
+                assert r.is_error, r
+                assert r.structured_content["error"]["code"] == "invalid_request", r
+            await check_unknown_tool(session)
 
 
 async def with_database(binary: str, project: str, db: str) -> None:
@@ -94,64 +159,63 @@ async def with_database(binary: str, project: str, db: str) -> None:
         async with ClientSession(read, write) as session:
             await session.initialize()
             tools = await session.list_tools()
-            assert [t.name for t in tools.tools] == ACTIONS + MEMORY_TOOLS, tools
-            for tool in tools.tools:
-                assert tool.input_schema["type"] == "object", tool
+            check_tools(tools, ACTIONS + MEMORY_TOOLS)
+            checked = Checked(session, tools)
             add = next(t for t in tools.tools if t.name == "memory_add")
             assert add.input_schema["required"] == ["subject", "relation", "object"], add
 
             fact = {"subject": "user", "relation": "prefers_test_framework",
                     "category": "preference", "confidence": 0.9}
-            r = await session.call_tool(
+            r = await checked.call(
                 "memory_add", {**fact, "object": "unittest", "statement": "User prefers unittest"}
             )
             assert not r.is_error and r.structured_content["status"] == "added", r
             old_id = r.structured_content["id"]
-            r = await session.call_tool(
+            r = await checked.call(
                 "memory_add",
                 {**fact, "object": "pytest", "statement": "User prefers pytest over unittest"},
             )
             assert r.structured_content["superseded"] == [old_id], r
             new_id = r.structured_content["id"]
 
-            r = await session.call_tool("memory_search", {"query": "test framework"})
+            r = await checked.call("memory_search", {"query": "test framework"})
             results = r.structured_content["results"]
             assert [x["fact"]["id"] for x in results] == [new_id], r
             assert json.loads(r.content[0].text) == r.structured_content, r
 
-            r = await session.call_tool(
+            r = await checked.call(
                 "memory_recall", {"query": "which test framework does the user prefer?"}
             )
             text = r.structured_content["text"]
             assert text.startswith("## Relevant Facts\n- [preference] User prefers pytest"), text
 
-            r = await session.call_tool("memory_history", {"subject": "user"})
+            r = await checked.call("memory_history", {"subject": "user"})
             versions = r.structured_content["versions"]
             assert [v["id"] for v in versions] == [old_id, new_id], r
             assert versions[0]["superseded_by"] == new_id, r
 
-            r = await session.call_tool(
+            r = await checked.call(
                 "memory_add", {"subject": "user", "relation": "lives_in", "object": "Porto"}
             )
             porto = r.structured_content["id"]
-            r = await session.call_tool("memory_delete", {"id": porto})
+            r = await checked.call("memory_delete", {"id": porto})
             assert not r.is_error and r.structured_content["versions"] == 1, r
-            r = await session.call_tool("memory_delete", {"id": porto})
+            r = await checked.call("memory_delete", {"id": porto})
             assert r.is_error and r.structured_content["error"]["code"] == "not_found", r
 
-            r = await session.call_tool(
+            r = await checked.call(
                 "memory_archive", {"transcript": TRANSCRIPT, "title": "Moving house"}
             )
             assert not r.is_error and r.structured_content["facts"] is None, r
-            r = await session.call_tool(
+            r = await checked.call(
                 "memory_archive", {"transcript": TRANSCRIPT, "llm_cmd": "cat"}
             )
             assert r.is_error, r
             assert r.structured_content["error"]["code"] == "llm_cmd_not_allowed", r
 
-            r = await session.call_tool("init_run", {"spec_name": "demo", "task_id": "1"})
+            r = await checked.call("init_run", {"spec_name": "demo", "task_id": "1"})
             assert not r.is_error, r
-            r = await session.call_tool(
+            r = await checked.call(
                 "ingest_output",
                 {"run_id": "demo:1", "role": "implementer", "task_id": "1", "output": RESULT},
             )
