@@ -1,0 +1,278 @@
+//! The documents against the running code, so they cannot drift: every action, request
+//! field, response field and error code appears in `docs/protocol.md`, and its example
+//! session, replayed through the real binary, answers exactly the responses it prints;
+//! `docs/spec-format.md`'s example spec gives the ledger, task prompt and facts it shows.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::string_slice
+)]
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use dispatch_runtime::protocol;
+use serde_json::Value;
+
+fn read_doc(name: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn doc() -> String {
+    read_doc("protocol.md")
+}
+
+/// The text of the section `### \`name\`` up to the next heading of level 2 or 3.
+fn section<'d>(doc: &'d str, name: &str) -> &'d str {
+    let heading = format!("\n### `{name}`\n");
+    let start = doc
+        .find(&heading)
+        .unwrap_or_else(|| panic!("docs/protocol.md has no section {heading:?}"));
+    let body = &doc[start + heading.len()..];
+    let end = [body.find("\n### "), body.find("\n## ")]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(body.len());
+    &body[..end]
+}
+
+/// The property names of an object schema.
+fn properties(schema: &serde_json::Map<String, Value>) -> Vec<String> {
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn every_action_and_field_is_documented_in_its_section() {
+    let doc = doc();
+    let envelope = ["ok", "id", "error"];
+    for action in protocol::actions() {
+        let section = section(&doc, action.name);
+        for field in properties(&action.input_schema) {
+            assert!(
+                section.contains(&format!("| `{field}` |")),
+                "docs/protocol.md: `{}` does not document request field `{field}` in its \
+                 request table",
+                action.name
+            );
+        }
+        for field in properties(&action.output_schema) {
+            if envelope.contains(&field.as_str()) {
+                continue;
+            }
+            assert!(
+                section.contains(&format!("`{field}`")),
+                "docs/protocol.md: `{}` does not document response field `{field}`",
+                action.name
+            );
+        }
+        if action.read_only {
+            assert!(
+                section.contains("Read-only."),
+                "docs/protocol.md: `{}` is read-only and should say so",
+                action.name
+            );
+        }
+    }
+}
+
+#[test]
+fn every_error_code_is_in_the_table() {
+    let doc = doc();
+    for code in protocol::error_codes() {
+        assert!(
+            doc.contains(&format!("| `{code}` |")),
+            "docs/protocol.md: error code `{code}` is missing from the error code table"
+        );
+    }
+}
+
+/// The fenced block after `<!-- example: NAME -->`.
+fn example<'d>(doc: &'d str, name: &str) -> &'d str {
+    let marker = format!("<!-- example: {name} -->\n");
+    let start = doc
+        .find(&marker)
+        .unwrap_or_else(|| panic!("the document has no {marker:?}"));
+    let fence = &doc[start + marker.len()..];
+    let body_start = fence.find('\n').expect("a fence line") + 1;
+    let body = &fence[body_start..];
+    let end = body.find("\n```").expect("a closing fence");
+    &body[..end + 1]
+}
+
+/// Whether `actual` is what the document shows: equal values, except that a documented
+/// string ending in `…` stands for any string that starts with what comes before it.
+fn matches(documented: &Value, actual: &Value) -> bool {
+    match (documented, actual) {
+        (Value::String(d), Value::String(a)) => match d.strip_suffix('…') {
+            Some(prefix) => a.starts_with(prefix),
+            None => d == a,
+        },
+        (Value::Array(d), Value::Array(a)) => {
+            d.len() == a.len() && d.iter().zip(a).all(|(d, a)| matches(d, a))
+        }
+        (Value::Object(d), Value::Object(a)) => {
+            d.len() == a.len()
+                && d.iter()
+                    .all(|(key, d)| a.get(key).is_some_and(|a| matches(d, a)))
+        }
+        _ => documented == actual,
+    }
+}
+
+#[test]
+fn the_example_session_replays_through_the_binary_as_documented() {
+    let doc = doc();
+    let tasks = example(&doc, "tasks.md");
+    let requests = example(&doc, "requests");
+    let responses: Vec<Value> = example(&doc, "responses")
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect();
+    let dir = tempfile::TempDir::new().unwrap();
+    let spec = dir.path().join("project/.spec-context/specs/demo");
+    std::fs::create_dir_all(&spec).unwrap();
+    std::fs::write(spec.join("tasks.md"), tasks).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_facts"))
+        .args(["replay", "--deterministic", "--project", "project", "-"])
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(requests.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let actual: Vec<Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(
+        actual.len(),
+        responses.len(),
+        "one response per request:\n{stdout}"
+    );
+    for (number, (documented, actual)) in responses.iter().zip(&actual).enumerate() {
+        assert!(
+            matches(documented, actual),
+            "docs/protocol.md example response {} drifted;\n documented: {documented}\n actual:     {actual}",
+            number + 1
+        );
+    }
+    // The session shows a failure too, so the exit code is the documented 1.
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// Runs the binary in `dir` with `args`, `stdin` as its input; its stdout and exit code.
+fn facts(dir: &std::path::Path, args: &[&str], stdin: &str) -> (String, Option<i32>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_facts"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    (
+        String::from_utf8(output.stdout).unwrap(),
+        output.status.code(),
+    )
+}
+
+#[test]
+fn the_spec_format_example_gives_what_the_document_shows() {
+    let doc = read_doc("spec-format.md");
+    let dir = tempfile::TempDir::new().unwrap();
+    let project = dir.path().join("demo");
+    let spec = project.join(".spec-context/specs/demo");
+    std::fs::create_dir_all(&spec).unwrap();
+    for file in ["tasks.md", "requirements.md", "design.md"] {
+        std::fs::write(spec.join(file), example(&doc, file)).unwrap();
+    }
+
+    // The ledger table, run from the project folder as the document says.
+    let shown = example(&doc, "ledger");
+    let (command, table) = shown.split_once('\n').unwrap();
+    let args: Vec<&str> = command
+        .strip_prefix("$ facts ")
+        .expect("the block starts with the command")
+        .split(' ')
+        .collect();
+    let (stdout, code) = facts(&project, &args, "");
+    assert_eq!((stdout.as_str(), code), (table, Some(0)));
+
+    // The task prompt and the facts of both results, through the protocol.
+    let request = |fields: Value| fields.to_string() + "\n";
+    let script: String = [
+        request(serde_json::json!({"action": "init_run", "spec_name": "demo", "task_id": "2"})),
+        request(
+            serde_json::json!({"action": "compile_prompt", "run_id": "demo:2",
+            "role": "implementer", "task_id": "2"}),
+        ),
+        request(
+            serde_json::json!({"action": "ingest_output", "run_id": "demo:2",
+            "role": "implementer", "task_id": "2",
+            "output": example(&doc, "implementer output")}),
+        ),
+        request(
+            serde_json::json!({"action": "ingest_output", "run_id": "demo:2",
+            "role": "reviewer", "task_id": "2", "output": example(&doc, "reviewer output")}),
+        ),
+    ]
+    .concat();
+    let (stdout, code) = facts(&project, &["replay", "--deterministic", "-"], &script);
+    assert_eq!(code, Some(0), "{stdout}");
+    let answers: Vec<Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let prompt = answers[1]["prompt"].as_str().unwrap();
+    assert!(
+        prompt
+            .trim_end()
+            .ends_with(example(&doc, "task prompt").trim_end()),
+        "docs/spec-format.md: the task prompt drifted; the prompt is:\n{prompt}"
+    );
+    for (answer, block) in [
+        (&answers[2], "implementer facts"),
+        (&answers[3], "reviewer facts"),
+    ] {
+        let facts: Vec<&str> = answer["facts_extracted"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        let documented: Vec<&str> = example(&doc, block).lines().collect();
+        assert_eq!(facts, documented, "docs/spec-format.md: {block} drifted");
+    }
+}
