@@ -8,6 +8,8 @@
 //! - `check`: the full CI gate (format, lint, test, docs, benches); see
 //!   [`check`].
 //! - `eval locomo --data PATH`: the LoCoMo retrieval evaluation; see [`eval`].
+//! - `bench-ref --facts N`: ours side by side with the TypeScript reference; see
+//!   [`bench_ref`].
 //! - `man`: the `facts` man pages into `target/man`; see [`man`].
 //! - `help`: print usage.
 //!
@@ -21,6 +23,7 @@
 //! injected time) live in the test-only `tidy` module, so they run as part of
 //! `cargo test --workspace`.
 
+mod bench_ref;
 mod cargo;
 mod check;
 mod eval;
@@ -58,6 +61,12 @@ const COMMANDS: &[Subcommand] = &[
         synopsis: "locomo --data PATH [...] | tokens --corpus DIR",
         summary: "LoCoMo retrieval recall and latency; ledger-first prompt tokens vs full replay",
         run: eval::run,
+    },
+    Subcommand {
+        name: "bench-ref",
+        synopsis: "--facts N [--queries Q] [--runs R]",
+        summary: "ingest, retrieval and RSS side by side with the TypeScript reference",
+        run: bench_ref::run,
     },
     Subcommand {
         name: "man",
