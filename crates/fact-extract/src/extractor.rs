@@ -5,9 +5,13 @@ use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
-use fact_model::{Clock, ImplementerResult, ReviewerResult, SourceRole};
+use fact_model::{
+    Clock, FactId, FactSelector, ImplementerResult, ReviewerResult, SessionFact, SourceRole,
+};
 
-use crate::{Diagnostic, Extraction, ExtractionRule, FactExtractor, RuleContext, rules};
+use crate::{
+    Diagnostic, Extraction, ExtractionRule, FactExtractor, RuleContext, RuleOutput, rules,
+};
 
 /// A [`FactExtractor`] made of rules, one list per kind of result.
 ///
@@ -89,29 +93,32 @@ impl RuleBasedFactExtractor {
 }
 
 /// Runs `rules` over `result`, isolating each rule's errors and panics.
+///
+/// The rules write into one shared output; what a failing rule wrote is cut off again, and
+/// a fact whose triple an earlier fact already has is dropped.
 fn run<R>(rules: &[Box<dyn ExtractionRule<R>>], result: &R, ctx: &RuleContext<'_>) -> Extraction {
-    let mut extraction = Extraction::default();
-    let mut seen = HashSet::new();
+    let mut out = RuleOutput {
+        facts: Vec::with_capacity(16),
+        settles: Vec::new(),
+        notes: Vec::new(),
+    };
+    let mut diagnostics = Vec::new();
+    let mut seen = SeenIds::default();
     for rule in rules {
-        let outcome = catch_unwind(AssertUnwindSafe(|| rule.extract(result, ctx)));
+        let marks = (out.facts.len(), out.settles.len());
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            rule.extract_into(result, ctx, &mut out)
+        }));
         let failure = match outcome {
-            Ok(Ok(output)) => {
-                for note in output.notes {
-                    extraction.diagnostics.push(Diagnostic {
+            Ok(Ok(())) => {
+                for note in out.notes.drain(..) {
+                    diagnostics.push(Diagnostic {
                         rule: rule.name().to_owned(),
                         message: note,
                     });
                 }
-                for fact in output.facts {
-                    if seen.insert(fact.id()) {
-                        extraction.facts.push(fact);
-                    }
-                }
-                for selector in output.settles {
-                    if !extraction.settles.contains(&selector) {
-                        extraction.settles.push(selector);
-                    }
-                }
+                seen.keep_new(&mut out.facts, marks.0);
+                keep_new_selectors(&mut out.settles, marks.1);
                 continue;
             }
             Ok(Err(error)) => format!("rule failed: {error}"),
@@ -124,13 +131,85 @@ fn run<R>(rules: &[Box<dyn ExtractionRule<R>>], result: &R, ctx: &RuleContext<'_
                 format!("rule panicked: {message}")
             }
         };
+        out.facts.truncate(marks.0);
+        out.settles.truncate(marks.1);
+        out.notes.clear();
         tracing::warn!(rule = rule.name(), task_id = ctx.task_id(), "{failure}");
-        extraction.diagnostics.push(Diagnostic {
+        diagnostics.push(Diagnostic {
             rule: rule.name().to_owned(),
             message: failure,
         });
     }
-    extraction
+    Extraction {
+        facts: out.facts,
+        settles: out.settles,
+        diagnostics,
+    }
+}
+
+/// Drops the selectors from `start` on that an earlier one repeats.
+fn keep_new_selectors(settles: &mut Vec<FactSelector>, start: usize) {
+    let mut kept = start;
+    for at in start..settles.len() {
+        let (earlier, rest) = settles.split_at(kept);
+        let repeated = rest
+            .get(at - kept)
+            .is_none_or(|selector| earlier.contains(selector));
+        if !repeated {
+            if kept != at {
+                settles.swap(kept, at);
+            }
+            kept += 1;
+        }
+    }
+    settles.truncate(kept);
+}
+
+/// Under this many facts, a repeated triple is found by scanning the facts kept so far;
+/// above it, through a hash set.
+const SCAN_LIMIT: usize = 32;
+
+/// The ids of the facts kept so far: a result makes about ten facts, so a scan of the
+/// kept facts beats hashing; a rule that makes hundreds switches to a set.
+#[derive(Default)]
+struct SeenIds {
+    set: Option<HashSet<FactId>>,
+}
+
+impl SeenIds {
+    /// Drops the facts from `start` on whose triple a kept fact (one before them) has.
+    fn keep_new(&mut self, facts: &mut Vec<SessionFact>, start: usize) {
+        let mut kept = start;
+        for at in start..facts.len() {
+            let (earlier, rest) = facts.split_at(kept);
+            let Some(id) = rest.get(at - kept).map(SessionFact::id) else {
+                break;
+            };
+            if self.insert(id, earlier) {
+                if kept != at {
+                    facts.swap(kept, at);
+                }
+                kept += 1;
+            }
+        }
+        facts.truncate(kept);
+    }
+
+    /// Whether `id` is new among `kept` (the facts kept so far, whose ids this tracks).
+    fn insert(&mut self, id: FactId, kept: &[SessionFact]) -> bool {
+        if let Some(set) = &mut self.set {
+            return set.insert(id);
+        }
+        if kept.iter().any(|fact| fact.id() == id) {
+            return false;
+        }
+        if kept.len() >= SCAN_LIMIT {
+            let mut set: HashSet<FactId> = kept.iter().map(SessionFact::id).collect();
+            set.insert(id);
+            self.set = Some(set);
+        }
+        true
+    }
 }
 
 impl FactExtractor for RuleBasedFactExtractor {

@@ -57,10 +57,11 @@ mod paths;
 pub mod relation;
 pub mod rules;
 
+use std::borrow::Cow;
 use std::fmt::Debug;
 
 use fact_model::{
-    Clock, FactError, FactSelector, ImplementerResult, MAX_SUBJECT_CHARS, ReviewerResult,
+    Clock, FactError, FactSelector, FactText, ImplementerResult, MAX_SUBJECT_CHARS, ReviewerResult,
     SessionFact, SourceRole, Tag, Timestamp, clip,
 };
 use serde::Serialize;
@@ -215,6 +216,27 @@ pub trait ExtractionRule<R>: Send + Sync + Debug {
     /// Any [`RuleError`]; the extractor turns it into a diagnostic and discards this
     /// rule's output, keeping every other rule's.
     fn extract(&self, result: &R, ctx: &RuleContext<'_>) -> Result<RuleOutput, RuleError>;
+
+    /// Appends what [`extract`](Self::extract) finds to `out`, the output every rule of
+    /// one extraction shares, so a rule need not allocate its own. The extractor calls
+    /// this; the default calls `extract` and appends. Whatever a failing call appended is
+    /// discarded.
+    ///
+    /// # Errors
+    ///
+    /// As [`extract`](Self::extract).
+    fn extract_into(
+        &self,
+        result: &R,
+        ctx: &RuleContext<'_>,
+        out: &mut RuleOutput,
+    ) -> Result<(), RuleError> {
+        let output = self.extract(result, ctx)?;
+        out.facts.extend(output.facts);
+        out.settles.extend(output.settles);
+        out.notes.extend(output.notes);
+        Ok(())
+    }
 }
 
 /// The signature of a rule written as a plain function: read `result`, push facts and
@@ -273,13 +295,28 @@ impl<R> ExtractionRule<R> for FnRule<R> {
         (self.extract)(result, ctx, &mut out)?;
         Ok(out)
     }
+
+    fn extract_into(
+        &self,
+        result: &R,
+        ctx: &RuleContext<'_>,
+        out: &mut RuleOutput,
+    ) -> Result<(), RuleError> {
+        (self.extract)(result, ctx, out)
+    }
 }
 
 /// What every rule of one extraction shares: the task, the role and the instant.
+///
+/// The task id and `task:{id}` are allocated once per extraction and shared by every fact
+/// that carries them.
 #[derive(Debug, Clone)]
 pub struct RuleContext<'a> {
     task_id: &'a str,
-    task_subject: String,
+    /// `task_id`, shared by the facts as their source.
+    source: FactText,
+    /// `task:{task_id}`, shared by the facts it is the subject or object of.
+    task_subject: FactText,
     role: SourceRole,
     at: Timestamp,
 }
@@ -290,7 +327,8 @@ impl<'a> RuleContext<'a> {
     pub fn new(task_id: &'a str, role: SourceRole, at: Timestamp) -> Self {
         RuleContext {
             task_id,
-            task_subject: format!("task:{task_id}"),
+            source: FactText::shared(task_id),
+            task_subject: task_subject(task_id),
             role,
             at,
         }
@@ -311,7 +349,7 @@ impl<'a> RuleContext<'a> {
     /// `task:{task_id}`, the subject of facts about the task itself.
     #[must_use]
     pub fn task_subject(&self) -> &str {
-        &self.task_subject
+        self.task_subject.as_str()
     }
 
     /// The role that produced the result.
@@ -342,33 +380,205 @@ impl<'a> RuleContext<'a> {
         object: &str,
         tags: &[Tag],
     ) -> Result<Option<SessionFact>, FactError> {
-        if subject.trim().is_empty() || object.trim().is_empty() {
-            return Ok(None);
-        }
-        let object = one_line(object);
-        SessionFact::builder(
-            clip(subject, MAX_SUBJECT_CHARS),
+        let relation = match relation::known(relation) {
+            Some(known) => FactText::from_static(known),
+            None => FactText::from(relation),
+        };
+        self.fact_from(
+            Cow::Borrowed(subject),
             relation,
-            clip(&object, MAX_TEXT_CHARS),
+            Cow::Borrowed(object),
+            tags,
         )
-        .tags(tags.iter().copied())
-        .source(self.task_id, self.role)
-        .valid_from(self.at)
-        .build()
-        .map(Some)
+    }
+
+    /// Adds a fact to `out` as [`fact`](Self::fact) makes it, with one of the
+    /// [`relation`] constants; nothing when the subject or object is blank.
+    pub(crate) fn add(
+        &self,
+        out: &mut RuleOutput,
+        subject: &str,
+        relation: &'static str,
+        object: &str,
+        tags: &[Tag],
+    ) -> Result<(), FactError> {
+        self.add_from(
+            out,
+            Cow::Borrowed(subject),
+            FactText::from_static(relation),
+            Cow::Borrowed(object),
+            tags,
+        )
+    }
+
+    /// [`add`](Self::add) from text the rule may own (kept without a copy when it needs
+    /// no folding or clipping) and any relation.
+    pub(crate) fn add_from(
+        &self,
+        out: &mut RuleOutput,
+        subject: Cow<'_, str>,
+        relation: FactText,
+        object: Cow<'_, str>,
+        tags: &[Tag],
+    ) -> Result<(), FactError> {
+        if let Some((subject, object)) = self.texts(subject, object) {
+            out.facts.push(self.make(subject, relation, object, tags)?);
+        }
+        Ok(())
+    }
+
+    /// Adds a fact about the task itself whose object is a static word already on one
+    /// line and within every limit (a status, an assessment): nothing to fold, clip or
+    /// copy.
+    pub(crate) fn add_task_word(
+        &self,
+        out: &mut RuleOutput,
+        relation: &'static str,
+        word: &'static str,
+        tags: &[Tag],
+    ) -> Result<(), FactError> {
+        let fact = self.make(
+            self.task_subject.clone(),
+            FactText::from_static(relation),
+            FactText::from_static(word),
+            tags,
+        )?;
+        out.facts.push(fact);
+        Ok(())
+    }
+
+    /// [`fact`](Self::fact) from text the rule may own.
+    fn fact_from(
+        &self,
+        subject: Cow<'_, str>,
+        relation: FactText,
+        object: Cow<'_, str>,
+        tags: &[Tag],
+    ) -> Result<Option<SessionFact>, FactError> {
+        match self.texts(subject, object) {
+            Some((subject, object)) => self.make(subject, relation, object, tags).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The subject and object of a fact: clipped, the object on one line, `task:{id}`
+    /// shared; `None` when either is blank.
+    #[inline]
+    fn texts(&self, subject: Cow<'_, str>, object: Cow<'_, str>) -> Option<(FactText, FactText)> {
+        if is_blank(&subject) || is_blank(&object) {
+            return None;
+        }
+        Some((
+            self.text(clip_owned(subject, MAX_SUBJECT_CHARS)),
+            self.text(clip_owned(one_line_owned(object), MAX_TEXT_CHARS)),
+        ))
+    }
+
+    #[inline]
+    fn make(
+        &self,
+        subject: FactText,
+        relation: FactText,
+        object: FactText,
+        tags: &[Tag],
+    ) -> Result<SessionFact, FactError> {
+        SessionFact::new(
+            subject,
+            relation,
+            object,
+            tags.iter().copied(),
+            self.source.clone(),
+            self.role,
+            self.at,
+        )
+    }
+
+    /// `text` as a fact's field: `task:{id}` shares the context's copy.
+    #[inline]
+    fn text(&self, text: Cow<'_, str>) -> FactText {
+        if *text == *self.task_subject.as_str() {
+            self.task_subject.clone()
+        } else {
+            FactText::from(text)
+        }
+    }
+}
+
+/// `text.trim()`, with a shortcut for text that starts and ends with visible ASCII, as
+/// nearly all text of a result does.
+#[inline]
+pub(crate) fn trim(text: &str) -> &str {
+    match (text.as_bytes().first(), text.as_bytes().last()) {
+        (Some(first), Some(last)) if first.is_ascii_graphic() && last.is_ascii_graphic() => text,
+        _ => text.trim(),
+    }
+}
+
+/// Whether `text` is empty or only whitespace.
+#[inline]
+fn is_blank(text: &str) -> bool {
+    // Text that starts with a visible ASCII character is not blank: no trimming needed.
+    match text.as_bytes().first() {
+        Some(b) if b.is_ascii_graphic() => false,
+        _ => text.trim().is_empty(),
+    }
+}
+
+/// The prefix of a task's subject, `task:{id}`.
+const TASK_PREFIX: &str = "task:";
+
+/// `task:{task_id}`, shared; written on the stack first when it is short, so the shared
+/// copy is the only allocation.
+fn task_subject(task_id: &str) -> FactText {
+    let mut buffer = [0u8; 64];
+    let len = TASK_PREFIX.len() + task_id.len();
+    if let Some((prefix, id)) = buffer
+        .get_mut(..len)
+        .map(|subject| subject.split_at_mut(TASK_PREFIX.len()))
+    {
+        prefix.copy_from_slice(TASK_PREFIX.as_bytes());
+        id.copy_from_slice(task_id.as_bytes());
+        if let Some(Ok(subject)) = buffer.get(..len).map(std::str::from_utf8) {
+            return FactText::shared(subject);
+        }
+    }
+    FactText::shared(&format!("{TASK_PREFIX}{task_id}"))
+}
+
+/// [`clip`] that keeps owned text that fits instead of copying it.
+fn clip_owned(text: Cow<'_, str>, max_chars: usize) -> Cow<'_, str> {
+    match text {
+        Cow::Borrowed(text) => clip(text, max_chars),
+        Cow::Owned(text) => {
+            let clipped = match clip(&text, max_chars) {
+                Cow::Borrowed(_) => None,
+                Cow::Owned(clipped) => Some(clipped),
+            };
+            Cow::Owned(clipped.unwrap_or(text))
+        }
+    }
+}
+
+/// [`one_line`] that keeps owned text that needs no folding instead of copying it.
+fn one_line_owned(text: Cow<'_, str>) -> Cow<'_, str> {
+    match text {
+        Cow::Borrowed(text) => one_line(text),
+        Cow::Owned(text) => {
+            let folded = match one_line(&text) {
+                Cow::Borrowed(folded) if folded.len() == text.len() => None,
+                folded => Some(folded.into_owned()),
+            };
+            Cow::Owned(folded.unwrap_or(text))
+        }
     }
 }
 
 /// `text` with leading and trailing whitespace removed and every inner run of whitespace
 /// replaced by one space; borrowed when it already is so.
-fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
-    let trimmed = text.trim();
-    // ASCII fast path: no whitespace but single spaces.
-    let normal = if trimmed.is_ascii() {
-        let bytes = trimmed.as_bytes();
-        !bytes.iter().any(|b| b.is_ascii_whitespace() && *b != b' ')
-            && !bytes.windows(2).any(|pair| pair == b"  ")
-    } else {
+fn one_line(text: &str) -> Cow<'_, str> {
+    let trimmed = trim(text);
+    let normal = !needs_char_check(trimmed.as_bytes()) || {
+        // Any char: no whitespace but single spaces.
         let mut previous_space = false;
         trimmed.chars().all(|c| {
             let ok = c == ' ' && !previous_space || !c.is_whitespace();
@@ -377,15 +587,60 @@ fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
         })
     };
     if normal {
-        std::borrow::Cow::Borrowed(trimmed)
+        Cow::Borrowed(trimmed)
     } else {
-        std::borrow::Cow::Owned(trimmed.split_whitespace().collect::<Vec<_>>().join(" "))
+        let mut out = String::with_capacity(trimmed.len());
+        for word in trimmed.split_whitespace() {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(word);
+        }
+        Cow::Owned(out)
     }
+}
+
+/// Whether `bytes` hold anything but ASCII without control characters and single spaces:
+/// a non-ASCII or control byte (tabs and newlines among them), or two spaces in a row.
+/// Eight bytes at a time, as `u64` words.
+fn needs_char_check(bytes: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    const LOW: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const SPACES: u64 = ONES * 0x20;
+    let mut chunks = bytes.chunks_exact(8);
+    let mut previous_space = false;
+    for chunk in &mut chunks {
+        let Ok(word) = <[u8; 8]>::try_from(chunk) else {
+            return true;
+        };
+        let word = u64::from_le_bytes(word);
+        // A high bit is a non-ASCII byte; among ASCII bytes, this borrow test finds one
+        // below 0x20.
+        if (word | (word.wrapping_sub(SPACES) & !word)) & HIGH != 0 {
+            return true;
+        }
+        // The high bit of every byte that is a space (exact: no carries between bytes).
+        let other = word ^ SPACES;
+        let spaces = !(((other & LOW) + LOW) | other) & HIGH;
+        if spaces & (spaces >> 8) != 0 || previous_space && spaces & 0x80 != 0 {
+            return true;
+        }
+        previous_space = spaces >> 63 != 0;
+    }
+    for &b in chunks.remainder() {
+        let space = b == b' ';
+        if !(0x20..0x80).contains(&b) || space && previous_space {
+            return true;
+        }
+        previous_space = space;
+    }
+    false
 }
 
 #[cfg(test)]
 mod tests {
-    use super::one_line;
+    use super::{needs_char_check, one_line};
 
     #[test]
     fn one_line_folds_whitespace_and_borrows_when_it_can() {
@@ -397,6 +652,9 @@ mod tests {
                 "two spaces and tabs and lines",
             ),
             ("é  ü\u{3000}日本", "é ü 日本"),
+            ("a\u{b}b", "a b"),
+            ("a\u{85}b", "a b"),
+            ("ü\u{b}b", "ü b"),
             ("", ""),
         ] {
             assert_eq!(one_line(text), expect, "{text:?}");
@@ -405,5 +663,34 @@ mod tests {
             one_line("already fine"),
             std::borrow::Cow::Borrowed(_)
         ));
+        assert!(matches!(one_line("é ü"), std::borrow::Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn the_word_check_agrees_with_a_byte_check() {
+        let byte_check = |bytes: &[u8]| {
+            bytes.iter().any(|b| !(0x20..0x80).contains(b))
+                || bytes.windows(2).any(|pair| pair == b"  ")
+        };
+        let alphabet = [b'a', b' ', b'\t', b'\n', 0x1f, 0x7f, 0x80, 0xc3, b'~'];
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for len in 0..40 {
+            for _ in 0..300 {
+                let text: Vec<u8> = (0..len)
+                    .map(|_| {
+                        state ^= state << 13;
+                        state ^= state >> 7;
+                        state ^= state << 17;
+                        // Mostly letters and spaces, so that double spaces are rare.
+                        let pick = (state % 24) as usize;
+                        alphabet
+                            .get(pick)
+                            .copied()
+                            .unwrap_or(if pick.is_multiple_of(2) { b'a' } else { b' ' })
+                    })
+                    .collect();
+                assert_eq!(needs_char_check(&text), byte_check(&text), "{text:?}");
+            }
+        }
     }
 }

@@ -54,7 +54,7 @@ const TRAILING: &[char] = &[
 #[must_use]
 pub fn paths_in(text: &str) -> Vec<&str> {
     let mut found: Vec<&str> = Vec::new();
-    for word in text.split_whitespace() {
+    for word in candidate_words(text) {
         if let Some(path) = as_path(word)
             && !found.contains(&path)
         {
@@ -64,10 +64,39 @@ pub fn paths_in(text: &str) -> Vec<&str> {
     found
 }
 
+/// Whether `b` is `/`, `\` or `.`, one of which every path has.
+fn is_marker(b: u8) -> bool {
+    matches!(b, b'/' | b'\\' | b'.')
+}
+
+/// The whitespace-separated words of `text` that hold `/`, `\` or `.`, in order: most
+/// words of prose have none, so the words are found around those bytes instead of by
+/// splitting all of the text.
+fn candidate_words(text: &str) -> impl Iterator<Item = &str> {
+    let mut from = 0;
+    std::iter::from_fn(move || {
+        let rest = text.get(from..)?;
+        let marker = from + rest.bytes().position(is_marker)?;
+        // The word around the marker: from after the whitespace before it to the
+        // whitespace after it (char boundaries, as a marker byte is a whole char).
+        let before = text.get(..marker)?;
+        let start = before
+            .char_indices()
+            .rev()
+            .find(|(_, c)| c.is_whitespace())
+            .map_or(0, |(at, c)| at + c.len_utf8())
+            .max(from);
+        let after = text.get(marker..)?;
+        let end = marker + after.find(char::is_whitespace).unwrap_or(after.len());
+        from = end;
+        text.get(start..end)
+    })
+}
+
 /// The path a whitespace-separated word names, if it names one.
 fn as_path(word: &str) -> Option<&str> {
     // Most words of prose have neither a separator nor a dot: reject them cheaply.
-    if !word.contains(['/', '\\', '.']) {
+    if !word.bytes().any(is_marker) {
         return None;
     }
     let word = word.trim_start_matches(LEADING).trim_end_matches(TRAILING);
@@ -76,28 +105,29 @@ fn as_path(word: &str) -> Option<&str> {
         return None;
     }
     let separators = word.matches(['/', '\\']).count();
-    let segments: Vec<&str> = word.split(['/', '\\']).filter(|s| !s.is_empty()).collect();
-    let first = segments.first()?;
-    let last = segments.last()?;
-    if segments
-        .iter()
-        .all(|s| s.chars().all(|c| c.is_ascii_digit() || c == '.'))
-    {
+    let mut segments = word.split(['/', '\\']).filter(|s| !s.is_empty());
+    let first = segments.next()?;
+    let segment_count = 1 + segments.clone().count();
+    let last = segments.next_back().unwrap_or(first);
+    let segments = || word.split(['/', '\\']).filter(|s| !s.is_empty());
+    if segments().all(|s| s.chars().all(|c| c.is_ascii_digit() || c == '.')) {
         return None; // 1.2.3, 50/50
     }
-    if separators > 0 && segments.len() > 1 && looks_like_host(first) {
+    if separators > 0 && segment_count > 1 && looks_like_host(first) {
         return None; // github.com/owner/repo
     }
     if has_known_extension(last) {
         let is_version = separators == 0 && is_version(word);
-        let is_product =
-            separators == 0 && PRODUCT_NAMES.contains(&word.to_ascii_lowercase().as_str());
+        let is_product = separators == 0
+            && PRODUCT_NAMES
+                .iter()
+                .any(|name| name.eq_ignore_ascii_case(word));
         return (!is_version && !is_product).then_some(word);
     }
     let anchored = ["/", "./", "../", "~/"].iter().any(|p| word.starts_with(p))
         || word.ends_with('/')
         || word.ends_with('\\');
-    ((anchored && !segments.is_empty()) || separators >= 2).then_some(word)
+    (anchored || separators >= 2).then_some(word)
 }
 
 fn is_path_char(c: char) -> bool {
@@ -201,5 +231,50 @@ mod tests {
         check("key=value/path.rs", &[]);
         check("", &[]);
         check("... / // .rs", &[]);
+    }
+
+    proptest::proptest! {
+        /// Looking only around marker bytes finds what splitting every word finds.
+        #[test]
+        fn finds_what_splitting_all_words_finds(text in "([a-z]|[ /.\\\\é\u{3000}\t]|src/a\\.rs){0,40}") {
+            let mut expect: Vec<&str> = Vec::new();
+            for word in text.split_whitespace() {
+                if let Some(path) = as_path(word)
+                    && !expect.contains(&path)
+                {
+                    expect.push(path);
+                }
+            }
+            proptest::prop_assert_eq!(paths_in(&text), expect);
+        }
+    }
+
+    #[test]
+    fn finds_words_around_markers_like_a_whitespace_split() {
+        check("a\u{3000}src/a.rs\u{a0}b", &["src/a.rs"]);
+        check(
+            "é src/é.rs\tdocs/x.md\n./y",
+            &["src/é.rs", "docs/x.md", "./y"],
+        );
+        check("src/a.rs", &["src/a.rs"]);
+        check("  lib.rs  ", &["lib.rs"]);
+        check("x/y/z.rs. Then a/b/c.rs", &["x/y/z.rs", "a/b/c.rs"]);
+        for text in [
+            "a b.c d/e f",
+            " . / \\ ",
+            "é.é ü/ü",
+            "a.b.c",
+            "\u{3000}.\u{3000}",
+        ] {
+            let expect: Vec<&str> = text
+                .split_whitespace()
+                .filter(|w| w.contains(['/', '\\', '.']))
+                .collect();
+            assert_eq!(
+                candidate_words(text).collect::<Vec<_>>(),
+                expect,
+                "{text:?}"
+            );
+        }
     }
 }

@@ -28,3 +28,25 @@ pub const ISSUE: &str = "issue";
 pub const MUST_FIX: &str = "must_fix";
 /// `{file or task:{id}} convention {message}`.
 pub const CONVENTION: &str = "convention";
+
+/// The relation constant equal to `name`, if `name` is one of the above: facts of the
+/// default rules share the static text instead of copying it.
+pub(crate) fn known(name: &str) -> Option<&'static str> {
+    [
+        COMPLETED_WITH,
+        SUMMARY,
+        MODIFIED_BY,
+        MENTIONED_BY,
+        REQUIRES,
+        BLOCKED_BY,
+        PASSED_IN,
+        FAILED_IN,
+        FAILURE,
+        REVIEWED_AS,
+        ISSUE,
+        MUST_FIX,
+        CONVENTION,
+    ]
+    .into_iter()
+    .find(|known| *known == name)
+}

@@ -33,19 +33,35 @@ pub fn clip(text: &str, max_chars: usize) -> Cow<'_, str> {
     if text.len() <= max_chars {
         return Cow::Borrowed(text);
     }
-    // Find the byte offset of the char that would be number `max_chars + 1`; if there is
-    // none, the text fits.
-    let Some((overflow_at, _)) = text.char_indices().nth(max_chars) else {
-        return Cow::Borrowed(text);
+    let marker_chars = ELLIPSIS.len(); // the marker is ASCII: one byte per char
+    let keep = max_chars.saturating_sub(marker_chars);
+    // The byte offset where the kept prefix ends, and whether there is a char number
+    // `max_chars + 1` at all (if not, the text fits). ASCII text, the common case, has one
+    // byte per char and needs no walk.
+    let cut = if text.is_ascii() {
+        keep
+    } else {
+        let mut cut = None;
+        let mut overflows = false;
+        for (n, (at, _)) in text.char_indices().enumerate() {
+            if n == keep {
+                cut = Some(at);
+            }
+            if n == max_chars {
+                overflows = true;
+                break;
+            }
+        }
+        match cut {
+            Some(cut) if overflows => cut,
+            _ => return Cow::Borrowed(text),
+        }
     };
-    debug_assert!(overflow_at <= text.len());
-    let marker_chars = ELLIPSIS.chars().count();
     if max_chars < marker_chars {
         return Cow::Owned(ELLIPSIS.chars().take(max_chars).collect());
     }
-    let keep = max_chars - marker_chars;
-    let mut out = String::with_capacity(text.len().min(max_chars * 4) + ELLIPSIS.len());
-    out.extend(text.chars().take(keep));
+    let mut out = String::with_capacity(cut + ELLIPSIS.len());
+    out.push_str(text.get(..cut).unwrap_or_default());
     out.push_str(ELLIPSIS);
     Cow::Owned(out)
 }

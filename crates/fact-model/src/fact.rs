@@ -4,7 +4,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{FactId, SourceRole, Tag, Timestamp, char_len};
+use crate::{FactId, FactText, SourceRole, Tag, Timestamp, char_len};
 
 /// Longest subject, in characters.
 pub const MAX_SUBJECT_CHARS: usize = 200;
@@ -287,17 +287,17 @@ impl From<Tags> for Vec<Tag> {
 /// assert!(err.to_string().contains("`relation` must not be empty"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "WireFact", into = "WireFact")]
+#[derive(Clone, PartialEq, Deserialize)]
+#[serde(try_from = "WireFact")]
 pub struct SessionFact {
     id: FactId,
-    subject: String,
-    relation: String,
-    object: String,
+    subject: FactText,
+    relation: FactText,
+    object: FactText,
     tags: Tags,
     valid_from: Timestamp,
     valid_to: Option<Timestamp>,
-    source_task_id: String,
+    source_task_id: FactText,
     source_role: SourceRole,
     confidence: f64,
     statement: Option<String>,
@@ -323,9 +323,19 @@ impl fmt::Debug for SessionFact {
     }
 }
 
+/// Whether `value` is empty or only whitespace.
+#[inline]
+fn is_blank(value: &str) -> bool {
+    // Text that starts with a visible ASCII character is not blank: no trimming needed.
+    match value.as_bytes().first() {
+        Some(b) if b.is_ascii_graphic() => false,
+        _ => value.trim().is_empty(),
+    }
+}
+
 /// Checks a required text field: not blank, at most `max` characters.
 fn check_text(field: Field, value: &str, max: usize) -> Result<(), FactError> {
-    if value.trim().is_empty() {
+    if is_blank(value) {
         return Err(FactError::Blank { field });
     }
     // A char is at least one byte: only count chars when the bytes could exceed the limit.
@@ -382,47 +392,127 @@ impl SessionFact {
     ///
     /// Tags, `valid_from` and the source are required before [`build`](FactBuilder::build);
     /// confidence defaults to 1.0.
+    ///
+    /// [`FactBuilder::new`] does the same with [`FactText`]s, which can be shared.
     pub fn builder(
         subject: impl Into<String>,
         relation: impl Into<String>,
         object: impl Into<String>,
     ) -> FactBuilder {
-        FactBuilder {
+        FactBuilder::new(subject.into(), relation.into(), object.into())
+    }
+
+    /// A fact of the triple `subject relation object` with `tags`, produced by task
+    /// `source_task_id` in `source_role` and valid from `valid_from`, with confidence 1.0:
+    /// what [`FactBuilder`] builds from these fields, without the builder, for code that
+    /// makes many facts. Text may be static or shared ([`FactText`]).
+    ///
+    /// # Errors
+    ///
+    /// The [`FactError`] of the first invalid field, checked in wire order.
+    ///
+    /// ```
+    /// use fact_model::{FactText, SessionFact, SourceRole, Tag, Timestamp};
+    ///
+    /// let task = FactText::shared("task:1");
+    /// let fact = SessionFact::new(
+    ///     "src/lib.rs",
+    ///     FactText::from_static("modified_by"),
+    ///     task.clone(),
+    ///     [Tag::FileChange],
+    ///     FactText::shared("1"),
+    ///     SourceRole::Implementer,
+    ///     Timestamp::UNIX_EPOCH,
+    /// )?;
+    /// let built = SessionFact::builder("src/lib.rs", "modified_by", "task:1")
+    ///     .tag(Tag::FileChange)
+    ///     .source("1", SourceRole::Implementer)
+    ///     .valid_from(Timestamp::UNIX_EPOCH)
+    ///     .build()?;
+    /// assert_eq!(fact, built);
+    /// # Ok::<(), fact_model::FactError>(())
+    /// ```
+    #[inline]
+    pub fn new(
+        subject: impl Into<FactText>,
+        relation: impl Into<FactText>,
+        object: impl Into<FactText>,
+        tags: impl IntoIterator<Item = Tag>,
+        source_task_id: impl Into<FactText>,
+        source_role: SourceRole,
+        valid_from: Timestamp,
+    ) -> Result<SessionFact, FactError> {
+        SessionFact::validated(WireFact {
+            id: None,
             subject: subject.into(),
             relation: relation.into(),
             object: object.into(),
-            tags: Vec::new(),
-            valid_from: None,
+            tags,
+            valid_from,
             valid_to: None,
-            source: None,
+            source_task_id: source_task_id.into(),
+            source_role,
             confidence: 1.0,
             statement: None,
             superseded_by: None,
-        }
+        })
     }
 
     /// The deterministic id of the triple.
     #[must_use]
+    #[inline]
     pub fn id(&self) -> FactId {
         self.id
     }
 
     /// What the fact is about, e.g. `src/lib.rs` or `task:3`.
     #[must_use]
+    #[inline]
     pub fn subject(&self) -> &str {
-        &self.subject
+        self.subject.as_str()
     }
 
     /// How the subject relates to the object, e.g. `modified_by`.
     #[must_use]
+    #[inline]
     pub fn relation(&self) -> &str {
-        &self.relation
+        self.relation.as_str()
     }
 
     /// The value, e.g. `task:3`.
     #[must_use]
+    #[inline]
     pub fn object(&self) -> &str {
+        self.object.as_str()
+    }
+
+    /// The subject as a [`FactText`], to share it (a clone of static or shared text
+    /// copies nothing).
+    #[must_use]
+    #[inline]
+    pub fn subject_text(&self) -> &FactText {
+        &self.subject
+    }
+
+    /// The relation as a [`FactText`].
+    #[must_use]
+    #[inline]
+    pub fn relation_text(&self) -> &FactText {
+        &self.relation
+    }
+
+    /// The object as a [`FactText`].
+    #[must_use]
+    #[inline]
+    pub fn object_text(&self) -> &FactText {
         &self.object
+    }
+
+    /// The source task id as a [`FactText`].
+    #[must_use]
+    #[inline]
+    pub fn source_task_text(&self) -> &FactText {
+        &self.source_task_id
     }
 
     /// The 1 to 3 tags.
@@ -445,8 +535,9 @@ impl SessionFact {
 
     /// The task whose result produced the fact.
     #[must_use]
+    #[inline]
     pub fn source_task_id(&self) -> &str {
-        &self.source_task_id
+        self.source_task_id.as_str()
     }
 
     /// Who produced the fact.
@@ -603,56 +694,141 @@ pub struct FactUpdate {
 #[derive(Debug, Clone)]
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct FactBuilder {
-    subject: String,
-    relation: String,
-    object: String,
-    tags: Vec<Tag>,
+    subject: FactText,
+    relation: FactText,
+    object: FactText,
+    tags: TagList,
     valid_from: Option<Timestamp>,
     valid_to: Option<Timestamp>,
-    source: Option<(String, SourceRole)>,
+    source: Option<(FactText, SourceRole)>,
     confidence: f64,
     statement: Option<String>,
     superseded_by: Option<FactId>,
 }
 
+/// The tags given to a builder, kept inline: the first four decide every outcome of
+/// [`Tags::new`] (a fourth tag is already one too many), and later ones are only counted.
+#[derive(Clone, Copy)]
+struct TagList {
+    items: [Tag; MAX_TAGS + 1],
+    given: usize,
+}
+
+impl TagList {
+    const EMPTY: TagList = TagList {
+        items: [Tag::Decision; MAX_TAGS + 1],
+        given: 0,
+    };
+
+    fn push(&mut self, tag: Tag) {
+        if let Some(slot) = self.items.get_mut(self.given) {
+            *slot = tag;
+        }
+        self.given = self.given.saturating_add(1);
+    }
+
+    fn kept(&self) -> &[Tag] {
+        self.items.get(..self.given).unwrap_or(&self.items)
+    }
+}
+
+impl fmt::Debug for TagList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.kept()).finish()
+    }
+}
+
 impl FactBuilder {
+    /// Starts building a fact for the triple `subject relation object`, like
+    /// [`SessionFact::builder`], from text that may be static or shared: facts built from
+    /// clones of one [`FactText::shared`] share its allocation.
+    ///
+    /// ```
+    /// use fact_model::{FactBuilder, FactText, SourceRole, Tag, Timestamp};
+    ///
+    /// let task = FactText::shared("task:1");
+    /// let fact = FactBuilder::new("src/lib.rs", FactText::from_static("modified_by"), task.clone())
+    ///     .tag(Tag::FileChange)
+    ///     .source_text(FactText::shared("1"), SourceRole::Implementer)
+    ///     .valid_from(Timestamp::UNIX_EPOCH)
+    ///     .build()?;
+    /// assert_eq!(fact.object(), "task:1");
+    /// assert_eq!(fact.id(), fact_model::FactId::for_triple("src/lib.rs", "modified_by", "task:1"));
+    /// # Ok::<(), fact_model::FactError>(())
+    /// ```
+    #[inline]
+    pub fn new(
+        subject: impl Into<FactText>,
+        relation: impl Into<FactText>,
+        object: impl Into<FactText>,
+    ) -> FactBuilder {
+        FactBuilder {
+            subject: subject.into(),
+            relation: relation.into(),
+            object: object.into(),
+            tags: TagList::EMPTY,
+            valid_from: None,
+            valid_to: None,
+            source: None,
+            confidence: 1.0,
+            statement: None,
+            superseded_by: None,
+        }
+    }
+
     /// Adds a tag.
+    #[inline]
     pub fn tag(mut self, tag: Tag) -> Self {
         self.tags.push(tag);
         self
     }
 
     /// Adds several tags.
+    #[inline]
     pub fn tags(mut self, tags: impl IntoIterator<Item = Tag>) -> Self {
-        self.tags.extend(tags);
+        for tag in tags {
+            self.tags.push(tag);
+        }
         self
     }
 
     /// Sets when the fact became valid (required).
+    #[inline]
     pub fn valid_from(mut self, at: Timestamp) -> Self {
         self.valid_from = Some(at);
         self
     }
 
     /// Sets when the fact stopped being valid, for facts restored from history.
+    #[inline]
     pub fn valid_to(mut self, at: Timestamp) -> Self {
         self.valid_to = Some(at);
         self
     }
 
     /// Sets the task and role that produced the fact (required).
-    pub fn source(mut self, task_id: impl Into<String>, role: SourceRole) -> Self {
+    #[inline]
+    pub fn source(self, task_id: impl Into<String>, role: SourceRole) -> Self {
+        self.source_text(task_id.into(), role)
+    }
+
+    /// Sets the task and role that produced the fact, like [`source`](Self::source), from
+    /// text that may be shared by every fact of the task.
+    #[inline]
+    pub fn source_text(mut self, task_id: impl Into<FactText>, role: SourceRole) -> Self {
         self.source = Some((task_id.into(), role));
         self
     }
 
     /// Sets the confidence (default 1.0).
+    #[inline]
     pub fn confidence(mut self, confidence: f64) -> Self {
         self.confidence = confidence;
         self
     }
 
     /// Sets the natural-language statement of a memory fact.
+    #[inline]
     pub fn statement(mut self, statement: impl Into<String>) -> Self {
         self.statement = Some(statement.into());
         self
@@ -660,6 +836,7 @@ impl FactBuilder {
 
     /// Sets the fact that replaced this one, for facts restored from history (requires
     /// [`valid_to`](Self::valid_to)).
+    #[inline]
     pub fn superseded_by(mut self, id: FactId) -> Self {
         self.superseded_by = Some(id);
         self
@@ -674,12 +851,13 @@ impl FactBuilder {
         let (source_task_id, source_role) = self.source.ok_or(FactError::Missing {
             field: Field::SourceTaskId,
         })?;
+        let tags = self.tags;
         SessionFact::validated(WireFact {
             id: None,
             subject: self.subject,
             relation: self.relation,
             object: self.object,
-            tags: self.tags,
+            tags: tags.kept().iter().copied(),
             valid_from: self.valid_from.ok_or(FactError::Missing {
                 field: Field::ValidFrom,
             })?,
@@ -693,28 +871,71 @@ impl FactBuilder {
     }
 }
 
-/// The wire form of a fact, before validation.
-#[derive(Serialize, Deserialize)]
-struct WireFact {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+/// A fact before validation: the wire form as read (tags as a list), or what a builder
+/// holds (tags as an iterator over its inline list).
+#[derive(Deserialize)]
+struct WireFact<T = Vec<Tag>> {
+    #[serde(default)]
     id: Option<FactId>,
-    subject: String,
-    relation: String,
-    object: String,
-    tags: Vec<Tag>,
+    subject: FactText,
+    relation: FactText,
+    object: FactText,
+    tags: T,
     valid_from: Timestamp,
-    /// Always written (`null` while valid), so a reader sees the field the wire form
-    /// promises; absent is read as `null`.
+    /// Absent is read as `null`.
     #[serde(default)]
     valid_to: Option<Timestamp>,
-    source_task_id: String,
+    source_task_id: FactText,
     source_role: SourceRole,
     #[serde(default = "default_confidence")]
     confidence: f64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     statement: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     superseded_by: Option<FactId>,
+}
+
+/// The wire form of a fact as written, borrowed from it: no copy of the fact to
+/// serialize it. Field order and names are those of [`WireFact`].
+#[derive(Serialize)]
+#[serde(rename = "WireFact")]
+struct WireFactRef<'a> {
+    id: FactId,
+    subject: &'a str,
+    relation: &'a str,
+    object: &'a str,
+    tags: &'a [Tag],
+    valid_from: Timestamp,
+    /// Always written (`null` while valid), so a reader sees the field the wire form
+    /// promises.
+    valid_to: Option<Timestamp>,
+    source_task_id: &'a str,
+    source_role: SourceRole,
+    confidence: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    statement: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    superseded_by: Option<FactId>,
+}
+
+impl Serialize for SessionFact {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        WireFactRef {
+            id: self.id,
+            subject: self.subject(),
+            relation: self.relation(),
+            object: self.object(),
+            tags: self.tags.as_slice(),
+            valid_from: self.valid_from,
+            valid_to: self.valid_to,
+            source_task_id: self.source_task_id(),
+            source_role: self.source_role,
+            confidence: self.confidence,
+            statement: self.statement(),
+            superseded_by: self.superseded_by,
+        }
+        .serialize(serializer)
+    }
 }
 
 fn default_confidence() -> f64 {
@@ -723,7 +944,7 @@ fn default_confidence() -> f64 {
 
 impl SessionFact {
     /// The single place every fact is validated, whether built or deserialized.
-    fn validated(wire: WireFact) -> Result<SessionFact, FactError> {
+    fn validated<T: IntoIterator<Item = Tag>>(wire: WireFact<T>) -> Result<SessionFact, FactError> {
         check_text(Field::Subject, &wire.subject, MAX_SUBJECT_CHARS)?;
         check_text(Field::Relation, &wire.relation, MAX_RELATION_CHARS)?;
         check_text(Field::Object, &wire.object, MAX_OBJECT_CHARS)?;
@@ -769,24 +990,5 @@ impl TryFrom<WireFact> for SessionFact {
 
     fn try_from(wire: WireFact) -> Result<Self, Self::Error> {
         SessionFact::validated(wire)
-    }
-}
-
-impl From<SessionFact> for WireFact {
-    fn from(fact: SessionFact) -> Self {
-        WireFact {
-            id: Some(fact.id),
-            subject: fact.subject,
-            relation: fact.relation,
-            object: fact.object,
-            tags: fact.tags.into(),
-            valid_from: fact.valid_from,
-            valid_to: fact.valid_to,
-            source_task_id: fact.source_task_id,
-            source_role: fact.source_role,
-            confidence: fact.confidence,
-            statement: fact.statement,
-            superseded_by: fact.superseded_by,
-        }
     }
 }

@@ -54,14 +54,22 @@ impl FactId {
     #[must_use]
     pub fn for_triple(subject: &str, relation: &str, object: &str) -> FactId {
         let fields = [subject, relation, object];
-        let mut out = [0u8; 8];
         // Typical triples fit a stack buffer, and one-shot hashing of a short input is
-        // much cheaper than streaming it through a `Hasher`; both give the same hash.
-        let mut buffer = [0u8; 512];
-        match encode_into(&mut buffer, fields) {
-            Some(encoded) => {
-                out.copy_from_slice(blake3::hash(encoded).as_bytes().get(..8).unwrap_or(&[0; 8]))
-            }
+        // much cheaper than streaming it through a `Hasher`; both give the same hash. The
+        // buffer is sized to the input so that short triples zero less of it.
+        let encoded_len = fields
+            .iter()
+            .fold(0usize, |sum, field| sum.saturating_add(8 + field.len()));
+        let hash = if encoded_len <= 128 {
+            hash_on_stack::<128>(fields)
+        } else if encoded_len <= 512 {
+            hash_on_stack::<512>(fields)
+        } else {
+            None
+        };
+        let mut out = [0u8; 8];
+        match hash {
+            Some(hash) => out.copy_from_slice(hash.as_bytes().get(..8).unwrap_or(&[0; 8])),
             None => {
                 let mut hasher = blake3::Hasher::new();
                 for field in fields {
@@ -79,6 +87,14 @@ impl FactId {
     pub fn as_bytes(&self) -> &[u8; 8] {
         &self.0
     }
+}
+
+/// The hash of the documented encoding of `fields`, from an `N`-byte stack buffer; `None`
+/// when the encoding does not fit.
+#[inline]
+fn hash_on_stack<const N: usize>(fields: [&str; 3]) -> Option<blake3::Hash> {
+    let mut buffer = [0u8; N];
+    encode_into(&mut buffer, fields).map(blake3::hash)
 }
 
 /// Writes the documented encoding of `fields` into `buffer`; `None` when it does not fit.
@@ -215,6 +231,23 @@ mod tests {
             FactId::for_triple(&subject, "r", &object).to_string(),
             expect
         );
+    }
+
+    #[test]
+    fn every_buffer_size_hashes_the_documented_encoding() {
+        // Encodings of 24 + n bytes, around the 128- and 512-byte stack buffers.
+        for n in [0, 1, 103, 104, 105, 200, 487, 488, 489, 1000] {
+            let subject = "s".repeat(n / 2);
+            let object = "é".repeat((n - n / 2) / 2) + &"o".repeat((n - n / 2) % 2);
+            let mut encoded = Vec::new();
+            for field in [subject.as_str(), "", object.as_str()] {
+                encoded.extend_from_slice(&(field.len() as u64).to_le_bytes());
+                encoded.extend_from_slice(field.as_bytes());
+            }
+            assert_eq!(encoded.len(), 24 + n);
+            let expect = FactId(blake3::hash(&encoded).as_bytes()[..8].try_into().unwrap());
+            assert_eq!(FactId::for_triple(&subject, "", &object), expect, "{n}");
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! - [`SessionFact`]: a validated, temporal `subject relation object` triple with
 //!   [`Tags`], a source and a confidence. Invalid facts cannot be constructed or
 //!   deserialized.
+//! - [`FactText`]: the text of a fact's fields, static, shared between facts or owned.
 //! - [`FactId`]: the content address of a triple, from a documented, length-prefixed
 //!   BLAKE3 encoding.
 //! - [`Tag`] and [`SourceRole`]: closed vocabularies, snake_case on the wire.
@@ -37,6 +38,7 @@ mod fact;
 mod id;
 mod selector;
 mod tag;
+mod text;
 mod time;
 
 pub use crate::clip::{ELLIPSIS, char_len, clip};
@@ -53,4 +55,5 @@ pub use crate::fact::{
 pub use crate::id::{FactId, ParseFactIdError};
 pub use crate::selector::FactSelector;
 pub use crate::tag::{ParseSourceRoleError, ParseTagError, SourceRole, Tag};
+pub use crate::text::FactText;
 pub use crate::time::{Timestamp, TimestampError};

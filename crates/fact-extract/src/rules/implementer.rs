@@ -2,7 +2,7 @@
 
 use fact_model::{FactSelector, ImplementerResult, ImplementerStatus, Tag};
 
-use crate::{FnRule, RuleContext, RuleError, RuleOutput, paths_in, relation};
+use crate::{FnRule, RuleContext, RuleError, RuleOutput, paths_in, relation, trim};
 
 /// `task:{id} completed_with {status}` (decision); a completed task settles its
 /// `blocked_by` facts.
@@ -13,12 +13,12 @@ fn status(
     ctx: &RuleContext<'_>,
     out: &mut RuleOutput,
 ) -> Result<(), RuleError> {
-    out.push(ctx.fact(
-        ctx.task_subject(),
+    ctx.add_task_word(
+        out,
         relation::COMPLETED_WITH,
         result.status.as_str(),
         &[Tag::Decision],
-    )?);
+    )?;
     if result.status == ImplementerStatus::Completed {
         out.settles
             .push(FactSelector::key(ctx.task_subject(), relation::BLOCKED_BY));
@@ -34,12 +34,13 @@ fn summary(
     ctx: &RuleContext<'_>,
     out: &mut RuleOutput,
 ) -> Result<(), RuleError> {
-    out.push(ctx.fact(
+    ctx.add(
+        out,
         ctx.task_subject(),
         relation::SUMMARY,
-        result.summary.trim(),
+        trim(&result.summary),
         &[Tag::Decision],
-    )?);
+    )?;
     Ok(())
 }
 
@@ -53,12 +54,13 @@ fn files_changed(
     out: &mut RuleOutput,
 ) -> Result<(), RuleError> {
     for path in &result.files_changed {
-        out.push(ctx.fact(
-            path.trim(),
+        ctx.add(
+            out,
+            trim(path),
             relation::MODIFIED_BY,
             ctx.task_subject(),
             &[Tag::FileChange],
-        )?);
+        )?;
     }
     Ok(())
 }
@@ -77,14 +79,15 @@ fn mentioned_paths(
         if !result
             .files_changed
             .iter()
-            .any(|changed| changed.trim() == path)
+            .any(|changed| trim(changed) == path)
         {
-            out.push(ctx.fact(
+            ctx.add(
+                out,
                 path,
                 relation::MENTIONED_BY,
                 ctx.task_subject(),
                 &[Tag::FileChange],
-            )?);
+            )?;
         }
     }
     Ok(())
@@ -99,12 +102,13 @@ fn follow_ups(
     out: &mut RuleOutput,
 ) -> Result<(), RuleError> {
     for action in &result.follow_up_actions {
-        out.push(ctx.fact(
+        ctx.add(
+            out,
             ctx.task_subject(),
             relation::REQUIRES,
-            action.trim(),
+            trim(action),
             &[Tag::Dependency],
-        )?);
+        )?;
     }
     Ok(())
 }
@@ -120,12 +124,13 @@ fn blockers(
 ) -> Result<(), RuleError> {
     if result.status != ImplementerStatus::Completed {
         for action in &result.follow_up_actions {
-            out.push(ctx.fact(
+            ctx.add(
+                out,
                 ctx.task_subject(),
                 relation::BLOCKED_BY,
-                action.trim(),
+                trim(action),
                 &[Tag::Error],
-            )?);
+            )?;
         }
     }
     Ok(())
@@ -146,12 +151,13 @@ fn test_runs(
         } else {
             relation::FAILED_IN
         };
-        out.push(ctx.fact(
-            run.command.trim(),
+        ctx.add(
+            out,
+            trim(&run.command),
             relation,
             ctx.task_subject(),
             &[Tag::Test],
-        )?);
+        )?;
     }
     Ok(())
 }
@@ -167,12 +173,13 @@ fn test_failures(
 ) -> Result<(), RuleError> {
     for run in &result.tests {
         for failure in &run.failures {
-            out.push(ctx.fact(
-                run.command.trim(),
+            ctx.add(
+                out,
+                trim(&run.command),
                 relation::FAILURE,
-                failure.trim(),
+                trim(failure),
                 &[Tag::Test, Tag::Error],
-            )?);
+            )?;
         }
     }
     Ok(())
