@@ -1,10 +1,12 @@
 //! Store benchmarks: adding one batch of six dispatch facts to stores of 1k, 100k and 1M
-//! facts. Run with `cargo bench -p fact-store --bench store`.
+//! facts; searching stores of 1k and 100k facts; exporting and importing a snapshot of
+//! 100k facts, as JSON text and as a `Snapshot` value. Run with
+//! `cargo bench -p fact-store --bench store`.
 //!
 //! Each store is filled from the shared dispatch workload (`../shared/bench/`, ported in
 //! `support/workload.rs`), with automatic compaction off so the size is what the argument
-//! says. Each sample adds one new task's batch, so a store grows by 6 facts per sample
-//! (1,800 over a run): figures are per batch at N to N + 1,800 facts.
+//! says. Each sample of `add_batch_of_6` adds one new task's batch, so a store grows by 6
+//! facts per sample (1,800 over a run): figures are per batch at N to N + 1,800 facts.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -16,11 +18,22 @@ mod workload;
 use std::sync::Arc;
 
 use divan::Bencher;
-use fact_model::{ManualClock, Timestamp};
-use fact_store::{InMemorySessionFactStore, SessionFactStore, StoreConfig};
+use fact_model::{ManualClock, SessionFact, Timestamp};
+use fact_store::{
+    InMemorySessionFactStore, SessionFactStore, StoreConfig, TermQuery, TermWeighting,
+};
 
 fn main() {
     divan::main();
+}
+
+fn unbounded() -> StoreConfig {
+    StoreConfig {
+        capacity: usize::MAX,
+        history_limit: usize::MAX,
+        auto_compact: false,
+        ..StoreConfig::default()
+    }
 }
 
 /// A store of at least `size` facts, and the batches the benchmark will add.
@@ -28,15 +41,9 @@ fn filled(
     size: usize,
 ) -> (
     InMemorySessionFactStore,
-    std::vec::IntoIter<Vec<fact_model::SessionFact>>,
+    std::vec::IntoIter<Vec<SessionFact>>,
 ) {
-    let config = StoreConfig {
-        capacity: usize::MAX,
-        history_limit: usize::MAX,
-        auto_compact: false,
-        ..StoreConfig::default()
-    };
-    let store = InMemorySessionFactStore::new(config, Arc::new(ManualClock::default()));
+    let store = InMemorySessionFactStore::new(unbounded(), Arc::new(ManualClock::default()));
     // Tasks add about 17 facts, of which 13 or more stay valid: generate enough tasks for
     // `size` valid facts plus spare batches for the samples.
     let workload = workload::generate(size * 3 / 2 + 20_000, 0, 42);
@@ -65,4 +72,97 @@ fn add_batch_of_6(bencher: Bencher<'_, '_>, size: usize) {
     bencher
         .with_inputs(|| batches.next().expect("spare batches ran out"))
         .bench_local_values(|batch| store.add(batch));
+}
+
+/// BM25 with the usual constants (fact-retrieve's default scorer, restated here).
+#[derive(Debug)]
+struct Bm25;
+
+impl TermWeighting for Bm25 {
+    fn term_weight(&self, df: usize, docs: usize, _: usize) -> f64 {
+        (1.0 + (docs as f64 - df as f64 + 0.5) / (df as f64 + 0.5)).ln()
+    }
+
+    fn tf_weight(&self, tf: u32, doc_len: u32, avg: f64) -> f64 {
+        let tf = f64::from(tf);
+        tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * f64::from(doc_len) / avg))
+    }
+}
+
+/// The store's own `search` (no retriever, no formatting): one of the workload's 40-word
+/// queries per sample, the ten best facts.
+#[divan::bench(args = [1_000, 100_000], sample_count = 500, sample_size = 1)]
+fn search_40_words(bencher: Bencher<'_, '_>, size: usize) {
+    let (store, _) = filled(size);
+    let queries = workload::generate(13, 500, 7).queries;
+    let mut next = queries.iter().cycle();
+    bencher
+        .with_inputs(|| next.next().map(|(_, text)| text.as_str()).unwrap_or(""))
+        .bench_local_values(|text| {
+            let query = TermQuery {
+                text,
+                limit: 10,
+                ..TermQuery::default()
+            };
+            store.search(&query, &Bm25)
+        });
+}
+
+/// A store of exactly `versions` stored facts (valid and superseded) from the workload.
+fn stored(versions: usize) -> InMemorySessionFactStore {
+    let store = InMemorySessionFactStore::new(unbounded(), Arc::new(ManualClock::default()));
+    let workload = workload::generate(versions + 20_000, 0, 42);
+    for (n, task) in workload.tasks.iter().enumerate() {
+        let at = Timestamp::from_unix_secs(n as i64).unwrap();
+        for mut batch in facts::task_batches(task, at) {
+            batch.truncate(versions - store.stored_count());
+            store.add(batch).unwrap();
+        }
+        if store.stored_count() >= versions {
+            break;
+        }
+    }
+    assert_eq!(store.stored_count(), versions, "workload too small");
+    store
+}
+
+/// `export_snapshot` then `to_json` of 100,000 stored facts.
+#[divan::bench(sample_count = 10, sample_size = 1)]
+fn snapshot_export_json_100k(bencher: Bencher<'_, '_>) {
+    let store = stored(100_000);
+    bencher.bench_local(|| store.export_snapshot().to_json());
+}
+
+/// `import_snapshot` of the JSON of 100,000 stored facts into an empty store.
+#[divan::bench(sample_count = 10, sample_size = 1)]
+fn snapshot_import_json_100k(bencher: Bencher<'_, '_>) {
+    let json = stored(100_000).export_snapshot().to_json();
+    bencher
+        .with_inputs(empty)
+        .bench_local_refs(|store| store.import_snapshot(&json).unwrap());
+}
+
+/// `export_snapshot` of 100,000 stored facts: the store's part of an export.
+#[divan::bench(sample_count = 10, sample_size = 1)]
+fn snapshot_export_100k(bencher: Bencher<'_, '_>) {
+    let store = stored(100_000);
+    bencher.bench_local(|| store.export_snapshot());
+}
+
+/// `import` of a `Snapshot` of 100,000 stored facts into an empty store: the store's part
+/// of an import.
+#[divan::bench(sample_count = 10, sample_size = 1)]
+fn snapshot_import_100k(bencher: Bencher<'_, '_>) {
+    let snapshot = stored(100_000).export_snapshot();
+    bencher
+        .with_inputs(|| (empty(), Some(snapshot.clone())))
+        .bench_local_refs(|(store, snapshot)| {
+            store
+                .import(snapshot.take().expect("one import per input"))
+                .unwrap()
+        });
+}
+
+fn empty() -> InMemorySessionFactStore {
+    InMemorySessionFactStore::new(unbounded(), Arc::new(ManualClock::default()))
 }

@@ -1,6 +1,7 @@
-//! The term index: an [`Analyzer`] that turns text into terms, and the inverted index the
-//! in-memory store keeps over its valid facts, so retrieval scores only the facts that
-//! share a term with the query.
+//! The term index: an [`Analyzer`] that turns text into terms, and `TermIndex`, the
+//! inverted index the SQLite store's search cache keeps over its valid facts, so retrieval
+//! scores only the facts that share a term with the query. (The in-memory store keeps a
+//! compact index of its own, `memory/terms.rs`, that answers exactly as this one.)
 //!
 //! Scoring formulas are not the store's business: a [`TermWeighting`] (keyword overlap,
 //! BM25, …) supplies them, and the store applies them term at a time over its postings.
@@ -14,33 +15,85 @@ use std::fmt::Debug;
 use fact_model::{FactId, SessionFact, Tag, Tags, Timestamp};
 use rust_stemmers::{Algorithm, Stemmer};
 
-/// The words of `text`: runs of letters and digits, where a run of ASCII letters followed
-/// by `:` and digits is one word, an id (`task:12`, `issue:7`). Ids name things: `task:12`
-/// matches `task:12`, not every text that says "task".
-fn words(text: &str) -> impl Iterator<Item = &str> {
-    let mut rest = text;
-    std::iter::from_fn(move || {
-        let start = rest.char_indices().find(|(_, c)| c.is_alphanumeric())?.0;
-        let from_start = rest.get(start..)?;
-        let len = from_start
-            .char_indices()
-            .find(|(_, c)| !c.is_alphanumeric())
-            .map_or(from_start.len(), |(i, _)| i);
-        let mut end = start + len;
-        let word = rest.get(start..end)?;
-        if word.bytes().all(|b| b.is_ascii_alphabetic()) {
-            let after = rest.get(end..).unwrap_or_default();
-            let digits = after
-                .strip_prefix(':')
-                .map_or(0, |d| d.bytes().take_while(u8::is_ascii_digit).count());
-            if digits > 0 {
-                end += 1 + digits;
+/// Calls `f(word, plain)` for every word of `text`: runs of letters and digits, where a
+/// run of ASCII letters followed by `:` and digits is one word, an id (`task:12`,
+/// `issue:7`). Ids name things: `task:12` matches `task:12`, not every text that says
+/// "task". `plain` says the word is lowercase ASCII letters, digits and `:` only, so it
+/// needs no lowercasing.
+///
+/// One pass over the bytes, decoding a `char` only at non-ASCII bytes (most text is
+/// ASCII): this runs over every field of every fact the store indexes.
+fn scan_words<'t>(text: &'t str, mut f: impl FnMut(&'t str, bool)) {
+    let bytes = text.as_bytes();
+    let char_at = |at: usize| text.get(at..).and_then(|rest| rest.chars().next());
+    let rest = |at: usize| bytes.get(at..).unwrap_or_default();
+    let mut at = 0;
+    loop {
+        // Skip to the start of a word: ASCII separators in a run, anything else a char at
+        // a time.
+        match rest(at)
+            .iter()
+            .position(|b| b.is_ascii_alphanumeric() || !b.is_ascii())
+        {
+            Some(skip) => at += skip,
+            None => return,
+        }
+        if bytes.get(at).is_some_and(|b| !b.is_ascii())
+            && let Some(c) = char_at(at)
+            && !c.is_alphanumeric()
+        {
+            at += c.len_utf8();
+            continue;
+        }
+        let start = at;
+        // Lowercase ASCII, digits and `:` only; ASCII letters only.
+        let (mut plain, mut letters) = (true, true);
+        loop {
+            let run = rest(at).iter().position(|&b| {
+                if b.is_ascii_lowercase() {
+                    false
+                } else if b.is_ascii_uppercase() {
+                    plain = false;
+                    false
+                } else if b.is_ascii_digit() {
+                    letters = false;
+                    false
+                } else {
+                    true
+                }
+            });
+            match run {
+                None => {
+                    at = bytes.len();
+                    break;
+                }
+                Some(run) => at += run,
+            }
+            // The run stopped at an ASCII separator, or at a char to decode.
+            if bytes.get(at).is_none_or(u8::is_ascii) {
+                break;
+            }
+            match char_at(at) {
+                Some(c) if c.is_alphanumeric() => {
+                    (plain, letters) = (false, false);
+                    at += c.len_utf8();
+                }
+                _ => break,
             }
         }
-        let word = rest.get(start..end)?;
-        rest = rest.get(end..).unwrap_or_default();
-        Some(word)
-    })
+        if letters && bytes.get(at) == Some(&b':') {
+            let digits = rest(at + 1)
+                .iter()
+                .take_while(|b| b.is_ascii_digit())
+                .count();
+            if digits > 0 {
+                at += 1 + digits;
+            }
+        }
+        if let Some(word) = text.get(start..at) {
+            f(word, plain);
+        }
+    }
 }
 
 /// Words too common to say anything about relevance (compared after lowercasing), sorted
@@ -55,6 +108,101 @@ pub const STOPWORDS: &[&str] = &[
     "ts", "tsx", "was", "we", "were", "what", "when", "where", "which", "who", "why", "will",
     "with", "would", "yaml", "yml", "you", "your",
 ];
+
+/// The longest stopword, in bytes.
+const STOPWORD_MAX: usize = 5;
+
+/// The bytes of a word of at most 8 bytes, little-endian, zero-padded (as
+/// [`pack_word`] packs them), at compile time.
+const fn pack_small(mut word: &[u8]) -> u64 {
+    let mut key = 0u64;
+    let mut shift = 0;
+    while let [first, rest @ ..] = word {
+        key |= (*first as u64) << shift;
+        shift += 8;
+        word = rest;
+    }
+    key
+}
+
+/// The slot of a packed stopword in [`STOPWORD_SET`].
+const fn stopword_slot(key: u64) -> usize {
+    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 57) as usize
+}
+
+/// [`STOPWORDS`] packed into an open-addressing set of 128 slots (0 is empty): the
+/// stopword test, which runs for every word of every fact, is a multiply and a probe or
+/// two in one kilobyte.
+// Evaluated at compile time: an index out of bounds is a build error, not a panic.
+#[allow(clippy::indexing_slicing)]
+const STOPWORD_SET: [u64; 128] = {
+    let mut set = [0u64; 128];
+    let mut i = 0;
+    while i < STOPWORDS.len() {
+        assert!(STOPWORDS[i].len() <= STOPWORD_MAX);
+        let key = pack_small(STOPWORDS[i].as_bytes());
+        let mut at = stopword_slot(key);
+        while set[at] != 0 {
+            at = (at + 1) % 128;
+        }
+        set[at] = key;
+        i += 1;
+    }
+    set
+};
+
+/// Whether a lowercased word is a stopword.
+fn is_stopword(word: &str) -> bool {
+    if word.len() > STOPWORD_MAX {
+        return false;
+    }
+    let key = pack_word(word.as_bytes()).unwrap_or(0) as u64;
+    let mut at = stopword_slot(key);
+    while let Some(&slot) = STOPWORD_SET.get(at) {
+        if slot == 0 {
+            return false;
+        }
+        if slot == key {
+            return true;
+        }
+        at = (at + 1) % STOPWORD_SET.len();
+    }
+    false
+}
+
+/// The bytes of a word of at most 16 bytes, little-endian in a `u128`, zero-padded; `None`
+/// for a longer word. Words never contain NUL, so two words have equal keys exactly when
+/// they are equal: an index can compare (and hash) short words as integers.
+pub(crate) fn pack_word(word: &[u8]) -> Option<u128> {
+    let read8 = |at: usize| {
+        word.get(at..at + 8)
+            .and_then(|b| <[u8; 8]>::try_from(b).ok())
+            .map_or(0, u64::from_le_bytes)
+    };
+    let read4 = |at: usize| {
+        word.get(at..at + 4)
+            .and_then(|b| <[u8; 4]>::try_from(b).ok())
+            .map_or(0, |b| u64::from(u32::from_le_bytes(b)))
+    };
+    let len = word.len();
+    let (lo, hi) = match len {
+        0..=3 => {
+            let mut lo = 0u64;
+            for (i, byte) in word.iter().enumerate() {
+                lo |= u64::from(*byte) << (8 * i);
+            }
+            (lo, 0)
+        }
+        // Two overlapping reads; the bytes they share are equal, so `|` keeps them.
+        4..=7 => (read4(0) | (read4(len - 4) << (8 * (len - 4))), 0),
+        8 => (read8(0), 0),
+        // The second read holds bytes `len - 8 .. len`; shifting out those below 8 leaves
+        // bytes `8 .. len` from the bottom.
+        9..=16 => (read8(0), read8(len - 8) >> (8 * (16 - len))),
+        _ => return None,
+    };
+    Some(u128::from(lo) | (u128::from(hi) << 64))
+}
 
 /// How text becomes index terms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,16 +304,13 @@ impl Analyzer {
     /// Calls `f` with every lowercased, non-stopword word of `text`, in order.
     pub(crate) fn for_each_word(&self, text: &str, mut f: impl FnMut(&str)) {
         let mut lower = String::new();
-        for word in words(text) {
+        scan_words(text, |word, plain| {
             // Words already lowercase ASCII (most of them) need no copy.
-            if word
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b':')
-            {
-                if STOPWORDS.binary_search(&word).is_err() {
+            if plain {
+                if !is_stopword(word) {
                     f(word);
                 }
-                continue;
+                return;
             }
             lower.clear();
             if word.is_ascii() {
@@ -174,10 +319,10 @@ impl Analyzer {
             } else {
                 lower.extend(word.chars().flat_map(char::to_lowercase));
             }
-            if STOPWORDS.binary_search(&lower.as_str()).is_err() {
+            if !is_stopword(&lower) {
                 f(&lower);
             }
-        }
+        });
     }
 
     /// The term of a lowercased word: its stem when stemming is on and it is an ASCII word
@@ -273,6 +418,7 @@ pub(crate) fn rank_order(
 
 /// What the index keeps of one indexed fact that scoring does not touch: enough to rank
 /// and filter it by tag without looking the fact up, and to unindex it.
+#[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
 #[derive(Debug, Clone)]
 pub(crate) struct Slot {
     pub(crate) seq: u64,
@@ -286,6 +432,7 @@ pub(crate) struct Slot {
 }
 
 /// One term of the index: its live document frequency and its postings.
+#[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
 #[derive(Debug, Default)]
 struct Term {
     df: u32,
@@ -294,14 +441,16 @@ struct Term {
 }
 
 /// The length of a dead slot in [`TermIndex::lens`].
+#[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
 const DEAD: u32 = u32::MAX;
 
-/// The inverted index over the valid facts of a store.
+/// The inverted index over the valid facts of a store (the SQLite store's search cache).
 ///
 /// Postings are appended as facts become valid; a fact that stops being valid is marked
 /// dead and its postings are skipped until the index is rebuilt, which happens when dead
 /// postings outnumber live ones. Scoring reads only `terms`, `lens` and a score array, so
 /// its memory traffic is a few bytes per posting.
+#[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
 #[derive(Debug, Default)]
 pub(crate) struct TermIndex {
     ids: HashMap<String, u32>,
@@ -322,6 +471,7 @@ pub(crate) struct TermIndex {
     dead_postings: usize,
 }
 
+#[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
 impl TermIndex {
     /// The id of `term`, created on first sight.
     fn term_id(&mut self, term: String) -> u32 {
@@ -646,11 +796,78 @@ impl TopK {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::indexing_slicing, clippy::string_slice)]
+
     use super::*;
 
+    /// The char-by-char definition `words` had before it scanned bytes.
+    fn words_by_chars(text: &str) -> Vec<&str> {
+        let mut out = Vec::new();
+        let mut rest = text;
+        while let Some(start) = rest.char_indices().find(|(_, c)| c.is_alphanumeric()) {
+            let from_start = &rest[start.0..];
+            let len = from_start
+                .char_indices()
+                .find(|(_, c)| !c.is_alphanumeric())
+                .map_or(from_start.len(), |(i, _)| i);
+            let mut end = start.0 + len;
+            if rest[start.0..end].bytes().all(|b| b.is_ascii_alphabetic()) {
+                let digits = rest[end..]
+                    .strip_prefix(':')
+                    .map_or(0, |d| d.bytes().take_while(u8::is_ascii_digit).count());
+                if digits > 0 {
+                    end += 1 + digits;
+                }
+            }
+            out.push(&rest[start.0..end]);
+            rest = &rest[end..];
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn words_scan_bytes_as_the_definition_scans_chars(
+            text in "([a-zA-Z0-9:_ ./-]|é|ß|日|\\u{2160}|\\u{00A0}|\\u{1F600}){0,40}"
+        ) {
+            let mut scanned = Vec::new();
+            scan_words(&text, |word, plain| scanned.push((word, plain)));
+            let plain = |w: &str| w.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b':');
+            let expected: Vec<(&str, bool)> =
+                words_by_chars(&text).into_iter().map(|w| (w, plain(w))).collect();
+            proptest::prop_assert_eq!(scanned, expected);
+        }
+    }
+
     #[test]
-    fn stopwords_are_sorted_for_binary_search() {
+    fn stopwords_are_sorted_and_in_their_set() {
         assert!(STOPWORDS.windows(2).all(|pair| pair[0] < pair[1]));
+        for word in STOPWORDS {
+            assert!(is_stopword(word));
+            assert_eq!(
+                u128::from(pack_small(word.as_bytes())),
+                pack_word(word.as_bytes()).unwrap()
+            );
+        }
+        for word in [
+            "", "ab", "src1", "there_", "yamlx", "whose", "z", "thei", "tha",
+        ] {
+            assert_eq!(is_stopword(word), STOPWORDS.contains(&word), "{word}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Packing is the bytes themselves, zero-padded: injective on NUL-free words.
+        #[test]
+        fn pack_word_is_the_padded_bytes(word in "[a-z0-9:é]{0,20}") {
+            let bytes = word.as_bytes();
+            let expected = (bytes.len() <= 16).then(|| {
+                let mut padded = [0u8; 16];
+                padded[..bytes.len()].copy_from_slice(bytes);
+                u128::from_le_bytes(padded)
+            });
+            proptest::prop_assert_eq!(pack_word(bytes), expected);
+        }
     }
 
     #[test]
