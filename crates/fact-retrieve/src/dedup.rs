@@ -1,11 +1,12 @@
 //! One point, one line: facts of one subject that state the same sentence under different
 //! relations (a reviewer's issue that is also a convention) are retrieved once.
 
-use std::collections::HashMap;
+use std::borrow::Cow;
 
 use fact_model::{ELLIPSIS, char_len};
 
 use crate::RetrievedFact;
+use crate::format::one_line;
 
 /// The relations whose object states a point in words, strongest first. Of the retrieved
 /// facts of one subject that make the same point (see [`IndexRetriever`]), only the
@@ -36,16 +37,24 @@ const MAX_TAG_CHARS: usize = 16;
 
 /// The text a fact's point is compared on: its object with runs of whitespace folded, and
 /// a leading `[tag] ` (lowercase ASCII letters, as fact-extract's `[minor] `) removed.
-fn point_text(object: &str) -> String {
-    let folded = object.split_whitespace().collect::<Vec<_>>().join(" ");
-    let stripped = folded
-        .strip_prefix('[')
+fn point_text(object: &str) -> Cow<'_, str> {
+    match one_line(object) {
+        Cow::Borrowed(folded) => Cow::Borrowed(strip_tag(folded)),
+        Cow::Owned(folded) => match strip_tag(&folded) {
+            stripped if stripped.len() == folded.len() => Cow::Owned(folded),
+            stripped => Cow::Owned(stripped.to_owned()),
+        },
+    }
+}
+
+/// `text` without a leading `[tag] `; see [`point_text`].
+fn strip_tag(text: &str) -> &str {
+    text.strip_prefix('[')
         .and_then(|rest| rest.split_once("] "))
         .filter(|(tag, _)| {
             (1..=MAX_TAG_CHARS).contains(&tag.len()) && tag.bytes().all(|b| b.is_ascii_lowercase())
         })
-        .map(|(_, text)| text.to_owned());
-    stripped.unwrap_or(folded)
+        .map_or(text, |(_, stripped)| stripped)
 }
 
 /// Whether two point texts are one sentence: equal, or one was clipped (ends in `...` after
@@ -74,49 +83,79 @@ fn strength(relation: &str) -> Option<usize> {
 /// [`same_text`]). Stronger: earlier in [`RELATION_STRENGTH`], then a higher score, then
 /// earlier in `ranked`. The facts kept keep their order.
 pub(crate) fn fold_same_points(ranked: Vec<RetrievedFact>) -> Vec<RetrievedFact> {
-    struct Point {
+    struct Point<'r> {
         at: usize,
         strength: usize,
-        text: String,
+        subject: &'r str,
+        text: Cow<'r, str>,
+        /// The byte length of the text's first [`MIN_CLIPPED_CHARS`] characters.
+        head: usize,
     }
-    // Facts that can match share their subject and their text's first MIN_CLIPPED_CHARS
-    // characters; only those are compared.
-    let mut buckets: HashMap<(&str, String), Vec<Point>> = HashMap::new();
-    for (at, found) in ranked.iter().enumerate() {
-        let Some(strength) = strength(found.fact.relation()) else {
-            continue;
+    impl Point<'_> {
+        fn head(&self) -> &str {
+            self.text.get(..self.head).unwrap_or(&self.text)
+        }
+    }
+    let dropped = {
+        let mut points: Vec<Point<'_>> = ranked
+            .iter()
+            .enumerate()
+            .filter_map(|(at, found)| {
+                let strength = strength(found.fact.relation())?;
+                let text = point_text(found.fact.object());
+                let head = text
+                    .char_indices()
+                    .nth(MIN_CLIPPED_CHARS)
+                    .map_or(text.len(), |(end, _)| end);
+                Some(Point {
+                    at,
+                    strength,
+                    subject: found.fact.subject(),
+                    text,
+                    head,
+                })
+            })
+            .collect();
+        let score = |at: usize| ranked.get(at).map_or(0.0, |found| found.score);
+        let stronger = |a: &Point<'_>, b: &Point<'_>| {
+            a.strength
+                .cmp(&b.strength)
+                .then(score(b.at).total_cmp(&score(a.at)))
+                .then(a.at.cmp(&b.at))
+                .is_lt()
         };
-        let text = point_text(found.fact.object());
-        let head = text.chars().take(MIN_CLIPPED_CHARS).collect();
-        buckets
-            .entry((found.fact.subject(), head))
-            .or_default()
-            .push(Point { at, strength, text });
-    }
-    let score = |at: usize| ranked.get(at).map_or(0.0, |found| found.score);
-    let stronger = |a: &Point, b: &Point| {
-        a.strength
-            .cmp(&b.strength)
-            .then(score(b.at).total_cmp(&score(a.at)))
-            .then(a.at.cmp(&b.at))
-            .is_lt()
-    };
-    let mut dropped = vec![false; ranked.len()];
-    for points in buckets.values().filter(|points| points.len() > 1) {
-        for point in points {
-            if points
-                .iter()
-                .any(|other| stronger(other, point) && same_text(&other.text, &point.text))
-                && let Some(drop) = dropped.get_mut(point.at)
-            {
-                *drop = true;
+        // Facts that can match share their subject and their text's first
+        // MIN_CLIPPED_CHARS characters; only those are compared.
+        points.sort_by(|a, b| (a.subject, a.head()).cmp(&(b.subject, b.head())));
+        let mut dropped = Vec::new();
+        for group in points.chunk_by(|a, b| a.subject == b.subject && a.head() == b.head()) {
+            if group.len() < 2 {
+                continue;
             }
+            for point in group {
+                if group
+                    .iter()
+                    .any(|other| stronger(other, point) && same_text(&other.text, &point.text))
+                {
+                    dropped.push(point.at);
+                }
+            }
+        }
+        dropped
+    };
+    if dropped.is_empty() {
+        return ranked;
+    }
+    let mut keep = vec![true; ranked.len()];
+    for at in dropped {
+        if let Some(keep) = keep.get_mut(at) {
+            *keep = false;
         }
     }
     ranked
         .into_iter()
-        .zip(dropped)
-        .filter_map(|(found, dropped)| (!dropped).then_some(found))
+        .zip(keep)
+        .filter_map(|(found, keep)| keep.then_some(found))
         .collect()
 }
 

@@ -1,5 +1,7 @@
 //! [`format_session_facts`]: the `[Session Context]` section of a dispatch prompt.
 
+use std::borrow::Cow;
+
 use fact_model::{SessionFact, char_len, clip};
 
 /// The first line of the section.
@@ -49,12 +51,13 @@ pub(crate) fn format_session_facts_while<'f>(
     facts: impl IntoIterator<Item = &'f SessionFact>,
     mut fits: impl FnMut(&str) -> bool,
 ) -> (String, usize) {
-    let mut section = String::from(SESSION_CONTEXT_HEADER);
+    let mut section = String::with_capacity(1024);
+    section.push_str(SESSION_CONTEXT_HEADER);
     let mut kept = 0;
     for fact in facts {
         let before = section.len();
         section.push('\n');
-        section.push_str(&format_fact_line(fact));
+        push_fact_line(&mut section, fact);
         if !fits(&section) {
             section.truncate(before);
             break;
@@ -70,14 +73,24 @@ pub(crate) fn format_session_facts_while<'f>(
 /// One line of the section; see [`format_session_facts`].
 #[must_use]
 pub fn format_fact_line(fact: &SessionFact) -> String {
-    let suffix = format!(" [task:{}]", one_line(fact.source_task_id()));
+    let mut line = String::new();
+    push_fact_line(&mut line, fact);
+    line
+}
+
+/// Appends [`format_fact_line`]`(fact)` to `out`.
+fn push_fact_line(out: &mut String, fact: &SessionFact) {
+    const SUFFIX_START: &str = " [task:";
+    const SUFFIX_END: &str = "]";
+    let task = one_line(fact.source_task_id());
+    let suffix_chars = SUFFIX_START.len() + char_len(&task) + SUFFIX_END.len();
     let mut fields = [
         one_line(fact.object()),
         one_line(fact.subject()),
         one_line(fact.relation()),
     ];
-    let budget = MAX_LINE_CHARS.saturating_sub(2 + char_len(&suffix));
-    let total = |fields: &[String; 3]| fields.iter().map(|f| char_len(f)).sum::<usize>() + 2;
+    let budget = MAX_LINE_CHARS.saturating_sub(2 + suffix_chars);
+    let total = |fields: &[Cow<'_, str>; 3]| fields.iter().map(|f| char_len(f)).sum::<usize>() + 2;
     // Shrink object, then subject, then relation, each down to "..." at the least.
     let mut over = total(&fields).saturating_sub(budget);
     for field in &mut fields {
@@ -87,27 +100,59 @@ pub fn format_fact_line(fact: &SessionFact) -> String {
         let len = char_len(field);
         let target = len.saturating_sub(over).max(3.min(len));
         if target < len {
-            *field = clip(field, target).into_owned();
+            let clipped = clip(field, target).into_owned();
+            *field = Cow::Owned(clipped);
             over = over.saturating_sub(len - char_len(field));
         }
     }
     let [object, subject, relation] = &fields;
-    let line = format!("- {subject} {relation} {object}{suffix}");
-    clip(&line, MAX_LINE_CHARS).into_owned()
+    let start = out.len();
+    for part in [
+        "- ",
+        subject,
+        " ",
+        relation,
+        " ",
+        object,
+        SUFFIX_START,
+        &task,
+        SUFFIX_END,
+    ] {
+        out.push_str(part);
+    }
+    // A line of at most MAX_LINE_CHARS bytes has at most that many characters.
+    if out.len() - start > MAX_LINE_CHARS
+        && let Some(line) = out.get(start..)
+        && let Cow::Owned(clipped) = clip(line, MAX_LINE_CHARS)
+    {
+        out.truncate(start);
+        out.push_str(&clipped);
+    }
 }
 
-/// `text` with runs of whitespace folded to one space, and trimmed.
-fn one_line(text: &str) -> String {
+/// `text` with runs of whitespace folded to one space, and trimmed; borrowed when it
+/// already is.
+pub(crate) fn one_line(text: &str) -> Cow<'_, str> {
     let trimmed = text.trim();
-    let mut previous_space = false;
-    let folded = trimmed.chars().all(|c| {
-        let ok = (c == ' ' && !previous_space) || !c.is_whitespace();
-        previous_space = c == ' ';
-        ok
-    });
-    if folded {
-        trimmed.to_owned()
+    let folded = if trimmed.is_ascii() {
+        // The same test on bytes, without an early exit so it runs a word at a time: ASCII
+        // whitespace is `\t`..=`\r` and the space, so the text is folded unless it holds
+        // one of the first five or two spaces in a row.
+        !trimmed
+            .bytes()
+            .fold(false, |found, b| found | (b'\t'..=b'\r').contains(&b))
+            && !trimmed.contains("  ")
     } else {
-        trimmed.split_whitespace().collect::<Vec<_>>().join(" ")
+        let mut previous_space = false;
+        trimmed.chars().all(|c| {
+            let ok = (c == ' ' && !previous_space) || !c.is_whitespace();
+            previous_space = c == ' ';
+            ok
+        })
+    };
+    if folded {
+        Cow::Borrowed(trimmed)
+    } else {
+        Cow::Owned(trimmed.split_whitespace().collect::<Vec<_>>().join(" "))
     }
 }
