@@ -732,6 +732,47 @@ impl TagList {
     }
 }
 
+/// The tags as given, the first four kept (see [`TagList`]): what [`Tags::new`] decides on.
+impl IntoIterator for TagList {
+    type Item = Tag;
+    type IntoIter = std::iter::Take<std::array::IntoIter<Tag, { MAX_TAGS + 1 }>>;
+
+    #[inline]
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.into_iter().take(self.given)
+    }
+}
+
+/// Reads a JSON list of tags inline, without a `Vec`: every element is still read (and an
+/// unknown tag rejected by serde), and [`SessionFact::validated`] judges the list exactly
+/// as it judges a `Vec<Tag>`, since [`Tags::new`] stops at the fourth tag either way.
+impl<'de> Deserialize<'de> for TagList {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = TagList;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a sequence")
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<TagList, A::Error> {
+                let mut list = TagList::EMPTY;
+                while let Some(tag) = seq.next_element::<Tag>()? {
+                    list.push(tag);
+                }
+                Ok(list)
+            }
+        }
+
+        deserializer.deserialize_seq(Visitor)
+    }
+}
+
 impl fmt::Debug for TagList {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list().entries(self.kept()).finish()
@@ -871,19 +912,20 @@ impl FactBuilder {
     }
 }
 
-/// A fact before validation: the wire form as read (tags as a list), or what a builder
-/// holds (tags as an iterator over its inline list).
+/// A fact before validation: the wire form as read (tags as an inline [`TagList`]), or
+/// what a builder holds (tags as an iterator over its inline list).
 #[derive(Deserialize)]
-struct WireFact<T = Vec<Tag>> {
-    #[serde(default)]
-    id: Option<FactId>,
+struct WireFact<T = TagList> {
+    #[serde(default, deserialize_with = "parsed_option::<_, GivenId>")]
+    id: Option<GivenId>,
     subject: FactText,
     relation: FactText,
     object: FactText,
     tags: T,
+    #[serde(deserialize_with = "parsed::<_, WireTime>")]
     valid_from: Timestamp,
     /// Absent is read as `null`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "parsed_option::<_, WireTime>")]
     valid_to: Option<Timestamp>,
     source_task_id: FactText,
     source_role: SourceRole,
@@ -891,8 +933,159 @@ struct WireFact<T = Vec<Tag>> {
     confidence: f64,
     #[serde(default)]
     statement: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "parsed_option::<_, FactId>")]
     superseded_by: Option<FactId>,
+}
+
+/// A value read from a JSON string through its `FromStr`, exactly as the `Deserialize` of
+/// [`Timestamp`] and [`FactId`] read it (same errors), but from the borrowed text: no
+/// `String` is allocated for it.
+struct Parsed<T>(T);
+
+impl<'de, T: std::str::FromStr> Deserialize<'de> for Parsed<T>
+where
+    T::Err: fmt::Display,
+{
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor<T>(std::marker::PhantomData<T>);
+
+        impl<T: std::str::FromStr> serde::de::Visitor<'_> for Visitor<T>
+        where
+            T::Err: fmt::Display,
+        {
+            type Value = Parsed<T>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Parsed<T>, E> {
+                text.parse().map(Parsed).map_err(E::custom)
+            }
+        }
+
+        deserializer.deserialize_str(Visitor(std::marker::PhantomData))
+    }
+}
+
+fn parsed<'de, D, T>(deserializer: D) -> Result<T::Target, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: std::str::FromStr + WireValue,
+    T::Err: fmt::Display,
+{
+    Parsed::<T>::deserialize(deserializer).map(|parsed| parsed.0.value())
+}
+
+fn parsed_option<'de, D, T>(deserializer: D) -> Result<Option<T::Target>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: std::str::FromStr + WireValue,
+    T::Err: fmt::Display,
+{
+    Option::<Parsed<T>>::deserialize(deserializer).map(|parsed| parsed.map(|p| p.0.value()))
+}
+
+/// What a text parsed for the wire stands for.
+trait WireValue {
+    type Target;
+
+    fn value(self) -> Self::Target;
+}
+
+impl WireValue for FactId {
+    type Target = FactId;
+
+    fn value(self) -> FactId {
+        self
+    }
+}
+
+impl WireValue for GivenId {
+    type Target = GivenId;
+
+    fn value(self) -> GivenId {
+        self
+    }
+}
+
+/// A [`Timestamp`] read from the wire: the canonical form [`Rfc3339`] writes
+/// (`YYYY-MM-DDTHH:MM:SS[.fff|.ffffff]Z`) decoded directly, anything else (offsets, other
+/// fraction lengths, errors) by `Timestamp`'s own parser, so values and errors are its.
+struct WireTime(Timestamp);
+
+impl WireValue for WireTime {
+    type Target = Timestamp;
+
+    fn value(self) -> Timestamp {
+        self.0
+    }
+}
+
+impl std::str::FromStr for WireTime {
+    type Err = crate::TimestampError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match canonical_time(text.as_bytes()) {
+            Some(at) => Ok(WireTime(at)),
+            None => text.parse().map(WireTime),
+        }
+    }
+}
+
+/// The instant of canonical RFC 3339 text, or `None` for any other text (which the full
+/// parser then reads or rejects).
+fn canonical_time(text: &[u8]) -> Option<Timestamp> {
+    let number = |from: usize, len: usize| -> Option<i64> {
+        text.get(from..from + len)?.iter().try_fold(0i64, |n, &b| {
+            b.is_ascii_digit().then(|| n * 10 + i64::from(b - b'0'))
+        })
+    };
+    let at = |i: usize| text.get(i).copied();
+    if at(4)? != b'-' || at(7)? != b'-' || at(10)? != b'T' || at(13)? != b':' || at(16)? != b':' {
+        return None;
+    }
+    let (year, month, day) = (number(0, 4)?, number(5, 2)?, number(8, 2)?);
+    let (hour, minute, second) = (number(11, 2)?, number(14, 2)?, number(17, 2)?);
+    let frac = match text.len() {
+        20 => 0,
+        24 if at(19)? == b'.' => number(20, 3)? * 1000,
+        27 if at(19)? == b'.' => number(20, 6)?,
+        _ => return None,
+    };
+    if text.last().copied()? != b'Z'
+        || !(1..=12).contains(&month)
+        || day < 1
+        || day > days_in_month(year, month)
+        || hour > 23
+        || minute > 59
+        || second > 59
+    {
+        return None;
+    }
+    let secs = days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second;
+    Timestamp::from_unix_micros(secs * 1_000_000 + frac).ok()
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
+/// `days_from_civil`, as `Timestamp`'s parser computes it).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn days_in_month(year: i64, month: i64) -> i64 {
+    match month {
+        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
 }
 
 /// The wire form of a fact as written, borrowed from it: no copy of the fact to
@@ -900,39 +1093,205 @@ struct WireFact<T = Vec<Tag>> {
 #[derive(Serialize)]
 #[serde(rename = "WireFact")]
 struct WireFactRef<'a> {
-    id: FactId,
+    id: HexId,
     subject: &'a str,
     relation: &'a str,
     object: &'a str,
     tags: &'a [Tag],
-    valid_from: Timestamp,
+    valid_from: Rfc3339,
     /// Always written (`null` while valid), so a reader sees the field the wire form
     /// promises.
-    valid_to: Option<Timestamp>,
+    valid_to: Option<Rfc3339>,
     source_task_id: &'a str,
     source_role: SourceRole,
     confidence: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     statement: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    superseded_by: Option<FactId>,
+    superseded_by: Option<HexId>,
+}
+
+/// The 16 lowercase hex characters of `id`, as its `Display` writes them.
+#[inline]
+fn hex(id: FactId) -> [u8; 16] {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = [0u8; 16];
+    for (pair, byte) in out.chunks_exact_mut(2).zip(id.as_bytes()) {
+        if let [hi, lo] = pair {
+            *hi = DIGITS.get(usize::from(byte >> 4)).copied().unwrap_or(b'0');
+            *lo = DIGITS.get(usize::from(byte & 0xf)).copied().unwrap_or(b'0');
+        }
+    }
+    out
+}
+
+/// A [`FactId`] written as its 16 hex characters from a stack buffer: the same string as
+/// its `Serialize`, without a formatter call per byte.
+#[derive(Clone, Copy)]
+struct HexId(FactId);
+
+impl Serialize for HexId {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let out = hex(self.0);
+        let text = std::str::from_utf8(&out).map_err(serde::ser::Error::custom)?;
+        serializer.serialize_str(text)
+    }
+}
+
+/// The `id` a wire fact came with: text that [`FactId`]'s `FromStr` accepts (16 lowercase
+/// hex characters; anything else is rejected when read, with that parser's error), kept as
+/// text. [`SessionFact::validated`] compares it with the hex of the computed id, and parses
+/// it only to report a mismatch.
+#[derive(Clone, Copy)]
+struct GivenId([u8; 16]);
+
+impl GivenId {
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.0).unwrap_or("")
+    }
+}
+
+impl std::str::FromStr for GivenId {
+    type Err = crate::ParseFactIdError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let mut out = [0u8; 16];
+        if text.len() == out.len() && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+            out.copy_from_slice(text.as_bytes());
+            return Ok(GivenId(out));
+        }
+        // Anything else is what `FactId` rejects, with its own error.
+        text.parse::<FactId>().map(|id| GivenId(hex(id)))
+    }
+}
+
+/// A [`Timestamp`] written as its RFC 3339 `Display` form, formatted into a stack buffer
+/// without the formatter, so a serializer sees one string rather than a fragment per field.
+#[derive(Clone, Copy)]
+struct Rfc3339(Timestamp);
+
+impl Serialize for Rfc3339 {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let text = rfc3339(self.0);
+        match text.as_str() {
+            Some(text) => serializer.serialize_str(text),
+            None => serializer.collect_str(&self.0),
+        }
+    }
+}
+
+/// `at` as its `Display` writes it (`YYYY-MM-DDTHH:MM:SS[.fff|.ffffff]Z`), with digits
+/// written directly rather than through the formatter.
+fn rfc3339(at: Timestamp) -> StackText<32> {
+    const MICROS: i64 = 1_000_000;
+    let micros = at.unix_micros();
+    let secs = micros.div_euclid(MICROS);
+    let frac = micros.rem_euclid(MICROS);
+    let (year, month, day) = civil_from_days(secs.div_euclid(86_400));
+    let sod = secs.rem_euclid(86_400);
+    let mut text = StackText::<32>::new();
+    text.digits(year, 4);
+    text.byte(b'-');
+    text.digits(month, 2);
+    text.byte(b'-');
+    text.digits(day, 2);
+    text.byte(b'T');
+    text.digits(sod / 3600, 2);
+    text.byte(b':');
+    text.digits(sod % 3600 / 60, 2);
+    text.byte(b':');
+    text.digits(sod % 60, 2);
+    if frac != 0 {
+        text.byte(b'.');
+        if frac % 1000 == 0 {
+            text.digits(frac / 1000, 3);
+        } else {
+            text.digits(frac, 6);
+        }
+    }
+    text.byte(b'Z');
+    text
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's
+/// `civil_from_days`, as `Timestamp`'s `Display` computes it).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+/// A small text buffer on the stack; a write that does not fit marks it overflowed.
+struct StackText<const N: usize> {
+    bytes: [u8; N],
+    len: usize,
+    overflowed: bool,
+}
+
+impl<const N: usize> StackText<N> {
+    fn new() -> Self {
+        StackText {
+            bytes: [0; N],
+            len: 0,
+            overflowed: false,
+        }
+    }
+
+    /// The text, or `None` when a write did not fit.
+    fn as_str(&self) -> Option<&str> {
+        if self.overflowed {
+            return None;
+        }
+        self.bytes
+            .get(..self.len)
+            .and_then(|b| std::str::from_utf8(b).ok())
+    }
+
+    fn byte(&mut self, byte: u8) {
+        match self.bytes.get_mut(self.len) {
+            Some(slot) => {
+                *slot = byte;
+                self.len += 1;
+            }
+            None => self.overflowed = true,
+        }
+    }
+
+    /// `value` in exactly `width` decimal digits (values in range never need more).
+    fn digits(&mut self, value: i64, width: u32) {
+        if !(0..10_i64.pow(width)).contains(&value) {
+            self.overflowed = true;
+            return;
+        }
+        for place in (0..width).rev() {
+            let digit = value / 10_i64.pow(place) % 10;
+            self.byte(b'0' + digit as u8);
+        }
+    }
 }
 
 impl Serialize for SessionFact {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         WireFactRef {
-            id: self.id,
+            id: HexId(self.id),
             subject: self.subject(),
             relation: self.relation(),
             object: self.object(),
             tags: self.tags.as_slice(),
-            valid_from: self.valid_from,
-            valid_to: self.valid_to,
+            valid_from: Rfc3339(self.valid_from),
+            valid_to: self.valid_to.map(Rfc3339),
             source_task_id: self.source_task_id(),
             source_role: self.source_role,
             confidence: self.confidence,
             statement: self.statement(),
-            superseded_by: self.superseded_by,
+            superseded_by: self.superseded_by.map(HexId),
         }
         .serialize(serializer)
     }
@@ -950,8 +1309,11 @@ impl SessionFact {
         check_text(Field::Object, &wire.object, MAX_OBJECT_CHARS)?;
         let computed = FactId::for_triple(&wire.subject, &wire.relation, &wire.object);
         if let Some(given) = wire.id
-            && given != computed
+            && given.0 != hex(computed)
         {
+            // The text was checked when read, so it parses; were it ever not to, the
+            // mismatch is still reported, naming the computed id.
+            let given = given.as_str().parse().unwrap_or(computed);
             return Err(FactError::IdMismatch { given, computed });
         }
         let tags = Tags::new(wire.tags)?;
@@ -990,5 +1352,194 @@ impl TryFrom<WireFact> for SessionFact {
 
     fn try_from(wire: WireFact) -> Result<Self, Self::Error> {
         SessionFact::validated(wire)
+    }
+}
+
+#[cfg(test)]
+mod wire_tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+    use super::*;
+    use serde_json::json;
+
+    fn wire() -> serde_json::Value {
+        json!({
+            "subject": "src/lib.rs", "relation": "modified_by", "object": "task:1",
+            "tags": ["file_change"], "valid_from": "2026-11-22T03:00:00Z",
+            "source_task_id": "1", "source_role": "implementer"
+        })
+    }
+
+    fn rejected(field: &str, value: serde_json::Value) -> String {
+        let mut fact = wire();
+        fact[field] = value;
+        let text = serde_json::to_string(&fact).unwrap();
+        let from_str = serde_json::from_str::<SessionFact>(&text).unwrap_err();
+        let from_value = serde_json::from_value::<SessionFact>(fact).unwrap_err();
+        assert_eq!(
+            from_str.to_string().split(" at line").next(),
+            Some(&*from_value.to_string())
+        );
+        from_value.to_string()
+    }
+
+    /// The inline tag list judges a list exactly as `Tags::new` judges the whole `Vec`.
+    #[test]
+    fn inline_tags_are_judged_as_a_vec() {
+        let lists: [&[&str]; 7] = [
+            &[],
+            &["test"],
+            &["test", "error", "goal"],
+            &["test", "error", "goal", "context"],
+            &["test", "error", "goal", "context", "behavior"],
+            &["test", "error", "goal", "test"],
+            &["test", "error", "goal", "context", "test"],
+        ];
+        for list in lists {
+            let tags: Vec<Tag> = list.iter().map(|t| t.parse().unwrap()).collect();
+            let mut fact = wire();
+            fact["tags"] = json!(list);
+            let read = serde_json::from_value::<SessionFact>(fact).map(|f| f.tags);
+            let judged = Tags::new(tags);
+            match (read, judged) {
+                (Ok(read), Ok(judged)) => assert_eq!(read, judged),
+                (Err(read), Err(judged)) => assert_eq!(read.to_string(), judged.to_string()),
+                (read, judged) => panic!("{list:?}: {read:?} vs {judged:?}"),
+            }
+        }
+        assert_eq!(
+            rejected("tags", json!("test")),
+            "invalid type: string \"test\", expected a sequence"
+        );
+        assert!(rejected("tags", json!(["tests"])).starts_with("unknown variant `tests`"));
+    }
+
+    #[test]
+    fn given_ids_are_checked_as_parsed_ids() {
+        let id = FactId::for_triple("src/lib.rs", "modified_by", "task:1");
+        let mut fact = wire();
+        fact["id"] = json!(id.to_string());
+        assert_eq!(
+            serde_json::from_value::<SessionFact>(fact).unwrap().id(),
+            id
+        );
+        let other = FactId::for_triple("a", "b", "c");
+        assert_eq!(
+            rejected("id", json!(other.to_string())),
+            FactError::IdMismatch {
+                given: other,
+                computed: id
+            }
+            .to_string()
+        );
+        for bad in [
+            "zz",
+            "",
+            "052738CA51D2CFDB",
+            "052738ca51d2cfdb0",
+            "052738ca51d2cfdé",
+        ] {
+            let expect = bad.parse::<FactId>().unwrap_err().to_string();
+            assert_eq!(rejected("id", json!(bad)), expect);
+        }
+        assert_eq!(
+            rejected("id", json!(12)),
+            "invalid type: integer `12`, expected a string"
+        );
+    }
+
+    /// Timestamps and ids read from borrowed text fail as their own `Deserialize` does.
+    #[test]
+    fn parsed_fields_fail_as_their_types_do() {
+        let own = |value: serde_json::Value, id: bool| {
+            if id {
+                serde_json::from_value::<Option<FactId>>(value)
+                    .unwrap_err()
+                    .to_string()
+            } else {
+                serde_json::from_value::<Option<Timestamp>>(value)
+                    .unwrap_err()
+                    .to_string()
+            }
+        };
+        for value in [
+            json!("yesterday"),
+            json!(12),
+            json!([]),
+            json!("2026-13-01T00:00:00Z"),
+        ] {
+            assert_eq!(
+                rejected("valid_from", value.clone()),
+                own(value.clone(), false)
+            );
+            assert_eq!(rejected("valid_to", value.clone()), own(value, false));
+        }
+        let mut fact = wire();
+        fact["valid_to"] = json!("2026-11-22T04:00:00Z");
+        fact["superseded_by"] = json!("zz");
+        let err = serde_json::from_value::<SessionFact>(fact.clone()).unwrap_err();
+        assert_eq!(err.to_string(), own(json!("zz"), true));
+        fact["superseded_by"] = json!(null);
+        fact["valid_to"] = json!(null);
+        assert!(
+            serde_json::from_value::<SessionFact>(fact)
+                .unwrap()
+                .is_valid()
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn rfc3339_is_the_display(
+            micros in Timestamp::MIN.unix_micros()..=Timestamp::MAX.unix_micros(),
+            whole in 0..3u8,
+        ) {
+            let micros = match whole { 0 => micros, 1 => micros / 1000 * 1000, _ => micros / 1_000_000 * 1_000_000 };
+            let at = Timestamp::from_unix_micros(micros).unwrap();
+            let text = rfc3339(at);
+            proptest::prop_assert_eq!(text.as_str(), Some(&*at.to_string()));
+            let display = at.to_string();
+            proptest::prop_assert_eq!(canonical_time(display.as_bytes()), Some(at));
+        }
+
+        /// Whatever the fast path reads, it reads as `Timestamp`'s parser does.
+        #[test]
+        fn canonical_time_agrees_with_the_parser(
+            text in "[0-9]{4}-[0-1][0-9]-[0-3][0-9]T[0-2][0-9]:[0-6][0-9]:[0-6][0-9](\\.[0-9]{1,7})?[Zz+]"
+        ) {
+            if let Some(at) = canonical_time(text.as_bytes()) {
+                proptest::prop_assert_eq!(text.parse::<Timestamp>().ok(), Some(at));
+            }
+            let wire = text.parse::<WireTime>().map(|t| t.0).map_err(|e| e.to_string());
+            proptest::prop_assert_eq!(wire, text.parse::<Timestamp>().map_err(|e| e.to_string()));
+        }
+    }
+
+    #[test]
+    fn rfc3339_edges_are_the_display() {
+        for at in [Timestamp::MIN, Timestamp::MAX, Timestamp::UNIX_EPOCH] {
+            assert_eq!(rfc3339(at).as_str(), Some(&*at.to_string()));
+        }
+    }
+
+    #[test]
+    fn written_ids_and_times_are_their_display() {
+        let fact = SessionFact::builder("s", "r", "o")
+            .tag(Tag::Test)
+            .source("1", SourceRole::Implementer)
+            .valid_from(Timestamp::from_unix_micros(-1_500).unwrap())
+            .valid_to(Timestamp::MAX)
+            .superseded_by(FactId::for_triple("x", "y", "z"))
+            .build()
+            .unwrap();
+        let value = serde_json::to_value(&fact).unwrap();
+        assert_eq!(value["id"], json!(fact.id().to_string()));
+        assert_eq!(
+            value["superseded_by"],
+            json!(FactId::for_triple("x", "y", "z").to_string())
+        );
+        assert_eq!(value["valid_from"], json!(fact.valid_from().to_string()));
+        assert_eq!(value["valid_to"], json!(Timestamp::MAX.to_string()));
+        assert_eq!(serde_json::from_value::<SessionFact>(value).unwrap(), fact);
     }
 }
