@@ -226,29 +226,8 @@ pub(crate) fn run(args: &[String]) -> Result<(), Error> {
         }
         Mode::Compare(options) => options,
     };
-    if cfg!(debug_assertions) {
-        // Timings and RSS from a debug build would mean nothing: run optimized.
-        let mut forwarded = vec![
-            "run",
-            "--quiet",
-            "--release",
-            "--package",
-            "xtask",
-            "--",
-            "bench-ref",
-        ];
-        forwarded.extend(args.iter().map(String::as_str));
-        let status = cargo::command(&forwarded)
-            .map_err(Error::Failed)?
-            .status()
-            .map_err(|e| Error::Failed(format!("could not start the release build: {e}")))?;
-        return if status.success() {
-            Ok(())
-        } else {
-            Err(Error::Failed(format!(
-                "release bench-ref failed ({status})"
-            )))
-        };
+    if let Some(outcome) = cargo::rerun_in_release("bench-ref", args) {
+        return outcome;
     }
     compare(&options)
 }

@@ -28,3 +28,41 @@ pub(crate) fn command(args: &[&str]) -> Result<Command, String> {
     command.args(args).current_dir(workspace_root()?);
     Ok(command)
 }
+
+/// In a debug build of xtask, runs `cargo run --release -p xtask -- SUBCOMMAND ARGS…` and
+/// answers its outcome; in a release build, `None`, and the caller does the work itself.
+/// Timings and memory figures from a debug build would mean nothing.
+pub(crate) fn rerun_in_release(
+    subcommand: &str,
+    args: &[String],
+) -> Option<Result<(), crate::Error>> {
+    if !cfg!(debug_assertions) {
+        return None;
+    }
+    let mut forwarded = vec![
+        "run",
+        "--quiet",
+        "--release",
+        "--package",
+        "xtask",
+        "--",
+        subcommand,
+    ];
+    forwarded.extend(args.iter().map(String::as_str));
+    let status = command(&forwarded)
+        .map_err(crate::Error::Failed)
+        .and_then(|mut c| {
+            c.status().map_err(|e| {
+                crate::Error::Failed(format!("could not start the release build: {e}"))
+            })
+        });
+    Some(status.and_then(|status| {
+        if status.success() {
+            Ok(())
+        } else {
+            Err(crate::Error::Failed(format!(
+                "release {subcommand} failed ({status})"
+            )))
+        }
+    }))
+}

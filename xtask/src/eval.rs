@@ -159,29 +159,8 @@ pub(crate) fn run(args: &[String]) -> Result<(), Error> {
         return crate::tokens::run(rest);
     }
     let options = parse(args)?;
-    if cfg!(debug_assertions) {
-        // Latency figures from a debug build would mean nothing: run optimized.
-        let mut forwarded = vec![
-            "run",
-            "--quiet",
-            "--release",
-            "--package",
-            "xtask",
-            "--",
-            "eval",
-        ];
-        forwarded.extend(args.iter().map(String::as_str));
-        let status = cargo::command(&forwarded)
-            .map_err(Error::Failed)?
-            .status()
-            .map_err(|e| Error::Failed(format!("could not start the release build: {e}")))?;
-        return if status.success() {
-            Ok(())
-        } else {
-            Err(Error::Failed(format!(
-                "release evaluation failed ({status})"
-            )))
-        };
+    if let Some(outcome) = cargo::rerun_in_release("eval", args) {
+        return outcome;
     }
     let text = std::fs::read_to_string(&options.data)
         .map_err(|e| Error::Failed(format!("cannot read {}: {e}", options.data)))?;

@@ -1187,7 +1187,7 @@ fn rfc3339(at: Timestamp) -> StackText<32> {
     let micros = at.unix_micros();
     let secs = micros.div_euclid(MICROS);
     let frac = micros.rem_euclid(MICROS);
-    let (year, month, day) = civil_from_days(secs.div_euclid(86_400));
+    let (year, month, day) = crate::time::civil_from_days(secs.div_euclid(86_400));
     let sod = secs.rem_euclid(86_400);
     let mut text = StackText::<32>::new();
     text.digits(year, 4);
@@ -1211,21 +1211,6 @@ fn rfc3339(at: Timestamp) -> StackText<32> {
     }
     text.byte(b'Z');
     text
-}
-
-/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's
-/// `civil_from_days`, as `Timestamp`'s `Display` computes it).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
 }
 
 /// A small text buffer on the stack; a write that does not fit marks it overflowed.

@@ -135,8 +135,9 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-/// The proleptic Gregorian date `(year, month, day)` of a day count since 1970-01-01.
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
+/// The proleptic Gregorian date `(year, month, day)` of a day count since 1970-01-01; also
+/// used by the fast timestamp writer of a fact's wire form.
+pub(crate) fn civil_from_days(days: i64) -> (i64, i64, i64) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;

@@ -144,22 +144,11 @@ fn the_example_session_replays_through_the_binary_as_documented() {
     let spec = dir.path().join("project/.spec-context/specs/demo");
     std::fs::create_dir_all(&spec).unwrap();
     std::fs::write(spec.join("tasks.md"), tasks).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_facts"))
-        .args(["replay", "--deterministic", "--project", "project", "-"])
-        .current_dir(dir.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(requests.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8(output.stdout).unwrap();
+    let (stdout, code) = facts(
+        dir.path(),
+        &["replay", "--deterministic", "--project", "project", "-"],
+        requests,
+    );
     let actual: Vec<Value> = stdout
         .lines()
         .map(|line| serde_json::from_str(line).unwrap())
@@ -177,12 +166,7 @@ fn the_example_session_replays_through_the_binary_as_documented() {
         );
     }
     // The session shows a failure too, so the exit code is the documented 1.
-    assert_eq!(
-        output.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_eq!(code, Some(1), "{stdout}");
 }
 
 /// Runs the binary in `dir` with `args`, `stdin` as its input; its stdout and exit code.
