@@ -82,8 +82,12 @@ mod episode;
 mod error;
 mod index;
 mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod report;
 mod snapshot;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod sql;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
@@ -97,6 +101,9 @@ pub use crate::index::{Analyzer, AnalyzerConfig, STOPWORDS, ScoredFact, TermQuer
 pub use crate::memory::{
     COMPACTED_RELATION, CompactionPolicy, InMemorySessionFactStore, StoreConfig,
 };
+#[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+pub use crate::postgres::{PgFactStore, PgOptions};
 pub use crate::report::{
     AddReport, CompactionReport, ImportDiagnostic, ImportReport, SkipReason, Skipped,
 };

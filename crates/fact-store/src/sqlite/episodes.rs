@@ -12,8 +12,8 @@ use fact_model::Timestamp;
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 
 use super::SqliteFactStore;
-use super::codec::time_from_sql;
-use super::error::{DbError, DbResult};
+use crate::sql::codec::time_from_sql;
+use crate::sql::error::{DbError, DbResult};
 use crate::{Episode, EpisodeStore, StoreError, StoreResult};
 
 /// The episode columns every episode query selects, in the order [`read_episode`] reads.

@@ -2,20 +2,20 @@
 //! threads and processes.
 //!
 //! - `schema.rs`: the tables, `PRAGMA user_version` and the forward migrations.
-//! - `writer.rs`: one write transaction and the temporal rules over it (the in-memory
-//!   store's `State`, step for step).
-//! - `search.rs`: term search over the database's index, with an in-process cache.
+//! - `rows.rs`: the rows of one write transaction, for the temporal rules every SQL store
+//!   shares ([`crate::sql::rules`]).
+//! - `search.rs`: term search over the database's index, with the shared in-process cache.
 //! - `episodes.rs`: the [`EpisodeStore`](crate::EpisodeStore) implementation.
-//! - `codec.rs` and `error.rs`: rows ↔ facts, SQLite errors → [`StoreError`].
+//! - `codec.rs` and `error.rs`: rows → facts, SQLite errors → [`StoreError`].
 
 mod codec;
 mod episodes;
 mod error;
+mod rows;
 mod schema;
 mod search;
 #[cfg(test)]
 mod tests;
-mod writer;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -27,11 +27,15 @@ use fact_model::{Clock, FactId, FactSelector, FactUpdate, SessionFact, Timestamp
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Params, TransactionBehavior, params};
 
-use self::codec::{FACT_COLUMN_COUNT, FACT_COLUMNS, batch_from_sql, id_to_sql, read_fact};
-use self::error::{DbError, DbResult};
+pub(crate) use self::error::store_error;
+
+use self::codec::read_fact;
+use self::rows::SqliteRows;
 use self::schema::{Found, SCHEMA_VERSION};
-use self::search::SearchCache;
-use self::writer::{Outcome, Writer};
+use crate::sql::codec::{FACT_COLUMN_COUNT, FACT_COLUMNS, batch_from_sql, id_to_sql};
+use crate::sql::error::{DbError, DbResult};
+use crate::sql::rules::{Outcome, Writer};
+use crate::sql::search::SearchCache;
 use crate::{
     AddReport, Analyzer, AnalyzerConfig, CompactionReport, ImportReport, SNAPSHOT_VERSION,
     ScoredFact, SessionFactStore, Snapshot, SnapshotRecord, StoreConfig, StoreError, StoreResult,
@@ -371,7 +375,8 @@ impl SqliteFactStore {
             // Term documents are derived data: rebuild them for this analyzer.
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let mut words = HashMap::new();
-            let mut writer = Writer::begin(tx, scope_id, analyzer, &mut words, None)?;
+            let rows = SqliteRows::new(tx, scope_id);
+            let mut writer = Writer::begin(rows, analyzer, &mut words, None)?;
             writer.reindex(&tag)?;
             writer.commit()?;
         }
@@ -410,13 +415,17 @@ impl SqliteFactStore {
 
     /// Runs `f` in one `BEGIN IMMEDIATE` transaction of the store's scope and commits;
     /// on any error everything rolls back.
-    fn write<T>(&self, f: impl FnOnce(&mut Writer<'_>) -> DbResult<T>) -> StoreResult<T> {
+    fn write<T>(
+        &self,
+        f: impl FnOnce(&mut Writer<'_, SqliteRows<'_>>) -> DbResult<T>,
+    ) -> StoreResult<T> {
         let mut guard = self.lock();
         let Inner { conn, words, cache } = &mut *guard;
         let record_since = cache.as_ref().map(SearchCache::generation);
         let run = || -> DbResult<(T, Outcome)> {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let mut writer = Writer::begin(tx, self.scope_id, &self.analyzer, words, record_since)?;
+            let rows = SqliteRows::new(tx, self.scope_id);
+            let mut writer = Writer::begin(rows, &self.analyzer, words, record_since)?;
             let value = f(&mut writer)?;
             Ok((value, writer.commit()?))
         };

@@ -36,7 +36,7 @@
 
 use rusqlite::{Connection, TransactionBehavior};
 
-use super::error::{DbError, DbResult};
+use crate::sql::error::{DbError, DbResult};
 
 /// `PRAGMA application_id` of a fact store database: "FMEM".
 pub(super) const APPLICATION_ID: i64 = 0x464D_454D;

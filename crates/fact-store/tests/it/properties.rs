@@ -398,3 +398,40 @@ mod sqlite {
         }
     }
 }
+
+#[cfg(feature = "postgres")]
+mod postgres {
+    use fact_store::PgOptions;
+
+    use super::*;
+    use crate::postgres::{open, options, server};
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// On the test server, with the search cache (the default).
+        #[test]
+        fn postgres_agrees_with_in_memory(
+            config in config(),
+            ops in proptest::collection::vec(op(), 1..40),
+        ) {
+            let Some(url) = server() else { return Ok(()) };
+            differential(config, &ops, &|config, clock| {
+                Box::new(open(&url, config, options(), clock))
+            })?;
+        }
+
+        /// Every search answered by the GIN index and the stored term documents.
+        #[test]
+        fn postgres_gin_search_agrees_with_in_memory(
+            config in config(),
+            ops in proptest::collection::vec(op(), 1..40),
+        ) {
+            let Some(url) = server() else { return Ok(()) };
+            let options = PgOptions { search_cache: false, ..options() };
+            differential(config, &ops, &|config, clock| {
+                Box::new(open(&url, config, options.clone(), clock))
+            })?;
+        }
+    }
+}

@@ -6,7 +6,9 @@ use fact_store::{SkipReason, StoreError};
 
 #[test]
 fn statements_equal_after_case_and_whitespace_folding_are_one_fact() {
-    let (store, _) = store();
+    let Some((store, _)) = store() else {
+        return;
+    };
     let first = memory("dark mode", "Prefers dark mode", 0.9);
     store.add(vec![first.clone()]).unwrap();
     let report = store.add(vec![memory("dark themes", "  prefers DARK\tmode ", 0.7)]).unwrap();
@@ -29,7 +31,9 @@ fn statements_equal_after_case_and_whitespace_folding_are_one_fact() {
 
 #[test]
 fn update_changes_only_the_given_fields() {
-    let (store, _) = store();
+    let Some((store, _)) = store() else {
+        return;
+    };
     let original = memory("tabs", "Prefers tabs", 0.5);
     store.add(vec![original.clone()]).unwrap();
     let updated = store
@@ -51,7 +55,9 @@ fn update_changes_only_the_given_fields() {
 
 #[test]
 fn update_errors_are_typed() {
-    let (store, _) = store();
+    let Some((store, _)) = store() else {
+        return;
+    };
     let tabs = memory("tabs", "Prefers tabs", 0.5);
     store.add(vec![tabs.clone(), memory("vim", "Uses vim", 0.5)]).unwrap();
     let unknown = FactId::for_triple("no", "such", "fact");
@@ -89,7 +95,9 @@ fn update_errors_are_typed() {
 
 #[test]
 fn delete_removes_every_version_and_unknown_ids_are_not_found() {
-    let (store, _) = store();
+    let Some((store, _)) = store() else {
+        return;
+    };
     store.add(vec![fact("t", "r", "a", 1, 0)]).unwrap();
     store.add(vec![fact("t", "r", "b", 1, 1)]).unwrap();
     store.add(vec![fact("t", "r", "a", 1, 2)]).unwrap();
@@ -108,7 +116,9 @@ fn delete_removes_every_version_and_unknown_ids_are_not_found() {
 
 #[test]
 fn tags_filter_is_any_of() {
-    let (store, _) = store();
+    let Some((store, _)) = store() else {
+        return;
+    };
     let tagged = |subject: &str, tags: &[Tag]| {
         fact_model::SessionFact::builder(subject, "r", "o")
             .tags(tags.iter().copied())
@@ -137,7 +147,9 @@ fn tags_filter_is_any_of() {
 
 #[test]
 fn the_store_is_shared_between_threads() {
-    let (store, _) = store();
+    let Some((store, _)) = store() else {
+        return;
+    };
     std::thread::scope(|scope| {
         for worker in 0..4u32 {
             let store = store.clone();

@@ -7,11 +7,15 @@ use fact_store::{InMemorySessionFactStore, SessionFactStore, StoreConfig};
 
 pub(crate) use crate::{fact, memory, store_from, t, valid_lines};
 
-pub(crate) fn store_with(config: StoreConfig) -> (Arc<dyn SessionFactStore>, Arc<ManualClock>) {
-    store_from(|clock| Arc::new(InMemorySessionFactStore::new(config, clock)))
+pub(crate) fn store_with(
+    config: StoreConfig,
+) -> Option<(Arc<dyn SessionFactStore>, Arc<ManualClock>)> {
+    Some(store_from(|clock| {
+        Arc::new(InMemorySessionFactStore::new(config, clock))
+    }))
 }
 
-pub(crate) fn store() -> (Arc<dyn SessionFactStore>, Arc<ManualClock>) {
+pub(crate) fn store() -> Option<(Arc<dyn SessionFactStore>, Arc<ManualClock>)> {
     store_with(StoreConfig::default())
 }
 

@@ -89,11 +89,15 @@ impl SessionFactStore for OnDisk {
     }
 }
 
-pub(crate) fn store_with(config: StoreConfig) -> (Arc<dyn SessionFactStore>, Arc<ManualClock>) {
-    store_from(|clock| Arc::new(OnDisk::open(config, SqliteOptions::default(), clock)))
+pub(crate) fn store_with(
+    config: StoreConfig,
+) -> Option<(Arc<dyn SessionFactStore>, Arc<ManualClock>)> {
+    Some(store_from(|clock| {
+        Arc::new(OnDisk::open(config, SqliteOptions::default(), clock))
+    }))
 }
 
-pub(crate) fn store() -> (Arc<dyn SessionFactStore>, Arc<ManualClock>) {
+pub(crate) fn store() -> Option<(Arc<dyn SessionFactStore>, Arc<ManualClock>)> {
     store_with(StoreConfig::default())
 }
 

@@ -8,15 +8,19 @@ use fact_store::{SessionFactStore, SqliteOptions, StoreConfig};
 
 pub(crate) use crate::{fact, memory, store_from, t, valid_lines};
 
-pub(crate) fn store_with(config: StoreConfig) -> (Arc<dyn SessionFactStore>, Arc<ManualClock>) {
+pub(crate) fn store_with(
+    config: StoreConfig,
+) -> Option<(Arc<dyn SessionFactStore>, Arc<ManualClock>)> {
     let options = SqliteOptions {
         search_cache: false,
         ..SqliteOptions::default()
     };
-    store_from(|clock| Arc::new(crate::sqlite::OnDisk::open(config, options, clock)))
+    Some(store_from(|clock| {
+        Arc::new(crate::sqlite::OnDisk::open(config, options, clock))
+    }))
 }
 
-pub(crate) fn store() -> (Arc<dyn SessionFactStore>, Arc<ManualClock>) {
+pub(crate) fn store() -> Option<(Arc<dyn SessionFactStore>, Arc<ManualClock>)> {
     store_with(StoreConfig::default())
 }
 

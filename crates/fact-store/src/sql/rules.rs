@@ -1,26 +1,26 @@
-//! [`Writer`]: one write transaction of one scope, and the temporal rules over it.
+//! [`Writer`]: one write transaction of one scope, and the temporal rules over it, for
+//! every SQL store.
 //!
 //! The methods mirror `State` in `memory.rs` step for step (`add_batch`, `import`,
 //! `end_validity`, `compact`, `merge_subjects`, `drop_valid`, `update`, the explicit
-//! invalidation), with SQL lookups where the in-memory store reads its hash indexes, so
-//! both stores answer alike: the conformance suite and the differential property test
-//! hold them to it. Orders that the in-memory store takes from its indexes are columns
-//! here: `seq` (insertion order) and `key_order` (the order in which valid facts joined
-//! their `(subject, relation)` key, which an update changes).
+//! invalidation), with lookups through [`Rows`] where the in-memory store reads its hash
+//! indexes, so every store answers alike: the conformance suite and the differential
+//! property test hold them to it. Orders that the in-memory store takes from its indexes
+//! are columns here: `seq` (insertion order) and `key_order` (the order in which valid
+//! facts joined their `(subject, relation)` key, which an update changes).
+//!
+//! A backend (SQLite, PostgreSQL) implements [`Rows`]: the row reads and writes of one
+//! open transaction, a few SQL statements each. The rules never see SQL.
 //!
 //! The scope's counters are read when the transaction begins and written back when it
 //! commits; a writer dropped without [`Writer::commit`] rolls everything back.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use fact_model::{FactId, FactSelector, FactUpdate, SessionFact, Timestamp, fold_statement};
 use indexmap::IndexMap;
-use rusqlite::{OptionalExtension, Transaction, params};
 
-use super::codec::{
-    FACT_COLUMN_COUNT, FACT_COLUMNS, batch_from_sql, batch_to_sql, id_from_sql, id_to_sql,
-    read_fact, tags_to_sql,
-};
+use super::codec::parse_term;
 use super::error::{DbError, DbResult};
 use crate::compaction::summarize;
 use crate::{
@@ -30,7 +30,7 @@ use crate::{
 
 /// A change to the set of valid facts, replayed on a search cache after the commit.
 #[derive(Debug)]
-pub(super) enum IndexEvent {
+pub(crate) enum IndexEvent {
     /// The version in `seq` became valid (or changed while valid) with this content.
     Insert(i64, SessionFact),
     /// The version in `seq` stopped being valid or was removed.
@@ -39,39 +39,119 @@ pub(super) enum IndexEvent {
 
 /// What a committed transaction changed.
 #[derive(Debug)]
-pub(super) struct Outcome {
+pub(crate) struct Outcome {
     /// The scope's generation when the transaction began.
-    pub(super) from_generation: i64,
+    pub(crate) from_generation: i64,
     /// Its generation after the commit (the same when nothing changed).
-    pub(super) to_generation: i64,
+    pub(crate) to_generation: i64,
     /// The changes to the valid facts, when they were recorded.
-    pub(super) events: Option<Vec<IndexEvent>>,
+    pub(crate) events: Option<Vec<IndexEvent>>,
 }
 
 /// The scope's row of `scopes`, as read when the transaction began.
 #[derive(Debug, Clone, Copy)]
-struct ScopeState {
-    last_batch: u64,
-    newest_input_batch: u64,
-    valid: i64,
-    stored: i64,
-    total_len: i64,
-    next_key_order: i64,
-    generation: i64,
+pub(crate) struct ScopeState {
+    pub(crate) last_batch: u64,
+    pub(crate) newest_input_batch: u64,
+    pub(crate) valid: i64,
+    pub(crate) stored: i64,
+    pub(crate) total_len: i64,
+    pub(crate) next_key_order: i64,
+    pub(crate) generation: i64,
 }
 
 /// What indexing a valid fact writes into its row.
-struct Link {
-    key_order: i64,
-    doc_len: i64,
-    document: String,
+#[derive(Debug)]
+pub(crate) struct Link {
+    pub(crate) key_order: i64,
+    pub(crate) doc_len: i64,
+    /// The term document: the analyzer's terms as term ids, `t12 t7 t12`.
+    pub(crate) document: String,
     distinct: Vec<i64>,
 }
 
+/// The term document of a valid version: its length and text (`None` once invalid).
+pub(crate) type Document = (Option<i64>, Option<String>);
+
+/// A valid version of a key: `(seq, batch, id, valid_from)`.
+pub(crate) type KeyVersion = (i64, u64, FactId, Timestamp);
+
+/// The row operations of one open write transaction of one scope: what a backend
+/// implements so that [`Writer`] can apply the temporal rules. Every method is a few
+/// statements of the scope's own rows; none decides anything.
+pub(crate) trait Rows {
+    /// The scope's counters (`None`: the scope has no row). A backend that lets several
+    /// writers in at once locks the row here, so writers of one scope take turns.
+    fn scope_state(&mut self) -> DbResult<Option<ScopeState>>;
+    /// Writes the scope's counters back.
+    fn write_scope_state(&mut self, state: &ScopeState) -> DbResult<()>;
+    /// Adds `delta` to each term's document frequency, in term order.
+    fn add_df(&mut self, changes: &[(i64, i64)]) -> DbResult<()>;
+    /// The latest version of `id`: its seq and whether it is valid.
+    fn latest(&mut self, id: FactId) -> DbResult<Option<(i64, bool)>>;
+    /// The version in `seq`, its batch and its term document.
+    fn version(&mut self, seq: i64) -> DbResult<Option<(SessionFact, u64, Document)>>;
+    /// The term document of the version in `seq`.
+    fn document(&mut self, seq: i64) -> DbResult<Document>;
+    /// Whether the version in `seq` is valid (`None`: no such version).
+    fn validity(&mut self, seq: i64) -> DbResult<Option<bool>>;
+    /// The valid versions of a key, in key order.
+    fn valid_for_key(&mut self, subject: &str, relation: &str) -> DbResult<Vec<KeyVersion>>;
+    /// The ids of the valid versions whose folded statement is `folded`, in key order.
+    fn valid_with_statement(&mut self, folded: &str) -> DbResult<Vec<FactId>>;
+    /// The seqs of the valid versions with this relation, in insertion order.
+    fn valid_with_relation(&mut self, relation: &str) -> DbResult<Vec<i64>>;
+    /// The seqs of the valid versions in key order.
+    fn valid_in_key_order(&mut self) -> DbResult<Vec<i64>>;
+    /// `(seq, subject, batch)` of the valid versions, in insertion order.
+    fn valid_subjects(&mut self) -> DbResult<Vec<(i64, String, u64)>>;
+    /// `(seq, id, confidence, valid_from)` of the valid versions, in insertion order.
+    fn valid_ranks(&mut self) -> DbResult<Vec<(i64, FactId, f64, Timestamp)>>;
+    /// The seqs of the oldest `limit` invalid versions.
+    fn oldest_history(&mut self, limit: usize) -> DbResult<Vec<i64>>;
+    /// The seqs of every version of `id`, in insertion order.
+    fn versions_of(&mut self, id: FactId) -> DbResult<Vec<i64>>;
+    /// The id of the scope's `term`, created when new.
+    fn term_id(&mut self, term: &str) -> DbResult<i64>;
+    /// Stores a new version; returns its seq.
+    fn insert(
+        &mut self,
+        fact: &SessionFact,
+        folded: Option<&str>,
+        batch: u64,
+        link: Option<&Link>,
+    ) -> DbResult<i64>;
+    /// Moves a version to another batch (a refresh).
+    fn set_batch(&mut self, seq: i64, batch: u64) -> DbResult<()>;
+    /// Clears a version's index columns and, with `end` (`valid_to`, `superseded_by`),
+    /// ends its validity in the same row update.
+    fn unlink(&mut self, seq: i64, end: Option<(i64, Option<i64>)>) -> DbResult<()>;
+    /// Sets a valid version's index columns anew (a reindex).
+    fn relink(&mut self, seq: i64, link: &Link) -> DbResult<()>;
+    /// Writes an updated version's tags, confidence, statement and index columns.
+    fn update(
+        &mut self,
+        seq: i64,
+        fact: &SessionFact,
+        folded: Option<&str>,
+        link: Option<&Link>,
+    ) -> DbResult<()>;
+    /// Removes a version.
+    fn delete(&mut self, seq: i64) -> DbResult<()>;
+    /// Records the analyzer the scope's term documents are made with.
+    fn set_analyzer(&mut self, tag: &str) -> DbResult<()>;
+    /// The version in `seq` entered the full-text index with `document` (for a backend
+    /// whose index is a table of its own; the default does nothing).
+    fn indexed(&mut self, _seq: i64, _document: &str) {}
+    /// The version in `seq` left the full-text index.
+    fn unindexed(&mut self, _seq: i64) {}
+    /// Writes what the backend buffered and commits the transaction.
+    fn commit(self) -> DbResult<()>;
+}
+
 /// One write transaction of one scope.
-pub(super) struct Writer<'a> {
-    tx: Transaction<'a>,
-    scope: i64,
+pub(crate) struct Writer<'a, R: Rows> {
+    rows: R,
     state: ScopeState,
     analyzer: &'a Analyzer,
     /// Lowercased word → term id of this scope (ids are never deleted, so entries stay
@@ -80,132 +160,57 @@ pub(super) struct Writer<'a> {
     words: &'a mut HashMap<String, i64>,
     /// Document-frequency changes, written at commit.
     df: HashMap<i64, i64>,
-    /// Full-text index changes by seq, written at commit: FTS5 flushes its pending
-    /// inserts before every delete, so deletes interleaved with inserts wrote one index
-    /// segment per delete (a sixth of the time of an `add`).
-    fts: BTreeMap<i64, FtsChange>,
     events: Option<Vec<IndexEvent>>,
     dirty: bool,
 }
 
-/// A version, its batch and its term document, by seq (within the scope).
-const SELECT_FACT: &str = "SELECT subject, relation, object, tags, valid_from, valid_to, \
-     source_task_id, source_role, confidence, statement, superseded_by, batch, doc_len, terms \
-     FROM facts WHERE seq = ?1 AND scope = ?2";
-
-/// The term document of a valid version: its length and text.
-type Document = (Option<i64>, Option<String>);
-
-/// A change of the full-text index, applied when the transaction commits.
-#[derive(Debug)]
-enum FtsChange {
-    /// The version was not in the index when the transaction began: insert it.
-    Insert(String),
-    /// It was: delete it.
-    Delete,
-    /// It was, with another document: delete it, then insert this one.
-    Replace(String),
-}
-
-impl<'a> Writer<'a> {
-    /// Begins writing `scope` in `tx` (which should be `BEGIN IMMEDIATE`). With
-    /// `record_since` set to the generation a cache holds, changes are recorded as
-    /// [`IndexEvent`]s when the scope is still at that generation.
-    pub(super) fn begin(
-        tx: Transaction<'a>,
-        scope: i64,
+impl<'a, R: Rows> Writer<'a, R> {
+    /// Begins writing the scope of `rows`. With `record_since` set to the generation a
+    /// cache holds, changes are recorded as [`IndexEvent`]s when the scope is still at
+    /// that generation.
+    pub(crate) fn begin(
+        mut rows: R,
         analyzer: &'a Analyzer,
         words: &'a mut HashMap<String, i64>,
         record_since: Option<i64>,
     ) -> DbResult<Self> {
-        let state = tx
-            .prepare_cached(
-                "SELECT last_batch, newest_input_batch, valid_count, stored_count, total_len, \
-                 next_key_order, generation FROM scopes WHERE id = ?1",
-            )?
-            .query_row([scope], |row| {
-                Ok(ScopeState {
-                    last_batch: batch_from_sql(row.get(0)?),
-                    newest_input_batch: batch_from_sql(row.get(1)?),
-                    valid: row.get(2)?,
-                    stored: row.get(3)?,
-                    total_len: row.get(4)?,
-                    next_key_order: row.get(5)?,
-                    generation: row.get(6)?,
-                })
-            })
-            .optional()?
-            .ok_or_else(|| DbError::Corrupt(format!("scope {scope} has no row in `scopes`")))?;
+        let state = rows
+            .scope_state()?
+            .ok_or_else(|| DbError::Corrupt("the store's scope has no row in `scopes`".into()))?;
         let events = (record_since == Some(state.generation)).then(Vec::new);
         Ok(Writer {
-            tx,
-            scope,
+            rows,
             state,
             analyzer,
             words,
             df: HashMap::new(),
-            fts: BTreeMap::new(),
             events,
             dirty: false,
         })
     }
 
     /// Writes the scope's counters and the document frequencies, and commits.
-    pub(super) fn commit(self) -> DbResult<Outcome> {
+    pub(crate) fn commit(self) -> DbResult<Outcome> {
         let Writer {
-            tx,
-            scope,
-            state,
+            mut rows,
+            mut state,
             df,
-            fts,
             events,
             dirty,
             ..
         } = self;
         let from_generation = state.generation;
-        let mut to_generation = from_generation;
         if dirty {
-            to_generation = from_generation.wrapping_add(1);
-            tx.prepare_cached(
-                "UPDATE scopes SET last_batch = ?2, newest_input_batch = ?3, valid_count = ?4, \
-                 stored_count = ?5, total_len = ?6, next_key_order = ?7, generation = ?8 \
-                 WHERE id = ?1",
-            )?
-            .execute(params![
-                scope,
-                batch_to_sql(state.last_batch),
-                batch_to_sql(state.newest_input_batch),
-                state.valid,
-                state.stored,
-                state.total_len,
-                state.next_key_order,
-                to_generation,
-            ])?;
+            state.generation = from_generation.wrapping_add(1);
+            rows.write_scope_state(&state)?;
             let mut changes: Vec<(i64, i64)> = df.into_iter().filter(|(_, d)| *d != 0).collect();
             changes.sort_unstable();
-            let mut update = tx.prepare_cached("UPDATE terms SET df = df + ?2 WHERE id = ?1")?;
-            for (term, delta) in changes {
-                update.execute([term, delta])?;
-            }
-            // Every delete first, then every insert: one flush of FTS5's pending terms.
-            let mut delete = tx.prepare_cached("DELETE FROM fact_fts WHERE rowid = ?1")?;
-            for (seq, change) in &fts {
-                if matches!(change, FtsChange::Delete | FtsChange::Replace(_)) {
-                    delete.execute([seq])?;
-                }
-            }
-            let mut insert =
-                tx.prepare_cached("INSERT INTO fact_fts (rowid, terms) VALUES (?1, ?2)")?;
-            for (seq, change) in &fts {
-                if let FtsChange::Insert(document) | FtsChange::Replace(document) = change {
-                    insert.execute(params![seq, document])?;
-                }
-            }
+            rows.add_df(&changes)?;
         }
-        tx.commit()?;
+        rows.commit()?;
         Ok(Outcome {
             from_generation,
-            to_generation,
+            to_generation: state.generation,
             events,
         })
     }
@@ -226,91 +231,33 @@ impl<'a> Writer<'a> {
 
     // --- lookups (the in-memory store's indexes) ---------------------------------------
 
-    /// The latest version of `id`: its seq and whether it is valid.
-    fn latest(&self, id: FactId) -> DbResult<Option<(i64, bool)>> {
+    fn valid_version(&mut self, id: FactId) -> DbResult<Option<i64>> {
         Ok(self
-            .tx
-            .prepare_cached(
-                "SELECT seq, valid_to IS NULL FROM facts WHERE scope = ?1 AND id = ?2 \
-                 ORDER BY valid_to IS NULL DESC, seq DESC LIMIT 1",
-            )?
-            .query_row(params![self.scope, id_to_sql(id)], |row| {
-                Ok((row.get(0)?, row.get(1)?))
-            })
-            .optional()?)
-    }
-
-    fn valid_version(&self, id: FactId) -> DbResult<Option<i64>> {
-        Ok(self
+            .rows
             .latest(id)?
             .filter(|(_, valid)| *valid)
             .map(|(seq, _)| seq))
     }
 
     /// The version in `seq` and its batch.
-    fn fact(&self, seq: i64) -> DbResult<Option<(SessionFact, u64)>> {
-        Ok(self.version(seq)?.map(|(fact, batch, _)| (fact, batch)))
+    fn fact(&mut self, seq: i64) -> DbResult<Option<(SessionFact, u64)>> {
+        Ok(self
+            .rows
+            .version(seq)?
+            .map(|(fact, batch, _)| (fact, batch)))
     }
 
-    /// The version in `seq`, its batch and its term document.
-    fn version(&self, seq: i64) -> DbResult<Option<(SessionFact, u64, Document)>> {
-        let mut stmt = self.tx.prepare_cached(SELECT_FACT)?;
-        let mut rows = stmt.query(params![seq, self.scope])?;
-        match rows.next()? {
-            Some(row) => {
-                let fact = read_fact(row, 0)?;
-                let batch: i64 = row.get(FACT_COLUMN_COUNT)?;
-                let document = (
-                    row.get(FACT_COLUMN_COUNT + 1)?,
-                    row.get(FACT_COLUMN_COUNT + 2)?,
-                );
-                Ok(Some((fact, batch_from_sql(batch), document)))
-            }
-            None => Ok(None),
-        }
-    }
-
-    /// The valid versions of a key, in the order they joined it: `(seq, batch, id,
-    /// valid_from)`.
-    fn valid_for_key(
-        &self,
-        subject: &str,
-        relation: &str,
-    ) -> DbResult<Vec<(i64, u64, FactId, Timestamp)>> {
-        let mut stmt = self.tx.prepare_cached(
-            "SELECT seq, batch, id, valid_from FROM facts \
-             WHERE scope = ?1 AND subject = ?2 AND relation = ?3 AND key_order IS NOT NULL \
-             AND valid_to IS NULL ORDER BY key_order",
-        )?;
-        let mut rows = stmt.query(params![self.scope, subject, relation])?;
-        let mut out = Vec::new();
-        while let Some(row) = rows.next()? {
-            let (seq, batch, id, from): (i64, i64, i64, i64) =
-                (row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?);
-            out.push((
-                seq,
-                batch_from_sql(batch),
-                id_from_sql(id)?,
-                super::codec::time_from_sql(from)?,
-            ));
-        }
-        Ok(out)
+    fn valid_for_key(&mut self, subject: &str, relation: &str) -> DbResult<Vec<KeyVersion>> {
+        self.rows.valid_for_key(subject, relation)
     }
 
     /// The valid fact whose folded statement is `folded`, other than `except`.
-    fn find_statement(&self, folded: &str, except: Option<FactId>) -> DbResult<Option<FactId>> {
-        let mut stmt = self.tx.prepare_cached(
-            "SELECT id FROM facts WHERE scope = ?1 AND folded = ?2 AND valid_to IS NULL \
-             ORDER BY key_order",
-        )?;
-        let mut rows = stmt.query(params![self.scope, folded])?;
-        while let Some(row) = rows.next()? {
-            let id = id_from_sql(row.get(0)?)?;
-            if Some(id) != except {
-                return Ok(Some(id));
-            }
-        }
-        Ok(None)
+    fn find_statement(&mut self, folded: &str, except: Option<FactId>) -> DbResult<Option<FactId>> {
+        Ok(self
+            .rows
+            .valid_with_statement(folded)?
+            .into_iter()
+            .find(|id| Some(*id) != except))
     }
 
     // --- the term index -----------------------------------------------------------------
@@ -320,21 +267,7 @@ impl<'a> Writer<'a> {
         if let Some(id) = self.words.get(word) {
             return Ok(*id);
         }
-        let term = self.analyzer.term_of(word);
-        let existing: Option<i64> = self
-            .tx
-            .prepare_cached("SELECT id FROM terms WHERE scope = ?1 AND term = ?2")?
-            .query_row(params![self.scope, term], |row| row.get(0))
-            .optional()?;
-        let id = match existing {
-            Some(id) => id,
-            None => {
-                self.tx
-                    .prepare_cached("INSERT INTO terms (scope, term) VALUES (?1, ?2)")?
-                    .execute(params![self.scope, term])?;
-                self.tx.last_insert_rowid()
-            }
-        };
+        let id = self.rows.term_id(&self.analyzer.term_of(word))?;
         self.words.insert(word.to_owned(), id);
         Ok(id)
     }
@@ -371,27 +304,19 @@ impl<'a> Writer<'a> {
     }
 
     /// Adds a valid version's document to the full-text index and the counters.
-    fn index(&mut self, seq: i64, fact: &SessionFact, link: Link) -> DbResult<()> {
-        let change = match self.fts.remove(&seq) {
-            Some(FtsChange::Delete | FtsChange::Replace(_)) => FtsChange::Replace(link.document),
-            Some(FtsChange::Insert(_)) | None => FtsChange::Insert(link.document),
-        };
-        self.fts.insert(seq, change);
-        for term in link.distinct {
-            *self.df.entry(term).or_default() += 1;
+    fn index(&mut self, seq: i64, fact: &SessionFact, link: &Link) {
+        self.rows.indexed(seq, &link.document);
+        for term in &link.distinct {
+            *self.df.entry(*term).or_default() += 1;
         }
         self.state.valid += 1;
         self.state.total_len += link.doc_len;
         self.record(|| IndexEvent::Insert(seq, fact.clone()));
-        Ok(())
     }
 
     /// Takes a valid version out of the term index and the key and statement indexes.
     fn unlink(&mut self, seq: i64) -> DbResult<()> {
-        let document: Document = self
-            .tx
-            .prepare_cached("SELECT doc_len, terms FROM facts WHERE seq = ?1")?
-            .query_row([seq], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        let document = self.rows.document(seq)?;
         self.unlink_ending(seq, document, None)
     }
 
@@ -416,30 +341,8 @@ impl<'a> Writer<'a> {
                 *self.df.entry(id).or_default() -= 1;
             }
         }
-        match self.fts.remove(&seq) {
-            // Indexed by this transaction only: nothing to undo in the database.
-            Some(FtsChange::Insert(_)) => {}
-            Some(FtsChange::Delete | FtsChange::Replace(_)) | None => {
-                self.fts.insert(seq, FtsChange::Delete);
-            }
-        }
-        match end {
-            None => self
-                .tx
-                .prepare_cached(
-                    "UPDATE facts SET key_order = NULL, doc_len = NULL, terms = NULL \
-                     WHERE seq = ?1",
-                )?
-                .execute([seq])?,
-            // One row update instead of two: every index over the row changes once.
-            Some((valid_to, superseded_by)) => self
-                .tx
-                .prepare_cached(
-                    "UPDATE facts SET key_order = NULL, doc_len = NULL, terms = NULL, \
-                     valid_to = ?2, superseded_by = ?3 WHERE seq = ?1",
-                )?
-                .execute(params![seq, valid_to, superseded_by])?,
-        };
+        self.rows.unindexed(seq);
+        self.rows.unlink(seq, end)?;
         self.state.valid -= 1;
         self.state.total_len -= doc_len.unwrap_or(0);
         self.record(|| IndexEvent::Remove(seq));
@@ -457,38 +360,12 @@ impl<'a> Writer<'a> {
             None
         };
         let folded = fact.statement().map(fold_statement);
-        self.tx
-            .prepare_cached(
-                "INSERT INTO facts (scope, id, subject, relation, object, tags, valid_from, \
-                 valid_to, source_task_id, source_role, confidence, statement, folded, \
-                 superseded_by, batch, key_order, doc_len, terms) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, \
-                 ?17, ?18)",
-            )?
-            .execute(params![
-                self.scope,
-                id_to_sql(fact.id()),
-                fact.subject(),
-                fact.relation(),
-                fact.object(),
-                tags_to_sql(fact.tags().as_slice()),
-                fact.valid_from().unix_micros(),
-                fact.valid_to().map(Timestamp::unix_micros),
-                fact.source_task_id(),
-                fact.source_role().as_str(),
-                fact.confidence(),
-                fact.statement(),
-                folded,
-                fact.superseded_by().map(id_to_sql),
-                batch_to_sql(batch),
-                link.as_ref().map(|l| l.key_order),
-                link.as_ref().map(|l| l.doc_len),
-                link.as_ref().map(|l| l.document.as_str()),
-            ])?;
-        let seq = self.tx.last_insert_rowid();
+        let seq = self
+            .rows
+            .insert(&fact, folded.as_deref(), batch, link.as_ref())?;
         self.state.stored += 1;
         if let Some(link) = link {
-            self.index(seq, &fact, link)?;
+            self.index(seq, &fact, &link);
         }
         Ok(seq)
     }
@@ -501,7 +378,7 @@ impl<'a> Writer<'a> {
         at: Timestamp,
         by: Option<FactId>,
     ) -> DbResult<Option<FactId>> {
-        let Some((fact, _, document)) = self.version(seq)? else {
+        let Some((fact, _, document)) = self.rows.version(seq)? else {
             return Ok(None);
         };
         let at = at.max(fact.valid_from());
@@ -514,7 +391,7 @@ impl<'a> Writer<'a> {
         };
         self.dirty = true;
         let valid_to = ended.valid_to().unwrap_or(at).unix_micros();
-        let superseded_by = ended.superseded_by().map(id_to_sql);
+        let superseded_by = ended.superseded_by().map(super::codec::id_to_sql);
         self.unlink_ending(seq, document, Some((valid_to, superseded_by)))?;
         Ok(Some(fact.id()))
     }
@@ -522,21 +399,14 @@ impl<'a> Writer<'a> {
     /// Removes versions.
     fn remove(&mut self, seqs: &[i64]) -> DbResult<()> {
         for &seq in seqs {
-            let valid: Option<bool> = self
-                .tx
-                .prepare_cached("SELECT valid_to IS NULL FROM facts WHERE seq = ?1 AND scope = ?2")?
-                .query_row(params![seq, self.scope], |row| row.get(0))
-                .optional()?;
-            let Some(valid) = valid else {
+            let Some(valid) = self.rows.validity(seq)? else {
                 continue;
             };
             self.dirty = true;
             if valid {
                 self.unlink(seq)?;
             }
-            self.tx
-                .prepare_cached("DELETE FROM facts WHERE seq = ?1")?
-                .execute([seq])?;
+            self.rows.delete(seq)?;
             self.state.stored -= 1;
         }
         Ok(())
@@ -545,7 +415,7 @@ impl<'a> Writer<'a> {
     // --- operations -----------------------------------------------------------------------
 
     /// `add`: one batch, then automatic compaction.
-    pub(super) fn add(
+    pub(crate) fn add(
         &mut self,
         batch: Vec<SessionFact>,
         config: &StoreConfig,
@@ -618,9 +488,7 @@ impl<'a> Writer<'a> {
             }
             match refresh {
                 Some(seq) => {
-                    self.tx
-                        .prepare_cached("UPDATE facts SET batch = ?2 WHERE seq = ?1")?
-                        .execute(params![seq, batch_to_sql(this_batch)])?;
+                    self.rows.set_batch(seq, this_batch)?;
                     report.refreshed.push(id);
                 }
                 None => {
@@ -633,7 +501,7 @@ impl<'a> Writer<'a> {
     }
 
     /// `import`: the records of a snapshot, then automatic compaction.
-    pub(super) fn import(
+    pub(crate) fn import(
         &mut self,
         records: Vec<SnapshotRecord>,
         config: &StoreConfig,
@@ -707,7 +575,7 @@ impl<'a> Writer<'a> {
 
     /// `invalidate_matching`: ends the valid facts `selector` picks at `now`, then
     /// automatic compaction.
-    pub(super) fn invalidate(
+    pub(crate) fn invalidate(
         &mut self,
         selector: &FactSelector,
         now: Timestamp,
@@ -719,14 +587,7 @@ impl<'a> Writer<'a> {
                 .into_iter()
                 .map(|(seq, ..)| seq)
                 .collect(),
-            None => {
-                let mut stmt = self.tx.prepare_cached(
-                    "SELECT seq FROM facts INDEXED BY facts_valid \
-                     WHERE scope = ?1 AND valid_to IS NULL AND relation = ?2 ORDER BY seq",
-                )?;
-                stmt.query_map(params![self.scope, selector.relation], |row| row.get(0))?
-                    .collect::<rusqlite::Result<Vec<i64>>>()?
-            }
+            None => self.rows.valid_with_relation(&selector.relation)?,
         };
         let mut picked = Vec::new();
         for seq in candidates {
@@ -746,9 +607,9 @@ impl<'a> Writer<'a> {
     }
 
     /// `update`: changes the latest version of `id`.
-    pub(super) fn update(&mut self, id: FactId, update: &FactUpdate) -> DbResult<SessionFact> {
+    pub(crate) fn update(&mut self, id: FactId, update: &FactUpdate) -> DbResult<SessionFact> {
         let not_found = || DbError::Store(StoreError::NotFound { id });
-        let (seq, _) = self.latest(id)?.ok_or_else(not_found)?;
+        let (seq, _) = self.rows.latest(id)?.ok_or_else(not_found)?;
         let (old, _) = self.fact(seq)?.ok_or_else(not_found)?;
         let new = old
             .updated(update)
@@ -766,34 +627,18 @@ impl<'a> Writer<'a> {
         } else {
             None
         };
-        self.tx
-            .prepare_cached(
-                "UPDATE facts SET tags = ?2, confidence = ?3, statement = ?4, folded = ?5, \
-                 key_order = ?6, doc_len = ?7, terms = ?8 WHERE seq = ?1",
-            )?
-            .execute(params![
-                seq,
-                tags_to_sql(new.tags().as_slice()),
-                new.confidence(),
-                new.statement(),
-                new.statement().map(fold_statement),
-                link.as_ref().map(|l| l.key_order),
-                link.as_ref().map(|l| l.doc_len),
-                link.as_ref().map(|l| l.document.as_str()),
-            ])?;
+        let folded = new.statement().map(fold_statement);
+        self.rows
+            .update(seq, &new, folded.as_deref(), link.as_ref())?;
         if let Some(link) = link {
-            self.index(seq, &new, link)?;
+            self.index(seq, &new, &link);
         }
         Ok(new)
     }
 
     /// `delete`: removes every version of `id`; returns how many.
-    pub(super) fn delete(&mut self, id: FactId) -> DbResult<usize> {
-        let seqs = self
-            .tx
-            .prepare_cached("SELECT seq FROM facts WHERE scope = ?1 AND id = ?2 ORDER BY seq")?
-            .query_map(params![self.scope, id_to_sql(id)], |row| row.get(0))?
-            .collect::<rusqlite::Result<Vec<i64>>>()?;
+    pub(crate) fn delete(&mut self, id: FactId) -> DbResult<usize> {
+        let seqs = self.rows.versions_of(id)?;
         if seqs.is_empty() {
             return Err(StoreError::NotFound { id }.into());
         }
@@ -813,7 +658,7 @@ impl<'a> Writer<'a> {
     }
 
     /// `compact`: until at most `max_valid` facts are valid, then history beyond its limit.
-    pub(super) fn compact(
+    pub(crate) fn compact(
         &mut self,
         max_valid: usize,
         config: &StoreConfig,
@@ -833,20 +678,7 @@ impl<'a> Writer<'a> {
         // Last, because a summary may invalidate an older summary of its subject.
         let excess_history = self.history_len().saturating_sub(config.history_limit);
         if excess_history > 0 {
-            let oldest = self
-                .tx
-                .prepare_cached(
-                    "SELECT seq FROM facts WHERE scope = ?1 AND valid_to IS NOT NULL \
-                     ORDER BY seq LIMIT ?2",
-                )?
-                .query_map(
-                    params![
-                        self.scope,
-                        i64::try_from(excess_history).unwrap_or(i64::MAX)
-                    ],
-                    |row| row.get(0),
-                )?
-                .collect::<rusqlite::Result<Vec<i64>>>()?;
+            let oldest = self.rows.oldest_history(excess_history)?;
             report.dropped_history = oldest.len();
             self.remove(&oldest)?;
         }
@@ -857,18 +689,9 @@ impl<'a> Writer<'a> {
     fn merge_subjects(&mut self, max_valid: usize, report: &mut CompactionReport) -> DbResult<()> {
         let protected = self.state.newest_input_batch;
         let mut groups: IndexMap<String, Vec<i64>> = IndexMap::new();
-        {
-            let mut stmt = self.tx.prepare_cached(
-                "SELECT seq, subject, batch FROM facts WHERE scope = ?1 AND valid_to IS NULL \
-                 ORDER BY seq",
-            )?;
-            let mut rows = stmt.query([self.scope])?;
-            while let Some(row) = rows.next()? {
-                let (seq, subject, batch): (i64, String, i64) =
-                    (row.get(0)?, row.get(1)?, row.get(2)?);
-                if batch_from_sql(batch) != protected {
-                    groups.entry(subject).or_default().push(seq);
-                }
+        for (seq, subject, batch) in self.rows.valid_subjects()? {
+            if batch != protected {
+                groups.entry(subject).or_default().push(seq);
             }
         }
         let mut groups: Vec<Vec<i64>> =
@@ -908,23 +731,15 @@ impl<'a> Writer<'a> {
         if excess == 0 {
             return Ok(());
         }
-        let mut candidates: Vec<((f64, Timestamp, i64), FactId)> = Vec::new();
-        {
-            let mut stmt = self.tx.prepare_cached(
-                "SELECT seq, id, confidence, valid_from FROM facts \
-                 WHERE scope = ?1 AND valid_to IS NULL ORDER BY seq",
-            )?;
-            let mut rows = stmt.query([self.scope])?;
-            while let Some(row) = rows.next()? {
-                let (seq, id, confidence, from): (i64, i64, f64, i64) =
-                    (row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?);
+        let mut candidates: Vec<((f64, Timestamp, i64), FactId)> = self
+            .rows
+            .valid_ranks()?
+            .into_iter()
+            .map(|(seq, id, confidence, from)| {
                 let rank = if by_confidence { confidence } else { 0.0 };
-                candidates.push((
-                    (rank, super::codec::time_from_sql(from)?, seq),
-                    id_from_sql(id)?,
-                ));
-            }
-        }
+                ((rank, from, seq), id)
+            })
+            .collect();
         candidates.sort_by(|(a, _), (b, _)| a.0.total_cmp(&b.0).then((a.1, a.2).cmp(&(b.1, b.2))));
         candidates.truncate(excess);
         let seqs: Vec<i64> = candidates.iter().map(|((_, _, seq), _)| *seq).collect();
@@ -940,16 +755,10 @@ impl<'a> Writer<'a> {
     /// Rebuilds the term documents of the scope's valid facts with this writer's
     /// analyzer (after the store was opened with another analyzer configuration), and
     /// records `tag` as the scope's analyzer.
-    pub(super) fn reindex(&mut self, tag: &str) -> DbResult<()> {
+    pub(crate) fn reindex(&mut self, tag: &str) -> DbResult<()> {
         self.dirty = true;
         // The valid facts stay valid: unlink and index them again, in their key order.
-        let seqs = self
-            .tx
-            .prepare_cached(
-                "SELECT seq FROM facts WHERE scope = ?1 AND valid_to IS NULL ORDER BY key_order",
-            )?
-            .query_map([self.scope], |row| row.get(0))?
-            .collect::<rusqlite::Result<Vec<i64>>>()?;
+        let seqs = self.rows.valid_in_key_order()?;
         for &seq in &seqs {
             self.unlink(seq)?;
         }
@@ -958,29 +767,9 @@ impl<'a> Writer<'a> {
                 continue;
             };
             let link = self.link_for(&fact)?;
-            self.tx
-                .prepare_cached(
-                    "UPDATE facts SET key_order = ?2, doc_len = ?3, terms = ?4 WHERE seq = ?1",
-                )?
-                .execute(params![seq, link.key_order, link.doc_len, link.document])?;
-            self.index(seq, &fact, link)?;
+            self.rows.relink(seq, &link)?;
+            self.index(seq, &fact, &link);
         }
-        self.tx
-            .prepare_cached("UPDATE scopes SET analyzer = ?2 WHERE id = ?1")?
-            .execute(params![self.scope, tag])?;
-        Ok(())
+        self.rows.set_analyzer(tag)
     }
-}
-
-/// The id of a term-document token (`t12`).
-pub(super) fn parse_term(token: &str) -> DbResult<i64> {
-    token
-        .strip_prefix('t')
-        .and_then(|digits| digits.parse().ok())
-        .ok_or_else(|| DbError::Corrupt(format!("term document token {token:?}")))
-}
-
-/// The `SELECT` of a fact row by seq, for readers outside this module.
-pub(super) fn select_fact_sql() -> String {
-    format!("SELECT {FACT_COLUMNS} FROM facts WHERE seq = ?1 AND scope = ?2")
 }

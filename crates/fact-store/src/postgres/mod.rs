@@ -1,0 +1,669 @@
+//! [`PgFactStore`]: facts and episodes of many scopes on a PostgreSQL server, shared by
+//! processes on many machines.
+//!
+//! - `schema.rs`: the tables, constraints and indexes, and the forward migrations.
+//! - `rows.rs`: the rows of one write transaction, for the temporal rules every SQL store
+//!   shares ([`crate::sql::rules`]).
+//! - `search.rs`: term search over the GIN index, with the shared in-process cache.
+//! - `episodes.rs`: the [`EpisodeStore`](crate::EpisodeStore) implementation.
+//! - `pool.rs`: the connection pool; `codec.rs`: rows → facts.
+
+mod codec;
+mod episodes;
+mod pool;
+mod rows;
+mod schema;
+mod search;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use fact_model::{Clock, FactId, FactSelector, FactUpdate, SessionFact, Timestamp};
+use postgres::error::SqlState;
+use postgres::types::ToSql;
+
+use self::codec::read_fact;
+use self::pool::{Connection, Manager};
+use self::rows::PgRows;
+use crate::sql::codec::{FACT_COLUMN_COUNT, FACT_COLUMNS, batch_from_sql, id_to_sql};
+use crate::sql::error::{DbError, DbResult};
+use crate::sql::rules::{Outcome, Writer};
+use crate::sql::search::SearchCache;
+use crate::{
+    AddReport, Analyzer, AnalyzerConfig, CompactionReport, ImportReport, SNAPSHOT_VERSION,
+    ScoredFact, SessionFactStore, Snapshot, SnapshotRecord, StoreConfig, StoreError, StoreResult,
+    TermQuery, TermWeighting,
+};
+
+/// How a [`PgFactStore`] uses its server.
+///
+/// ```
+/// use std::time::Duration;
+/// use fact_store::PgOptions;
+///
+/// let options = PgOptions { pool_size: 2, ..PgOptions::default() };
+/// assert_eq!(options.schema, "factmem");
+/// assert!(options.search_cache);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PgOptions {
+    /// The PostgreSQL schema (namespace) that holds the store's tables (default
+    /// `factmem`): lowercase ASCII letters, digits and `_`, not starting with a digit.
+    pub schema: String,
+    /// At most this many connections at once (default 4).
+    pub pool_size: u32,
+    /// How long opening a connection, or waiting for a free one, may take before the
+    /// operation fails with [`StoreError::Io`] (default 5 s).
+    pub connect_timeout: Duration,
+    /// How long a write waits for another writer of the same scope before it fails with
+    /// [`StoreError::Busy`] (default 30 s; PostgreSQL's `lock_timeout`).
+    pub lock_timeout: Duration,
+    /// How often a write transaction is tried when the server reports a conflict (a
+    /// serialization failure, a deadlock, a violated uniqueness or exclusion constraint)
+    /// before the error is returned (default 5; backoff 10 ms, doubling, with jitter).
+    pub attempts: u32,
+    /// Keep the scope's term index in memory for [`search`](SessionFactStore::search)
+    /// (default true), checked against the scope's generation on every search.
+    pub search_cache: bool,
+}
+
+impl Default for PgOptions {
+    fn default() -> Self {
+        PgOptions {
+            schema: "factmem".to_owned(),
+            pool_size: 4,
+            connect_timeout: Duration::from_secs(5),
+            lock_timeout: Duration::from_secs(30),
+            attempts: 5,
+            search_cache: true,
+        }
+    }
+}
+
+/// A durable [`SessionFactStore`] and [`EpisodeStore`](crate::EpisodeStore) over one scope
+/// of a PostgreSQL database, shared by every process that connects to it.
+///
+/// The semantics are exactly those of [`InMemorySessionFactStore`](crate::InMemorySessionFactStore)
+/// and of the SQLite store: the temporal rules are the SQLite store's own code
+/// (`sql/rules.rs`) over PostgreSQL rows, and the conformance suite holds all three to
+/// the same results, score for score.
+///
+/// # Many writers
+///
+/// Each write (`add` with its automatic compaction, `invalidate_matching`, `compact`,
+/// `update`, `delete`, `import`, an episode write) is one transaction. It begins by
+/// locking its scope's row, so writers of one scope take turns whatever machine they run
+/// on, and writers of different scopes never wait for each other. The database enforces
+/// the temporal invariants itself: a partial unique index allows one valid version per
+/// triple, and an exclusion constraint checked at commit lets the valid facts of a
+/// `(subject, relation)` key come from one batch only, which is at most one valid fact
+/// per key when a batch holds one fact per key. A transaction the server rejects for a
+/// conflict (serialization failure, deadlock, unique or exclusion violation) is rolled
+/// back and tried again, at most [`attempts`](PgOptions::attempts) times with a growing
+/// backoff; then the error is returned.
+///
+/// # Errors and lost connections
+///
+/// A write either commits whole or fails with a [`StoreError`] and changes nothing:
+/// [`StoreError::Io`] when the server cannot be reached or the connection drops (a
+/// restart), [`StoreError::Busy`] when another writer held the scope past the lock
+/// timeout or conflicts persisted, [`StoreError::Corrupt`] for damaged rows,
+/// [`StoreError::NewerSchema`] when a newer build migrated the database, and
+/// [`StoreError::Backend`] for the rest. A connection the server closed is dropped from
+/// the pool, and the next operation opens a new one: a client survives a server restart
+/// by reporting the operation that was in flight.
+///
+/// The read methods of [`SessionFactStore`] cannot fail by signature: when the server
+/// cannot answer, they log the error with `tracing::error!` and answer as an empty store
+/// would. Writes and episode reads return the error.
+///
+/// # Search
+///
+/// The valid facts' term documents are indexed twice over: a `tsvector` with a GIN index
+/// in the database, and (with [`search_cache`](PgOptions::search_cache), the default) the
+/// same index in this process, tagged with the scope's generation and reloaded when
+/// another process wrote. Both score as the in-memory store does.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use fact_model::SystemClock;
+/// use fact_store::{PgFactStore, SessionFactStore, StoreConfig};
+///
+/// let url = std::env::var("FACTMEM_PG_URL")?;
+/// let store = PgFactStore::connect(&url, "spec:todo-api", StoreConfig::default(), Arc::new(SystemClock))?;
+/// println!("{} valid facts", store.valid_count());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct PgFactStore {
+    /// The server's URL without its password, for messages.
+    location: PathBuf,
+    scope: String,
+    scope_id: i64,
+    config: StoreConfig,
+    options: PgOptions,
+    analyzer: Analyzer,
+    /// Episodes are analyzed as [`InMemoryEpisodeStore`](crate::InMemoryEpisodeStore)
+    /// analyzes them: with the default configuration.
+    episode_analyzer: Analyzer,
+    clock: Arc<dyn Clock>,
+    pool: r2d2::Pool<Manager>,
+    /// Lowercased word → term id of this scope, for writes; held for a whole write, so
+    /// this process's writes take turns here before they do in the database.
+    words: Mutex<HashMap<String, i64>>,
+    cache: Mutex<Option<SearchCache>>,
+}
+
+impl fmt::Debug for PgFactStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PgFactStore")
+            .field("location", &self.location)
+            .field("scope", &self.scope)
+            .field("config", &self.config)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How the scope's row names the analyzer its term documents were made with.
+fn analyzer_tag(config: AnalyzerConfig) -> String {
+    format!("stemming={}", config.stemming)
+}
+
+/// `url` without the password of its user part, for messages and logs.
+fn redacted(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        // A key=value connection string: drop any password=… pair.
+        return url
+            .split_whitespace()
+            .filter(|pair| !pair.starts_with("password="))
+            .collect::<Vec<_>>()
+            .join(" ");
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let Some((user_info, host)) = authority.rsplit_once('@') else {
+        return url.to_owned();
+    };
+    let user = user_info.split(':').next().unwrap_or_default();
+    format!("{scheme}://{user}@{host}{path}")
+}
+
+/// Whether a failed transaction should be tried again.
+fn is_conflict(error: &DbError) -> bool {
+    let DbError::Postgres(error) = error else {
+        return false;
+    };
+    error.code().is_some_and(|code| {
+        [
+            SqlState::T_R_SERIALIZATION_FAILURE,
+            SqlState::T_R_DEADLOCK_DETECTED,
+            SqlState::UNIQUE_VIOLATION,
+            SqlState::EXCLUSION_VIOLATION,
+        ]
+        .contains(code)
+    })
+}
+
+/// The [`StoreError`] for a failure of the server at `location` (the URL without its
+/// password).
+pub(crate) fn store_error(error: &postgres::Error, location: &Path) -> StoreError {
+    let message = match error.as_db_error() {
+        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+        None => error.to_string(),
+    };
+    let Some(code) = error.code() else {
+        // No SQLSTATE: the connection failed or closed (a restart, a network error).
+        return StoreError::Io {
+            message: format!("{}: {message}", location.display()),
+        };
+    };
+    let io = || StoreError::Io {
+        message: format!("{}: {message}", location.display()),
+    };
+    match code.code().get(..2).unwrap_or_default() {
+        // Serialization failures and deadlocks that outlived the retries; lock timeouts.
+        "40" | "55" => StoreError::Busy { message },
+        // Connection exceptions, insufficient resources (a full disk), operator
+        // intervention (a shutdown), system errors, a read-only transaction or server.
+        "08" | "53" | "57" | "58" | "25" => io(),
+        _ if *code == SqlState::INSUFFICIENT_PRIVILEGE => io(),
+        _ if *code == SqlState::DATA_CORRUPTED || *code == SqlState::INDEX_CORRUPTED => {
+            StoreError::Corrupt {
+                path: location.to_path_buf(),
+                message,
+            }
+        }
+        _ => StoreError::Backend { message },
+    }
+}
+
+/// A short pause before the `attempt`-th retry: 10 ms doubling, capped at 320 ms, with
+/// jitter from the clock's nanoseconds so racing writers spread out.
+fn backoff(attempt: u32) -> Duration {
+    let base = 10u64 << attempt.min(5);
+    let jitter = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::from(d.subsec_nanos()) % base.max(1));
+    Duration::from_millis(base + jitter / 2)
+}
+
+impl PgFactStore {
+    /// The newest database schema version this build reads and writes.
+    pub const SCHEMA_VERSION: u32 = schema::SCHEMA_VERSION;
+
+    /// Connects to the server at `url` (`postgres://user:password@host:port/database`, or
+    /// a `host=… user=…` string) with the default [`PgOptions`], creates or migrates the
+    /// store's schema, and opens the store of `scope`; `clock` dates explicit
+    /// invalidations.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Io`] when the server cannot be reached or refuses the login or the
+    /// schema's creation, [`StoreError::NewerSchema`] when a newer build migrated it,
+    /// [`StoreError::Backend`] for a malformed URL.
+    pub fn connect(
+        url: &str,
+        scope: &str,
+        config: StoreConfig,
+        clock: Arc<dyn Clock>,
+    ) -> StoreResult<PgFactStore> {
+        PgFactStore::connect_with(url, scope, config, PgOptions::default(), clock)
+    }
+
+    /// [`connect`](Self::connect) with explicit [`PgOptions`].
+    ///
+    /// # Errors
+    ///
+    /// As [`connect`](Self::connect); an invalid [`schema`](PgOptions::schema) name is
+    /// [`StoreError::Backend`].
+    pub fn connect_with(
+        url: &str,
+        scope: &str,
+        config: StoreConfig,
+        options: PgOptions,
+        clock: Arc<dyn Clock>,
+    ) -> StoreResult<PgFactStore> {
+        let location = PathBuf::from(redacted(url));
+        let valid_schema = options
+            .schema
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+            && options
+                .schema
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if !valid_schema {
+            return Err(StoreError::Backend {
+                message: format!(
+                    "schema name {:?}: use lowercase ASCII letters, digits and `_`",
+                    options.schema
+                ),
+            });
+        }
+        let pg_config = postgres::Config::from_str(url).map_err(|e| StoreError::Backend {
+            message: format!("{}: not a PostgreSQL URL: {e}", location.display()),
+        })?;
+        let manager = Manager::new(
+            pg_config,
+            &options.schema,
+            options.lock_timeout,
+            options.connect_timeout,
+        );
+        let pool = r2d2::Pool::builder()
+            .max_size(options.pool_size.max(1))
+            .min_idle(Some(0))
+            .connection_timeout(options.connect_timeout)
+            .build_unchecked(manager);
+        let analyzer = Analyzer::new(config.analyzer);
+        let store = PgFactStore {
+            location,
+            scope: scope.to_owned(),
+            scope_id: 0,
+            config,
+            options,
+            analyzer,
+            episode_analyzer: Analyzer::new(AnalyzerConfig::default()),
+            clock,
+            pool,
+            words: Mutex::new(HashMap::new()),
+            cache: Mutex::new(None),
+        };
+        store.setup()
+    }
+
+    /// Migrates the schema and finds (or creates) the scope.
+    fn setup(mut self) -> StoreResult<PgFactStore> {
+        let mut conn = self.connection()?;
+        let location = self.location.clone();
+        let err = |e: DbError| e.into_store(&location);
+        if let Err(found) = schema::migrate(&mut conn.client, &self.options.schema).map_err(err)? {
+            return Err(StoreError::NewerSchema {
+                path: location,
+                found,
+                supported: schema::SCHEMA_VERSION,
+            });
+        }
+        let tag = analyzer_tag(self.analyzer.config());
+        let found = (|| -> DbResult<(i64, String)> {
+            let client = &mut conn.client;
+            client.execute(
+                "INSERT INTO scopes (name, analyzer) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
+                &[&self.scope, &tag],
+            )?;
+            let row = client.query_one(
+                "SELECT id, analyzer FROM scopes WHERE name = $1",
+                &[&self.scope],
+            )?;
+            Ok((row.try_get(0)?, row.try_get(1)?))
+        })()
+        .map_err(err)?;
+        self.scope_id = found.0;
+        drop(conn);
+        if found.1 != tag {
+            // Term documents are derived data: rebuild them for this analyzer.
+            self.write(|writer| writer.reindex(&tag))?;
+        }
+        Ok(self)
+    }
+
+    /// The server's URL, without its password.
+    #[must_use]
+    pub fn location(&self) -> &Path {
+        &self.location
+    }
+
+    /// The scope this store reads and writes.
+    #[must_use]
+    pub fn scope(&self) -> &str {
+        &self.scope
+    }
+
+    /// The configuration the store was opened with.
+    #[must_use]
+    pub fn config(&self) -> &StoreConfig {
+        &self.config
+    }
+
+    /// The options the store was opened with.
+    #[must_use]
+    pub fn options(&self) -> &PgOptions {
+        &self.options
+    }
+
+    /// A connection from the pool.
+    fn connection(&self) -> StoreResult<r2d2::PooledConnection<Manager>> {
+        self.pool.get().map_err(|e| StoreError::Io {
+            message: format!(
+                "{}: no connection to the server: {e}",
+                self.location.display()
+            ),
+        })
+    }
+
+    fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+        // Nothing runs under these locks that could leave them half-updated (a failed
+        // transaction clears the words, a failed apply drops the cache).
+        mutex.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `f` in one transaction of the store's scope and commits, trying again on
+    /// conflicts; on any error everything rolls back.
+    fn write<T>(&self, f: impl Fn(&mut Writer<'_, PgRows<'_>>) -> DbResult<T>) -> StoreResult<T> {
+        let mut words = Self::lock(&self.words);
+        let mut conn = self.connection()?;
+        let mut attempt = 0;
+        loop {
+            let record_since = Self::lock(&self.cache)
+                .as_ref()
+                .map(SearchCache::generation);
+            let run = |conn: &mut Connection, words: &mut HashMap<String, i64>| {
+                let Connection { client, statements } = conn;
+                let tx = client.transaction()?;
+                let rows = PgRows::new(tx, statements, self.scope_id);
+                let mut writer = Writer::begin(rows, &self.analyzer, words, record_since)?;
+                let value = f(&mut writer)?;
+                Ok::<_, DbError>((value, writer.commit()?))
+            };
+            match run(&mut conn, &mut words) {
+                Ok((value, outcome)) => {
+                    self.apply(outcome);
+                    return Ok(value);
+                }
+                Err(error) => {
+                    // Term ids created by the rolled-back transaction no longer exist.
+                    words.clear();
+                    attempt += 1;
+                    if is_conflict(&error) && attempt < self.options.attempts {
+                        tracing::debug!(scope = %self.scope, attempt, ?error, "write conflict; trying again");
+                        std::thread::sleep(backoff(attempt));
+                        continue;
+                    }
+                    return Err(error.into_store(&self.location));
+                }
+            }
+        }
+    }
+
+    /// Replays a committed write on the search cache (or drops the cache).
+    fn apply(&self, outcome: Outcome) {
+        let mut cache = Self::lock(&self.cache);
+        if let Some(current) = cache.as_mut()
+            && !current.apply(outcome, &self.analyzer)
+        {
+            *cache = None;
+        }
+    }
+
+    /// Runs `f` on a pooled connection; errors carry the location.
+    fn with_conn<T>(&self, f: impl FnOnce(&mut Connection, i64) -> DbResult<T>) -> StoreResult<T> {
+        let mut conn = self.connection()?;
+        f(&mut conn, self.scope_id).map_err(|e| e.into_store(&self.location))
+    }
+
+    /// A read of an infallible trait method: `None` (logged) when the server fails.
+    fn read<T>(
+        &self,
+        operation: &'static str,
+        f: impl FnOnce(&mut Connection, i64) -> DbResult<T>,
+    ) -> Option<T> {
+        match self.with_conn(f) {
+            Ok(value) => Some(value),
+            Err(error) => {
+                tracing::error!(
+                    location = %self.location.display(),
+                    scope = %self.scope,
+                    operation,
+                    code = error.code(),
+                    %error,
+                    "fact store read failed; answering as an empty store"
+                );
+                None
+            }
+        }
+    }
+
+    fn facts(
+        &self,
+        operation: &'static str,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Vec<SessionFact> {
+        self.read(operation, |conn, _| {
+            let rows = query(conn, sql, params)?;
+            rows.iter().map(|row| read_fact(row, 0)).collect()
+        })
+        .unwrap_or_default()
+    }
+
+    fn counter(&self, operation: &'static str, column: &str) -> usize {
+        let sql = format!("SELECT {column} FROM scopes WHERE id = $1");
+        self.read(operation, |conn, scope| {
+            let rows = query(conn, &sql, &[&scope])?;
+            let count: i64 = match rows.first() {
+                Some(row) => row.try_get(0)?,
+                None => 0,
+            };
+            Ok(usize::try_from(count).unwrap_or(0))
+        })
+        .unwrap_or_default()
+    }
+}
+
+/// Runs a prepared (and cached) query outside a transaction.
+fn query(
+    conn: &mut Connection,
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> DbResult<Vec<postgres::Row>> {
+    let Connection { client, statements } = conn;
+    let statement = match statements.get(sql) {
+        Some(statement) => statement.clone(),
+        None => {
+            let statement = client.prepare(sql)?;
+            statements.insert(sql.to_owned(), statement.clone());
+            statement
+        }
+    };
+    Ok(client.query(&statement, params)?)
+}
+
+impl SessionFactStore for PgFactStore {
+    fn add(&self, batch: Vec<SessionFact>) -> StoreResult<AddReport> {
+        self.write(|writer| writer.add(batch.clone(), &self.config))
+    }
+
+    fn invalidate_matching(&self, selector: &FactSelector) -> StoreResult<Vec<FactId>> {
+        let now = self.clock.now();
+        self.write(|writer| writer.invalidate(selector, now, &self.config))
+    }
+
+    fn compact(&self, max_valid: usize) -> StoreResult<CompactionReport> {
+        self.write(|writer| writer.compact(max_valid, &self.config))
+    }
+
+    fn update(&self, id: FactId, update: &FactUpdate) -> StoreResult<SessionFact> {
+        self.write(|writer| writer.update(id, update))
+    }
+
+    fn delete(&self, id: FactId) -> StoreResult<usize> {
+        self.write(|writer| writer.delete(id))
+    }
+
+    fn import(&self, snapshot: Snapshot) -> StoreResult<ImportReport> {
+        snapshot.check_version()?;
+        self.write(|writer| writer.import(snapshot.records.clone(), &self.config))
+    }
+
+    fn valid_facts(&self) -> Vec<SessionFact> {
+        let sql = format!(
+            "SELECT {FACT_COLUMNS} FROM facts WHERE scope = $1 AND valid_to IS NULL ORDER BY seq"
+        );
+        self.facts("valid_facts", &sql, &[&self.scope_id])
+    }
+
+    fn valid_at(&self, at: Timestamp) -> Vec<SessionFact> {
+        let sql = format!(
+            "SELECT {FACT_COLUMNS} FROM facts WHERE scope = $1 AND valid_from <= $2 \
+             AND (valid_to IS NULL OR $2 < valid_to) ORDER BY seq"
+        );
+        let mut facts = self.facts("valid_at", &sql, &[&self.scope_id, &at.unix_micros()]);
+        facts.retain(|fact| fact.is_valid_at(at));
+        facts
+    }
+
+    fn history(&self, subject: &str) -> Vec<SessionFact> {
+        let sql = format!(
+            "SELECT {FACT_COLUMNS} FROM facts WHERE scope = $1 \
+             AND subject_hash = hashtextextended($2, 0) AND subject = $2 ORDER BY seq"
+        );
+        self.facts("history", &sql, &[&self.scope_id, &subject])
+    }
+
+    fn get(&self, id: FactId) -> Option<SessionFact> {
+        let sql = format!(
+            "SELECT {FACT_COLUMNS} FROM facts WHERE scope = $1 AND id = $2 \
+             ORDER BY valid_to IS NULL DESC, seq DESC LIMIT 1"
+        );
+        self.facts("get", &sql, &[&self.scope_id, &id_to_sql(id)])
+            .pop()
+    }
+
+    fn export_snapshot(&self) -> Snapshot {
+        let records = self.read("export_snapshot", |conn, scope| {
+            let sql =
+                format!("SELECT {FACT_COLUMNS}, batch FROM facts WHERE scope = $1 ORDER BY seq");
+            let rows = query(conn, &sql, &[&scope])?;
+            rows.iter()
+                .map(|row| {
+                    let batch: i64 = row.try_get(FACT_COLUMN_COUNT)?;
+                    Ok(SnapshotRecord {
+                        batch: batch_from_sql(batch),
+                        fact: read_fact(row, 0)?,
+                    })
+                })
+                .collect::<DbResult<Vec<_>>>()
+        });
+        Snapshot {
+            version: SNAPSHOT_VERSION,
+            records: records.unwrap_or_default(),
+        }
+    }
+
+    fn analyzer(&self) -> &Analyzer {
+        &self.analyzer
+    }
+
+    fn search(&self, query: &TermQuery<'_>, weighting: &dyn TermWeighting) -> Vec<ScoredFact> {
+        self.read("search", |conn, scope| {
+            let mut cache = (self.options.search_cache).then(|| Self::lock(&self.cache));
+            search::search(
+                conn,
+                scope,
+                &self.analyzer,
+                cache.as_deref_mut(),
+                query,
+                weighting,
+            )
+        })
+        .unwrap_or_default()
+    }
+
+    fn valid_count(&self) -> usize {
+        self.counter("valid_count", "valid_count")
+    }
+
+    fn stored_count(&self) -> usize {
+        self.counter("stored_count", "stored_count")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_lose_their_password() {
+        assert_eq!(
+            redacted("postgres://alice:s3cret@db.example:5432/memory"),
+            "postgres://alice@db.example:5432/memory"
+        );
+        assert_eq!(
+            redacted("postgresql://bob@localhost/x?sslmode=disable"),
+            "postgresql://bob@localhost/x?sslmode=disable"
+        );
+        assert_eq!(
+            redacted("host=db user=carol password=hunter2 dbname=m"),
+            "host=db user=carol dbname=m"
+        );
+    }
+
+    #[test]
+    fn backoff_grows_and_is_bounded() {
+        assert!(backoff(1) >= Duration::from_millis(20));
+        assert!(backoff(30) <= Duration::from_millis(480));
+    }
+}

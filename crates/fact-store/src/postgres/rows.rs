@@ -1,0 +1,452 @@
+//! [`PgRows`]: the [`Rows`] of one PostgreSQL write transaction, for the shared temporal
+//! rules ([`Writer`](crate::sql::rules::Writer)).
+//!
+//! The transaction first locks the scope's row (`SELECT … FOR UPDATE`): writers of one
+//! scope take turns, on one machine or many, while writers of other scopes go on. The
+//! full-text index needs no bookkeeping here: `terms_tsv` is generated from the row's
+//! term document, and its GIN index follows every update.
+
+use std::collections::HashMap;
+
+use fact_model::{FactId, SessionFact, Timestamp};
+use postgres::types::ToSql;
+use postgres::{Row, Statement, Transaction};
+
+use super::codec::read_fact;
+use crate::sql::codec::{
+    FACT_COLUMN_COUNT, FACT_COLUMNS, batch_from_sql, batch_to_sql, id_from_sql, id_to_sql,
+    tags_to_sql, time_from_sql,
+};
+use crate::sql::error::DbResult;
+use crate::sql::rules::{Document, KeyVersion, Link, Rows, ScopeState};
+
+/// Prepared statements of one connection, by their SQL (the server keeps them for the
+/// session, across transactions).
+pub(super) type Statements = HashMap<String, Statement>;
+
+/// Prepares `sql` once per connection.
+pub(super) fn prepared(
+    tx: &mut Transaction<'_>,
+    statements: &mut Statements,
+    sql: &str,
+) -> DbResult<Statement> {
+    if let Some(statement) = statements.get(sql) {
+        return Ok(statement.clone());
+    }
+    let statement = tx.prepare(sql)?;
+    statements.insert(sql.to_owned(), statement.clone());
+    Ok(statement)
+}
+
+/// One write transaction of one scope.
+pub(super) struct PgRows<'a> {
+    tx: Transaction<'a>,
+    statements: &'a mut Statements,
+    scope: i64,
+}
+
+impl<'a> PgRows<'a> {
+    pub(super) fn new(tx: Transaction<'a>, statements: &'a mut Statements, scope: i64) -> Self {
+        PgRows {
+            tx,
+            statements,
+            scope,
+        }
+    }
+
+    fn query(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> DbResult<Vec<Row>> {
+        let statement = prepared(&mut self.tx, self.statements, sql)?;
+        Ok(self.tx.query(&statement, params)?)
+    }
+
+    fn query_opt(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> DbResult<Option<Row>> {
+        let statement = prepared(&mut self.tx, self.statements, sql)?;
+        Ok(self.tx.query_opt(&statement, params)?)
+    }
+
+    fn execute(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> DbResult<u64> {
+        let statement = prepared(&mut self.tx, self.statements, sql)?;
+        Ok(self.tx.execute(&statement, params)?)
+    }
+
+    fn seqs(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> DbResult<Vec<i64>> {
+        self.query(sql, params)?
+            .iter()
+            .map(|row| Ok(row.try_get(0)?))
+            .collect()
+    }
+}
+
+impl Rows for PgRows<'_> {
+    fn scope_state(&mut self) -> DbResult<Option<ScopeState>> {
+        let scope = self.scope;
+        let Some(row) = self.query_opt(
+            "SELECT last_batch, newest_input_batch, valid_count, stored_count, total_len, \
+             next_key_order, generation FROM scopes WHERE id = $1 FOR UPDATE",
+            &[&scope],
+        )?
+        else {
+            return Ok(None);
+        };
+        Ok(Some(ScopeState {
+            last_batch: batch_from_sql(row.try_get(0)?),
+            newest_input_batch: batch_from_sql(row.try_get(1)?),
+            valid: row.try_get(2)?,
+            stored: row.try_get(3)?,
+            total_len: row.try_get(4)?,
+            next_key_order: row.try_get(5)?,
+            generation: row.try_get(6)?,
+        }))
+    }
+
+    fn write_scope_state(&mut self, state: &ScopeState) -> DbResult<()> {
+        let scope = self.scope;
+        self.execute(
+            "UPDATE scopes SET last_batch = $2, newest_input_batch = $3, valid_count = $4, \
+             stored_count = $5, total_len = $6, next_key_order = $7, generation = $8 \
+             WHERE id = $1",
+            &[
+                &scope,
+                &batch_to_sql(state.last_batch),
+                &batch_to_sql(state.newest_input_batch),
+                &state.valid,
+                &state.stored,
+                &state.total_len,
+                &state.next_key_order,
+                &state.generation,
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn add_df(&mut self, changes: &[(i64, i64)]) -> DbResult<()> {
+        if changes.is_empty() {
+            return Ok(());
+        }
+        // One statement for the whole batch: a round trip per term was most of an `add`.
+        let (ids, deltas): (Vec<i64>, Vec<i64>) = changes.iter().copied().unzip();
+        let scope = self.scope;
+        self.execute(
+            "UPDATE terms SET df = terms.df + c.delta \
+             FROM unnest($2::BIGINT[], $3::BIGINT[]) AS c(id, delta) \
+             WHERE terms.scope = $1 AND terms.id = c.id",
+            &[&scope, &ids, &deltas],
+        )?;
+        Ok(())
+    }
+
+    fn latest(&mut self, id: FactId) -> DbResult<Option<(i64, bool)>> {
+        let scope = self.scope;
+        self.query_opt(
+            "SELECT seq, valid_to IS NULL FROM facts WHERE scope = $1 AND id = $2 \
+             ORDER BY valid_to IS NULL DESC, seq DESC LIMIT 1",
+            &[&scope, &id_to_sql(id)],
+        )?
+        .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+        .transpose()
+    }
+
+    fn version(&mut self, seq: i64) -> DbResult<Option<(SessionFact, u64, Document)>> {
+        let scope = self.scope;
+        let sql = format!(
+            "SELECT {FACT_COLUMNS}, batch, doc_len, terms FROM facts WHERE scope = $1 AND seq = $2"
+        );
+        let Some(row) = self.query_opt(&sql, &[&scope, &seq])? else {
+            return Ok(None);
+        };
+        let fact = read_fact(&row, 0)?;
+        let batch: i64 = row.try_get(FACT_COLUMN_COUNT)?;
+        let document = (
+            row.try_get(FACT_COLUMN_COUNT + 1)?,
+            row.try_get(FACT_COLUMN_COUNT + 2)?,
+        );
+        Ok(Some((fact, batch_from_sql(batch), document)))
+    }
+
+    fn document(&mut self, seq: i64) -> DbResult<Document> {
+        let scope = self.scope;
+        let row = self.query_opt(
+            "SELECT doc_len, terms FROM facts WHERE scope = $1 AND seq = $2",
+            &[&scope, &seq],
+        )?;
+        match row {
+            Some(row) => Ok((row.try_get(0)?, row.try_get(1)?)),
+            None => Ok((None, None)),
+        }
+    }
+
+    fn validity(&mut self, seq: i64) -> DbResult<Option<bool>> {
+        let scope = self.scope;
+        self.query_opt(
+            "SELECT valid_to IS NULL FROM facts WHERE scope = $1 AND seq = $2",
+            &[&scope, &seq],
+        )?
+        .map(|row| Ok(row.try_get(0)?))
+        .transpose()
+    }
+
+    fn valid_for_key(&mut self, subject: &str, relation: &str) -> DbResult<Vec<KeyVersion>> {
+        let scope = self.scope;
+        let rows = self.query(
+            "SELECT seq, batch, id, valid_from FROM facts \
+             WHERE scope = $1 AND key_hash = hashtextextended($3, hashtextextended($2, 0)) \
+             AND subject = $2 AND relation = $3 AND key_order IS NOT NULL \
+             AND valid_to IS NULL ORDER BY key_order",
+            &[&scope, &subject, &relation],
+        )?;
+        rows.iter()
+            .map(|row| {
+                let (seq, batch, id, from): (i64, i64, i64, i64) = (
+                    row.try_get(0)?,
+                    row.try_get(1)?,
+                    row.try_get(2)?,
+                    row.try_get(3)?,
+                );
+                Ok((
+                    seq,
+                    batch_from_sql(batch),
+                    id_from_sql(id)?,
+                    time_from_sql(from)?,
+                ))
+            })
+            .collect()
+    }
+
+    fn valid_with_statement(&mut self, folded: &str) -> DbResult<Vec<FactId>> {
+        let scope = self.scope;
+        let rows = self.query(
+            "SELECT id FROM facts WHERE scope = $1 AND hashtextextended(folded, 0) = \
+             hashtextextended($2, 0) AND folded = $2 AND valid_to IS NULL ORDER BY key_order",
+            &[&scope, &folded],
+        )?;
+        rows.iter()
+            .map(|row| id_from_sql(row.try_get(0)?))
+            .collect()
+    }
+
+    fn valid_with_relation(&mut self, relation: &str) -> DbResult<Vec<i64>> {
+        let scope = self.scope;
+        self.seqs(
+            "SELECT seq FROM facts WHERE scope = $1 AND valid_to IS NULL AND relation = $2 \
+             ORDER BY seq",
+            &[&scope, &relation],
+        )
+    }
+
+    fn valid_in_key_order(&mut self) -> DbResult<Vec<i64>> {
+        let scope = self.scope;
+        self.seqs(
+            "SELECT seq FROM facts WHERE scope = $1 AND valid_to IS NULL ORDER BY key_order",
+            &[&scope],
+        )
+    }
+
+    fn valid_subjects(&mut self) -> DbResult<Vec<(i64, String, u64)>> {
+        let scope = self.scope;
+        let rows = self.query(
+            "SELECT seq, subject, batch FROM facts WHERE scope = $1 AND valid_to IS NULL \
+             ORDER BY seq",
+            &[&scope],
+        )?;
+        rows.iter()
+            .map(|row| {
+                let batch: i64 = row.try_get(2)?;
+                Ok((row.try_get(0)?, row.try_get(1)?, batch_from_sql(batch)))
+            })
+            .collect()
+    }
+
+    fn valid_ranks(&mut self) -> DbResult<Vec<(i64, FactId, f64, Timestamp)>> {
+        let scope = self.scope;
+        let rows = self.query(
+            "SELECT seq, id, confidence, valid_from FROM facts \
+             WHERE scope = $1 AND valid_to IS NULL ORDER BY seq",
+            &[&scope],
+        )?;
+        rows.iter()
+            .map(|row| {
+                Ok((
+                    row.try_get(0)?,
+                    id_from_sql(row.try_get(1)?)?,
+                    row.try_get(2)?,
+                    time_from_sql(row.try_get(3)?)?,
+                ))
+            })
+            .collect()
+    }
+
+    fn oldest_history(&mut self, limit: usize) -> DbResult<Vec<i64>> {
+        let scope = self.scope;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.seqs(
+            "SELECT seq FROM facts WHERE scope = $1 AND valid_to IS NOT NULL \
+             ORDER BY seq LIMIT $2",
+            &[&scope, &limit],
+        )
+    }
+
+    fn versions_of(&mut self, id: FactId) -> DbResult<Vec<i64>> {
+        let scope = self.scope;
+        self.seqs(
+            "SELECT seq FROM facts WHERE scope = $1 AND id = $2 ORDER BY seq",
+            &[&scope, &id_to_sql(id)],
+        )
+    }
+
+    fn term_id(&mut self, term: &str) -> DbResult<i64> {
+        let scope = self.scope;
+        if let Some(row) = self.query_opt(
+            "SELECT id FROM terms WHERE scope = $1 AND hashtextextended(term, 0) = \
+             hashtextextended($2, 0) AND term = $2",
+            &[&scope, &term],
+        )? {
+            return Ok(row.try_get(0)?);
+        }
+        let row = self.query(
+            "INSERT INTO terms (scope, term) VALUES ($1, $2) RETURNING id",
+            &[&scope, &term],
+        )?;
+        match row.first() {
+            Some(row) => Ok(row.try_get(0)?),
+            None => Err(crate::sql::error::DbError::Corrupt(
+                "INSERT … RETURNING gave no term id".into(),
+            )),
+        }
+    }
+
+    fn insert(
+        &mut self,
+        fact: &SessionFact,
+        folded: Option<&str>,
+        batch: u64,
+        link: Option<&Link>,
+    ) -> DbResult<i64> {
+        let scope = self.scope;
+        let tags = tags_to_sql(fact.tags().as_slice());
+        let rows = self.query(
+            "INSERT INTO facts (scope, id, subject, relation, object, tags, valid_from, \
+             valid_to, source_task_id, source_role, confidence, statement, folded, \
+             superseded_by, batch, key_order, doc_len, terms) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
+             $17, $18) RETURNING seq",
+            &[
+                &scope,
+                &id_to_sql(fact.id()),
+                &fact.subject(),
+                &fact.relation(),
+                &fact.object(),
+                &tags,
+                &fact.valid_from().unix_micros(),
+                &fact.valid_to().map(Timestamp::unix_micros),
+                &fact.source_task_id(),
+                &fact.source_role().as_str(),
+                &fact.confidence(),
+                &fact.statement(),
+                &folded,
+                &fact.superseded_by().map(id_to_sql),
+                &batch_to_sql(batch),
+                &link.map(|l| l.key_order),
+                &link.map(|l| l.doc_len),
+                &link.map(|l| l.document.as_str()),
+            ],
+        )?;
+        match rows.first() {
+            Some(row) => Ok(row.try_get(0)?),
+            None => Err(crate::sql::error::DbError::Corrupt(
+                "INSERT … RETURNING gave no seq".into(),
+            )),
+        }
+    }
+
+    fn set_batch(&mut self, seq: i64, batch: u64) -> DbResult<()> {
+        let scope = self.scope;
+        self.execute(
+            "UPDATE facts SET batch = $3 WHERE scope = $1 AND seq = $2",
+            &[&scope, &seq, &batch_to_sql(batch)],
+        )?;
+        Ok(())
+    }
+
+    fn unlink(&mut self, seq: i64, end: Option<(i64, Option<i64>)>) -> DbResult<()> {
+        let scope = self.scope;
+        match end {
+            None => self.execute(
+                "UPDATE facts SET key_order = NULL, doc_len = NULL, terms = NULL \
+                 WHERE scope = $1 AND seq = $2",
+                &[&scope, &seq],
+            )?,
+            Some((valid_to, superseded_by)) => self.execute(
+                "UPDATE facts SET key_order = NULL, doc_len = NULL, terms = NULL, \
+                 valid_to = $3, superseded_by = $4 WHERE scope = $1 AND seq = $2",
+                &[&scope, &seq, &valid_to, &superseded_by],
+            )?,
+        };
+        Ok(())
+    }
+
+    fn relink(&mut self, seq: i64, link: &Link) -> DbResult<()> {
+        let scope = self.scope;
+        self.execute(
+            "UPDATE facts SET key_order = $3, doc_len = $4, terms = $5 \
+             WHERE scope = $1 AND seq = $2",
+            &[
+                &scope,
+                &seq,
+                &link.key_order,
+                &link.doc_len,
+                &link.document.as_str(),
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn update(
+        &mut self,
+        seq: i64,
+        fact: &SessionFact,
+        folded: Option<&str>,
+        link: Option<&Link>,
+    ) -> DbResult<()> {
+        let scope = self.scope;
+        let tags = tags_to_sql(fact.tags().as_slice());
+        self.execute(
+            "UPDATE facts SET tags = $3, confidence = $4, statement = $5, folded = $6, \
+             key_order = $7, doc_len = $8, terms = $9 WHERE scope = $1 AND seq = $2",
+            &[
+                &scope,
+                &seq,
+                &tags,
+                &fact.confidence(),
+                &fact.statement(),
+                &folded,
+                &link.map(|l| l.key_order),
+                &link.map(|l| l.doc_len),
+                &link.map(|l| l.document.as_str()),
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn delete(&mut self, seq: i64) -> DbResult<()> {
+        let scope = self.scope;
+        self.execute(
+            "DELETE FROM facts WHERE scope = $1 AND seq = $2",
+            &[&scope, &seq],
+        )?;
+        Ok(())
+    }
+
+    fn set_analyzer(&mut self, tag: &str) -> DbResult<()> {
+        let scope = self.scope;
+        self.execute(
+            "UPDATE scopes SET analyzer = $2 WHERE id = $1",
+            &[&scope, &tag],
+        )?;
+        Ok(())
+    }
+
+    fn commit(self) -> DbResult<()> {
+        self.tx.commit()?;
+        Ok(())
+    }
+}

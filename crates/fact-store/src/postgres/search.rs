@@ -1,0 +1,183 @@
+//! `search` over PostgreSQL: the GIN index over the valid facts' `tsvector`s, and the
+//! shared in-process cache of the scope's term index ([`crate::sql::search`] says how
+//! both score).
+
+use fact_model::SessionFact;
+use postgres::IsolationLevel;
+
+use super::codec::read_fact;
+use super::pool::Connection;
+use super::rows::prepared;
+use crate::index::{TopK, distinct};
+use crate::sql::codec::{FACT_COLUMNS, id_from_sql, tags_from_sql, time_from_sql};
+use crate::sql::error::DbResult;
+use crate::sql::search::{Filters, Scorer, SearchCache, scan, seq_key, seq_sql};
+use crate::{Analyzer, ScoredFact, TermQuery, TermWeighting};
+
+/// Answers `search` for `scope`; `cache` is used (and filled) when given.
+pub(super) fn search(
+    conn: &mut Connection,
+    scope: i64,
+    analyzer: &Analyzer,
+    cache: Option<&mut Option<SearchCache>>,
+    query: &TermQuery<'_>,
+    weighting: &dyn TermWeighting,
+) -> DbResult<Vec<ScoredFact>> {
+    if query.limit == 0 {
+        return Ok(Vec::new());
+    }
+    let Connection { client, statements } = conn;
+    // One snapshot: the statistics, the candidates and the facts fetched at the end.
+    let mut tx = client
+        .build_transaction()
+        .isolation_level(IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()?;
+    let mut top = TopK::new(query.limit);
+    match (query.as_of, cache) {
+        (Some(at), _) => {
+            let sql = format!(
+                "SELECT seq, {FACT_COLUMNS} FROM facts WHERE scope = $1 AND valid_from <= $2 \
+                 AND (valid_to IS NULL OR $2 < valid_to) ORDER BY seq"
+            );
+            let statement = prepared(&mut tx, statements, &sql)?;
+            let mut facts: Vec<(u64, SessionFact)> = Vec::new();
+            for row in tx.query(&statement, &[&scope, &at.unix_micros()])? {
+                let seq: i64 = row.try_get(0)?;
+                let fact = read_fact(&row, 1)?;
+                if fact.is_valid_at(at) {
+                    facts.push((seq_key(seq), fact));
+                }
+            }
+            scan(&facts, analyzer, query, weighting, &mut top);
+        }
+        (None, Some(cache)) => {
+            let statement = prepared(
+                &mut tx,
+                statements,
+                "SELECT generation FROM scopes WHERE id = $1",
+            )?;
+            let generation: i64 = tx.query_one(&statement, &[&scope])?.try_get(0)?;
+            if cache.as_ref().map(SearchCache::generation) != Some(generation) {
+                *cache = None;
+                let mut fresh = SearchCache::new(generation);
+                let sql = format!(
+                    "SELECT seq, {FACT_COLUMNS} FROM facts WHERE scope = $1 \
+                     AND valid_to IS NULL ORDER BY seq"
+                );
+                let statement = prepared(&mut tx, statements, &sql)?;
+                for row in tx.query(&statement, &[&scope])? {
+                    fresh.insert(row.try_get(0)?, &read_fact(&row, 1)?, analyzer);
+                }
+                *cache = Some(fresh);
+            }
+            if let Some(cache) = cache.as_ref() {
+                cache.search(analyzer, query, weighting, &mut top);
+            }
+        }
+        (None, None) => from_database(
+            &mut tx, statements, scope, analyzer, query, weighting, &mut top,
+        )?,
+    }
+    let ranked = top.into_sorted();
+    let mut results = Vec::with_capacity(ranked.len());
+    if !ranked.is_empty() {
+        let seqs: Vec<i64> = ranked.iter().map(|(_, seq)| seq_sql(*seq)).collect();
+        let sql =
+            format!("SELECT seq, {FACT_COLUMNS} FROM facts WHERE scope = $1 AND seq = ANY($2)");
+        let statement = prepared(&mut tx, statements, &sql)?;
+        let mut found = std::collections::HashMap::with_capacity(seqs.len());
+        for row in tx.query(&statement, &[&scope, &seqs])? {
+            let seq: i64 = row.try_get(0)?;
+            found.insert(seq, read_fact(&row, 1)?);
+        }
+        // A seq may rank twice (an `as_of` search over two versions of one id), as in the
+        // other stores.
+        for (score, seq) in ranked {
+            if let Some(fact) = found.get(&seq_sql(seq)) {
+                results.push(ScoredFact {
+                    fact: fact.clone(),
+                    score,
+                });
+            }
+        }
+    }
+    tx.commit()?;
+    Ok(results)
+}
+
+/// The GIN index finds the valid facts holding a query term (`terms_tsv @@ 't12 | t7'`);
+/// each is scored from its stored term document.
+fn from_database(
+    tx: &mut postgres::Transaction<'_>,
+    statements: &mut super::rows::Statements,
+    scope: i64,
+    analyzer: &Analyzer,
+    query: &TermQuery<'_>,
+    weighting: &dyn TermWeighting,
+    top: &mut TopK,
+) -> DbResult<()> {
+    let statement = prepared(
+        tx,
+        statements,
+        "SELECT valid_count, total_len FROM scopes WHERE id = $1",
+    )?;
+    let row = tx.query_one(&statement, &[&scope])?;
+    let (docs, total_len): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
+    let analyzed = analyzer.analyze(query.text);
+    let terms = distinct(&analyzed);
+    let statement = prepared(
+        tx,
+        statements,
+        "SELECT id, df FROM terms WHERE scope = $1 AND hashtextextended(term, 0) = \
+         hashtextextended($2, 0) AND term = $2",
+    )?;
+    let mut found: Vec<(i64, usize)> = Vec::new();
+    for term in &terms {
+        if let Some(row) = tx.query_opt(&statement, &[&scope, term])? {
+            let (id, df): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
+            found.push((id, usize::try_from(df).unwrap_or(0)));
+        }
+    }
+    let docs = usize::try_from(docs).unwrap_or(0);
+    let mut scorer = Scorer::new(found, docs, total_len, terms.len(), weighting);
+    if scorer.is_empty() {
+        return Ok(());
+    }
+    let expression = scorer
+        .term_ids()
+        .map(|id| format!("t{id}"))
+        .collect::<Vec<_>>()
+        .join(" | ");
+    let filters = Filters::of(query);
+    let statement = prepared(
+        tx,
+        statements,
+        "SELECT seq, id, valid_from, tags, source_task_id, doc_len, terms FROM facts \
+         WHERE scope = $1 AND valid_to IS NULL AND terms_tsv @@ to_tsquery('simple', $2)",
+    )?;
+    for row in tx.query(&statement, &[&scope, &expression])? {
+        let document: Option<String> = row.try_get(6)?;
+        let len: Option<i64> = row.try_get(5)?;
+        let score = scorer.score(document.as_deref(), len.unwrap_or(0), weighting)?;
+        if score <= 0.0 || !top.may_admit(score) {
+            continue;
+        }
+        let (seq, id, from): (i64, i64, i64) = (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+        let (id, from) = (id_from_sql(id)?, time_from_sql(from)?);
+        if !top.admits(score, from, id) {
+            continue;
+        }
+        if filters.by_tags() {
+            let tags: String = row.try_get(3)?;
+            if !filters.tags_match(&tags_from_sql(&tags)?) {
+                continue;
+            }
+        }
+        let task: String = row.try_get(4)?;
+        if !filters.excluded(&task) {
+            top.push(score, from, id, seq_key(seq));
+        }
+    }
+    Ok(())
+}

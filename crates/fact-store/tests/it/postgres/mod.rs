@@ -1,0 +1,86 @@
+//! The conformance suite against `PgFactStore` on the server `FACTMEM_PG_URL` names, each
+//! store in a scope of its own (so tests share the server and never each other's facts);
+//! `only` holds what only the shared store has (constraints in the database, schemas,
+//! several stores writing one scope at once); `postgres_gin` runs the suite with every
+//! search answered by the database's GIN index.
+//!
+//! Without `FACTMEM_PG_URL` the tests are skipped with one message on stderr; under
+//! `CI=true` they fail instead (`.ci/run` starts a server with `.ci/pg-server start`).
+
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Once};
+
+use fact_model::{Clock, ManualClock};
+use fact_store::{PgFactStore, PgOptions, SessionFactStore, StoreConfig};
+
+pub(crate) use crate::{fact, memory, store_from, t, valid_lines};
+
+mod only;
+
+/// The server's URL; `None` outside CI when `FACTMEM_PG_URL` is unset.
+pub(crate) fn server() -> Option<String> {
+    if let Ok(url) = std::env::var("FACTMEM_PG_URL")
+        && !url.is_empty()
+    {
+        return Some(url);
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "FACTMEM_PG_URL is not set under CI=true: start a server with \
+         `eval \"$(.ci/pg-server start)\"` (.ci/run does)"
+    );
+    static SKIPPED: Once = Once::new();
+    SKIPPED.call_once(|| {
+        // Straight to stderr: the test harness captures `eprintln!`.
+        let _ = writeln!(
+            std::io::stderr(),
+            "FACTMEM_PG_URL is not set: the PostgreSQL tests are skipped; \
+             `eval \"$(.ci/pg-server start)\"` starts a throwaway server and sets it"
+        );
+    });
+    None
+}
+
+/// A scope name no other test (of this run or an earlier one) uses.
+pub(crate) fn fresh_scope(name: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("test:{name}:{}:{nanos}:{n}", std::process::id())
+}
+
+/// Small pools: many stores run at once against one server.
+pub(crate) fn options() -> PgOptions {
+    PgOptions {
+        pool_size: 2,
+        ..PgOptions::default()
+    }
+}
+
+/// A store of a fresh scope on the test server.
+pub(crate) fn open(
+    url: &str,
+    config: StoreConfig,
+    options: PgOptions,
+    clock: Arc<dyn Clock>,
+) -> PgFactStore {
+    PgFactStore::connect_with(url, &fresh_scope("conformance"), config, options, clock).unwrap()
+}
+
+pub(crate) fn store_with(
+    config: StoreConfig,
+) -> Option<(Arc<dyn SessionFactStore>, Arc<ManualClock>)> {
+    let url = server()?;
+    Some(store_from(|clock| {
+        Arc::new(open(&url, config, options(), clock))
+    }))
+}
+
+pub(crate) fn store() -> Option<(Arc<dyn SessionFactStore>, Arc<ManualClock>)> {
+    store_with(StoreConfig::default())
+}
+
+conformance_suite!();

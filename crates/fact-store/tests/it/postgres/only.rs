@@ -1,0 +1,395 @@
+//! What only the shared store has: reconnecting, scopes sharing one database, schemas
+//! newer than the build, the temporal invariants as database constraints, episodes, long
+//! texts, and several stores writing one scope at once.
+
+use std::sync::Arc;
+
+use fact_model::{FactId, ManualClock, SessionFact, SourceRole, Tag};
+use fact_store::{
+    Episode, EpisodeStore, PgFactStore, PgOptions, SessionFactStore, StoreConfig, StoreError,
+    TermQuery,
+};
+
+use super::{fact, fresh_scope, options, server, t};
+
+fn clock() -> Arc<ManualClock> {
+    Arc::new(ManualClock::new(t(0)))
+}
+
+fn open(url: &str, scope: &str, clock: &Arc<ManualClock>) -> PgFactStore {
+    PgFactStore::connect_with(url, scope, StoreConfig::default(), options(), clock.clone()).unwrap()
+}
+
+fn search(store: &dyn SessionFactStore, text: &str) -> Vec<(String, f64)> {
+    let query = TermQuery {
+        limit: 10,
+        ..TermQuery::default()
+    };
+    crate::search(store, text, query)
+}
+
+#[test]
+fn a_reconnected_store_holds_everything_and_carries_on() {
+    let Some(url) = server() else { return };
+    let scope = fresh_scope("reconnect");
+    let clock = clock();
+    let before = {
+        let store = open(&url, &scope, &clock);
+        store
+            .add(vec![
+                fact("task:1", "requires", "parser", 1, 0),
+                fact("task:1", "requires", "docs", 1, 0),
+            ])
+            .unwrap();
+        store
+            .add(vec![fact("task:1", "completed_with", "blocked", 1, 6)])
+            .unwrap();
+        store
+            .add(vec![fact("task:1", "completed_with", "completed", 1, 9)])
+            .unwrap();
+        (store.export_snapshot(), search(&store, "parser docs"))
+    };
+    let store = open(&url, &scope, &clock);
+    assert_eq!(store.export_snapshot(), before.0);
+    assert_eq!(search(&store, "parser docs"), before.1);
+    let report = store
+        .add(vec![fact("task:1", "requires", "nothing", 1, 10)])
+        .unwrap();
+    assert_eq!(report.invalidated.len(), 2);
+    let batches: Vec<u64> = store
+        .export_snapshot()
+        .records
+        .iter()
+        .map(|r| r.batch)
+        .collect();
+    assert_eq!(batches, [1, 1, 2, 3, 4]);
+}
+
+#[test]
+fn scopes_of_one_database_see_nothing_of_each_other() {
+    let Some(url) = server() else { return };
+    let clock = clock();
+    let spec = open(&url, &fresh_scope("spec"), &clock);
+    let alice = open(&url, &fresh_scope("alice"), &clock);
+    spec.add(vec![
+        fact("task:1", "summary", "parser work", 1, 0),
+        fact("task:1", "requires", "lexer", 1, 0),
+    ])
+    .unwrap();
+    alice
+        .add(vec![fact("task:1", "summary", "parser preference", 1, 0)])
+        .unwrap();
+    let report = alice
+        .add(vec![fact("task:1", "requires", "coffee", 1, 5)])
+        .unwrap();
+    assert!(report.invalidated.is_empty());
+    assert_eq!((spec.valid_count(), alice.valid_count()), (2, 2));
+    assert_eq!(
+        search(&spec, "parser"),
+        [("task:1 summary parser work".to_owned(), 1.0)]
+    );
+    let lexer = FactId::for_triple("task:1", "requires", "lexer");
+    assert!(alice.get(lexer).is_none());
+    assert!(matches!(
+        alice.delete(lexer),
+        Err(StoreError::NotFound { .. })
+    ));
+    spec.put_episode(&Episode::new("Parser", "The parser is done.", "...", t(0)))
+        .unwrap();
+    assert!(alice.episodes().unwrap().is_empty());
+    assert_eq!(spec.search_episodes("parser", 5).unwrap().len(), 1);
+}
+
+#[test]
+fn a_newer_schema_is_refused_and_left_untouched() {
+    let Some(url) = server() else { return };
+    // A schema of its own, so the shared one stays as it is.
+    let schema = format!("factmem_newer_{}", std::process::id());
+    let options = PgOptions {
+        schema: schema.clone(),
+        ..options()
+    };
+    let scope = fresh_scope("newer");
+    PgFactStore::connect_with(
+        &url,
+        &scope,
+        StoreConfig::default(),
+        options.clone(),
+        clock(),
+    )
+    .unwrap()
+    .add(vec![fact("a", "r", "o", 1, 0)])
+    .unwrap();
+    let mut raw = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    raw.execute(
+        &format!("UPDATE {schema}.schema_version SET version = 99"),
+        &[],
+    )
+    .unwrap();
+    let err = PgFactStore::connect_with(&url, &scope, StoreConfig::default(), options, clock())
+        .unwrap_err();
+    assert_eq!(err.code(), "newer_schema", "{err}");
+    assert!(err.to_string().contains("99"), "{err}");
+    let facts: i64 = raw
+        .query_one(&format!("SELECT count(*) FROM {schema}.facts"), &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(facts, 1);
+    raw.batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
+        .unwrap();
+}
+
+#[test]
+fn the_database_itself_refuses_a_second_valid_fact_of_a_key_or_triple() {
+    let Some(url) = server() else { return };
+    let scope = fresh_scope("constraints");
+    let store = open(&url, &scope, &clock());
+    store
+        .add(vec![
+            fact("task:1", "requires", "parser", 1, 0),
+            fact("task:1", "requires", "docs", 1, 0),
+        ])
+        .unwrap();
+    let mut raw = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    raw.batch_execute("SET search_path = factmem").unwrap();
+    let scope_id: i64 = raw
+        .query_one("SELECT id FROM scopes WHERE name = $1", &[&scope])
+        .unwrap()
+        .get(0);
+    // A writer that skipped the rules: another valid fact of the key from another batch.
+    let insert = "INSERT INTO facts (scope, id, subject, relation, object, tags, valid_from, \
+        source_task_id, source_role, confidence, batch) \
+        VALUES ($1, $2, 'task:1', 'requires', $3, 'decision', 0, '1', 'implementer', 1, $4)";
+    let err = raw
+        .execute(insert, &[&scope_id, &7_i64, &"tests", &2_i64])
+        .unwrap_err();
+    assert_eq!(
+        err.code(),
+        Some(&postgres::error::SqlState::EXCLUSION_VIOLATION),
+        "{err}"
+    );
+    // The same triple valid twice (the same batch, so only the unique index objects).
+    let parser = FactId::for_triple("task:1", "requires", "parser");
+    let id = i64::from_be_bytes(*parser.as_bytes());
+    let err = raw
+        .execute(insert, &[&scope_id, &id, &"parser", &1_i64])
+        .unwrap_err();
+    assert_eq!(
+        err.code(),
+        Some(&postgres::error::SqlState::UNIQUE_VIOLATION),
+        "{err}"
+    );
+    assert_eq!(store.valid_count(), 2);
+    assert_eq!(store.valid_facts().len(), 2);
+}
+
+#[test]
+fn episodes_are_stored_searched_and_marked() {
+    let Some(url) = server() else { return };
+    let store = open(&url, &fresh_scope("episodes"), &clock());
+    let testing = Episode::new(
+        "Testing",
+        "The user chose pytest over unittest.",
+        "user: pytest",
+        t(10),
+    );
+    let databases = Episode::new("Databases", "SQLite with FTS5 for memory.", "…", t(20));
+    let both = Episode::new(
+        "Tests and databases",
+        "pytest fixtures for SQLite.",
+        "…",
+        t(5),
+    );
+    for episode in [&testing, &databases, &both] {
+        store.put_episode(episode).unwrap();
+    }
+    let titles =
+        |episodes: Vec<Episode>| -> Vec<String> { episodes.into_iter().map(|e| e.title).collect() };
+    assert_eq!(store.episode(&testing.id).unwrap().as_ref(), Some(&testing));
+    assert_eq!(
+        titles(store.episodes().unwrap()),
+        ["Tests and databases", "Testing", "Databases"]
+    );
+    assert_eq!(
+        titles(store.search_episodes("pytest and sqlite?", 5).unwrap()),
+        ["Tests and databases", "Databases", "Testing"]
+    );
+    assert!(store.search_episodes("the and", 5).unwrap().is_empty());
+    store.mark_extracted(&testing.id, t(30)).unwrap();
+    assert_eq!(
+        titles(store.pending_extraction().unwrap()),
+        ["Tests and databases", "Databases"]
+    );
+    let err = store.mark_extracted("ep_missing", t(30)).unwrap_err();
+    assert!(matches!(err, StoreError::EpisodeNotFound { .. }), "{err:?}");
+    let mut renamed = databases.clone();
+    renamed.summary = "Postgres after all.".into();
+    store.put_episode(&renamed).unwrap();
+    assert_eq!(store.episodes().unwrap().len(), 3);
+    assert_eq!(
+        titles(store.search_episodes("postgres", 5).unwrap()),
+        ["Databases"]
+    );
+}
+
+#[test]
+fn texts_at_their_longest_are_stored_and_found() {
+    let Some(url) = server() else { return };
+    let store = open(&url, &fresh_scope("long"), &clock());
+    // Every field at its limit, in characters of several bytes: the store indexes texts
+    // by hash, so no index entry grows with them.
+    let subject = format!("a{}", "\u{301}".repeat(199));
+    let word = "x".repeat(150);
+    let long = SessionFact::builder(
+        subject.as_str(),
+        "summary",
+        format!("{word} {}", "😀".repeat(49)),
+    )
+    .tag(Tag::Decision)
+    .source("1", SourceRole::Implementer)
+    .valid_from(t(0))
+    .statement("😀".repeat(500))
+    .build()
+    .unwrap();
+    store.add(vec![long.clone()]).unwrap();
+    assert_eq!(store.history(&subject), std::slice::from_ref(&long));
+    assert_eq!(search(&store, &word).len(), 1);
+    let report = store
+        .add(vec![fact(&subject, "summary", "short", 1, 5)])
+        .unwrap();
+    assert_eq!(report.invalidated, [long.id()]);
+}
+
+#[test]
+fn eight_threads_on_two_stores_writing_one_scope_lose_nothing() {
+    let Some(url) = server() else { return };
+    let scope = fresh_scope("shared");
+    let clock = clock();
+    let config = StoreConfig {
+        capacity: 10_000,
+        history_limit: 10_000,
+        ..StoreConfig::default()
+    };
+    let stores: Vec<PgFactStore> = (0..2)
+        .map(|_| PgFactStore::connect_with(&url, &scope, config, options(), clock.clone()).unwrap())
+        .collect();
+    std::thread::scope(|threads| {
+        for worker in 0..8usize {
+            let store = &stores[worker % 2];
+            threads.spawn(move || {
+                for n in 0..25i64 {
+                    store
+                        .add(vec![
+                            fact(
+                                &format!("src/{worker}/{n}.rs"),
+                                "modified_by",
+                                "task:1",
+                                1,
+                                n,
+                            ),
+                            // Every worker writes this key: the later batch wins each time.
+                            fact("task:1", "completed_with", &format!("w{worker} n{n}"), 1, n),
+                        ])
+                        .unwrap();
+                }
+            });
+        }
+    });
+    for store in &stores {
+        assert_eq!(store.valid_count(), 201);
+        assert_eq!(store.stored_count(), 400);
+        assert_eq!(store.history("task:1").len(), 200);
+        assert_eq!(search(store, "completed").len(), 1);
+    }
+    let mut batches: Vec<u64> = stores[0]
+        .export_snapshot()
+        .records
+        .iter()
+        .map(|r| r.batch)
+        .collect();
+    batches.sort_unstable();
+    batches.dedup();
+    assert_eq!(batches, (1..=200).collect::<Vec<u64>>());
+}
+
+#[test]
+fn a_search_cache_follows_writes_of_other_stores() {
+    let Some(url) = server() else { return };
+    let scope = fresh_scope("cache");
+    let clock = clock();
+    let reader = open(&url, &scope, &clock);
+    let writer = open(&url, &scope, &clock);
+    writer
+        .add(vec![fact("src/lexer.rs", "modified_by", "task:1", 1, 0)])
+        .unwrap();
+    assert_eq!(search(&reader, "lexer").len(), 1);
+    writer
+        .add(vec![fact("src/parser.rs", "modified_by", "task:2", 2, 1)])
+        .unwrap();
+    assert_eq!(search(&reader, "parser").len(), 1);
+    reader
+        .add(vec![fact("src/parser.rs", "reviewed_by", "task:3", 3, 2)])
+        .unwrap();
+    writer.invalidate("src/parser.rs", "modified_by").unwrap();
+    assert_eq!(
+        search(&reader, "parser"),
+        [("src/parser.rs reviewed_by task:3".to_owned(), 1.0)]
+    );
+    assert_eq!(search(&writer, "parser"), search(&reader, "parser"));
+}
+
+#[test]
+fn opening_with_another_analyzer_reindexes_the_scope() {
+    let Some(url) = server() else { return };
+    let scope = fresh_scope("analyzer");
+    let clock = clock();
+    let stemmed = open(&url, &scope, &clock);
+    stemmed
+        .add(vec![fact("task:1", "summary", "parsing parsers", 1, 0)])
+        .unwrap();
+    assert_eq!(search(&stemmed, "parse").len(), 1);
+    drop(stemmed);
+    let plain_config = StoreConfig {
+        analyzer: fact_store::AnalyzerConfig { stemming: false },
+        ..StoreConfig::default()
+    };
+    let plain =
+        PgFactStore::connect_with(&url, &scope, plain_config, options(), clock.clone()).unwrap();
+    assert!(search(&plain, "parse").is_empty());
+    assert_eq!(search(&plain, "parsers").len(), 1);
+}
+
+#[test]
+fn an_unreachable_server_or_a_bad_url_is_a_typed_error() {
+    // No server needed: nothing listens on port 1.
+    let options = PgOptions {
+        connect_timeout: std::time::Duration::from_millis(500),
+        ..PgOptions::default()
+    };
+    let err = PgFactStore::connect_with(
+        "postgres://alice:s3cret@127.0.0.1:1/x",
+        "s",
+        StoreConfig::default(),
+        options,
+        clock(),
+    )
+    .unwrap_err();
+    assert_eq!(err.code(), "io", "{err}");
+    assert!(!err.to_string().contains("s3cret"), "{err}");
+    let err =
+        PgFactStore::connect("postgres://[::1", "s", StoreConfig::default(), clock()).unwrap_err();
+    assert_eq!(err.code(), "backend", "{err}");
+    let bad_schema = PgOptions {
+        schema: "x; DROP TABLE facts".into(),
+        ..PgOptions::default()
+    };
+    let err = PgFactStore::connect_with(
+        "postgres://h/db",
+        "s",
+        StoreConfig::default(),
+        bad_schema,
+        clock(),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("schema name"), "{err}");
+}
