@@ -10,8 +10,21 @@
 //!   (`spec:todo-api`, `user:alice`) in one database, none seeing another's facts; WAL,
 //!   one transaction per batch, a busy timeout so several processes share the file,
 //!   schema migrations, and a search through FTS5 that ranks exactly as the in-memory
-//!   index does. It also keeps the scope's [`Episode`]s ([`EpisodeStore`]). Both stores
-//!   pass the same conformance suite.
+//!   index does. It also keeps the scope's [`Episode`]s ([`EpisodeStore`]).
+//! - `PgFactStore` (feature `postgres`; `postgres-tls` adds TLS) implements it on a
+//!   PostgreSQL server, for many orchestrators on many machines sharing one memory: the
+//!   same scopes and rules (the SQLite store's own code), writers of a scope taking turns
+//!   on its row lock, the temporal invariants enforced by database constraints, and
+//!   full-text candidates from a GIN index ranked as every other store ranks them.
+//!
+//! Every store passes the same conformance suite and a differential property test against
+//! the in-memory store.
+//!
+//! | feature | adds |
+//! |---|---|
+//! | `sqlite` | `SqliteFactStore` (rusqlite, SQLite compiled in) |
+//! | `postgres` | `PgFactStore`, `PgOptions` (the `postgres` client, an r2d2 pool) |
+//! | `postgres-tls` | TLS to the server (rustls, Mozilla's roots): `sslmode=require` works |
 //!
 //! ```
 //! # #[cfg(feature = "sqlite")] {

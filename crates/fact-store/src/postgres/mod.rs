@@ -312,7 +312,8 @@ impl PgFactStore {
             &options.schema,
             options.lock_timeout,
             options.connect_timeout,
-        );
+        )
+        .map_err(|message| StoreError::Backend { message })?;
         let pool = r2d2::Pool::builder()
             .max_size(options.pool_size.max(1))
             .min_idle(Some(0))

@@ -1,9 +1,9 @@
 //! The connection pool: r2d2 over the synchronous `postgres` client, each connection with
-//! the statements it prepared.
+//! the statements it prepared, in plain text or (feature `postgres-tls`) over rustls.
 
 use std::time::Duration;
 
-use postgres::{Client, NoTls};
+use postgres::Client;
 
 use super::rows::Statements;
 
@@ -18,6 +18,24 @@ pub(super) struct Connection {
 /// the operations that were in flight, never the ones after.
 pub(super) struct Manager {
     config: postgres::Config,
+    #[cfg(feature = "postgres-tls")]
+    tls: tokio_postgres_rustls::MakeRustlsConnect,
+}
+
+/// The TLS connector: rustls with the ring provider and Mozilla's roots, built without
+/// the process-wide default provider (which another crate may have set differently).
+#[cfg(feature = "postgres-tls")]
+fn tls() -> Result<tokio_postgres_rustls::MakeRustlsConnect, String> {
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS configuration: {e}"))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
 }
 
 impl Manager {
@@ -28,7 +46,7 @@ impl Manager {
         schema: &str,
         lock_timeout: Duration,
         connect_timeout: Duration,
-    ) -> Self {
+    ) -> Result<Self, String> {
         let options = format!(
             "-c search_path={schema} -c lock_timeout={}",
             lock_timeout.as_millis().max(1)
@@ -42,7 +60,11 @@ impl Manager {
         if config.get_application_name().is_none() {
             config.application_name("factmem");
         }
-        Manager { config }
+        Ok(Manager {
+            config,
+            #[cfg(feature = "postgres-tls")]
+            tls: tls()?,
+        })
     }
 }
 
@@ -51,8 +73,14 @@ impl r2d2::ManageConnection for Manager {
     type Error = postgres::Error;
 
     fn connect(&self) -> Result<Connection, postgres::Error> {
+        // With TLS built in, `sslmode` decides: `prefer` (the default) uses TLS when the
+        // server offers it, `require` insists, `disable` never asks.
+        #[cfg(feature = "postgres-tls")]
+        let client = self.config.connect(self.tls.clone())?;
+        #[cfg(not(feature = "postgres-tls"))]
+        let client = self.config.connect(postgres::NoTls)?;
         Ok(Connection {
-            client: self.config.connect(NoTls)?,
+            client,
             statements: Statements::new(),
         })
     }

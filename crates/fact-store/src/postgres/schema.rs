@@ -102,10 +102,13 @@ fn current_version(tx: &mut postgres::Transaction<'_>, schema: &str) -> DbResult
 fn to_version_1(tx: &mut postgres::Transaction<'_>) -> Result<(), postgres::Error> {
     // Both extensions are "trusted" (PostgreSQL 13+): a database owner may create them.
     // btree_gist: the exclusion constraint mixes `=` and `<>` on integers; btree_gin: the
-    // full-text index leads with `scope`.
+    // full-text index leads with `scope`. They live in a schema of their own, shared by
+    // every store schema of the database, so dropping one store schema never takes them
+    // (and the other schemas' constraints) along.
     tx.batch_execute(
-        "CREATE EXTENSION IF NOT EXISTS btree_gist;
-        CREATE EXTENSION IF NOT EXISTS btree_gin;
+        "CREATE SCHEMA IF NOT EXISTS factmem_ext;
+        CREATE EXTENSION IF NOT EXISTS btree_gist SCHEMA factmem_ext;
+        CREATE EXTENSION IF NOT EXISTS btree_gin SCHEMA factmem_ext;
         CREATE TABLE scopes (
             id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
             name TEXT NOT NULL UNIQUE,

@@ -140,6 +140,56 @@ fn a_newer_schema_is_refused_and_left_untouched() {
 }
 
 #[test]
+fn openers_racing_on_an_empty_database_migrate_it_once() {
+    let Some(url) = server() else { return };
+    let schema = format!("factmem_race_{}", std::process::id());
+    let options = PgOptions {
+        schema: schema.clone(),
+        ..options()
+    };
+    let stores: Vec<PgFactStore> = std::thread::scope(|threads| {
+        let opening: Vec<_> = (0..8)
+            .map(|n| {
+                let (url, options) = (&url, options.clone());
+                threads.spawn(move || {
+                    PgFactStore::connect_with(
+                        url,
+                        &format!("race:{n}"),
+                        StoreConfig::default(),
+                        options,
+                        clock(),
+                    )
+                })
+            })
+            .collect();
+        opening
+            .into_iter()
+            .map(|handle| handle.join().unwrap().unwrap())
+            .collect()
+    });
+    for store in &stores {
+        store.add(vec![fact("a", "r", "o", 1, 0)]).unwrap();
+    }
+    let mut raw = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let version: i32 = raw
+        .query_one(&format!("SELECT version FROM {schema}.schema_version"), &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(u32::try_from(version).unwrap(), PgFactStore::SCHEMA_VERSION);
+    let rows: i64 = raw
+        .query_one(
+            &format!("SELECT count(*) FROM {schema}.schema_version"),
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(rows, 1);
+    drop(stores);
+    raw.batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
+        .unwrap();
+}
+
+#[test]
 fn the_database_itself_refuses_a_second_valid_fact_of_a_key_or_triple() {
     let Some(url) = server() else { return };
     let scope = fresh_scope("constraints");
@@ -392,4 +442,27 @@ fn an_unreachable_server_or_a_bad_url_is_a_typed_error() {
     )
     .unwrap_err();
     assert!(err.to_string().contains("schema name"), "{err}");
+}
+
+/// With TLS built in, `sslmode=require` asks the server for TLS; the test server has none,
+/// so the connection is refused with a typed error (and `prefer`, the default, which every
+/// other test uses, falls back to plain text).
+#[cfg(feature = "postgres-tls")]
+#[test]
+fn sslmode_require_asks_for_tls() {
+    let Some(url) = server() else { return };
+    let separator = if url.contains('?') { '&' } else { '?' };
+    let options = PgOptions {
+        connect_timeout: std::time::Duration::from_secs(2),
+        ..options()
+    };
+    let err = PgFactStore::connect_with(
+        &format!("{url}{separator}sslmode=require"),
+        &fresh_scope("tls"),
+        StoreConfig::default(),
+        options,
+        clock(),
+    )
+    .unwrap_err();
+    assert_eq!(err.code(), "io", "{err}");
 }
