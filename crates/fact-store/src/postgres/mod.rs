@@ -173,22 +173,41 @@ fn analyzer_tag(config: AnalyzerConfig) -> String {
     format!("stemming={}", config.stemming)
 }
 
-/// `url` without the password of its user part, for messages and logs.
+/// `url` without a password: neither the one after the user name nor a `password`
+/// parameter (of the query string, or of a `key=value` connection string).
 fn redacted(url: &str) -> String {
+    let is_password = |key: &str| key.eq_ignore_ascii_case("password");
     let Some((scheme, rest)) = url.split_once("://") else {
-        // A key=value connection string: drop any password=… pair.
         return url
             .split_whitespace()
-            .filter(|pair| !pair.starts_with("password="))
+            .filter(|pair| !pair.split('=').next().is_some_and(is_password))
             .collect::<Vec<_>>()
             .join(" ");
     };
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let Some((user_info, host)) = authority.rsplit_once('@') else {
-        return url.to_owned();
+    let (rest, query) = match rest.split_once('?') {
+        Some((rest, query)) => (rest, Some(query)),
+        None => (rest, None),
     };
-    let user = user_info.split(':').next().unwrap_or_default();
-    format!("{scheme}://{user}@{host}{path}")
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let authority = match authority.rsplit_once('@') {
+        Some((user_info, host)) => {
+            let user = user_info.split(':').next().unwrap_or_default();
+            format!("{user}@{host}")
+        }
+        None => authority.to_owned(),
+    };
+    let query = query
+        .map(|query| {
+            query
+                .split('&')
+                .filter(|pair| !pair.split('=').next().is_some_and(is_password))
+                .collect::<Vec<_>>()
+                .join("&")
+        })
+        .filter(|query| !query.is_empty())
+        .map(|query| format!("?{query}"))
+        .unwrap_or_default();
+    format!("{scheme}://{authority}{path}{query}")
 }
 
 /// Whether a failed transaction should be tried again.
@@ -212,7 +231,7 @@ fn is_conflict(error: &DbError) -> bool {
 pub(crate) fn store_error(error: &postgres::Error, location: &Path) -> StoreError {
     let message = match error.as_db_error() {
         Some(db) => format!("{} ({})", db.message(), db.code().code()),
-        None => error.to_string(),
+        None => describe(error),
     };
     let Some(code) = error.code() else {
         // No SQLSTATE: the connection failed or closed (a restart, a network error).
@@ -240,14 +259,49 @@ pub(crate) fn store_error(error: &postgres::Error, location: &Path) -> StoreErro
     }
 }
 
-/// A short pause before the `attempt`-th retry: 10 ms doubling, capped at 320 ms, with
-/// jitter from the clock's nanoseconds so racing writers spread out.
+/// An error with its causes (`error connecting to server: Connection refused (os error
+/// 111)`): the driver's `Display` stops at its own words.
+fn describe(error: &postgres::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// A short pause before the `attempt`-th retry: 10 ms doubling, capped at 320 ms, plus up
+/// to half as much again at random (the standard library's randomly keyed hasher), so
+/// writers that collided do not collide again.
 fn backoff(attempt: u32) -> Duration {
+    use std::hash::BuildHasher;
     let base = 10u64 << attempt.min(5);
-    let jitter = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::from(d.subsec_nanos()) % base.max(1));
+    let jitter = std::collections::hash_map::RandomState::new().hash_one(attempt) % base;
     Duration::from_millis(base + jitter / 2)
+}
+
+/// Migrates the schema and finds (or creates) the scope: its id and the analyzer its term
+/// documents were made with; `Ok(Err(found))` for a schema newer than this build's.
+fn setup(
+    conn: &mut Connection,
+    schema: &str,
+    scope: &str,
+    config: &StoreConfig,
+) -> DbResult<Result<(i64, String), u32>> {
+    if let Err(found) = schema::migrate(&mut conn.client, schema)? {
+        return Ok(Err(found));
+    }
+    let tag = analyzer_tag(config.analyzer);
+    conn.client.execute(
+        "INSERT INTO scopes (name, analyzer) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
+        &[&scope, &tag],
+    )?;
+    let row = conn
+        .client
+        .query_one("SELECT id, analyzer FROM scopes WHERE name = $1", &[&scope])?;
+    Ok(Ok((row.try_get(0)?, row.try_get(1)?)))
 }
 
 impl PgFactStore {
@@ -314,16 +368,36 @@ impl PgFactStore {
             options.connect_timeout,
         )
         .map_err(|message| StoreError::Backend { message })?;
+        // The first connection is made here, outside the pool: an unreachable server or a
+        // refused login fails at once with the driver's own words, instead of after the
+        // pool's timeout with its summary. It migrates the schema and finds the scope.
+        let mut first = manager.open().map_err(|e| StoreError::Io {
+            message: format!("{}: {}", location.display(), describe(&e)),
+        })?;
+        let scope_row = setup(&mut first, &options.schema, scope, &config);
+        pool::close(first);
+        let scope_row = scope_row.map_err(|e| e.into_store(&location))?;
+        let (scope_id, indexed_with) = match scope_row {
+            Ok(row) => row,
+            Err(found) => {
+                return Err(StoreError::NewerSchema {
+                    path: location,
+                    found,
+                    supported: schema::SCHEMA_VERSION,
+                });
+            }
+        };
         let pool = r2d2::Pool::builder()
             .max_size(options.pool_size.max(1))
             .min_idle(Some(0))
             .connection_timeout(options.connect_timeout)
+            .error_handler(Box::new(pool::LogErrors))
             .build_unchecked(manager);
         let analyzer = Analyzer::new(config.analyzer);
         let store = PgFactStore {
             location,
             scope: scope.to_owned(),
-            scope_id: 0,
+            scope_id,
             config,
             options,
             analyzer,
@@ -333,42 +407,27 @@ impl PgFactStore {
             words: Mutex::new(HashMap::new()),
             cache: Mutex::new(None),
         };
-        store.setup()
+        let tag = analyzer_tag(store.analyzer.config());
+        if indexed_with != tag {
+            // Term documents are derived data: rebuild them for this analyzer.
+            store.write(|writer| writer.reindex(&tag))?;
+        }
+        Ok(store)
     }
 
-    /// Migrates the schema and finds (or creates) the scope.
-    fn setup(mut self) -> StoreResult<PgFactStore> {
-        let mut conn = self.connection()?;
-        let location = self.location.clone();
-        let err = |e: DbError| e.into_store(&location);
-        if let Err(found) = schema::migrate(&mut conn.client, &self.options.schema).map_err(err)? {
-            return Err(StoreError::NewerSchema {
-                path: location,
-                found,
-                supported: schema::SCHEMA_VERSION,
-            });
-        }
-        let tag = analyzer_tag(self.analyzer.config());
-        let found = (|| -> DbResult<(i64, String)> {
-            let client = &mut conn.client;
-            client.execute(
-                "INSERT INTO scopes (name, analyzer) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
-                &[&self.scope, &tag],
-            )?;
-            let row = client.query_one(
-                "SELECT id, analyzer FROM scopes WHERE name = $1",
-                &[&self.scope],
-            )?;
-            Ok((row.try_get(0)?, row.try_get(1)?))
-        })()
-        .map_err(err)?;
-        self.scope_id = found.0;
-        drop(conn);
-        if found.1 != tag {
-            // Term documents are derived data: rebuild them for this analyzer.
-            self.write(|writer| writer.reindex(&tag))?;
-        }
-        Ok(self)
+    /// `url` as messages and logs may show it: without a password, neither the one after
+    /// the user name nor a `password` parameter.
+    ///
+    /// ```
+    /// use fact_store::PgFactStore;
+    ///
+    /// let shown = PgFactStore::display_url("postgres://me:s3cret@db:5432/memory?sslmode=require");
+    /// assert_eq!(shown, "postgres://me@db:5432/memory?sslmode=require");
+    /// assert_eq!(PgFactStore::display_url("host=db user=me password=s3cret"), "host=db user=me");
+    /// ```
+    #[must_use]
+    pub fn display_url(url: &str) -> String {
+        redacted(url)
     }
 
     /// The server's URL, without its password.
@@ -405,6 +464,13 @@ impl PgFactStore {
         })
     }
 
+    /// The connection a pooled holder holds.
+    fn held<'c>(&self, holder: &'c mut pool::Holder) -> StoreResult<&'c mut Connection> {
+        holder.0.as_mut().ok_or_else(|| StoreError::Io {
+            message: format!("{}: the connection was closed", self.location.display()),
+        })
+    }
+
     fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         // Nothing runs under these locks that could leave them half-updated (a failed
         // transaction clears the words, a failed apply drops the cache).
@@ -415,7 +481,8 @@ impl PgFactStore {
     /// conflicts; on any error everything rolls back.
     fn write<T>(&self, f: impl Fn(&mut Writer<'_, PgRows<'_>>) -> DbResult<T>) -> StoreResult<T> {
         let mut words = Self::lock(&self.words);
-        let mut conn = self.connection()?;
+        let mut pooled = self.connection()?;
+        let conn = self.held(&mut pooled)?;
         let mut attempt = 0;
         loop {
             let record_since = Self::lock(&self.cache)
@@ -429,7 +496,7 @@ impl PgFactStore {
                 let value = f(&mut writer)?;
                 Ok::<_, DbError>((value, writer.commit()?))
             };
-            match run(&mut conn, &mut words) {
+            match run(conn, &mut words) {
                 Ok((value, outcome)) => {
                     self.apply(outcome);
                     return Ok(value);
@@ -461,8 +528,9 @@ impl PgFactStore {
 
     /// Runs `f` on a pooled connection; errors carry the location.
     fn with_conn<T>(&self, f: impl FnOnce(&mut Connection, i64) -> DbResult<T>) -> StoreResult<T> {
-        let mut conn = self.connection()?;
-        f(&mut conn, self.scope_id).map_err(|e| e.into_store(&self.location))
+        let mut pooled = self.connection()?;
+        let conn = self.held(&mut pooled)?;
+        f(conn, self.scope_id).map_err(|e| e.into_store(&self.location))
     }
 
     /// A read of an infallible trait method: `None` (logged) when the server fails.
@@ -647,19 +715,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn urls_lose_their_password() {
-        assert_eq!(
-            redacted("postgres://alice:s3cret@db.example:5432/memory"),
-            "postgres://alice@db.example:5432/memory"
-        );
-        assert_eq!(
-            redacted("postgresql://bob@localhost/x?sslmode=disable"),
-            "postgresql://bob@localhost/x?sslmode=disable"
-        );
-        assert_eq!(
-            redacted("host=db user=carol password=hunter2 dbname=m"),
-            "host=db user=carol dbname=m"
-        );
+    fn passwords_never_show() {
+        let cases = [
+            (
+                "postgres://alice:s3cret@db.example:5432/memory",
+                "postgres://alice@db.example:5432/memory",
+            ),
+            (
+                "postgresql://bob@localhost/x?sslmode=disable",
+                "postgresql://bob@localhost/x?sslmode=disable",
+            ),
+            ("postgres://host/db", "postgres://host/db"),
+            (
+                "postgres://me:p%40w@host/db?sslmode=require&password=pw",
+                "postgres://me@host/db?sslmode=require",
+            ),
+            ("postgres://host/db?password=pw", "postgres://host/db"),
+            (
+                "host=db user=carol password=hunter2 dbname=m",
+                "host=db user=carol dbname=m",
+            ),
+        ];
+        for (url, shown) in cases {
+            assert_eq!(redacted(url), shown, "{url}");
+        }
     }
 
     #[test]

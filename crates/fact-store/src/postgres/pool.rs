@@ -7,10 +7,46 @@ use postgres::Client;
 
 use super::rows::Statements;
 
-/// A pooled connection: the client and its prepared statements.
+/// A connection: the client and its prepared statements.
 pub(super) struct Connection {
     pub(super) client: Client,
     pub(super) statements: Statements,
+}
+
+/// What the pool holds: a connection, closed by [`close`] when dropped (`None` only
+/// while it is being dropped).
+pub(super) struct Holder(pub(super) Option<Connection>);
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        if let Some(conn) = self.0.take() {
+            close(conn);
+        }
+    }
+}
+
+/// Closes a connection on a short-lived thread of its own. The client says goodbye to the
+/// server with a blocking call on a private runtime, which panics on a thread that runs
+/// async code (a store dropped inside a tokio task); so no client is dropped where the
+/// store happens to be.
+pub(super) fn close(conn: Connection) {
+    let closing = std::thread::Builder::new()
+        .name("factmem-pg-close".into())
+        .spawn(move || drop(conn));
+    if let Err(error) = closing {
+        tracing::warn!(%error, "could not start a thread to close a PostgreSQL connection");
+    }
+}
+
+/// Failed connection attempts of the pool, as `tracing` debug events (the operation that
+/// needed the connection reports the failure itself).
+#[derive(Debug)]
+pub(super) struct LogErrors;
+
+impl r2d2::HandleError<postgres::Error> for LogErrors {
+    fn handle_error(&self, error: postgres::Error) {
+        tracing::debug!(%error, "PostgreSQL connection attempt failed");
+    }
 }
 
 /// Opens connections with the store's configuration; r2d2 checks each one before handing
@@ -68,11 +104,9 @@ impl Manager {
     }
 }
 
-impl r2d2::ManageConnection for Manager {
-    type Connection = Connection;
-    type Error = postgres::Error;
-
-    fn connect(&self) -> Result<Connection, postgres::Error> {
+impl Manager {
+    /// A new connection, outside the pool.
+    pub(super) fn open(&self) -> Result<Connection, postgres::Error> {
         // With TLS built in, `sslmode` decides: `prefer` (the default) uses TLS when the
         // server offers it, `require` insists, `disable` never asks.
         #[cfg(feature = "postgres-tls")]
@@ -84,12 +118,25 @@ impl r2d2::ManageConnection for Manager {
             statements: Statements::new(),
         })
     }
+}
 
-    fn is_valid(&self, conn: &mut Connection) -> Result<(), postgres::Error> {
-        conn.client.simple_query("").map(|_| ())
+impl r2d2::ManageConnection for Manager {
+    type Connection = Holder;
+    type Error = postgres::Error;
+
+    fn connect(&self) -> Result<Holder, postgres::Error> {
+        Ok(Holder(Some(self.open()?)))
     }
 
-    fn has_broken(&self, conn: &mut Connection) -> bool {
-        conn.client.is_closed()
+    fn is_valid(&self, holder: &mut Holder) -> Result<(), postgres::Error> {
+        match holder.0.as_mut() {
+            Some(conn) => conn.client.simple_query("").map(|_| ()),
+            // Never seen: the holder is only emptied as it is dropped.
+            None => Ok(()),
+        }
+    }
+
+    fn has_broken(&self, holder: &mut Holder) -> bool {
+        holder.0.as_mut().is_none_or(|conn| conn.client.is_closed())
     }
 }

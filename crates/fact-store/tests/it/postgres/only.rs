@@ -426,6 +426,12 @@ fn an_unreachable_server_or_a_bad_url_is_a_typed_error() {
     .unwrap_err();
     assert_eq!(err.code(), "io", "{err}");
     assert!(!err.to_string().contains("s3cret"), "{err}");
+    // The driver's own words, not a pool's timeout.
+    assert!(
+        err.to_string().contains("connection refused")
+            || err.to_string().contains("Connection refused"),
+        "{err}"
+    );
     let err =
         PgFactStore::connect("postgres://[::1", "s", StoreConfig::default(), clock()).unwrap_err();
     assert_eq!(err.code(), "backend", "{err}");
@@ -465,4 +471,18 @@ fn sslmode_require_asks_for_tls() {
     )
     .unwrap_err();
     assert_eq!(err.code(), "io", "{err}");
+}
+
+/// The client closes its connections with a blocking call; a store dropped on a thread
+/// that runs async code must not panic for it (`facts mcp` drops its stores there).
+#[test]
+fn a_store_dropped_inside_an_async_runtime_closes_quietly() {
+    let Some(url) = server() else { return };
+    let store = open(&url, &fresh_scope("async-drop"), &clock());
+    store.add(vec![fact("a", "r", "o", 1, 0)]).unwrap();
+    assert_eq!(store.valid_count(), 1);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    runtime.block_on(async move { drop(store) });
 }
