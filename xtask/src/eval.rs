@@ -5,7 +5,8 @@
 //!
 //! - each of the ten samples is indexed on its own, in a fresh store: the in-memory store,
 //!   or with `--store sqlite` the SQLite store in a temporary file (its search answered by
-//!   the database's FTS5 index);
+//!   the database's FTS5 index), or with `--store postgres` the PostgreSQL store on the
+//!   server `FACTMEM_PG_URL` names, in a fresh scope per sample and run;
 //! - corpus `observations`: every `[text, dia_id]` of `observation.session_N_observation
 //!   .<speaker>` is one fact; corpus `turns`: every `{speaker, dia_id, text}` of
 //!   `conversation.session_N` is one fact; subject = the speaker, object = the text (texts
@@ -22,13 +23,13 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use fact_model::{FactId, SessionFact, SourceRole, SystemClock, Tag, Timestamp, clip};
 use fact_retrieve::{Bm25, FactQuery, IndexRetriever, KeywordOverlap};
 use fact_store::{
-    AnalyzerConfig, InMemorySessionFactStore, SessionFactStore, SkipReason, SqliteFactStore,
-    StoreConfig, TermWeighting,
+    AnalyzerConfig, InMemorySessionFactStore, PgFactStore, SessionFactStore, SkipReason,
+    SqliteFactStore, StoreConfig, TermWeighting,
 };
 use serde_json::Value;
 
@@ -37,6 +38,8 @@ use crate::{Error, cargo};
 const KS: [usize; 4] = [1, 5, 10, 20];
 /// The deepest cut-off of [`KS`]: how many facts each query ranks.
 const MAX_K: usize = 20;
+/// The environment variable that names the PostgreSQL server of `--store postgres`.
+const PG_URL_ENV: &str = "FACTMEM_PG_URL";
 
 /// What the command line asked for.
 #[derive(Debug)]
@@ -49,10 +52,12 @@ struct Options {
 }
 
 /// Which store backend indexes and ranks the facts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Store {
     Memory,
     Sqlite,
+    /// The server at this URL (from [`PG_URL_ENV`]).
+    Postgres(String),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,9 +129,10 @@ fn parse(args: &[String]) -> Result<Options, Error> {
                 options.store = match value()?.as_str() {
                     "memory" => Store::Memory,
                     "sqlite" => Store::Sqlite,
+                    "postgres" => Store::Postgres(pg_url(|name| std::env::var(name).ok())?),
                     other => {
                         return Err(usage(format!(
-                            "unknown store `{other}`; use memory or sqlite"
+                            "unknown store `{other}`; use memory, sqlite or postgres"
                         )));
                     }
                 }
@@ -149,6 +155,28 @@ fn parse(args: &[String]) -> Result<Options, Error> {
         ));
     }
     Ok(options)
+}
+
+/// The URL of `--store postgres`: [`PG_URL_ENV`] from `env`, or a usage error that says
+/// how to get a server.
+fn pg_url(env: impl Fn(&str) -> Option<String>) -> Result<String, Error> {
+    env(PG_URL_ENV)
+        .filter(|url| !url.is_empty())
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "`--store postgres` needs a server: set {PG_URL_ENV} \
+             (`eval \"$(.ci/pg-server start)\"` starts a throwaway one and sets it)"
+            ))
+        })
+}
+
+/// A scope no other run (of this process or another) uses: `eval:` and the process id,
+/// the time and `sample`.
+fn fresh_scope(sample: usize) -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("eval:{}:{nanos}:{sample}", std::process::id())
 }
 
 /// Entry point of `cargo xtask eval`.
@@ -245,7 +273,7 @@ fn evaluate(samples: &[Value], options: &Options) -> Result<Value, Error> {
     let mut latencies_us: Vec<f64> = Vec::new();
     let mut questions = 0usize;
     let mut facts_indexed = 0usize;
-    for sample in samples {
+    for (index, sample) in samples.iter().enumerate() {
         let config = StoreConfig {
             capacity: usize::MAX,
             history_limit: usize::MAX,
@@ -258,7 +286,7 @@ fn evaluate(samples: &[Value], options: &Options) -> Result<Value, Error> {
         // The SQLite store lives in a temporary file, so its search runs through the
         // database as it would for a user; the directory goes when the sample is done.
         let mut dir = None;
-        let store: Arc<dyn SessionFactStore> = match options.store {
+        let store: Arc<dyn SessionFactStore> = match &options.store {
             Store::Memory => Arc::new(InMemorySessionFactStore::new(config, Arc::new(SystemClock))),
             Store::Sqlite => {
                 let dir = dir.insert(tempfile::TempDir::new().map_err(|e| {
@@ -270,6 +298,12 @@ fn evaluate(samples: &[Value], options: &Options) -> Result<Value, Error> {
                         .map_err(|e| Error::Failed(format!("sqlite store: {e}")))?,
                 )
             }
+            // A scope of its own per sample and run: the server keeps earlier runs' facts,
+            // and no search crosses scopes.
+            Store::Postgres(url) => Arc::new(
+                PgFactStore::connect(url, &fresh_scope(index), config, Arc::new(SystemClock))
+                    .map_err(|e| Error::Failed(format!("postgres store: {e}")))?,
+            ),
         };
         // Evidence of each stored fact; duplicates (same triple or same statement) share one.
         let mut evidence: HashMap<FactId, HashSet<String>> = HashMap::new();
@@ -347,6 +381,7 @@ fn evaluate(samples: &[Value], options: &Options) -> Result<Value, Error> {
         match options.store {
             Store::Memory => "",
             Store::Sqlite => "sqlite-",
+            Store::Postgres(_) => "postgres-",
         },
         match options.scorer {
             Scorer::Bm25 => "bm25",
@@ -381,6 +416,10 @@ fn evaluate(samples: &[Value], options: &Options) -> Result<Value, Error> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::io::Write;
+
     use super::*;
     use serde_json::json;
 
@@ -458,15 +497,69 @@ mod tests {
         }
     }
 
+    /// The test server's URL; `None` outside CI when [`PG_URL_ENV`] is unset.
+    fn pg_server() -> Option<String> {
+        if let Ok(url) = std::env::var(PG_URL_ENV)
+            && !url.is_empty()
+        {
+            return Some(url);
+        }
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "{PG_URL_ENV} is not set under CI=true: start a server with \
+             `eval \"$(.ci/pg-server start)\"` (.ci/run does)"
+        );
+        // Straight to stderr: the test harness captures `eprintln!`.
+        let _ = writeln!(
+            std::io::stderr(),
+            "{PG_URL_ENV} is not set: the PostgreSQL evaluation test is skipped; \
+             `eval \"$(.ci/pg-server start)\"` starts a throwaway server and sets it"
+        );
+        None
+    }
+
+    #[test]
+    fn the_postgres_store_ranks_as_the_in_memory_store_does() {
+        let Some(url) = pg_server() else { return };
+        let report = evaluate(&[sample()], &options(Corpus::Observations)).unwrap();
+        let postgres = Options {
+            store: Store::Postgres(url),
+            ..options(Corpus::Observations)
+        };
+        // Twice: each run indexes into fresh scopes, so the second sees none of the first.
+        for _ in 0..2 {
+            let on_postgres = evaluate(&[sample(), sample()], &postgres).unwrap();
+            assert_eq!(on_postgres["system"], "factmem-postgres-bm25-porter2");
+            assert_eq!(on_postgres["questions"], 4);
+            for k in ["recall@1", "recall@5", "recall@10", "recall@20"] {
+                assert_eq!(on_postgres[k], report[k], "{k}");
+            }
+        }
+    }
+
     #[test]
     fn arguments_are_checked() {
         let args = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
         assert!(matches!(parse(&args(&[])), Err(Error::Usage(_))));
         assert!(matches!(parse(&args(&["beir"])), Err(Error::Usage(_))));
         assert!(matches!(
-            parse(&args(&["locomo", "--data", "x", "--store", "postgres"])),
-            Err(Error::Usage(m)) if m.contains("memory or sqlite")
+            parse(&args(&["locomo", "--data", "x", "--store", "mysql"])),
+            Err(Error::Usage(m)) if m.contains("memory, sqlite or postgres")
         ));
+        // Postgres needs a server, named by the variable.
+        assert!(matches!(
+            pg_url(|_| None),
+            Err(Error::Usage(m)) if m.contains("FACTMEM_PG_URL") && m.contains(".ci/pg-server start")
+        ));
+        assert!(matches!(
+            pg_url(|_| Some(String::new())),
+            Err(Error::Usage(_))
+        ));
+        assert_eq!(
+            pg_url(|name| (name == "FACTMEM_PG_URL").then(|| "postgres://h/db".to_owned()))
+                .unwrap(),
+            "postgres://h/db"
+        );
         assert!(matches!(parse(&args(&["locomo"])), Err(Error::Usage(m)) if m.contains("--data")));
         assert!(matches!(
             parse(&args(&["locomo", "--data"])),

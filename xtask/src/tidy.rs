@@ -52,6 +52,7 @@ const CONCRETE: &[(&str, &str)] = &[
     ("InMemorySessionFactStore", "fact-store"),
     ("InMemoryEpisodeStore", "fact-store"),
     ("SqliteFactStore", "fact-store"),
+    ("PgFactStore", "fact-store"),
     ("LlmFactExtractor", "fact-extract"),
     ("CommandLlm", "fact-extract"),
     ("OpenAiCompatibleLlm", "fact-extract"),

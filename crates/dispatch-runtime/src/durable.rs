@@ -1,14 +1,43 @@
-//! Durable composition (feature `sqlite`): the runtime's per-spec stores and the memory
-//! service on one SQLite database, each under its own scope.
+//! Durable composition (features `sqlite` and `postgres`): the runtime's per-spec stores
+//! and the memory service on one database, each under its own scope.
 //!
 //! A spec's facts live under scope `spec:NAME`, a user's memory under the scope the caller
-//! names (`default`, `user:alice`); one file serves them all and no query crosses scopes.
+//! names (`default`, `user:alice`); one database serves them all and no query crosses
+//! scopes. The database is a SQLite file (feature `sqlite`) or a PostgreSQL server
+//! (feature `postgres`), shared by every process that connects to it; a [`Database`] names
+//! either, and [`stores`] and [`open_memory_on`] open the runtime's stores and the memory
+//! service on it:
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use dispatch_runtime::DispatchRuntimeManager;
+//! use dispatch_runtime::durable::{self, Database};
+//! use dispatch_runtime::reexports::{StoreConfig, SystemClock};
+//!
+//! // A path, or `postgres://user:password@host:5432/factmem`.
+//! let database: Database = std::env::args().nth(1).unwrap_or("memory.db".into()).parse()?;
+//! let memory = durable::open_memory_on(&database, "user:alice", Arc::new(SystemClock))?;
+//! let runtime = DispatchRuntimeManager::builder()
+//!     .stores(durable::stores(&database, StoreConfig::default()))
+//!     .build();
+//! println!("facts on {database}"); // never shows a password
+//! # let _ = (memory, runtime);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
+use std::ffi::OsStr;
+use std::fmt;
+#[cfg(feature = "sqlite")]
 use std::path::{Path, PathBuf};
+use std::str::FromStr;
 use std::sync::Arc;
 
 use fact_model::Clock;
-use fact_store::{SessionFactStore, SqliteFactStore, StoreConfig, StoreResult};
+#[cfg(feature = "postgres")]
+use fact_store::PgFactStore;
+#[cfg(feature = "sqlite")]
+use fact_store::SqliteFactStore;
+use fact_store::{SessionFactStore, StoreConfig, StoreResult};
 
 use crate::{MemoryService, StoreFactory};
 
@@ -22,10 +51,284 @@ pub fn spec_scope(spec_name: &str) -> String {
     format!("spec:{spec_name}")
 }
 
-/// A [`StoreFactory`] that opens each spec's store in the database at `path`, under scope
+/// The URL schemes that name a PostgreSQL server.
+const POSTGRES_SCHEMES: [&str; 2] = ["postgres://", "postgresql://"];
+
+/// A durable database: a SQLite file or a PostgreSQL server.
+///
+/// Parse one from what a user typed (`--db`, an environment variable): a
+/// `postgres://` or `postgresql://` URL names a server, anything else a SQLite file.
+/// [`Display`](fmt::Display) and [`Debug`] never show a password, so a `Database` can go
+/// into messages and logs as it is.
+///
+/// ```
+/// use std::path::PathBuf;
+/// use dispatch_runtime::durable::Database;
+///
+/// # #[cfg(feature = "sqlite")] {
+/// let file: Database = "data/memory.db".parse()?;
+/// assert_eq!(file, Database::Sqlite(PathBuf::from("data/memory.db")));
+/// assert_eq!(file.to_string(), "data/memory.db");
+/// # }
+/// # #[cfg(feature = "postgres")] {
+/// let server: Database = "postgres://factmem:s3cret@db.internal:5432/memory".parse()?;
+/// assert!(server.is_postgres());
+/// assert_eq!(server.to_string(), "postgres://factmem@db.internal:5432/memory");
+/// assert!(!format!("{server:?}").contains("s3cret"));
+/// # }
+/// # Ok::<(), dispatch_runtime::durable::ParseDatabaseError>(())
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Database {
+    /// A SQLite file, created on first use (its directory must exist).
+    #[cfg(feature = "sqlite")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
+    Sqlite(PathBuf),
+    /// A PostgreSQL server: a `postgres://user:password@host:port/database` URL (or a
+    /// `host=… user=…` connection string). The store's tables are created, or migrated, on
+    /// first use.
+    #[cfg(feature = "postgres")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+    Postgres(String),
+}
+
+/// Why a text does not name a [`Database`] this build can open: a PostgreSQL URL without
+/// the `postgres` feature, or a path without the `sqlite` feature.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ParseDatabaseError {
+    message: String,
+}
+
+impl Database {
+    /// Reads `value` as [`FromStr`] does, keeping a SQLite path that is not UTF-8 as it is
+    /// (for command-line arguments and environment variables).
+    ///
+    /// ```
+    /// use std::ffi::OsStr;
+    /// use dispatch_runtime::durable::Database;
+    ///
+    /// # #[cfg(feature = "sqlite")] {
+    /// let db = Database::parse_os(OsStr::new("memory.db"))?;
+    /// assert!(!db.is_postgres());
+    /// # }
+    /// # Ok::<(), dispatch_runtime::durable::ParseDatabaseError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// A [`ParseDatabaseError`] when this build lacks the backend `value` names.
+    pub fn parse_os(value: &OsStr) -> Result<Database, ParseDatabaseError> {
+        let is_url = value.to_str().is_some_and(|text| {
+            POSTGRES_SCHEMES.iter().any(|scheme| {
+                text.get(..scheme.len())
+                    .is_some_and(|head| head.eq_ignore_ascii_case(scheme))
+            })
+        });
+        if is_url {
+            postgres_url(value)
+        } else {
+            sqlite_path(value)
+        }
+    }
+
+    /// Whether this is a PostgreSQL server.
+    #[must_use]
+    pub fn is_postgres(&self) -> bool {
+        match self {
+            #[cfg(feature = "sqlite")]
+            Database::Sqlite(_) => false,
+            #[cfg(feature = "postgres")]
+            Database::Postgres(_) => true,
+        }
+    }
+}
+
+/// A PostgreSQL URL as a [`Database`].
+#[cfg(feature = "postgres")]
+fn postgres_url(value: &OsStr) -> Result<Database, ParseDatabaseError> {
+    Ok(Database::Postgres(value.to_string_lossy().into_owned()))
+}
+
+/// A PostgreSQL URL in a build without PostgreSQL.
+#[cfg(not(feature = "postgres"))]
+fn postgres_url(_: &OsStr) -> Result<Database, ParseDatabaseError> {
+    Err(ParseDatabaseError {
+        message: "a postgres:// URL names a PostgreSQL server, which needs the `postgres` \
+                  feature of dispatch-runtime"
+            .into(),
+    })
+}
+
+/// A SQLite path as a [`Database`].
+#[cfg(feature = "sqlite")]
+fn sqlite_path(value: &OsStr) -> Result<Database, ParseDatabaseError> {
+    Ok(Database::Sqlite(PathBuf::from(value)))
+}
+
+/// A path in a build without SQLite.
+#[cfg(not(feature = "sqlite"))]
+fn sqlite_path(value: &OsStr) -> Result<Database, ParseDatabaseError> {
+    Err(ParseDatabaseError {
+        message: format!(
+            "{}: SQLite files need the `sqlite` feature of dispatch-runtime \
+             (a PostgreSQL server is named by a postgres:// URL)",
+            value.to_string_lossy()
+        ),
+    })
+}
+
+impl FromStr for Database {
+    type Err = ParseDatabaseError;
+
+    /// A `postgres://` or `postgresql://` URL (any case) is a PostgreSQL server; anything
+    /// else is the path of a SQLite file.
+    fn from_str(value: &str) -> Result<Database, ParseDatabaseError> {
+        Database::parse_os(OsStr::new(value))
+    }
+}
+
+#[cfg(feature = "sqlite")]
+impl From<PathBuf> for Database {
+    /// The SQLite file at `path`.
+    fn from(path: PathBuf) -> Database {
+        Database::Sqlite(path)
+    }
+}
+
+impl fmt::Display for Database {
+    /// The path, or the URL without its password.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            #[cfg(feature = "sqlite")]
+            Database::Sqlite(path) => write!(f, "{}", path.display()),
+            #[cfg(feature = "postgres")]
+            Database::Postgres(url) => f.write_str(&PgFactStore::display_url(url)),
+        }
+    }
+}
+
+impl fmt::Debug for Database {
+    /// As [`Display`](fmt::Display) shows it, with the variant: no password.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            #[cfg(feature = "sqlite")]
+            Database::Sqlite(path) => f.debug_tuple("Sqlite").field(path).finish(),
+            #[cfg(feature = "postgres")]
+            Database::Postgres(url) => f
+                .debug_tuple("Postgres")
+                .field(&PgFactStore::display_url(url))
+                .finish(),
+        }
+    }
+}
+
+/// The configuration of long-term memory: no capacity limits (it is not compacted behind
+/// the user's back).
+fn memory_config() -> StoreConfig {
+    StoreConfig {
+        capacity: usize::MAX,
+        history_limit: usize::MAX,
+        auto_compact: false,
+        ..StoreConfig::default()
+    }
+}
+
+/// A [`StoreFactory`] that opens each spec's store in `database`, under scope
 /// [`spec_scope`], with `config`: give it to
 /// [`RuntimeBuilder::stores`](crate::RuntimeBuilder::stores) and a restarted runtime
-/// serves the facts of every earlier run.
+/// serves the facts of every earlier run. On PostgreSQL, every runtime connected to the
+/// server serves them, wherever it runs.
+///
+/// Nothing is opened until a run names its spec: a database that cannot be opened fails
+/// that `init_run` with a store error.
+///
+/// ```no_run
+/// use dispatch_runtime::DispatchRuntimeManager;
+/// use dispatch_runtime::durable::{self, Database};
+/// use dispatch_runtime::reexports::StoreConfig;
+///
+/// let database: Database = std::env::var("FACTMEM_DATABASE_URL")?.parse()?;
+/// let runtime = DispatchRuntimeManager::builder()
+///     .stores(durable::stores(&database, StoreConfig::default()))
+///     .build();
+/// # let _ = runtime;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[must_use]
+pub fn stores(database: &Database, config: StoreConfig) -> StoreFactory {
+    match database {
+        #[cfg(feature = "sqlite")]
+        Database::Sqlite(path) => sqlite_stores(path.clone(), config),
+        #[cfg(feature = "postgres")]
+        Database::Postgres(url) => {
+            let url = url.clone();
+            Box::new(move |spec_name, clock| {
+                let store = PgFactStore::connect(&url, &spec_scope(spec_name), config, clock)?;
+                Ok(Arc::new(store) as Arc<dyn SessionFactStore>)
+            })
+        }
+    }
+}
+
+/// The memory of `scope` in `database`: facts and episodes in one store, without capacity
+/// limits (long-term memory is not compacted behind the user's back). A SQLite file is
+/// created if needed (not its directory); a PostgreSQL server gets the store's tables on
+/// first use.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use dispatch_runtime::NewMemory;
+/// use dispatch_runtime::durable::{self, Database};
+/// use dispatch_runtime::reexports::{SystemClock, Tag};
+///
+/// // `postgres://factmem@127.0.0.1:5432/memory`, or a SQLite path.
+/// let database: Database = std::env::var("FACTMEM_DATABASE_URL")?.parse()?;
+/// let memory = durable::open_memory_on(&database, "user:alice", Arc::new(SystemClock))?;
+/// memory.add(NewMemory {
+///     subject: "user".into(),
+///     relation: "prefers_test_framework".into(),
+///     object: "pytest".into(),
+///     statement: None,
+///     category: Tag::Preference,
+///     confidence: 0.9,
+///     source: "example".into(),
+/// })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+///
+/// The store's error when the database cannot be opened: for SQLite not a database, a
+/// newer schema, no permission; for PostgreSQL an unreachable server or a refused login
+/// ([`StoreError::Io`](fact_store::StoreError::Io)), a malformed URL
+/// ([`StoreError::Backend`](fact_store::StoreError::Backend)), a newer schema.
+pub fn open_memory_on(
+    database: &Database,
+    scope: &str,
+    clock: Arc<dyn Clock>,
+) -> StoreResult<MemoryService> {
+    match database {
+        #[cfg(feature = "sqlite")]
+        Database::Sqlite(path) => open_memory(path, scope, clock),
+        #[cfg(feature = "postgres")]
+        Database::Postgres(url) => {
+            let store = Arc::new(PgFactStore::connect(
+                url,
+                scope,
+                memory_config(),
+                clock.clone(),
+            )?);
+            Ok(MemoryService::new(store.clone(), store, clock))
+        }
+    }
+}
+
+/// A [`StoreFactory`] that opens each spec's store in the SQLite database at `path`, under
+/// scope [`spec_scope`], with `config`: [`stores`] on [`Database::Sqlite`].
+#[cfg(feature = "sqlite")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 #[must_use]
 pub fn sqlite_stores(path: impl Into<PathBuf>, config: StoreConfig) -> StoreFactory {
     let path = path.into();
@@ -35,20 +338,68 @@ pub fn sqlite_stores(path: impl Into<PathBuf>, config: StoreConfig) -> StoreFact
     })
 }
 
-/// The memory of `scope` in the database at `path`: facts and episodes in one SQLite store,
-/// without capacity limits (long-term memory is not compacted behind the user's back).
+/// The memory of `scope` in the SQLite database at `path`: [`open_memory_on`] on
+/// [`Database::Sqlite`].
 ///
 /// # Errors
 ///
 /// The store's error when the database cannot be opened (not a database, a newer schema,
 /// no permission).
+#[cfg(feature = "sqlite")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub fn open_memory(path: &Path, scope: &str, clock: Arc<dyn Clock>) -> StoreResult<MemoryService> {
-    let config = StoreConfig {
-        capacity: usize::MAX,
-        history_limit: usize::MAX,
-        auto_compact: false,
-        ..StoreConfig::default()
-    };
-    let store = Arc::new(SqliteFactStore::open(path, scope, config, clock.clone())?);
+    let store = Arc::new(SqliteFactStore::open(
+        path,
+        scope,
+        memory_config(),
+        clock.clone(),
+    )?);
     Ok(MemoryService::new(store.clone(), store, clock))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn passwords_never_show() {
+        let db: Database = "postgres://me:pw@host/db?password=pw2&sslmode=require"
+            .parse()
+            .unwrap();
+        for shown in [db.to_string(), format!("{db:?}")] {
+            assert!(shown.contains("me@host/db?sslmode=require"), "{shown}");
+            assert!(!shown.contains("pw"), "{shown}");
+        }
+    }
+
+    #[test]
+    fn urls_name_servers_and_everything_else_files() {
+        #[cfg(feature = "postgres")]
+        for url in ["postgres://h/db", "postgresql://h/db", "POSTGRES://h/db"] {
+            let db: Database = url.parse().unwrap();
+            assert_eq!(db, Database::Postgres(url.to_owned()));
+            assert!(db.is_postgres());
+        }
+        #[cfg(feature = "sqlite")]
+        for path in [
+            "memory.db",
+            "/tmp/postgres/x.db",
+            "postgres:/x",
+            "./postgres://x",
+        ] {
+            let db: Database = path.parse().unwrap();
+            assert_eq!(db, Database::Sqlite(PathBuf::from(path)));
+            assert_eq!(db.to_string(), path);
+            assert!(!db.is_postgres());
+        }
+        #[cfg(feature = "postgres")]
+        {
+            let db: Database = "postgres://me:secret@h/db".parse().unwrap();
+            assert_eq!(db.to_string(), "postgres://me@h/db");
+            assert_eq!(format!("{db:?}"), r#"Postgres("postgres://me@h/db")"#);
+        }
+    }
 }

@@ -17,12 +17,17 @@
 //!
 //! - `schema`: `protocol::actions()`, every action with the JSON Schema of its request (for
 //!   MCP tool lists);
-//! - `tiktoken`: real BPE token counting, re-exported in [`reexports`].
+//! - `tiktoken`: real BPE token counting, re-exported in [`reexports`];
+//! - `sqlite`, `postgres`: durable stores, a SQLite file or a PostgreSQL server, for the
+//!   runtime's per-spec stores and the memory service ([`durable`]); `SqliteFactStore`
+//!   and `PgFactStore` are re-exported in [`reexports`].
 
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod contract;
-#[cfg(feature = "sqlite")]
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "sqlite", feature = "postgres"))))]
 pub mod durable;
 mod memory;
 pub mod prompt;
@@ -56,10 +61,14 @@ pub mod reexports {
     pub use fact_retrieve::BpeTokenCounter;
     pub use fact_retrieve::{CharsPerToken, Recall, TokenCounter};
     #[cfg(feature = "sqlite")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
     pub use fact_store::SqliteFactStore;
     pub use fact_store::{
         AddReport, Episode, EpisodeStore, ScoredFact, SessionFactStore, SkipReason, StoreConfig,
         StoreError,
     };
+    #[cfg(feature = "postgres")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+    pub use fact_store::{PgFactStore, PgOptions};
     pub use ledger::{LedgerError, ProgressLedger, TaskStatus};
 }

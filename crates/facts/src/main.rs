@@ -4,7 +4,7 @@
 //! - `facts replay SCRIPT.jsonl` (or `-`, stdin) answers the runtime's JSON protocol, one
 //!   response line per request line (`replay.rs`);
 //! - `facts mcp` serves the same protocol to MCP clients over stdio, one tool per action
-//!   (with `--db`, on SQLite stores, plus the memory tools);
+//!   (with `--db` or `$FACTMEM_DATABASE_URL`, on durable stores, plus the memory tools);
 //! - `facts mem` is long-term memory: facts, search, recall, archived conversations;
 //! - `facts ledger PATH` shows the progress ledger of a tasks.md (`ledger.rs`);
 //! - `facts schema [ACTION]` prints the protocol's JSON Schemas (`schema.rs`);
@@ -14,6 +14,11 @@
 //! Every subcommand shares one table of exit codes (`EXIT_CODES`: 0 ok, 1 a request or
 //! operation failed, 2 usage or unreadable input, 3 not found) and the global
 //! `--log-level` option (`logging.rs`); logs go to stderr, never to stdout.
+//!
+//! `--db` of `facts mem` and `facts mcp` names the database: the path of a SQLite file, or
+//! a `postgres://` (`postgresql://`) URL of a PostgreSQL server that many processes share
+//! ([`durable::Database`]); `$FACTMEM_DATABASE_URL` stands in for a missing `--db`. The
+//! commands and tools work the same on either.
 
 mod demo;
 mod generate;
@@ -24,13 +29,26 @@ mod mem;
 mod replay;
 mod schema;
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use clap::builder::{OsStringValueParser, TypedValueParser};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+use dispatch_runtime::durable::Database;
 use dispatch_runtime::reexports::{CharsPerToken, Clock, StoreConfig, SystemClock, TokenCounter};
 use dispatch_runtime::{DispatchRuntimeManager, MemoryError, durable};
+
+/// The environment variable that names the database when `--db` is not given: a SQLite
+/// path or a PostgreSQL URL (for `facts mem`, before `$FACTMEM_DB`).
+pub(crate) const DATABASE_URL_ENV: &str = "FACTMEM_DATABASE_URL";
+
+/// The parser of `--db`: a `postgres://` or `postgresql://` URL, else a SQLite path (kept
+/// as given, UTF-8 or not).
+pub(crate) fn database_parser() -> impl TypedValueParser<Value = Database> {
+    OsStringValueParser::new().try_map(|value: OsString| Database::parse_os(&value))
+}
 
 /// The exit codes of every subcommand, for the top-level `--help`.
 const EXIT_CODES: &str = "\
@@ -48,16 +66,26 @@ const MCP_AFTER_HELP: &str = "\
 The protocol the tools speak (actions, fields, error codes): docs/protocol.md; `facts schema`
 prints every tool's JSON Schemas. The tasks.md format `init_run` reads: docs/spec-format.md.
 
+A database is a SQLite file (created, with its directory, if needed) or a PostgreSQL server
+named by a postgres:// URL (postgres://USER:PASSWORD@HOST:PORT/DATABASE), which any number of
+servers on any machines may share; messages never show the password.
+
 Exit codes:
   0  the server stopped normally (over stdio: the client disconnected)
-  1  the server failed, or the database could not be opened
+  1  the server failed, or the database could not be opened (unreachable, refused)
   2  usage error, a --project that is not a directory, a tokenizer this build lacks";
 
 /// What `facts mem --help` adds after the options.
 const MEM_AFTER_HELP: &str = "\
+The database: --db, else $FACTMEM_DATABASE_URL, else $FACTMEM_DB, else
+$XDG_DATA_HOME/factmem/memory.db, else ~/.local/share/factmem/memory.db. Each is a SQLite
+file (its directory is created) or a PostgreSQL server named by a postgres:// URL
+(postgres://USER:PASSWORD@HOST:PORT/DATABASE); messages never show the password.
+
 Exit codes:
   0  success
-  1  a store or model failure (the message names its code: `store error (busy): …`)
+  1  a store or model failure (the message names its code: `store error (busy): …`), or a
+     database that cannot be opened (`store error (io): …` for an unreachable server)
   2  usage error or invalid input (bad arguments, an unreadable transcript, no database path)
   3  an unknown fact id";
 
@@ -87,11 +115,12 @@ enum Command {
         /// How tokens are counted.
         #[arg(long, value_enum, default_value_t = Tokenizer::Chars4)]
         tokenizer: Tokenizer,
-        /// Keep every spec's facts in this SQLite database (so a restarted server serves
-        /// them) and serve the memory tools over it. Without it, facts live as long as
-        /// the server.
-        #[arg(long, value_name = "PATH")]
-        db: Option<PathBuf>,
+        /// Keep every spec's facts in this database, a SQLite path or a postgres:// URL (so
+        /// a restarted server, or any server on the same PostgreSQL database, serves them)
+        /// and serve the memory tools over it. Without it, facts live as long as the server.
+        #[arg(long, value_name = "PATH|URL", env = DATABASE_URL_ENV, hide_env_values = true,
+              value_parser = database_parser())]
+        db: Option<Database>,
         /// The scope of the memory tools.
         #[arg(long, requires = "db", default_value = "default")]
         scope: String,
@@ -188,7 +217,7 @@ fn main() -> ExitCode {
         } => serve_mcp(
             project,
             tokenizer,
-            db.as_deref(),
+            db.as_ref(),
             &scope,
             allow_llm_cmd,
             (http, allow_remote),
@@ -276,7 +305,7 @@ pub(crate) fn check_project(project: &Path) -> Result<(), Failure> {
 fn serve_mcp(
     project: Option<PathBuf>,
     tokenizer: Tokenizer,
-    db: Option<&Path>,
+    db: Option<&Database>,
     scope: &str,
     allow_llm_cmd: bool,
     http: (Option<std::net::SocketAddr>, bool),
@@ -294,17 +323,12 @@ fn serve_mcp(
         check_project(&project)?;
         builder = builder.project_root(project);
     }
-    let Some(path) = db else {
+    let Some(database) = db else {
         return Ok(mcp::serve(builder.build(), None, transport)?);
     };
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|e| Failure {
-            message: format!("cannot create {}: {e}", parent.display()),
-            exit: 1,
-        })?;
-    }
+    create_parent(database).map_err(Failure::failed)?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let memory = durable::open_memory(path, scope, clock.clone()).map_err(|e| {
+    let memory = durable::open_memory_on(database, scope, clock.clone()).map_err(|e| {
         let error = MemoryError::Store(e);
         Failure {
             message: format!("store error ({}): {error}", error.code()),
@@ -313,8 +337,20 @@ fn serve_mcp(
     })?;
     let runtime = builder
         .clock(clock.clone())
-        .stores(durable::sqlite_stores(path, StoreConfig::default()))
+        .stores(durable::stores(database, StoreConfig::default()))
         .build();
     let memory = mcp::Memory::new(memory.with_counter(counter), clock, allow_llm_cmd);
     Ok(mcp::serve(runtime, Some(memory), transport)?)
+}
+
+/// Creates the directory of a SQLite database if needed (a server needs nothing); the
+/// message says what could not be created.
+pub(crate) fn create_parent(database: &Database) -> Result<(), String> {
+    if let Database::Sqlite(path) = database
+        && let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    }
+    Ok(())
 }

@@ -1,6 +1,11 @@
 //! `facts mem`: long-term memory on the command line. Remember, inspect, search and recall
 //! facts; archive conversations and extract their facts with a model.
 //!
+//! The database is `--db`, else `$FACTMEM_DATABASE_URL`, else `$FACTMEM_DB`, else a file
+//! under the user's data directory ([`default_db`]): a SQLite path, or a `postgres://` URL
+//! of a PostgreSQL server that many processes and machines share. Every subcommand works
+//! the same on either.
+//!
 //! Every subcommand answers in short, aligned text (ids in full, so they can be pasted), or
 //! with `--json` in one JSON document on stdout. Exit codes: 0 ok, 1 a store or model
 //! failure (the message names its code), 2 usage or invalid input, 3 an unknown id.
@@ -14,6 +19,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use clap::{ArgGroup, Args, Subcommand};
+use dispatch_runtime::durable::{self, Database};
 use dispatch_runtime::reexports::{
     Clock, CommandLlm, ConversationExtractor, LlmError, LlmExtractorConfig, LlmFactExtractor,
     SessionFact, Tag, Timestamp,
@@ -33,7 +39,8 @@ const EXIT_USAGE: u8 = 2;
 /// Exit code of an unknown id.
 const EXIT_NOT_FOUND: u8 = 3;
 
-/// The environment variable that names the database when `--db` is not given.
+/// The environment variable that names the database when neither `--db` nor
+/// `$FACTMEM_DATABASE_URL` is given.
 const DB_ENV: &str = "FACTMEM_DB";
 /// How long a model command may take by default, in seconds.
 const DEFAULT_TIMEOUT_SECS: u64 = 120;
@@ -45,10 +52,12 @@ const CLI_SOURCE: &str = "cli";
 /// Options of `facts mem`.
 #[derive(Debug, Args)]
 pub(crate) struct MemArgs {
-    /// The database (default: $FACTMEM_DB, else $XDG_DATA_HOME/factmem/memory.db, else
-    /// ~/.local/share/factmem/memory.db); its directory is created.
-    #[arg(long, global = true, value_name = "PATH")]
-    db: Option<PathBuf>,
+    /// The database: a SQLite path (its directory is created) or a postgres:// URL
+    /// (default: $FACTMEM_DB, else $XDG_DATA_HOME/factmem/memory.db, else
+    /// ~/.local/share/factmem/memory.db).
+    #[arg(long, global = true, value_name = "PATH|URL", env = crate::DATABASE_URL_ENV,
+          hide_env_values = true, value_parser = crate::database_parser())]
+    db: Option<Database>,
     /// Whose memory: one database holds many scopes, and none sees another's facts.
     #[arg(long, global = true, default_value = "default")]
     scope: String,
@@ -271,17 +280,22 @@ fn pretty(value: &Value) -> String {
 }
 
 fn execute(args: MemArgs, clock: Arc<dyn Clock>) -> Result<Answer, MemFailure> {
-    let path = match args.db {
-        Some(path) => path,
-        None => default_db(|name| std::env::var_os(name)).ok_or_else(|| {
-            let message = format!(
-                "no database: give --db PATH or set {DB_ENV} \
-                 (neither XDG_DATA_HOME nor HOME is set)"
-            );
-            MemFailure::usage("no_database", message)
-        })?,
+    let database = match args.db {
+        Some(database) => database,
+        None => {
+            let path = default_db(|name| std::env::var_os(name)).ok_or_else(|| {
+                let message = format!(
+                    "no database: give --db PATH|URL or set {} or {DB_ENV} \
+                     (neither XDG_DATA_HOME nor HOME is set)",
+                    crate::DATABASE_URL_ENV
+                );
+                MemFailure::usage("no_database", message)
+            })?;
+            Database::parse_os(path.as_os_str())
+                .map_err(|e| MemFailure::usage("no_database", format!("{DB_ENV}: {e}")))?
+        }
     };
-    let memory = open(&path, &args.scope, clock.clone())?;
+    let memory = open(&database, &args.scope, clock.clone())?;
     match args.command {
         MemCommand::Add {
             subject,
@@ -422,7 +436,8 @@ fn execute(args: MemArgs, clock: Arc<dyn Clock>) -> Result<Answer, MemFailure> {
     }
 }
 
-/// The database when `--db` is not given: `$FACTMEM_DB`, else
+/// The database when neither `--db` nor `$FACTMEM_DATABASE_URL` is given: `$FACTMEM_DB`
+/// (a path, or a URL read as `--db` reads one), else
 /// `$XDG_DATA_HOME/factmem/memory.db` (an absolute XDG_DATA_HOME only, as the XDG spec
 /// says), else `$HOME/.local/share/factmem/memory.db`.
 fn default_db(env: impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
@@ -437,19 +452,21 @@ fn default_db(env: impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
     Some(data.join("factmem").join("memory.db"))
 }
 
-/// Creates the database's directory, then opens the memory of `scope` in it.
-fn open(path: &Path, scope: &str, clock: Arc<dyn Clock>) -> Result<MemoryService, MemFailure> {
+/// Creates the directory of a SQLite database, then opens the memory of `scope` in the
+/// database.
+fn open(
+    database: &Database,
+    scope: &str,
+    clock: Arc<dyn Clock>,
+) -> Result<MemoryService, MemFailure> {
     if scope.trim().is_empty() {
         return Err(MemFailure::usage(
             "invalid_scope",
             "--scope must not be empty",
         ));
     }
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| MemFailure::io(format!("cannot create {}: {e}", parent.display())))?;
-    }
-    dispatch_runtime::durable::open_memory(path, scope, clock)
+    crate::create_parent(database).map_err(MemFailure::io)?;
+    durable::open_memory_on(database, scope, clock)
         .map_err(|e| MemFailure::from(MemoryError::Store(e)))
 }
 
