@@ -1,0 +1,223 @@
+//! `PgFactStore` benchmarks on the shared dispatch workload, against the server
+//! `FACTMEM_PG_URL` names (`eval "$(.ci/pg-server start)"` starts one on loopback). Run with
+//! `cargo bench -p fact-store --features postgres --bench postgres`; without
+//! `FACTMEM_PG_URL` it prints a skip message and runs nothing.
+//!
+//! - `add_batch_of_100`: one `add` of 100 workload facts (one transaction, one writer) into
+//!   a fresh scope that already holds 1,000 facts; the time is per batch (batches/s is its
+//!   inverse), divan's counter gives facts/s.
+//! - `search::*`: one search (limit 10, BM25, the querying task excluded) in a scope of
+//!   100,000 valid facts, loaded once per run in batches of about 1,000, cycling through
+//!   the workload's queries: `workload_query` is the generator's 40 random domain words,
+//!   `short_query` its first three words. `cached_*` is the default store (the search
+//!   cache: the scope's term index in this process, checked against the scope's generation
+//!   on every search), `gin_*` the store with `search_cache: false` (candidates from the
+//!   GIN index, scored from the stored term documents).
+//!
+//! Automatic compaction is off, so the size is what the argument says. Each run leaves its
+//! scopes (`bench:*`) on the server.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "support/facts.rs"]
+mod facts;
+#[path = "support/workload.rs"]
+mod workload;
+
+use std::io::Write;
+use std::sync::{Arc, OnceLock};
+
+use divan::Bencher;
+use divan::counter::ItemsCount;
+use fact_model::{ManualClock, SessionFact, Timestamp};
+use fact_store::{PgFactStore, PgOptions, SessionFactStore, StoreConfig, TermQuery, TermWeighting};
+
+fn main() {
+    if url().is_none() {
+        // Nothing is registered that could run without a server.
+        let _ = writeln!(
+            std::io::stderr(),
+            "FACTMEM_PG_URL is not set: the PostgreSQL benchmarks are skipped; \
+             `eval \"$(.ci/pg-server start)\"` starts a throwaway server and sets it"
+        );
+        return;
+    }
+    divan::main();
+}
+
+fn url() -> Option<String> {
+    std::env::var("FACTMEM_PG_URL")
+        .ok()
+        .filter(|url| !url.is_empty())
+}
+
+/// BM25 (k1 1.2, b 0.75), as fact-retrieve's default scorer computes it.
+#[derive(Debug)]
+struct Bm25;
+
+impl TermWeighting for Bm25 {
+    fn term_weight(&self, df: usize, docs: usize, _: usize) -> f64 {
+        let (df, docs) = (df as f64, docs as f64);
+        (1.0 + (docs - df + 0.5) / (df + 0.5)).ln().max(0.0)
+    }
+
+    fn tf_weight(&self, tf: u32, doc_len: u32, avg: f64) -> f64 {
+        let tf = f64::from(tf);
+        let relative = if avg > 0.0 {
+            f64::from(doc_len) * (1.0 / avg)
+        } else {
+            1.0
+        };
+        tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * relative))
+    }
+}
+
+fn unbounded() -> StoreConfig {
+    StoreConfig {
+        capacity: usize::MAX,
+        history_limit: usize::MAX,
+        auto_compact: false,
+        ..StoreConfig::default()
+    }
+}
+
+/// A scope no other run uses.
+fn fresh_scope(name: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("bench:{name}:{}:{nanos}", std::process::id())
+}
+
+fn open(scope: &str, search_cache: bool) -> PgFactStore {
+    let options = PgOptions {
+        search_cache,
+        ..PgOptions::default()
+    };
+    PgFactStore::connect_with(
+        &url().expect("FACTMEM_PG_URL"),
+        scope,
+        unbounded(),
+        options,
+        Arc::new(ManualClock::default()),
+    )
+    .unwrap()
+}
+
+/// The workload's facts in batches of about 100 (whole task results), for `tasks` tasks
+/// starting at second `from`.
+fn batches_of_100(tasks: &[workload::Task], from: i64) -> Vec<Vec<SessionFact>> {
+    let mut out = Vec::new();
+    let mut current = Vec::new();
+    for (n, task) in tasks.iter().enumerate() {
+        let at = Timestamp::from_unix_secs(from + n as i64).unwrap();
+        for batch in facts::task_batches(task, at) {
+            current.extend(batch);
+        }
+        if current.len() >= 100 {
+            current.truncate(100);
+            out.push(std::mem::take(&mut current));
+        }
+    }
+    out
+}
+
+/// Fills `store` with workload facts, ten batches of 100 per `add`, until at least `size`
+/// are valid; returns the tasks not used.
+fn fill<'w>(
+    store: &dyn SessionFactStore,
+    tasks: &'w [workload::Task],
+    size: usize,
+) -> &'w [workload::Task] {
+    let mut used = 0;
+    while store.valid_count() < size {
+        let chunk = tasks.get(used..used + 100).expect("workload too small");
+        for batches in batches_of_100(chunk, used as i64).chunks(10) {
+            store.add(batches.concat()).unwrap();
+        }
+        used += 100;
+    }
+    tasks.get(used..).unwrap_or_default()
+}
+
+#[divan::bench(args = [1_000], sample_count = 200, sample_size = 1)]
+fn add_batch_of_100(bencher: Bencher<'_, '_>, size: usize) {
+    let store = open(&fresh_scope("add"), true);
+    let workload = workload::generate(size * 3 / 2 + 40_000, 0, 42);
+    let rest = fill(&store, &workload.tasks, size);
+    let mut batches = batches_of_100(rest, 1_000_000).into_iter();
+    bencher
+        .counter(ItemsCount::new(100usize))
+        .with_inputs(|| batches.next().expect("spare batches ran out"))
+        .bench_local_values(|batch| store.add(batch).unwrap());
+}
+
+const SEARCH_FACTS: usize = 100_000;
+
+/// The scope of 100,000 valid facts (loaded on the first call) and the workload's queries.
+fn search_scope() -> &'static (String, Vec<(String, String)>) {
+    static LOADED: OnceLock<(String, Vec<(String, String)>)> = OnceLock::new();
+    LOADED.get_or_init(|| {
+        let scope = fresh_scope("search");
+        let store = open(&scope, false);
+        let workload = workload::generate(SEARCH_FACTS * 3 / 2, 500, 42);
+        fill(&store, &workload.tasks, SEARCH_FACTS);
+        (scope, workload.queries)
+    })
+}
+
+fn short(text: &str) -> String {
+    text.split(' ').take(3).collect::<Vec<_>>().join(" ")
+}
+
+fn whole(text: &str) -> String {
+    text.to_owned()
+}
+
+fn bench_search(bencher: Bencher<'_, '_>, search_cache: bool, words: fn(&str) -> String) {
+    let (scope, queries) = search_scope();
+    let store = open(scope, search_cache);
+    let queries: Vec<(String, String)> = queries
+        .iter()
+        .map(|(task, text)| (task.clone(), words(text)))
+        .collect();
+    let search = |(task, text): &(String, String)| {
+        let query = TermQuery {
+            text,
+            exclude_source_task: Some(task.as_str()),
+            limit: 10,
+            ..TermQuery::default()
+        };
+        store.search(&query, &Bm25)
+    };
+    // The first search of a cached store loads the scope's index: not what is measured.
+    assert!(!search(queries.first().unwrap()).is_empty(), "no results");
+    let mut next = queries.iter().cycle();
+    bencher
+        .with_inputs(|| next.next().unwrap())
+        .bench_local_values(search);
+}
+
+mod search {
+    use super::*;
+
+    #[divan::bench(sample_count = 300)]
+    fn cached_workload_query(bencher: Bencher<'_, '_>) {
+        bench_search(bencher, true, whole);
+    }
+
+    #[divan::bench(sample_count = 300)]
+    fn cached_short_query(bencher: Bencher<'_, '_>) {
+        bench_search(bencher, true, short);
+    }
+
+    #[divan::bench(sample_count = 30)]
+    fn gin_workload_query(bencher: Bencher<'_, '_>) {
+        bench_search(bencher, false, whole);
+    }
+
+    #[divan::bench(sample_count = 100)]
+    fn gin_short_query(bencher: Bencher<'_, '_>) {
+        bench_search(bencher, false, short);
+    }
+}
