@@ -12,7 +12,12 @@
 //!   `short_query` its first three words. `cached_*` is the default store (the search
 //!   cache: the scope's term index in this process, checked against the scope's generation
 //!   on every search), `gin_*` the store with `search_cache: false` (candidates from the
-//!   GIN index, scored from the stored term documents).
+//!   GIN index, scored from the stored term documents). `cached_after_another_write`: the
+//!   cached store searches right after another store of the scope committed a result of
+//!   10 facts (made before each sample, not timed): the cache catches up with the rows that
+//!   write changed, not the whole scope. `cached_first_search`: a new store's first
+//!   search, which loads the whole scope into its cache (what every search cost, before
+//!   the cache followed other writers row by row, whenever another process had written).
 //!
 //! Automatic compaction is off, so the size is what the argument says. Each run leaves its
 //! scopes (`bench:*`) on the server.
@@ -29,7 +34,7 @@ use std::sync::{Arc, OnceLock};
 
 use divan::Bencher;
 use divan::counter::ItemsCount;
-use fact_model::{ManualClock, SessionFact, Timestamp};
+use fact_model::{ManualClock, SessionFact, SourceRole, Tag, Timestamp};
 use fact_store::{PgFactStore, PgOptions, SessionFactStore, StoreConfig, TermQuery, TermWeighting};
 
 fn main() {
@@ -209,6 +214,66 @@ mod search {
     #[divan::bench(sample_count = 300)]
     fn cached_short_query(bencher: Bencher<'_, '_>) {
         bench_search(bencher, true, short);
+    }
+
+    #[divan::bench(sample_count = 100, sample_size = 1)]
+    fn cached_after_another_write(bencher: Bencher<'_, '_>) {
+        let (scope, queries) = search_scope();
+        let reader = open(scope, true);
+        let writer = open(scope, true);
+        let search = |text: &str| {
+            let query = TermQuery {
+                text,
+                limit: 10,
+                ..TermQuery::default()
+            };
+            reader.search(&query, &Bm25)
+        };
+        assert!(
+            !search(&short(&queries.first().unwrap().1)).is_empty(),
+            "no results"
+        );
+        let mut n = 0u64;
+        let mut next = queries.iter().cycle();
+        bencher
+            .with_inputs(|| {
+                n += 1;
+                let at = Timestamp::from_unix_secs(2_000_000_000 + n as i64).unwrap();
+                let batch = (0..10)
+                    .map(|k| {
+                        SessionFact::builder(
+                            format!("src/bench/write_{n}_{k}.rs"),
+                            "modified_by",
+                            format!("task:w{n}"),
+                        )
+                        .tag(Tag::FileChange)
+                        .source(format!("w{n}"), SourceRole::Implementer)
+                        .valid_from(at)
+                        .build()
+                        .unwrap()
+                    })
+                    .collect();
+                writer.add(batch).unwrap();
+                short(&next.next().unwrap().1)
+            })
+            .bench_local_values(|text| search(&text));
+    }
+
+    /// A process's first search: the cache loads the whole scope.
+    #[divan::bench(sample_count = 5, sample_size = 1)]
+    fn cached_first_search(bencher: Bencher<'_, '_>) {
+        let (scope, queries) = search_scope();
+        let text = short(&queries.first().unwrap().1);
+        bencher
+            .with_inputs(|| open(scope, true))
+            .bench_local_values(|store| {
+                let query = TermQuery {
+                    text: &text,
+                    limit: 10,
+                    ..TermQuery::default()
+                };
+                store.search(&query, &Bm25)
+            });
     }
 
     #[divan::bench(sample_count = 30)]

@@ -32,7 +32,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use fact_model::{FactId, SessionFact, SourceRole, SystemClock, Tag, Timestamp};
-use fact_store::{PgFactStore, PgOptions, SessionFactStore, SnapshotRecord, StoreConfig};
+use fact_store::{
+    PgFactStore, PgOptions, SessionFactStore, SnapshotRecord, StoreConfig, TermQuery, TermWeighting,
+};
 use serde_json::{Value, json};
 
 /// The test that runs one writer in a child process.
@@ -627,8 +629,36 @@ fn eight_writer_processes_keep_the_invariants_and_lose_nothing() {
     let mut rows = Vec::new();
     for writers in [8, 1] {
         let scope = fresh_scope(&format!("writers{writers}"));
-        let logs = run_writers(&scope, writers, secs, Duration::from_secs(5), || {});
+        // With 8 writers, a reader searches the scope all along: its search cache follows
+        // the writers' commits row by row.
+        let mut reader = None;
+        let logs = run_writers(&scope, writers, secs, Duration::from_secs(5), || {
+            if writers == 8 {
+                reader = Some(read_while_writing(&url, &scope, secs));
+            }
+        });
         let checked = check(&url, &scope, &logs);
+        if let Some((store, latencies)) = reader {
+            // After the last commit, the followed cache answers as a store that loads the
+            // scope afresh.
+            let fresh =
+                PgFactStore::connect(&url, &scope, unbounded(), Arc::new(SystemClock)).unwrap();
+            for text in READER_QUERIES {
+                assert_eq!(
+                    search_lines(&store, text),
+                    search_lines(&fresh, text),
+                    "{text}"
+                );
+            }
+            println!(
+                "search while {writers} writers write, {} searches: p50 {:.2} ms, p95 {:.2} ms, \
+                 p99 {:.2} ms",
+                latencies.len(),
+                percentile(&latencies, 0.50),
+                percentile(&latencies, 0.95),
+                percentile(&latencies, 0.99)
+            );
+        }
         let figures = figures(&logs);
         println!(
             "{writers} writer(s), {secs} s on {scope}: {} batches acknowledged, {} failed; \
@@ -663,6 +693,55 @@ fn eight_writer_processes_keep_the_invariants_and_lose_nothing() {
             f.p99
         );
     }
+}
+
+/// Keyword overlap: each distinct query term a fact holds counts `1 / query terms`.
+#[derive(Debug)]
+struct Overlap;
+
+impl TermWeighting for Overlap {
+    fn term_weight(&self, _: usize, _: usize, query_terms: usize) -> f64 {
+        1.0 / query_terms as f64
+    }
+
+    fn tf_weight(&self, _: u32, _: u32, _: f64) -> f64 {
+        1.0
+    }
+}
+
+/// The searches the reader runs while the writers write.
+const READER_QUERIES: [&str; 3] = ["module issue", "task completed", "modified module"];
+
+fn search_lines(store: &PgFactStore, text: &str) -> Vec<(String, u64)> {
+    let query = TermQuery {
+        text,
+        limit: 10,
+        ..TermQuery::default()
+    };
+    store
+        .search(&query, &Overlap)
+        .into_iter()
+        .map(|s| (s.fact.id().to_string(), s.score.to_bits()))
+        .collect()
+}
+
+/// Searches `scope` from its own store (its cache following the writers' commits) until
+/// `deadline`; returns the latencies in µs, sorted.
+fn read_while_writing(url: &str, scope: &str, secs: u64) -> (PgFactStore, Vec<u64>) {
+    let store = PgFactStore::connect(url, scope, unbounded(), Arc::new(SystemClock)).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let mut latencies = Vec::new();
+    let mut n = 0usize;
+    while Instant::now() < deadline {
+        let text = READER_QUERIES[n % READER_QUERIES.len()];
+        let started = Instant::now();
+        let _ = search_lines(&store, text);
+        latencies.push(u64::try_from(started.elapsed().as_micros()).unwrap());
+        n += 1;
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    latencies.sort_unstable();
+    (store, latencies)
 }
 
 fn pg_server_script() -> PathBuf {

@@ -38,11 +38,37 @@ pub(super) fn prepared(
     Ok(statement)
 }
 
+/// What [`Rows::prefetch`] fetched for a batch: answers to `latest` and `valid_for_key`
+/// until a write touches them (each write drops the entries of its row's id and key, or
+/// everything when it cannot tell which they are).
+#[derive(Debug, Default)]
+struct Prefetched {
+    latest: HashMap<FactId, Option<(i64, bool)>>,
+    keys: HashMap<(String, String), Vec<KeyVersion>>,
+    /// Seq → id and key, for every version the two maps mention.
+    rows: HashMap<i64, (FactId, (String, String))>,
+    /// The valid versions of the keys, whole (the rules read a version before ending it).
+    versions: HashMap<i64, (SessionFact, u64, Document)>,
+}
+
+impl Prefetched {
+    fn forget(&mut self, id: FactId, key: &(String, String)) {
+        self.latest.remove(&id);
+        self.keys.remove(key);
+    }
+}
+
 /// One write transaction of one scope.
 pub(super) struct PgRows<'a> {
     tx: Transaction<'a>,
     statements: &'a mut Statements,
     scope: i64,
+    /// The generation this transaction commits (read with the scope's row), stamped on
+    /// every row it inserts or changes.
+    generation: i64,
+    /// Whether it deleted rows (a search cache cannot follow deletions row by row).
+    deleted: bool,
+    prefetched: Option<Prefetched>,
 }
 
 impl<'a> PgRows<'a> {
@@ -51,6 +77,22 @@ impl<'a> PgRows<'a> {
             tx,
             statements,
             scope,
+            generation: 0,
+            deleted: false,
+            prefetched: None,
+        }
+    }
+
+    /// A write is about to change the version in `seq`: what was prefetched about its id
+    /// and key no longer holds.
+    fn touch(&mut self, seq: i64) {
+        let Some(prefetched) = self.prefetched.as_mut() else {
+            return;
+        };
+        prefetched.versions.remove(&seq);
+        match prefetched.rows.get(&seq).cloned() {
+            Some((id, key)) => prefetched.forget(id, &key),
+            None => self.prefetched = None,
         }
     }
 
@@ -78,6 +120,62 @@ impl<'a> PgRows<'a> {
 }
 
 impl Rows for PgRows<'_> {
+    fn prefetch(&mut self, batch: &[SessionFact]) -> DbResult<()> {
+        let scope = self.scope;
+        let mut prefetched = Prefetched::default();
+        let ids: Vec<i64> = batch.iter().map(|fact| id_to_sql(fact.id())).collect();
+        for fact in batch {
+            prefetched.latest.insert(fact.id(), None);
+            let key = (fact.subject().to_owned(), fact.relation().to_owned());
+            prefetched.keys.insert(key, Vec::new());
+        }
+        let rows = self.query(
+            "SELECT DISTINCT ON (id) id, seq, valid_to IS NULL, subject, relation FROM facts \
+             WHERE scope = $1 AND id = ANY($2) ORDER BY id, valid_to IS NULL DESC, seq DESC",
+            &[&scope, &ids],
+        )?;
+        for row in &rows {
+            let id = id_from_sql(row.try_get(0)?)?;
+            let seq: i64 = row.try_get(1)?;
+            prefetched.latest.insert(id, Some((seq, row.try_get(2)?)));
+            prefetched
+                .rows
+                .insert(seq, (id, (row.try_get(3)?, row.try_get(4)?)));
+        }
+        let (subjects, relations): (Vec<&str>, Vec<&str>) = prefetched
+            .keys
+            .keys()
+            .map(|(subject, relation)| (subject.as_str(), relation.as_str()))
+            .unzip();
+        let columns = FACT_COLUMNS
+            .split(", ")
+            .map(|column| format!("f.{column}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "SELECT f.seq, f.batch, f.doc_len, f.terms, {columns} \
+             FROM unnest($2::TEXT[], $3::TEXT[]) AS k(subject, relation) \
+             JOIN facts AS f ON f.scope = $1 \
+             AND f.key_hash = hashtextextended(k.relation, hashtextextended(k.subject, 0)) \
+             AND f.subject = k.subject AND f.relation = k.relation \
+             WHERE f.key_order IS NOT NULL AND f.valid_to IS NULL ORDER BY f.key_order"
+        );
+        let rows = self.query(&sql, &[&scope, &subjects, &relations])?;
+        for row in &rows {
+            let seq: i64 = row.try_get(0)?;
+            let batch = batch_from_sql(row.try_get(1)?);
+            let document: Document = (row.try_get(2)?, row.try_get(3)?);
+            let fact = read_fact(row, 4)?;
+            let key = (fact.subject().to_owned(), fact.relation().to_owned());
+            let version = (seq, batch, fact.id(), fact.valid_from());
+            prefetched.rows.insert(seq, (fact.id(), key.clone()));
+            prefetched.keys.entry(key).or_default().push(version);
+            prefetched.versions.insert(seq, (fact, batch, document));
+        }
+        self.prefetched = Some(prefetched);
+        Ok(())
+    }
+
     fn scope_state(&mut self) -> DbResult<Option<ScopeState>> {
         let scope = self.scope;
         let Some(row) = self.query_opt(
@@ -88,6 +186,10 @@ impl Rows for PgRows<'_> {
         else {
             return Ok(None);
         };
+        let generation: i64 = row.try_get(6)?;
+        // What `Writer::commit` writes when anything changed (a transaction that changes
+        // nothing stamps nothing).
+        self.generation = generation.wrapping_add(1);
         Ok(Some(ScopeState {
             last_batch: batch_from_sql(row.try_get(0)?),
             newest_input_batch: batch_from_sql(row.try_get(1)?),
@@ -101,9 +203,11 @@ impl Rows for PgRows<'_> {
 
     fn write_scope_state(&mut self, state: &ScopeState) -> DbResult<()> {
         let scope = self.scope;
+        let deleted = self.deleted;
         self.execute(
             "UPDATE scopes SET last_batch = $2, newest_input_batch = $3, valid_count = $4, \
-             stored_count = $5, total_len = $6, next_key_order = $7, generation = $8 \
+             stored_count = $5, total_len = $6, next_key_order = $7, generation = $8, \
+             deleted_generation = CASE WHEN $9 THEN $8 ELSE deleted_generation END \
              WHERE id = $1",
             &[
                 &scope,
@@ -114,6 +218,7 @@ impl Rows for PgRows<'_> {
                 &state.total_len,
                 &state.next_key_order,
                 &state.generation,
+                &deleted,
             ],
         )?;
         Ok(())
@@ -136,6 +241,9 @@ impl Rows for PgRows<'_> {
     }
 
     fn latest(&mut self, id: FactId) -> DbResult<Option<(i64, bool)>> {
+        if let Some(found) = self.prefetched.as_ref().and_then(|p| p.latest.get(&id)) {
+            return Ok(*found);
+        }
         let scope = self.scope;
         self.query_opt(
             "SELECT seq, valid_to IS NULL FROM facts WHERE scope = $1 AND id = $2 \
@@ -147,6 +255,9 @@ impl Rows for PgRows<'_> {
     }
 
     fn version(&mut self, seq: i64) -> DbResult<Option<(SessionFact, u64, Document)>> {
+        if let Some(found) = self.prefetched.as_ref().and_then(|p| p.versions.get(&seq)) {
+            return Ok(Some(found.clone()));
+        }
         let scope = self.scope;
         let sql = format!(
             "SELECT {FACT_COLUMNS}, batch, doc_len, terms FROM facts WHERE scope = $1 AND seq = $2"
@@ -186,6 +297,13 @@ impl Rows for PgRows<'_> {
     }
 
     fn valid_for_key(&mut self, subject: &str, relation: &str) -> DbResult<Vec<KeyVersion>> {
+        if let Some(prefetched) = self.prefetched.as_ref()
+            && let Some(found) = prefetched
+                .keys
+                .get(&(subject.to_owned(), relation.to_owned()))
+        {
+            return Ok(found.clone());
+        }
         let scope = self.scope;
         let rows = self.query(
             "SELECT seq, batch, id, valid_from FROM facts \
@@ -314,6 +432,43 @@ impl Rows for PgRows<'_> {
         }
     }
 
+    fn term_ids(&mut self, terms: &[String]) -> DbResult<Vec<i64>> {
+        let scope = self.scope;
+        let mut ids: HashMap<String, i64> = HashMap::with_capacity(terms.len());
+        let known = self.query(
+            "SELECT t.term, terms.id FROM unnest($2::TEXT[]) AS t(term) JOIN terms \
+             ON terms.scope = $1 AND hashtextextended(terms.term, 0) = hashtextextended(t.term, 0) \
+             AND terms.term = t.term",
+            &[&scope, &terms],
+        )?;
+        for row in &known {
+            ids.insert(row.try_get(0)?, row.try_get(1)?);
+        }
+        let missing: Vec<&str> = terms
+            .iter()
+            .filter(|term| !ids.contains_key(term.as_str()))
+            .map(String::as_str)
+            .collect();
+        if !missing.is_empty() {
+            let created = self.query(
+                "INSERT INTO terms (scope, term) SELECT $1, t FROM unnest($2::TEXT[]) AS t \
+                 RETURNING term, id",
+                &[&scope, &missing],
+            )?;
+            for row in &created {
+                ids.insert(row.try_get(0)?, row.try_get(1)?);
+            }
+        }
+        terms
+            .iter()
+            .map(|term| {
+                ids.get(term).copied().ok_or_else(|| {
+                    crate::sql::error::DbError::Corrupt(format!("no id for term {term:?}"))
+                })
+            })
+            .collect()
+    }
+
     fn insert(
         &mut self,
         fact: &SessionFact,
@@ -321,14 +476,18 @@ impl Rows for PgRows<'_> {
         batch: u64,
         link: Option<&Link>,
     ) -> DbResult<i64> {
-        let scope = self.scope;
+        if let Some(prefetched) = self.prefetched.as_mut() {
+            let key = (fact.subject().to_owned(), fact.relation().to_owned());
+            prefetched.forget(fact.id(), &key);
+        }
+        let (scope, generation) = (self.scope, self.generation);
         let tags = tags_to_sql(fact.tags().as_slice());
         let rows = self.query(
             "INSERT INTO facts (scope, id, subject, relation, object, tags, valid_from, \
              valid_to, source_task_id, source_role, confidence, statement, folded, \
-             superseded_by, batch, key_order, doc_len, terms) \
+             superseded_by, batch, key_order, doc_len, terms, changed_generation) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
-             $17, $18) RETURNING seq",
+             $17, $18, $19) RETURNING seq",
             &[
                 &scope,
                 &id_to_sql(fact.id()),
@@ -348,6 +507,7 @@ impl Rows for PgRows<'_> {
                 &link.map(|l| l.key_order),
                 &link.map(|l| l.doc_len),
                 &link.map(|l| l.document.as_str()),
+                &generation,
             ],
         )?;
         match rows.first() {
@@ -359,6 +519,7 @@ impl Rows for PgRows<'_> {
     }
 
     fn set_batch(&mut self, seq: i64, batch: u64) -> DbResult<()> {
+        self.touch(seq);
         let scope = self.scope;
         self.execute(
             "UPDATE facts SET batch = $3 WHERE scope = $1 AND seq = $2",
@@ -368,26 +529,29 @@ impl Rows for PgRows<'_> {
     }
 
     fn unlink(&mut self, seq: i64, end: Option<(i64, Option<i64>)>) -> DbResult<()> {
-        let scope = self.scope;
+        self.touch(seq);
+        let (scope, generation) = (self.scope, self.generation);
         match end {
             None => self.execute(
-                "UPDATE facts SET key_order = NULL, doc_len = NULL, terms = NULL \
-                 WHERE scope = $1 AND seq = $2",
-                &[&scope, &seq],
+                "UPDATE facts SET key_order = NULL, doc_len = NULL, terms = NULL, \
+                 changed_generation = $3 WHERE scope = $1 AND seq = $2",
+                &[&scope, &seq, &generation],
             )?,
             Some((valid_to, superseded_by)) => self.execute(
                 "UPDATE facts SET key_order = NULL, doc_len = NULL, terms = NULL, \
-                 valid_to = $3, superseded_by = $4 WHERE scope = $1 AND seq = $2",
-                &[&scope, &seq, &valid_to, &superseded_by],
+                 valid_to = $3, superseded_by = $4, changed_generation = $5 \
+                 WHERE scope = $1 AND seq = $2",
+                &[&scope, &seq, &valid_to, &superseded_by, &generation],
             )?,
         };
         Ok(())
     }
 
     fn relink(&mut self, seq: i64, link: &Link) -> DbResult<()> {
-        let scope = self.scope;
+        self.touch(seq);
+        let (scope, generation) = (self.scope, self.generation);
         self.execute(
-            "UPDATE facts SET key_order = $3, doc_len = $4, terms = $5 \
+            "UPDATE facts SET key_order = $3, doc_len = $4, terms = $5, changed_generation = $6 \
              WHERE scope = $1 AND seq = $2",
             &[
                 &scope,
@@ -395,6 +559,7 @@ impl Rows for PgRows<'_> {
                 &link.key_order,
                 &link.doc_len,
                 &link.document.as_str(),
+                &generation,
             ],
         )?;
         Ok(())
@@ -407,11 +572,13 @@ impl Rows for PgRows<'_> {
         folded: Option<&str>,
         link: Option<&Link>,
     ) -> DbResult<()> {
-        let scope = self.scope;
+        self.touch(seq);
+        let (scope, generation) = (self.scope, self.generation);
         let tags = tags_to_sql(fact.tags().as_slice());
         self.execute(
             "UPDATE facts SET tags = $3, confidence = $4, statement = $5, folded = $6, \
-             key_order = $7, doc_len = $8, terms = $9 WHERE scope = $1 AND seq = $2",
+             key_order = $7, doc_len = $8, terms = $9, changed_generation = $10 \
+             WHERE scope = $1 AND seq = $2",
             &[
                 &scope,
                 &seq,
@@ -422,12 +589,15 @@ impl Rows for PgRows<'_> {
                 &link.map(|l| l.key_order),
                 &link.map(|l| l.doc_len),
                 &link.map(|l| l.document.as_str()),
+                &generation,
             ],
         )?;
         Ok(())
     }
 
     fn delete(&mut self, seq: i64) -> DbResult<()> {
+        self.deleted = true;
+        self.prefetched = None;
         let scope = self.scope;
         self.execute(
             "DELETE FROM facts WHERE scope = $1 AND seq = $2",

@@ -30,6 +30,10 @@
 //!   at most one valid fact per key.
 //! - Episodes keep their analyzed terms as a `text[]` with a GIN index: the candidates of
 //!   an episode search are the episodes holding any query term (`&&`).
+//! - Every row a write inserts or changes records the scope's generation that write
+//!   commits (`changed_generation`), and a write that deletes rows records it in
+//!   `scopes.deleted_generation`: a search cache a few generations behind fetches only the
+//!   rows changed since (many writers, one scope), and reloads only after deletions.
 
 use postgres::Client;
 
@@ -119,6 +123,7 @@ fn to_version_1(tx: &mut postgres::Transaction<'_>) -> Result<(), postgres::Erro
             total_len BIGINT NOT NULL DEFAULT 0,
             next_key_order BIGINT NOT NULL DEFAULT 0,
             generation BIGINT NOT NULL DEFAULT 0,
+            deleted_generation BIGINT NOT NULL DEFAULT 0,
             analyzer TEXT NOT NULL DEFAULT ''
         );
         CREATE TABLE facts (
@@ -141,6 +146,7 @@ fn to_version_1(tx: &mut postgres::Transaction<'_>) -> Result<(), postgres::Erro
             key_order BIGINT,
             doc_len BIGINT,
             terms TEXT,
+            changed_generation BIGINT NOT NULL DEFAULT 0,
             subject_hash BIGINT GENERATED ALWAYS AS (hashtextextended(subject, 0)) STORED,
             key_hash BIGINT GENERATED ALWAYS AS
                 (hashtextextended(relation, hashtextextended(subject, 0))) STORED,
@@ -160,6 +166,7 @@ fn to_version_1(tx: &mut postgres::Transaction<'_>) -> Result<(), postgres::Erro
         CREATE INDEX facts_valid_statement ON facts (scope, hashtextextended(folded, 0))
             WHERE valid_to IS NULL AND folded IS NOT NULL;
         CREATE INDEX facts_terms ON facts USING gin (scope, terms_tsv) WHERE valid_to IS NULL;
+        CREATE INDEX facts_changed ON facts (scope, changed_generation);
         CREATE TABLE terms (
             scope BIGINT NOT NULL REFERENCES scopes(id),
             id BIGINT GENERATED ALWAYS AS IDENTITY,

@@ -52,25 +52,7 @@ pub(super) fn search(
             scan(&facts, analyzer, query, weighting, &mut top);
         }
         (None, Some(cache)) => {
-            let statement = prepared(
-                &mut tx,
-                statements,
-                "SELECT generation FROM scopes WHERE id = $1",
-            )?;
-            let generation: i64 = tx.query_one(&statement, &[&scope])?.try_get(0)?;
-            if cache.as_ref().map(SearchCache::generation) != Some(generation) {
-                *cache = None;
-                let mut fresh = SearchCache::new(generation);
-                let sql = format!(
-                    "SELECT seq, {FACT_COLUMNS} FROM facts WHERE scope = $1 \
-                     AND valid_to IS NULL ORDER BY seq"
-                );
-                let statement = prepared(&mut tx, statements, &sql)?;
-                for row in tx.query(&statement, &[&scope])? {
-                    fresh.insert(row.try_get(0)?, &read_fact(&row, 1)?, analyzer);
-                }
-                *cache = Some(fresh);
-            }
+            refresh(&mut tx, statements, scope, analyzer, cache)?;
             if let Some(cache) = cache.as_ref() {
                 cache.search(analyzer, query, weighting, &mut top);
             }
@@ -104,6 +86,60 @@ pub(super) fn search(
     }
     tx.commit()?;
     Ok(results)
+}
+
+/// Brings `cache` to the scope's generation in `tx`'s snapshot: nothing to do when it is
+/// there; the rows changed since its generation when only inserts and changes happened
+/// (other processes writing the scope); a full reload after deletions, or without a cache.
+fn refresh(
+    tx: &mut postgres::Transaction<'_>,
+    statements: &mut super::rows::Statements,
+    scope: i64,
+    analyzer: &Analyzer,
+    cache: &mut Option<SearchCache>,
+) -> DbResult<()> {
+    let statement = prepared(
+        tx,
+        statements,
+        "SELECT generation, deleted_generation FROM scopes WHERE id = $1",
+    )?;
+    let row = tx.query_one(&statement, &[&scope])?;
+    let (generation, deleted): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
+    match cache.as_mut() {
+        Some(current) if current.generation() == generation => Ok(()),
+        Some(current) if deleted <= current.generation() && current.generation() < generation => {
+            let sql = format!(
+                "SELECT seq, valid_to IS NULL, {FACT_COLUMNS} FROM facts \
+                 WHERE scope = $1 AND changed_generation > $2"
+            );
+            let statement = prepared(tx, statements, &sql)?;
+            for row in tx.query(&statement, &[&scope, &current.generation()])? {
+                let seq: i64 = row.try_get(0)?;
+                let valid: bool = row.try_get(1)?;
+                if valid {
+                    current.insert(seq, &read_fact(&row, 2)?, analyzer);
+                } else {
+                    current.remove(seq);
+                }
+            }
+            current.advance(generation);
+            Ok(())
+        }
+        _ => {
+            *cache = None;
+            let mut fresh = SearchCache::new(generation);
+            let sql = format!(
+                "SELECT seq, {FACT_COLUMNS} FROM facts WHERE scope = $1 \
+                 AND valid_to IS NULL ORDER BY seq"
+            );
+            let statement = prepared(tx, statements, &sql)?;
+            for row in tx.query(&statement, &[&scope])? {
+                fresh.insert(row.try_get(0)?, &read_fact(&row, 1)?, analyzer);
+            }
+            *cache = Some(fresh);
+            Ok(())
+        }
+    }
 }
 
 /// The GIN index finds the valid facts holding a query term (`terms_tsv @@ 't12 | t7'`);

@@ -80,6 +80,13 @@ pub(crate) type KeyVersion = (i64, u64, FactId, Timestamp);
 /// implements so that [`Writer`] can apply the temporal rules. Every method is a few
 /// statements of the scope's own rows; none decides anything.
 pub(crate) trait Rows {
+    /// A hint before a batch: its facts' ids and keys are about to be looked up one by one
+    /// ([`latest`](Self::latest), [`valid_for_key`](Self::valid_for_key)). A backend for
+    /// which every lookup is a network round trip fetches them all at once here; the
+    /// default does nothing.
+    fn prefetch(&mut self, _batch: &[SessionFact]) -> DbResult<()> {
+        Ok(())
+    }
     /// The scope's counters (`None`: the scope has no row). A backend that lets several
     /// writers in at once locks the row here, so writers of one scope take turns.
     fn scope_state(&mut self) -> DbResult<Option<ScopeState>>;
@@ -113,6 +120,11 @@ pub(crate) trait Rows {
     fn versions_of(&mut self, id: FactId) -> DbResult<Vec<i64>>;
     /// The id of the scope's `term`, created when new.
     fn term_id(&mut self, term: &str) -> DbResult<i64>;
+    /// The ids of the scope's `terms` (distinct), created when new, in their order. The
+    /// default asks [`term_id`](Self::term_id) for each.
+    fn term_ids(&mut self, terms: &[String]) -> DbResult<Vec<i64>> {
+        terms.iter().map(|term| self.term_id(term)).collect()
+    }
     /// Stores a new version; returns its seq.
     fn insert(
         &mut self,
@@ -270,6 +282,41 @@ impl<'a, R: Rows> Writer<'a, R> {
         let id = self.rows.term_id(&self.analyzer.term_of(word))?;
         self.words.insert(word.to_owned(), id);
         Ok(id)
+    }
+
+    /// Looks up (or creates) at once the terms of the batch's words not known yet, so that
+    /// indexing its facts asks the backend nothing more.
+    fn learn_words(&mut self, batch: &[SessionFact]) -> DbResult<()> {
+        // Word → index of its term in `terms`.
+        let mut words: HashMap<String, usize> = HashMap::new();
+        let mut terms: Vec<String> = Vec::new();
+        let mut term_at: HashMap<String, usize> = HashMap::new();
+        for fact in batch.iter().filter(|fact| fact.is_valid()) {
+            let fields = [fact.subject(), fact.relation(), fact.object()];
+            for field in fields.into_iter().chain(fact.statement()) {
+                self.analyzer.for_each_word(field, |word| {
+                    if self.words.contains_key(word) || words.contains_key(word) {
+                        return;
+                    }
+                    let term = self.analyzer.term_of(word);
+                    let at = *term_at.entry(term.clone()).or_insert_with(|| {
+                        terms.push(term);
+                        terms.len() - 1
+                    });
+                    words.insert(word.to_owned(), at);
+                });
+            }
+        }
+        if terms.is_empty() {
+            return Ok(());
+        }
+        let ids = self.rows.term_ids(&terms)?;
+        for (word, at) in words {
+            if let Some(id) = ids.get(at) {
+                self.words.insert(word, *id);
+            }
+        }
+        Ok(())
     }
 
     /// The term document of a fact (what `Analyzer::analyze_fact` gives, as term ids).
@@ -435,6 +482,8 @@ impl<'a, R: Rows> Writer<'a, R> {
             .filter(|fact| fact.is_valid())
             .map(SessionFact::id)
             .collect();
+        self.rows.prefetch(&batch)?;
+        self.learn_words(&batch)?;
         let mut seen: Vec<FactId> = Vec::with_capacity(batch.len());
         let mut report = AddReport::default();
         for (index, fact) in batch.into_iter().enumerate() {

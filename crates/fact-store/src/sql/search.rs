@@ -73,12 +73,22 @@ impl SearchCache {
         self.tasks.insert(key, fact.source_task_id().into());
     }
 
-    fn remove(&mut self, seq: i64) {
+    /// Drops the version in `seq` from the cache (it is no longer valid, or gone).
+    pub(crate) fn remove(&mut self, seq: i64) {
         let key = seq_key(seq);
         if let Some(slot) = self.slots.remove(&key) {
             self.index.remove(slot);
         }
         self.tasks.remove(&key);
+    }
+
+    /// Marks the cache as mirroring `generation`, after the caller replayed every change
+    /// up to it with [`insert`](Self::insert) and [`remove`](Self::remove).
+    pub(crate) fn advance(&mut self, generation: i64) {
+        if self.index.wants_rebuild() {
+            self.slots = self.index.rebuild().into_iter().collect();
+        }
+        self.generation = generation;
     }
 
     /// Replays a committed transaction that started at this cache's generation; returns

@@ -401,10 +401,64 @@ mod sqlite {
 
 #[cfg(feature = "postgres")]
 mod postgres {
-    use fact_store::PgOptions;
+    use fact_model::{FactId, FactSelector, FactUpdate, SessionFact, Timestamp};
+    use fact_store::{
+        AddReport, Analyzer, CompactionReport, ImportReport, PgFactStore, PgOptions, ScoredFact,
+        Snapshot, StoreResult, TermQuery, TermWeighting,
+    };
 
     use super::*;
-    use crate::postgres::{open, options, server};
+    use crate::postgres::{fresh_scope, open, options, server};
+
+    /// Two stores of one scope: every write goes to one, every read to the other, whose
+    /// search cache follows the writer's commits row by row (or reloads after deletions).
+    #[derive(Debug)]
+    struct Split {
+        writer: PgFactStore,
+        reader: PgFactStore,
+    }
+
+    impl SessionFactStore for Split {
+        fn add(&self, batch: Vec<SessionFact>) -> StoreResult<AddReport> {
+            self.writer.add(batch)
+        }
+        fn invalidate_matching(&self, selector: &FactSelector) -> StoreResult<Vec<FactId>> {
+            self.writer.invalidate_matching(selector)
+        }
+        fn compact(&self, max_valid: usize) -> StoreResult<CompactionReport> {
+            self.writer.compact(max_valid)
+        }
+        fn update(&self, id: FactId, update: &FactUpdate) -> StoreResult<SessionFact> {
+            self.writer.update(id, update)
+        }
+        fn delete(&self, id: FactId) -> StoreResult<usize> {
+            self.writer.delete(id)
+        }
+        fn import(&self, snapshot: Snapshot) -> StoreResult<ImportReport> {
+            self.writer.import(snapshot)
+        }
+        fn valid_facts(&self) -> Vec<SessionFact> {
+            self.reader.valid_facts()
+        }
+        fn valid_at(&self, at: Timestamp) -> Vec<SessionFact> {
+            self.reader.valid_at(at)
+        }
+        fn history(&self, subject: &str) -> Vec<SessionFact> {
+            self.reader.history(subject)
+        }
+        fn get(&self, id: FactId) -> Option<SessionFact> {
+            self.reader.get(id)
+        }
+        fn export_snapshot(&self) -> Snapshot {
+            self.reader.export_snapshot()
+        }
+        fn analyzer(&self) -> &Analyzer {
+            self.reader.analyzer()
+        }
+        fn search(&self, query: &TermQuery<'_>, weighting: &dyn TermWeighting) -> Vec<ScoredFact> {
+            self.reader.search(query, weighting)
+        }
+    }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
@@ -431,6 +485,27 @@ mod postgres {
             let options = PgOptions { search_cache: false, ..options() };
             differential(config, &ops, &|config, clock| {
                 Box::new(open(&url, config, options.clone(), clock))
+            })?;
+        }
+    }
+
+    proptest! {
+        // Two connections per case and a cache refresh per read: fewer cases.
+        #![proptest_config(ProptestConfig::with_cases(32))]
+
+        /// Writes through one store, reads and searches through another of the same scope.
+        #[test]
+        fn postgres_reader_of_another_writer_agrees_with_in_memory(
+            config in config(),
+            ops in proptest::collection::vec(op(), 1..40),
+        ) {
+            let Some(url) = server() else { return Ok(()) };
+            differential(config, &ops, &|config, clock| {
+                let scope = fresh_scope("split");
+                let connect = |clock| {
+                    PgFactStore::connect_with(&url, &scope, config, options(), clock).unwrap()
+                };
+                Box::new(Split { writer: connect(clock.clone()), reader: connect(clock) })
             })?;
         }
     }

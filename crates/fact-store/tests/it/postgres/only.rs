@@ -386,6 +386,24 @@ fn a_search_cache_follows_writes_of_other_stores() {
         [("src/parser.rs reviewed_by task:3".to_owned(), 1.0)]
     );
     assert_eq!(search(&writer, "parser"), search(&reader, "parser"));
+    // An update by the other store (the row changes in place), then a deletion (which
+    // the reader follows by reloading).
+    let lexer = FactId::for_triple("src/lexer.rs", "modified_by", "task:1");
+    let statement = fact_model::FactUpdate {
+        statement: Some("the tokenizer moved".into()),
+        ..fact_model::FactUpdate::default()
+    };
+    writer.update(lexer, &statement).unwrap();
+    assert_eq!(search(&reader, "tokenizer").len(), 1);
+    writer.delete(lexer).unwrap();
+    assert!(search(&reader, "tokenizer lexer").is_empty());
+    assert_eq!(search(&reader, "parser").len(), 1);
+    let reference =
+        fact_store::InMemorySessionFactStore::new(StoreConfig::default(), clock.clone());
+    reference.import(writer.export_snapshot()).unwrap();
+    for text in ["parser", "lexer tokenizer", "task modified reviewed src"] {
+        assert_eq!(search(&reader, text), search(&reference, text), "{text}");
+    }
 }
 
 #[test]
