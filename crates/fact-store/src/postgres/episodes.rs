@@ -16,6 +16,7 @@ use super::PgFactStore;
 use super::pool::Connection;
 use crate::sql::codec::time_from_sql;
 use crate::sql::error::{DbError, DbResult};
+use crate::sql::search::rank_episodes;
 use crate::{Episode, EpisodeStore, StoreError, StoreResult};
 
 /// The episode columns every episode query selects, in the order [`read_episode`] reads.
@@ -146,26 +147,17 @@ impl EpisodeStore for PgFactStore {
                 })
                 .collect::<DbResult<Vec<_>>>()
         })?;
-        let mut scored: Vec<(usize, i64, Episode)> = candidates
+        let scored = candidates
             .into_iter()
-            .filter_map(|(n, held, episode)| {
+            .map(|(n, held, episode)| {
                 let score = held
                     .iter()
                     .filter(|term| terms.contains(term.as_str()))
                     .count();
-                (score > 0).then_some((score, n, episode))
+                (score, n, episode)
             })
             .collect();
-        scored.sort_by(|(a, n, x), (b, m, y)| {
-            b.cmp(a)
-                .then(y.created_at.cmp(&x.created_at))
-                .then(n.cmp(m))
-        });
-        Ok(scored
-            .into_iter()
-            .take(limit)
-            .map(|(_, _, episode)| episode)
-            .collect())
+        Ok(rank_episodes(scored, limit))
     }
 
     fn mark_extracted(&self, id: &str, at: Timestamp) -> StoreResult<()> {

@@ -9,9 +9,9 @@ use super::codec::read_fact;
 use super::pool::Connection;
 use super::rows::prepared;
 use crate::index::{TopK, distinct};
-use crate::sql::codec::{FACT_COLUMNS, id_from_sql, tags_from_sql, time_from_sql};
+use crate::sql::codec::{FACT_COLUMNS, id_from_sql, time_from_sql};
 use crate::sql::error::DbResult;
-use crate::sql::search::{Filters, Scorer, SearchCache, scan, seq_key, seq_sql};
+use crate::sql::search::{Filters, Scorer, SearchCache, offer, scan, seq_key, seq_sql};
 use crate::{Analyzer, ScoredFact, TermQuery, TermWeighting};
 
 /// Answers `search` for `scope`; `cache` is used (and filled) when given.
@@ -196,24 +196,18 @@ fn from_database(
         let document: Option<String> = row.try_get(6)?;
         let len: Option<i64> = row.try_get(5)?;
         let score = scorer.score(document.as_deref(), len.unwrap_or(0), weighting)?;
-        if score <= 0.0 || !top.may_admit(score) {
-            continue;
-        }
-        let (seq, id, from): (i64, i64, i64) = (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
-        let (id, from) = (id_from_sql(id)?, time_from_sql(from)?);
-        if !top.admits(score, from, id) {
-            continue;
-        }
-        if filters.by_tags() {
-            let tags: String = row.try_get(3)?;
-            if !filters.tags_match(&tags_from_sql(&tags)?) {
-                continue;
-            }
-        }
-        let task: String = row.try_get(4)?;
-        if !filters.excluded(&task) {
-            top.push(score, from, id, seq_key(seq));
-        }
+        offer(
+            top,
+            &filters,
+            score,
+            || {
+                let (seq, id, from): (i64, i64, i64) =
+                    (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+                Ok((seq, id_from_sql(id)?, time_from_sql(from)?))
+            },
+            || Ok(row.try_get(3)?),
+            || Ok(row.try_get(4)?),
+        )?;
     }
     Ok(())
 }

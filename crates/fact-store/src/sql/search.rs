@@ -19,9 +19,9 @@
 
 use std::collections::HashMap;
 
-use fact_model::{FactId, SessionFact, Tag};
+use fact_model::{FactId, SessionFact, Tag, Timestamp};
 
-use super::codec::parse_term;
+use super::codec::{parse_term, tags_from_sql};
 use super::error::DbResult;
 use super::rules::{IndexEvent, Outcome};
 use crate::index::{TermIndex, TopK, scan_scores};
@@ -84,6 +84,7 @@ impl SearchCache {
 
     /// Marks the cache as mirroring `generation`, after the caller replayed every change
     /// up to it with [`insert`](Self::insert) and [`remove`](Self::remove).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pub(crate) fn advance(&mut self, generation: i64) {
         if self.index.wants_rebuild() {
             self.slots = self.index.rebuild().into_iter().collect();
@@ -175,6 +176,53 @@ impl<'q> Filters<'q> {
     pub(crate) fn excluded(&self, task: &str) -> bool {
         self.exclude == Some(task)
     }
+}
+
+/// Offers a candidate of the database path, with its `score`, to `top`: its identity
+/// (seq, id, `valid_from`) is read only when the score could rank, its tags only when the
+/// query filters by tag, then its source task for the exclusion.
+pub(crate) fn offer(
+    top: &mut TopK,
+    filters: &Filters<'_>,
+    score: f64,
+    identity: impl FnOnce() -> DbResult<(i64, FactId, Timestamp)>,
+    tags: impl FnOnce() -> DbResult<String>,
+    task: impl FnOnce() -> DbResult<String>,
+) -> DbResult<()> {
+    if score <= 0.0 || !top.may_admit(score) {
+        return Ok(());
+    }
+    let (seq, id, from) = identity()?;
+    if !top.admits(score, from, id) {
+        return Ok(());
+    }
+    if filters.by_tags() && !filters.tags_match(&tags_from_sql(&tags()?)?) {
+        return Ok(());
+    }
+    if !filters.excluded(&task()?) {
+        top.push(score, from, id, seq_key(seq));
+    }
+    Ok(())
+}
+
+/// The episodes of a search, best first, at most `limit`: `(score, n, episode)` with the
+/// score the number of distinct query terms the episode holds and `n` its storage order;
+/// ranked as the in-memory store ranks them (score, then newer, then stored earlier).
+pub(crate) fn rank_episodes(
+    mut scored: Vec<(usize, i64, crate::Episode)>,
+    limit: usize,
+) -> Vec<crate::Episode> {
+    scored.retain(|(score, _, _)| *score > 0);
+    scored.sort_by(|(a, n, x), (b, m, y)| {
+        b.cmp(a)
+            .then(y.created_at.cmp(&x.created_at))
+            .then(n.cmp(m))
+    });
+    scored
+        .into_iter()
+        .take(limit)
+        .map(|(_, _, episode)| episode)
+        .collect()
 }
 
 /// Scores candidates of the database path from their stored term documents.

@@ -14,6 +14,7 @@ use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 use super::SqliteFactStore;
 use crate::sql::codec::time_from_sql;
 use crate::sql::error::{DbError, DbResult};
+use crate::sql::search::rank_episodes;
 use crate::{Episode, EpisodeStore, StoreError, StoreResult};
 
 /// The episode columns every episode query selects, in the order [`read_episode`] reads.
@@ -172,24 +173,15 @@ impl EpisodeStore for SqliteFactStore {
             Ok(candidates)
         })?;
         // FTS5 folds diacritics; the count uses the analyzer's own terms, as in memory.
-        let mut scored: Vec<(usize, i64, Episode)> = candidates
+        let scored = candidates
             .into_iter()
-            .filter_map(|(n, episode)| {
+            .map(|(n, episode)| {
                 let held = self.episode_terms(&episode);
                 let score = terms.iter().filter(|term| held.contains(**term)).count();
-                (score > 0).then_some((score, n, episode))
+                (score, n, episode)
             })
             .collect();
-        scored.sort_by(|(a, n, x), (b, m, y)| {
-            b.cmp(a)
-                .then(y.created_at.cmp(&x.created_at))
-                .then(n.cmp(m))
-        });
-        Ok(scored
-            .into_iter()
-            .take(limit)
-            .map(|(_, _, episode)| episode)
-            .collect())
+        Ok(rank_episodes(scored, limit))
     }
 
     fn mark_extracted(&self, id: &str, at: Timestamp) -> StoreResult<()> {

@@ -7,9 +7,9 @@ use rusqlite::{Connection, Transaction, params};
 use super::codec::read_fact;
 use super::rows::select_fact_sql;
 use crate::index::{TopK, distinct};
-use crate::sql::codec::{FACT_COLUMNS, id_from_sql, tags_from_sql, time_from_sql};
+use crate::sql::codec::{FACT_COLUMNS, id_from_sql, time_from_sql};
 use crate::sql::error::DbResult;
-use crate::sql::search::{Filters, Scorer, SearchCache, scan, seq_key, seq_sql};
+use crate::sql::search::{Filters, Scorer, SearchCache, offer, scan, seq_key, seq_sql};
 use crate::{Analyzer, ScoredFact, TermQuery, TermWeighting};
 
 /// Reads the scope's valid facts into a cache at `generation`.
@@ -144,24 +144,17 @@ fn from_database(
     while let Some(row) = rows.next()? {
         let document: Option<String> = row.get(6)?;
         let score = scorer.score(document.as_deref(), row.get(5)?, weighting)?;
-        if score <= 0.0 || !top.may_admit(score) {
-            continue;
-        }
-        let (seq, id, from): (i64, i64, i64) = (row.get(0)?, row.get(1)?, row.get(2)?);
-        let (id, from) = (id_from_sql(id)?, time_from_sql(from)?);
-        if !top.admits(score, from, id) {
-            continue;
-        }
-        if filters.by_tags() {
-            let tags: String = row.get(3)?;
-            if !filters.tags_match(&tags_from_sql(&tags)?) {
-                continue;
-            }
-        }
-        let task: String = row.get(4)?;
-        if !filters.excluded(&task) {
-            top.push(score, from, id, seq_key(seq));
-        }
+        offer(
+            top,
+            &filters,
+            score,
+            || {
+                let (seq, id, from): (i64, i64, i64) = (row.get(0)?, row.get(1)?, row.get(2)?);
+                Ok((seq, id_from_sql(id)?, time_from_sql(from)?))
+            },
+            || Ok(row.get(3)?),
+            || Ok(row.get(4)?),
+        )?;
     }
     Ok(())
 }
