@@ -233,21 +233,20 @@ pub(crate) fn store_error(error: &postgres::Error, location: &Path) -> StoreErro
         Some(db) => format!("{} ({})", db.message(), db.code().code()),
         None => describe(error),
     };
-    let Some(code) = error.code() else {
-        // No SQLSTATE: the connection failed or closed (a restart, a network error).
-        return StoreError::Io {
-            message: format!("{}: {message}", location.display()),
-        };
-    };
     let io = || StoreError::Io {
         message: format!("{}: {message}", location.display()),
+    };
+    let Some(code) = error.code() else {
+        // No SQLSTATE: the connection failed or closed (a restart, a network error).
+        return io();
     };
     match code.code().get(..2).unwrap_or_default() {
         // Serialization failures and deadlocks that outlived the retries; lock timeouts.
         "40" | "55" => StoreError::Busy { message },
-        // Connection exceptions, insufficient resources (a full disk), operator
-        // intervention (a shutdown), system errors, a read-only transaction or server.
-        "08" | "53" | "57" | "58" | "25" => io(),
+        // Connection exceptions, a refused login, a missing database, insufficient
+        // resources (a full disk), operator intervention (a shutdown), system errors, a
+        // read-only transaction or server.
+        "08" | "28" | "3D" | "53" | "57" | "58" | "25" => io(),
         _ if *code == SqlState::INSUFFICIENT_PRIVILEGE => io(),
         _ if *code == SqlState::DATA_CORRUPTED || *code == SqlState::INDEX_CORRUPTED => {
             StoreError::Corrupt {

@@ -504,3 +504,23 @@ fn a_store_dropped_inside_an_async_runtime_closes_quietly() {
         .unwrap();
     runtime.block_on(async move { drop(store) });
 }
+
+#[test]
+fn a_missing_database_is_an_io_error_naming_it() {
+    let Some(url) = server() else { return };
+    let Some((server_part, _database)) = url.rsplit_once('/') else {
+        panic!("FACTMEM_PG_URL has no database: {url}");
+    };
+    let err = PgFactStore::connect(
+        &format!("{server_part}/factmem_no_such_database"),
+        &fresh_scope("missing"),
+        StoreConfig::default(),
+        clock(),
+    )
+    .unwrap_err();
+    assert_eq!(err.code(), "io", "{err}");
+    assert!(
+        err.to_string().contains("factmem_no_such_database"),
+        "{err}"
+    );
+}
