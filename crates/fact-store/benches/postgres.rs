@@ -6,6 +6,9 @@
 //! - `add_batch_of_100`: one `add` of 100 workload facts (one transaction, one writer) into
 //!   a fresh scope that already holds 1,000 facts; the time is per batch (batches/s is its
 //!   inverse), divan's counter gives facts/s.
+//! - `add_batches_of_100_one_scope` / `_own_scopes`: 1 or 8 writers (threads, each with its
+//!   own store and connection) adding batches of 100 at once, to one scope or each to its
+//!   own; divan's counter gives batches/s in all.
 //! - `search::*`: one search (limit 10, BM25, the querying task excluded) in a scope of
 //!   100,000 valid facts, loaded once per run in batches of about 1,000, cycling through
 //!   the workload's queries: `workload_query` is the generator's 40 random domain words,
@@ -155,6 +158,59 @@ fn add_batch_of_100(bencher: Bencher<'_, '_>, size: usize) {
         .counter(ItemsCount::new(100usize))
         .with_inputs(|| batches.next().expect("spare batches ran out"))
         .bench_local_values(|batch| store.add(batch).unwrap());
+}
+
+/// `writers` writers adding batches of 100 at once, each with a store (a connection) of its
+/// own, on one scope or (`own_scopes`) each on a scope of its own; one sample is every
+/// writer adding 4 batches, and divan's counter gives batches/s in all.
+fn add_by_writers(bencher: Bencher<'_, '_>, writers: usize, own_scopes: bool) {
+    const PER_WRITER: usize = 4;
+    let shared = fresh_scope("writers");
+    let stores: Vec<PgFactStore> = (0..writers)
+        .map(|_| {
+            if own_scopes {
+                open(&fresh_scope("writer"), true)
+            } else {
+                open(&shared, true)
+            }
+        })
+        .collect();
+    let workload = workload::generate(20_000 * writers, 0, 42);
+    let mut batches = batches_of_100(&workload.tasks, 0).into_iter();
+    bencher
+        .counter(ItemsCount::new(writers * PER_WRITER))
+        .with_inputs(|| {
+            (0..writers)
+                .map(|_| {
+                    (0..PER_WRITER)
+                        .map(|_| batches.next().expect("spare batches ran out"))
+                        .collect::<Vec<_>>()
+                })
+                .collect::<Vec<_>>()
+        })
+        .bench_local_values(|work| {
+            std::thread::scope(|threads| {
+                for (store, batches) in stores.iter().zip(work) {
+                    threads.spawn(move || {
+                        for batch in batches {
+                            store.add(batch).unwrap();
+                        }
+                    });
+                }
+            });
+        });
+}
+
+/// Writers of one scope: they take turns on the scope's row lock.
+#[divan::bench(args = [1, 8], sample_count = 20, sample_size = 1)]
+fn add_batches_of_100_one_scope(bencher: Bencher<'_, '_>, writers: usize) {
+    add_by_writers(bencher, writers, false);
+}
+
+/// Writers of different scopes: they never wait for each other.
+#[divan::bench(args = [8], sample_count = 20, sample_size = 1)]
+fn add_batches_of_100_own_scopes(bencher: Bencher<'_, '_>, writers: usize) {
+    add_by_writers(bencher, writers, true);
 }
 
 const SEARCH_FACTS: usize = 100_000;
