@@ -29,6 +29,8 @@
 
 #[path = "support/facts.rs"]
 mod facts;
+#[path = "support/search.rs"]
+mod search_support;
 #[path = "support/workload.rs"]
 mod workload;
 
@@ -38,7 +40,8 @@ use std::sync::{Arc, OnceLock};
 use divan::Bencher;
 use divan::counter::ItemsCount;
 use fact_model::{ManualClock, SessionFact, SourceRole, Tag, Timestamp};
-use fact_store::{PgFactStore, PgOptions, SessionFactStore, StoreConfig, TermQuery, TermWeighting};
+use fact_store::{PgFactStore, PgOptions, SessionFactStore, TermQuery};
+use search_support::{Bm25, unbounded};
 
 fn main() {
     if url().is_none() {
@@ -57,36 +60,6 @@ fn url() -> Option<String> {
     std::env::var("FACTMEM_PG_URL")
         .ok()
         .filter(|url| !url.is_empty())
-}
-
-/// BM25 (k1 1.2, b 0.75), as fact-retrieve's default scorer computes it.
-#[derive(Debug)]
-struct Bm25;
-
-impl TermWeighting for Bm25 {
-    fn term_weight(&self, df: usize, docs: usize, _: usize) -> f64 {
-        let (df, docs) = (df as f64, docs as f64);
-        (1.0 + (docs - df + 0.5) / (df + 0.5)).ln().max(0.0)
-    }
-
-    fn tf_weight(&self, tf: u32, doc_len: u32, avg: f64) -> f64 {
-        let tf = f64::from(tf);
-        let relative = if avg > 0.0 {
-            f64::from(doc_len) * (1.0 / avg)
-        } else {
-            1.0
-        };
-        tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * relative))
-    }
-}
-
-fn unbounded() -> StoreConfig {
-    StoreConfig {
-        capacity: usize::MAX,
-        history_limit: usize::MAX,
-        auto_compact: false,
-        ..StoreConfig::default()
-    }
 }
 
 /// A scope no other run uses.

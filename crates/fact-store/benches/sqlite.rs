@@ -22,6 +22,8 @@
 
 #[path = "support/facts.rs"]
 mod facts;
+#[path = "support/search.rs"]
+mod search_support;
 #[path = "support/workload.rs"]
 mod workload;
 
@@ -31,42 +33,12 @@ use divan::Bencher;
 use divan::counter::ItemsCount;
 use fact_model::{ManualClock, SessionFact, Timestamp};
 use fact_store::{
-    InMemorySessionFactStore, SessionFactStore, SqliteFactStore, SqliteOptions, StoreConfig,
-    TermQuery, TermWeighting,
+    InMemorySessionFactStore, SessionFactStore, SqliteFactStore, SqliteOptions, TermQuery,
 };
+use search_support::{Bm25, unbounded};
 
 fn main() {
     divan::main();
-}
-
-/// BM25 (k1 1.2, b 0.75), as fact-retrieve's default scorer computes it.
-#[derive(Debug)]
-struct Bm25;
-
-impl TermWeighting for Bm25 {
-    fn term_weight(&self, df: usize, docs: usize, _: usize) -> f64 {
-        let (df, docs) = (df as f64, docs as f64);
-        (1.0 + (docs - df + 0.5) / (df + 0.5)).ln().max(0.0)
-    }
-
-    fn tf_weight(&self, tf: u32, doc_len: u32, avg: f64) -> f64 {
-        let tf = f64::from(tf);
-        let relative = if avg > 0.0 {
-            f64::from(doc_len) * (1.0 / avg)
-        } else {
-            1.0
-        };
-        tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * relative))
-    }
-}
-
-fn unbounded() -> StoreConfig {
-    StoreConfig {
-        capacity: usize::MAX,
-        history_limit: usize::MAX,
-        auto_compact: false,
-        ..StoreConfig::default()
-    }
 }
 
 /// The workload's facts in batches of about 100 (whole task results), for `tasks` tasks

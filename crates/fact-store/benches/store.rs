@@ -12,6 +12,8 @@
 
 #[path = "support/facts.rs"]
 mod facts;
+#[path = "support/search.rs"]
+mod search_support;
 #[path = "support/workload.rs"]
 mod workload;
 
@@ -19,21 +21,11 @@ use std::sync::Arc;
 
 use divan::Bencher;
 use fact_model::{ManualClock, SessionFact, Timestamp};
-use fact_store::{
-    InMemorySessionFactStore, SessionFactStore, StoreConfig, TermQuery, TermWeighting,
-};
+use fact_store::{InMemorySessionFactStore, SessionFactStore, TermQuery};
+use search_support::{Bm25, unbounded};
 
 fn main() {
     divan::main();
-}
-
-fn unbounded() -> StoreConfig {
-    StoreConfig {
-        capacity: usize::MAX,
-        history_limit: usize::MAX,
-        auto_compact: false,
-        ..StoreConfig::default()
-    }
 }
 
 /// A store of at least `size` facts, and the batches the benchmark will add.
@@ -72,21 +64,6 @@ fn add_batch_of_6(bencher: Bencher<'_, '_>, size: usize) {
     bencher
         .with_inputs(|| batches.next().expect("spare batches ran out"))
         .bench_local_values(|batch| store.add(batch));
-}
-
-/// BM25 with the usual constants (fact-retrieve's default scorer, restated here).
-#[derive(Debug)]
-struct Bm25;
-
-impl TermWeighting for Bm25 {
-    fn term_weight(&self, df: usize, docs: usize, _: usize) -> f64 {
-        (1.0 + (docs as f64 - df as f64 + 0.5) / (df as f64 + 0.5)).ln()
-    }
-
-    fn tf_weight(&self, tf: u32, doc_len: u32, avg: f64) -> f64 {
-        let tf = f64::from(tf);
-        tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * f64::from(doc_len) / avg))
-    }
 }
 
 /// The store's own `search` (no retriever, no formatting): one of the workload's 40-word

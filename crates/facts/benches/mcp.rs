@@ -6,90 +6,29 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Command, Stdio};
 
 use divan::Bencher;
-use serde_json::{Value, json};
+use serde_json::json;
 
 fn main() {
     divan::main();
 }
 
-/// The server and its pipes.
-struct Server {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
-    _dir: tempfile::TempDir,
-}
+#[path = "../tests/support/stdio_client.rs"]
+mod stdio_client;
 
-impl Server {
-    fn start() -> Server {
-        let dir = tempfile::TempDir::new().unwrap();
-        let db = dir.path().join("memory.db");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_facts"))
-            .args(["mcp", "--db"])
-            .arg(&db)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut server = Server {
-            child,
-            stdin,
-            stdout,
-            next_id: 0,
-            _dir: dir,
-        };
-        server.request(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "bench", "version": "0"}}),
-        );
-        server.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        server
-    }
+use stdio_client::Client;
 
-    fn send(&mut self, message: &Value) {
-        writeln!(self.stdin, "{message}").unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        let id = self.next_id;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        loop {
-            let mut line = String::new();
-            assert_ne!(
-                self.stdout.read_line(&mut line).unwrap(),
-                0,
-                "server closed"
-            );
-            let message: Value = serde_json::from_str(&line).unwrap();
-            if message["id"] == id {
-                return message;
-            }
-        }
-    }
-
-    fn call(&mut self, tool: &str, arguments: Value) -> Value {
-        let answer = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
-        assert_ne!(answer["result"]["isError"], true, "{answer}");
-        answer
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `facts mcp --db` on a new SQLite database, and the folder that holds it.
+fn start() -> (Client, tempfile::TempDir) {
+    let dir = tempfile::TempDir::new().unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_facts"));
+    command
+        .args(["mcp", "--db"])
+        .arg(dir.path().join("memory.db"))
+        .stderr(Stdio::null());
+    (Client::start(command), dir)
 }
 
 const TOPICS: &[&str] = &[
@@ -119,11 +58,11 @@ const VALUES: &[&str] = &[
 
 #[divan::bench(sample_count = 200, sample_size = 1)]
 fn memory_recall_round_trip(bencher: Bencher<'_, '_>) {
-    let mut server = Server::start();
+    let (mut server, _dir) = start();
     for i in 0..1_000 {
         let topic = TOPICS[i % TOPICS.len()];
         let value = VALUES[(i / TOPICS.len()) % VALUES.len()];
-        server.call(
+        server.ok(
             "memory_add",
             json!({"subject": format!("user:{i}"), "relation": format!("prefers_{}", topic.replace(' ', "_")),
                    "object": value, "statement": format!("User {i} prefers {value} as their {topic}"),
@@ -134,7 +73,7 @@ fn memory_recall_round_trip(bencher: Bencher<'_, '_>) {
     bencher.bench_local(|| {
         n += 1;
         let topic = TOPICS[n % TOPICS.len()];
-        server.call(
+        server.ok(
             "memory_recall",
             json!({"query": format!("which {topic} does the user prefer?"), "max_tokens": 500}),
         )

@@ -9,11 +9,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::io::Write;
+use std::process::{Command, Stdio};
 
 use divan::Bencher;
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// The environment variable that names the test server.
 const URL_ENV: &str = "FACTMEM_PG_URL";
@@ -39,102 +39,43 @@ fn fresh(prefix: &str) -> String {
     format!("{prefix}-{}-{nanos}", std::process::id())
 }
 
-/// The server, its pipes and its project.
-struct Server {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
-    _dir: tempfile::TempDir,
-}
+#[path = "../tests/support/stdio_client.rs"]
+mod stdio_client;
 
-impl Server {
-    /// `facts mcp --db $FACTMEM_PG_URL --scope <fresh> --project <a project with spec>`.
-    fn start(url: &str, spec: &str) -> Server {
-        let dir = tempfile::TempDir::new().unwrap();
-        let spec_dir = dir.path().join(".spec-context/specs").join(spec);
-        std::fs::create_dir_all(&spec_dir).unwrap();
-        std::fs::write(
-            spec_dir.join("tasks.md"),
-            "# Tasks: Bench\n\n\
-             - [ ] 1. Parse tasks.md\n  \
-             - _Prompt: Role: Rust Developer | Task: Parse tasks.md task lines in src/parser.rs | Success: every line parses_\n\
-             - [ ] 2. Extend the parser with prompts\n  \
-             - _Prompt: Role: Rust Developer | Task: Extend the tasks.md parser in src/parser.rs with multi-line prompts | Success: prompts stay whole_\n",
-        )
-        .unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_facts"))
-            .args(["mcp", "--db", url, "--scope", &fresh("bench")])
-            .arg("--project")
-            .arg(dir.path())
-            .env_remove("FACTMEM_DATABASE_URL")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut server = Server {
-            child,
-            stdin,
-            stdout,
-            next_id: 0,
-            _dir: dir,
-        };
-        server.request(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "bench", "version": "0"}}),
-        );
-        server.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        server
-    }
+use stdio_client::Client;
 
-    fn send(&mut self, message: &Value) {
-        writeln!(self.stdin, "{message}").unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        let id = self.next_id;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        loop {
-            let mut line = String::new();
-            assert_ne!(
-                self.stdout.read_line(&mut line).unwrap(),
-                0,
-                "server closed"
-            );
-            let message: Value = serde_json::from_str(&line).unwrap();
-            if message["id"] == id {
-                return message;
-            }
-        }
-    }
-
-    fn call(&mut self, tool: &str, arguments: Value) -> Value {
-        let answer = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
-        assert_ne!(answer["result"]["isError"], true, "{answer}");
-        answer
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `facts mcp --db URL --scope <fresh> --project <a project with spec>`, and the project's
+/// folder.
+fn start(url: &str, spec: &str) -> (Client, tempfile::TempDir) {
+    let dir = tempfile::TempDir::new().unwrap();
+    let spec_dir = dir.path().join(".spec-context/specs").join(spec);
+    std::fs::create_dir_all(&spec_dir).unwrap();
+    std::fs::write(
+        spec_dir.join("tasks.md"),
+        "# Tasks: Bench\n\n\
+         - [ ] 1. Parse tasks.md\n  \
+         - _Prompt: Role: Rust Developer | Task: Parse tasks.md task lines in src/parser.rs | Success: every line parses_\n\
+         - [ ] 2. Extend the parser with prompts\n  \
+         - _Prompt: Role: Rust Developer | Task: Extend the tasks.md parser in src/parser.rs with multi-line prompts | Success: prompts stay whole_\n",
+    )
+    .unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_facts"));
+    command
+        .args(["mcp", "--db", url, "--scope", &fresh("bench")])
+        .arg("--project")
+        .arg(dir.path())
+        .env_remove("FACTMEM_DATABASE_URL")
+        .stderr(Stdio::inherit());
+    (Client::start(command), dir)
 }
 
 #[divan::bench(sample_count = 200, sample_size = 1)]
 fn compile_prompt_round_trip(bencher: Bencher<'_, '_>) {
     let url = std::env::var(URL_ENV).unwrap();
     let spec = fresh("bench-spec");
-    let mut server = Server::start(&url, &spec);
+    let (mut server, _dir) = start(&url, &spec);
     // Task 1 leaves facts in the spec's store on the server; task 2's prompts search them.
-    server.call("init_run", json!({"spec_name": spec, "task_id": "1"}));
+    server.ok("init_run", json!({"spec_name": spec, "task_id": "1"}));
     let result = json!({
         "task_id": "1", "status": "completed",
         "summary": "Parser added in src/parser.rs with a Task struct",
@@ -142,20 +83,20 @@ fn compile_prompt_round_trip(bencher: Bencher<'_, '_>) {
     });
     let output = format!("Done.\nBEGIN_DISPATCH_RESULT\n{result}\nEND_DISPATCH_RESULT\n");
     let run_1 = format!("{spec}:1");
-    server.call(
+    server.ok(
         "ingest_output",
         json!({"run_id": run_1, "role": "implementer", "task_id": "1", "output": output}),
     );
-    server.call("init_run", json!({"spec_name": spec, "task_id": "2"}));
+    server.ok("init_run", json!({"spec_name": spec, "task_id": "2"}));
     let run_2 = format!("{spec}:2");
     let request = json!({"run_id": run_2, "role": "implementer", "task_id": "2"});
-    let first = server.call("compile_prompt", request.clone());
+    let first = server.ok("compile_prompt", request.clone());
     assert!(
-        first["result"]["structuredContent"]["session_context"]
+        first["session_context"]
             .as_str()
             .unwrap_or_default()
             .contains("src/parser.rs"),
         "{first}"
     );
-    bencher.bench_local(|| server.call("compile_prompt", request.clone()));
+    bencher.bench_local(|| server.ok("compile_prompt", request.clone()));
 }

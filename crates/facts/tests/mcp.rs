@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -32,107 +32,24 @@ const ACTIONS: [&str; 8] = [
     "get_telemetry",
 ];
 
-/// A connected client: the server process and its pipes.
-struct Client {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
+#[path = "support/stdio_client.rs"]
+mod stdio_client;
+
+use stdio_client::Client;
+
+/// A client of `facts mcp --project tests/fixtures/project`.
+fn start() -> Client {
+    start_with(&["mcp", "--project", "tests/fixtures/project"])
 }
 
-impl Client {
-    fn start() -> Client {
-        Client::start_with(&["mcp", "--project", "tests/fixtures/project"])
-    }
-
-    /// Starts `facts ARGS…` (from the crate's directory) and initializes the session.
-    fn start_with<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Client {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_facts"))
-            .args(args)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut client = Client {
-            child,
-            stdin,
-            stdout,
-            next_id: 0,
-        };
-        let init = client.request(
-            "initialize",
-            json!({
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "facts-test", "version": "0"}
-            }),
-        );
-        assert_eq!(init["result"]["serverInfo"]["name"], "facts", "{init}");
-        assert!(init["result"]["capabilities"]["tools"].is_object());
-        client.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        client
-    }
-
-    fn send(&mut self, message: &Value) {
-        let stdin = self.stdin.as_mut().unwrap();
-        writeln!(stdin, "{message}").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    /// Sends a request and reads lines until its response arrives.
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        let id = self.next_id;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        loop {
-            let mut line = String::new();
-            assert_ne!(
-                self.stdout.read_line(&mut line).unwrap(),
-                0,
-                "server closed"
-            );
-            let message: Value = serde_json::from_str(&line).unwrap();
-            if message["id"] == id {
-                return message;
-            }
-        }
-    }
-
-    /// Calls a tool and returns its result (`content`, `structuredContent`, `isError`).
-    fn call(&mut self, tool: &str, arguments: Value) -> Value {
-        let response = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
-        response["result"].clone()
-    }
-
-    /// Closes stdin and waits for the server to exit.
-    fn finish(mut self) -> std::process::ExitStatus {
-        drop(self.stdin.take());
-        self.child.wait().unwrap()
-    }
-
-    /// Kills the server, as a crash or `kill -9` would.
-    fn kill(mut self) {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
-    }
-
-    /// The listed tools.
-    fn tools(&mut self) -> Vec<Value> {
-        let list = self.request("tools/list", json!({}));
-        list["result"]["tools"].as_array().unwrap().clone()
-    }
-
-    /// The names of the listed tools.
-    fn tool_names(&mut self) -> Vec<String> {
-        self.tools()
-            .iter()
-            .map(|t| t["name"].as_str().unwrap().to_owned())
-            .collect()
-    }
+/// A client of `facts ARGS…`, run from the crate's directory.
+fn start_with<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Client {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_facts"));
+    command
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stderr(Stdio::inherit());
+    Client::start(command)
 }
 
 /// An agent's raw output: prose around one marked result block.
@@ -142,7 +59,7 @@ fn output(body: &Value) -> String {
 
 #[test]
 fn tools_list_names_every_action_with_its_schemas_and_annotations() {
-    let mut client = Client::start();
+    let mut client = start();
     let tools = client.tools();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(names, ACTIONS);
@@ -183,7 +100,7 @@ fn tools_list_names_every_action_with_its_schemas_and_annotations() {
 
 #[test]
 fn a_session_over_mcp_carries_task_one_facts_into_task_two_prompt() {
-    let mut client = Client::start();
+    let mut client = start();
 
     let init = client.call("init_run", json!({"spec_name": "demo", "task_id": "1"}));
     assert_eq!(init["isError"], false, "{init}");
@@ -239,7 +156,7 @@ fn a_session_over_mcp_carries_task_one_facts_into_task_two_prompt() {
 
 #[test]
 fn protocol_failures_are_tool_errors_with_their_code_and_the_server_keeps_going() {
-    let mut client = Client::start();
+    let mut client = start();
 
     let missing = client.call(
         "compile_prompt",
@@ -306,7 +223,7 @@ const MEMORY_TOOLS: [&str; 6] = [
 fn start_on(db: &Path, extra: &[&str]) -> Client {
     let mut args: Vec<std::ffi::OsString> = vec!["mcp".into(), "--db".into(), db.into()];
     args.extend(extra.iter().map(Into::into));
-    Client::start_with(&args)
+    start_with(&args)
 }
 
 /// Remembers a fact; returns the answer's structured content.
@@ -322,7 +239,7 @@ fn remember(client: &mut Client, relation: &str, object: &str, statement: &str) 
 
 #[test]
 fn memory_tools_are_served_only_with_a_database_and_round_trip() {
-    let mut client = Client::start();
+    let mut client = start();
     assert!(
         !client
             .tool_names()

@@ -10,9 +10,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::Once;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -249,89 +249,10 @@ fn the_variable_counts_as_db_for_the_flags_that_need_one() {
     assert_eq!(output.status.code(), Some(2));
 }
 
-/// A connected MCP client: the server process and its pipes.
-struct Client {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
-}
+#[path = "support/stdio_client.rs"]
+mod stdio_client;
 
-impl Client {
-    /// Starts `command` and initializes the session.
-    fn start(mut command: Command) -> Client {
-        let mut child = command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut client = Client {
-            child,
-            stdin,
-            stdout,
-            next_id: 0,
-        };
-        let init = client.request(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "facts-test", "version": "0"}}),
-        );
-        assert_eq!(init["result"]["serverInfo"]["name"], "facts", "{init}");
-        client.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        client
-    }
-
-    fn send(&mut self, message: &Value) {
-        let stdin = self.stdin.as_mut().unwrap();
-        writeln!(stdin, "{message}").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    /// Sends a request and reads lines until its response arrives.
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        let id = self.next_id;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        loop {
-            let mut line = String::new();
-            assert_ne!(
-                self.stdout.read_line(&mut line).unwrap(),
-                0,
-                "server closed"
-            );
-            let message: Value = serde_json::from_str(&line).unwrap();
-            if message["id"] == id {
-                return message;
-            }
-        }
-    }
-
-    /// Calls a tool that must succeed; returns its structured content.
-    fn call(&mut self, tool: &str, arguments: Value) -> Value {
-        let response = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
-        assert_eq!(response["result"]["isError"], false, "{tool}: {response}");
-        response["result"]["structuredContent"].clone()
-    }
-
-    fn tool_names(&mut self) -> Vec<String> {
-        let list = self.request("tools/list", json!({}));
-        list["result"]["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["name"].as_str().unwrap().to_owned())
-            .collect()
-    }
-
-    /// Closes stdin and waits for the server to exit.
-    fn finish(mut self) -> std::process::ExitStatus {
-        drop(self.stdin.take());
-        self.child.wait().unwrap()
-    }
-}
+use stdio_client::Client;
 
 /// A project with one spec of three tasks named `spec`.
 fn project(dir: &Path, spec: &str) -> String {
@@ -381,16 +302,16 @@ fn mcp_on_a_server_lists_the_memory_tools_and_serves_them_and_the_protocol() {
     for tool in ["init_run", "compile_prompt", "memory_add", "memory_recall"] {
         assert!(names.iter().any(|n| n == tool), "{tool}: {names:?}");
     }
-    let added = client.call(
+    let added = client.ok(
         "memory_add",
         json!({"subject": "user", "relation": "prefers_test_framework", "object": "pytest",
                "statement": "User prefers pytest", "category": "preference",
                "confidence": 0.9}),
     );
     assert_eq!(added["status"], "added", "{added}");
-    let init = client.call("init_run", json!({"spec_name": spec, "task_id": "1"}));
+    let init = client.ok("init_run", json!({"spec_name": spec, "task_id": "1"}));
     let run_1 = init["run_id"].as_str().unwrap().to_owned();
-    client.call(
+    client.ok(
         "ingest_output",
         json!({"run_id": run_1, "role": "implementer", "task_id": "1",
                "output": task_one_output()}),
@@ -399,18 +320,18 @@ fn mcp_on_a_server_lists_the_memory_tools_and_serves_them_and_the_protocol() {
 
     // A new server, through the variable: the spec's facts and the memory are on the server.
     let mut client = start(true);
-    let init = client.call("init_run", json!({"spec_name": spec, "task_id": "2"}));
+    let init = client.ok("init_run", json!({"spec_name": spec, "task_id": "2"}));
     let run_2 = init["run_id"].as_str().unwrap().to_owned();
-    let compiled = client.call(
+    let compiled = client.ok(
         "compile_prompt",
         json!({"run_id": run_2, "role": "implementer", "task_id": "2"}),
     );
     let context = compiled["session_context"].as_str().unwrap();
     assert!(context.starts_with("[Session Context]"), "{compiled}");
     assert!(context.contains("src/parser.rs"), "{context}");
-    let found = client.call("memory_search", json!({"query": "pytest"}));
+    let found = client.ok("memory_search", json!({"query": "pytest"}));
     assert_eq!(found["results"][0]["fact"]["object"], "pytest", "{found}");
-    let recalled = client.call("memory_recall", json!({"query": "which test framework?"}));
+    let recalled = client.ok("memory_recall", json!({"query": "which test framework?"}));
     assert!(recalled.to_string().contains("pytest"), "{recalled}");
     assert!(client.finish().success());
 }
