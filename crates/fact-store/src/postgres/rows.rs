@@ -120,6 +120,8 @@ impl<'a> PgRows<'a> {
 }
 
 impl Rows for PgRows<'_> {
+    const BATCHED_LOOKUPS: bool = true;
+
     fn prefetch(&mut self, batch: &[SessionFact]) -> DbResult<()> {
         let scope = self.scope;
         let mut prefetched = Prefetched::default();

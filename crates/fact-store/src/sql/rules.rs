@@ -80,6 +80,10 @@ pub(crate) type KeyVersion = (i64, u64, FactId, Timestamp);
 /// implements so that [`Writer`] can apply the temporal rules. Every method is a few
 /// statements of the scope's own rows; none decides anything.
 pub(crate) trait Rows {
+    /// Whether each lookup costs a round trip to a server, so that the rules should look
+    /// up a batch's words at once ([`term_ids`](Self::term_ids)) before they index it. An
+    /// embedded database answers one by one faster than the extra pass over the batch.
+    const BATCHED_LOOKUPS: bool = false;
     /// A hint before a batch: its facts' ids and keys are about to be looked up one by one
     /// ([`latest`](Self::latest), [`valid_for_key`](Self::valid_for_key)). A backend for
     /// which every lookup is a network round trip fetches them all at once here; the
@@ -483,7 +487,9 @@ impl<'a, R: Rows> Writer<'a, R> {
             .map(SessionFact::id)
             .collect();
         self.rows.prefetch(&batch)?;
-        self.learn_words(&batch)?;
+        if R::BATCHED_LOOKUPS {
+            self.learn_words(&batch)?;
+        }
         let mut seen: Vec<FactId> = Vec::with_capacity(batch.len());
         let mut report = AddReport::default();
         for (index, fact) in batch.into_iter().enumerate() {
