@@ -33,6 +33,8 @@ macro_rules! conformance_suite {
 
 #[cfg(feature = "sqlite")]
 mod crash;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod durable;
 mod in_memory;
 #[cfg(feature = "postgres")]
 mod postgres;

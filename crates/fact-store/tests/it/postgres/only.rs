@@ -11,6 +11,7 @@ use fact_store::{
 };
 
 use super::{fact, fresh_scope, options, server, t};
+use crate::durable;
 
 fn clock() -> Arc<ManualClock> {
     Arc::new(ManualClock::new(t(0)))
@@ -237,49 +238,7 @@ fn the_database_itself_refuses_a_second_valid_fact_of_a_key_or_triple() {
 fn episodes_are_stored_searched_and_marked() {
     let Some(url) = server() else { return };
     let store = open(&url, &fresh_scope("episodes"), &clock());
-    let testing = Episode::new(
-        "Testing",
-        "The user chose pytest over unittest.",
-        "user: pytest",
-        t(10),
-    );
-    let databases = Episode::new("Databases", "SQLite with FTS5 for memory.", "…", t(20));
-    let both = Episode::new(
-        "Tests and databases",
-        "pytest fixtures for SQLite.",
-        "…",
-        t(5),
-    );
-    for episode in [&testing, &databases, &both] {
-        store.put_episode(episode).unwrap();
-    }
-    let titles =
-        |episodes: Vec<Episode>| -> Vec<String> { episodes.into_iter().map(|e| e.title).collect() };
-    assert_eq!(store.episode(&testing.id).unwrap().as_ref(), Some(&testing));
-    assert_eq!(
-        titles(store.episodes().unwrap()),
-        ["Tests and databases", "Testing", "Databases"]
-    );
-    assert_eq!(
-        titles(store.search_episodes("pytest and sqlite?", 5).unwrap()),
-        ["Tests and databases", "Databases", "Testing"]
-    );
-    assert!(store.search_episodes("the and", 5).unwrap().is_empty());
-    store.mark_extracted(&testing.id, t(30)).unwrap();
-    assert_eq!(
-        titles(store.pending_extraction().unwrap()),
-        ["Tests and databases", "Databases"]
-    );
-    let err = store.mark_extracted("ep_missing", t(30)).unwrap_err();
-    assert!(matches!(err, StoreError::EpisodeNotFound { .. }), "{err:?}");
-    let mut renamed = databases.clone();
-    renamed.summary = "Postgres after all.".into();
-    store.put_episode(&renamed).unwrap();
-    assert_eq!(store.episodes().unwrap().len(), 3);
-    assert_eq!(
-        titles(store.search_episodes("postgres", 5).unwrap()),
-        ["Databases"]
-    );
+    durable::episodes_are_stored_searched_and_marked(&store);
 }
 
 #[test]
@@ -315,51 +274,13 @@ fn eight_threads_on_two_stores_writing_one_scope_lose_nothing() {
     let Some(url) = server() else { return };
     let scope = fresh_scope("shared");
     let clock = clock();
-    let config = StoreConfig {
-        capacity: 10_000,
-        history_limit: 10_000,
-        ..StoreConfig::default()
-    };
     let stores: Vec<PgFactStore> = (0..2)
-        .map(|_| PgFactStore::connect_with(&url, &scope, config, options(), clock.clone()).unwrap())
+        .map(|_| {
+            PgFactStore::connect_with(&url, &scope, durable::roomy(), options(), clock.clone())
+                .unwrap()
+        })
         .collect();
-    std::thread::scope(|threads| {
-        for worker in 0..8usize {
-            let store = &stores[worker % 2];
-            threads.spawn(move || {
-                for n in 0..25i64 {
-                    store
-                        .add(vec![
-                            fact(
-                                &format!("src/{worker}/{n}.rs"),
-                                "modified_by",
-                                "task:1",
-                                1,
-                                n,
-                            ),
-                            // Every worker writes this key: the later batch wins each time.
-                            fact("task:1", "completed_with", &format!("w{worker} n{n}"), 1, n),
-                        ])
-                        .unwrap();
-                }
-            });
-        }
-    });
-    for store in &stores {
-        assert_eq!(store.valid_count(), 201);
-        assert_eq!(store.stored_count(), 400);
-        assert_eq!(store.history("task:1").len(), 200);
-        assert_eq!(search(store, "completed").len(), 1);
-    }
-    let mut batches: Vec<u64> = stores[0]
-        .export_snapshot()
-        .records
-        .iter()
-        .map(|r| r.batch)
-        .collect();
-    batches.sort_unstable();
-    batches.dedup();
-    assert_eq!(batches, (1..=200).collect::<Vec<u64>>());
+    durable::writers_on_several_stores_lose_nothing(&stores, 8, 25);
 }
 
 #[test]
@@ -369,41 +290,7 @@ fn a_search_cache_follows_writes_of_other_stores() {
     let clock = clock();
     let reader = open(&url, &scope, &clock);
     let writer = open(&url, &scope, &clock);
-    writer
-        .add(vec![fact("src/lexer.rs", "modified_by", "task:1", 1, 0)])
-        .unwrap();
-    assert_eq!(search(&reader, "lexer").len(), 1);
-    writer
-        .add(vec![fact("src/parser.rs", "modified_by", "task:2", 2, 1)])
-        .unwrap();
-    assert_eq!(search(&reader, "parser").len(), 1);
-    reader
-        .add(vec![fact("src/parser.rs", "reviewed_by", "task:3", 3, 2)])
-        .unwrap();
-    writer.invalidate("src/parser.rs", "modified_by").unwrap();
-    assert_eq!(
-        search(&reader, "parser"),
-        [("src/parser.rs reviewed_by task:3".to_owned(), 1.0)]
-    );
-    assert_eq!(search(&writer, "parser"), search(&reader, "parser"));
-    // An update by the other store (the row changes in place), then a deletion (which
-    // the reader follows by reloading).
-    let lexer = FactId::for_triple("src/lexer.rs", "modified_by", "task:1");
-    let statement = fact_model::FactUpdate {
-        statement: Some("the tokenizer moved".into()),
-        ..fact_model::FactUpdate::default()
-    };
-    writer.update(lexer, &statement).unwrap();
-    assert_eq!(search(&reader, "tokenizer").len(), 1);
-    writer.delete(lexer).unwrap();
-    assert!(search(&reader, "tokenizer lexer").is_empty());
-    assert_eq!(search(&reader, "parser").len(), 1);
-    let reference =
-        fact_store::InMemorySessionFactStore::new(StoreConfig::default(), clock.clone());
-    reference.import(writer.export_snapshot()).unwrap();
-    for text in ["parser", "lexer tokenizer", "task modified reviewed src"] {
-        assert_eq!(search(&reader, text), search(&reference, text), "{text}");
-    }
+    durable::a_search_cache_follows_writes_of_another_store(&reader, &writer, clock);
 }
 
 #[test]

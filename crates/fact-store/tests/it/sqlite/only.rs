@@ -12,6 +12,7 @@ use fact_store::{
 };
 
 use super::{fact, t};
+use crate::durable;
 
 fn clock() -> Arc<ManualClock> {
     Arc::new(ManualClock::new(t(0)))
@@ -276,82 +277,7 @@ fn a_file_without_write_permission_gives_a_typed_error_on_write() {
 fn episodes_are_stored_searched_and_marked() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(&dir.path().join("facts.db"), "user:alice", &clock());
-    let mut testing = Episode::new(
-        "Testing",
-        "The user chose pytest over unittest.",
-        "user: pytest",
-        t(10),
-    );
-    testing.tags = vec!["python".into(), "tests".into()];
-    let databases = Episode::new(
-        "Databases",
-        "SQLite with FTS5 for memory.",
-        "user: sqlite",
-        t(20),
-    );
-    let both = Episode::new(
-        "Tests and databases",
-        "pytest fixtures for SQLite.",
-        "...",
-        t(5),
-    );
-    for episode in [&testing, &databases, &both] {
-        store.put_episode(episode).unwrap();
-    }
-    assert_eq!(store.episode(&testing.id).unwrap().as_ref(), Some(&testing));
-    assert!(store.episode("ep_0000000000000000").unwrap().is_none());
-    let ids =
-        |episodes: Vec<Episode>| -> Vec<String> { episodes.into_iter().map(|e| e.title).collect() };
-    assert_eq!(
-        ids(store.episodes().unwrap()),
-        ["Tests and databases", "Testing", "Databases"]
-    );
-    // More distinct query terms first, then newer.
-    assert_eq!(
-        ids(store.search_episodes("pytest and sqlite?", 5).unwrap()),
-        ["Tests and databases", "Databases", "Testing"]
-    );
-    assert_eq!(
-        ids(store.search_episodes("pytest", 1).unwrap()),
-        ["Testing"]
-    );
-    assert!(store.search_episodes("kubernetes", 5).unwrap().is_empty());
-    assert!(store.search_episodes("the and", 5).unwrap().is_empty());
-    // Extraction bookkeeping.
-    assert_eq!(store.pending_extraction().unwrap().len(), 3);
-    store.mark_extracted(&testing.id, t(30)).unwrap();
-    assert_eq!(
-        ids(store.pending_extraction().unwrap()),
-        ["Tests and databases", "Databases"]
-    );
-    assert_eq!(
-        store.episode(&testing.id).unwrap().unwrap().extracted_at,
-        Some(t(30))
-    );
-    let err = store.mark_extracted("ep_missing", t(30)).unwrap_err();
-    assert!(matches!(err, StoreError::EpisodeNotFound { .. }), "{err:?}");
-    // Replacing an episode keeps its place and re-indexes it.
-    let mut renamed = databases.clone();
-    renamed.summary = "Postgres after all.".into();
-    store.put_episode(&renamed).unwrap();
-    assert_eq!(store.episodes().unwrap().len(), 3);
-    assert_eq!(
-        ids(store.search_episodes("sqlite", 5).unwrap()),
-        ["Tests and databases"]
-    );
-    assert_eq!(
-        ids(store.search_episodes("postgres", 5).unwrap()),
-        ["Databases"]
-    );
-    // Facts name their episode as their source task.
-    let from_episode = fact_model::SessionFact::builder("user", "prefers_test_framework", "pytest")
-        .tag(fact_model::Tag::Preference)
-        .source(testing.id.clone(), fact_model::SourceRole::Extractor)
-        .valid_from(t(10))
-        .build()
-        .unwrap();
-    store.add(vec![from_episode]).unwrap();
-    assert_eq!(store.valid_facts()[0].source_task_id(), testing.id);
+    durable::episodes_are_stored_searched_and_marked(&store);
 }
 
 #[test]
@@ -359,56 +285,12 @@ fn two_connections_writing_one_file_lose_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("facts.db");
     let clock = clock();
-    let config = StoreConfig {
-        capacity: 10_000,
-        history_limit: 10_000,
-        ..StoreConfig::default()
-    };
     let stores: Vec<SqliteFactStore> = (0..2)
-        .map(|_| SqliteFactStore::open(&path, "spec:shared", config, clock.clone()).unwrap())
+        .map(|_| {
+            SqliteFactStore::open(&path, "spec:shared", durable::roomy(), clock.clone()).unwrap()
+        })
         .collect();
-    std::thread::scope(|scope| {
-        for (worker, store) in stores.iter().enumerate() {
-            scope.spawn(move || {
-                for n in 0..100i64 {
-                    store
-                        .add(vec![
-                            fact(
-                                &format!("src/{worker}/{n}.rs"),
-                                "modified_by",
-                                "task:1",
-                                1,
-                                n,
-                            ),
-                            // Both workers write this key: the later batch wins each time.
-                            fact("task:1", "completed_with", &format!("w{worker} n{n}"), 1, n),
-                        ])
-                        .unwrap();
-                }
-            });
-        }
-    });
-    for store in &stores {
-        assert_eq!(store.valid_count(), 201);
-        assert_eq!(store.stored_count(), 400);
-        assert_eq!(store.history("task:1").len(), 200);
-        // The search cache of each store sees the other's writes.
-        assert_eq!(search(store, "completed").len(), 1);
-    }
-    let batches: Vec<u64> = stores[0]
-        .export_snapshot()
-        .records
-        .iter()
-        .map(|r| r.batch)
-        .collect();
-    let mut sorted = batches.clone();
-    sorted.sort_unstable();
-    sorted.dedup();
-    assert_eq!(
-        sorted,
-        (1..=200).collect::<Vec<u64>>(),
-        "one batch number per add, none shared"
-    );
+    durable::writers_on_several_stores_lose_nothing(&stores, 2, 100);
 }
 
 #[test]
@@ -418,24 +300,7 @@ fn a_search_cache_follows_writes_of_other_connections() {
     let clock = clock();
     let reader = open(&path, "s", &clock);
     let writer = open(&path, "s", &clock);
-    writer
-        .add(vec![fact("src/lexer.rs", "modified_by", "task:1", 1, 0)])
-        .unwrap();
-    assert_eq!(search(&reader, "lexer").len(), 1);
-    writer
-        .add(vec![fact("src/parser.rs", "modified_by", "task:2", 2, 1)])
-        .unwrap();
-    assert_eq!(search(&reader, "parser").len(), 1);
-    // The reader's own write, after the other's, still leaves its cache right.
-    reader
-        .add(vec![fact("src/parser.rs", "reviewed_by", "task:3", 3, 2)])
-        .unwrap();
-    writer.invalidate("src/parser.rs", "modified_by").unwrap();
-    assert_eq!(
-        search(&reader, "parser"),
-        [("src/parser.rs reviewed_by task:3".to_owned(), 1.0)]
-    );
-    assert_eq!(search(&writer, "parser"), search(&reader, "parser"));
+    durable::a_search_cache_follows_writes_of_another_store(&reader, &writer, clock);
 }
 
 #[test]

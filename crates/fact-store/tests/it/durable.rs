@@ -1,0 +1,209 @@
+//! Tests every durable store passes (SQLite, PostgreSQL), written once over the traits and
+//! called by each backend's `only` module with stores it opened: episodes, several stores
+//! writing one scope at once, and a store's search cache following another's writes.
+
+use fact_model::{FactId, ManualClock};
+use fact_store::{Episode, EpisodeStore, SessionFactStore, StoreConfig, StoreError, TermQuery};
+
+use crate::{fact, t};
+
+/// A search with [`Overlap`](crate::Overlap) for the ten best, as lines with scores.
+pub(crate) fn search(store: &dyn SessionFactStore, text: &str) -> Vec<(String, f64)> {
+    let query = TermQuery {
+        limit: 10,
+        ..TermQuery::default()
+    };
+    crate::search(store, text, query)
+}
+
+/// A configuration that neither compacts nor drops history in these tests.
+pub(crate) fn roomy() -> StoreConfig {
+    StoreConfig {
+        capacity: 10_000,
+        history_limit: 10_000,
+        ..StoreConfig::default()
+    }
+}
+
+/// Episodes are stored, listed, searched, marked and replaced; `store` is empty.
+pub(crate) fn episodes_are_stored_searched_and_marked<S>(store: &S)
+where
+    S: SessionFactStore + EpisodeStore,
+{
+    let mut testing = Episode::new(
+        "Testing",
+        "The user chose pytest over unittest.",
+        "user: pytest",
+        t(10),
+    );
+    testing.tags = vec!["python".into(), "tests".into()];
+    let databases = Episode::new(
+        "Databases",
+        "SQLite with FTS5 for memory.",
+        "user: sqlite",
+        t(20),
+    );
+    let both = Episode::new(
+        "Tests and databases",
+        "pytest fixtures for SQLite.",
+        "...",
+        t(5),
+    );
+    for episode in [&testing, &databases, &both] {
+        store.put_episode(episode).unwrap();
+    }
+    assert_eq!(store.episode(&testing.id).unwrap().as_ref(), Some(&testing));
+    assert!(store.episode("ep_0000000000000000").unwrap().is_none());
+    let ids =
+        |episodes: Vec<Episode>| -> Vec<String> { episodes.into_iter().map(|e| e.title).collect() };
+    assert_eq!(
+        ids(store.episodes().unwrap()),
+        ["Tests and databases", "Testing", "Databases"]
+    );
+    // More distinct query terms first, then newer.
+    assert_eq!(
+        ids(store.search_episodes("pytest and sqlite?", 5).unwrap()),
+        ["Tests and databases", "Databases", "Testing"]
+    );
+    assert_eq!(
+        ids(store.search_episodes("pytest", 1).unwrap()),
+        ["Testing"]
+    );
+    assert!(store.search_episodes("kubernetes", 5).unwrap().is_empty());
+    assert!(store.search_episodes("the and", 5).unwrap().is_empty());
+    // Extraction bookkeeping.
+    assert_eq!(store.pending_extraction().unwrap().len(), 3);
+    store.mark_extracted(&testing.id, t(30)).unwrap();
+    assert_eq!(
+        ids(store.pending_extraction().unwrap()),
+        ["Tests and databases", "Databases"]
+    );
+    assert_eq!(
+        store.episode(&testing.id).unwrap().unwrap().extracted_at,
+        Some(t(30))
+    );
+    let err = store.mark_extracted("ep_missing", t(30)).unwrap_err();
+    assert!(matches!(err, StoreError::EpisodeNotFound { .. }), "{err:?}");
+    // Replacing an episode keeps its place and re-indexes it.
+    let mut renamed = databases.clone();
+    renamed.summary = "Postgres after all.".into();
+    store.put_episode(&renamed).unwrap();
+    assert_eq!(store.episodes().unwrap().len(), 3);
+    assert_eq!(
+        ids(store.search_episodes("sqlite", 5).unwrap()),
+        ["Tests and databases"]
+    );
+    assert_eq!(
+        ids(store.search_episodes("postgres", 5).unwrap()),
+        ["Databases"]
+    );
+    // Facts name their episode as their source task.
+    let from_episode = fact_model::SessionFact::builder("user", "prefers_test_framework", "pytest")
+        .tag(fact_model::Tag::Preference)
+        .source(testing.id.clone(), fact_model::SourceRole::Extractor)
+        .valid_from(t(10))
+        .build()
+        .unwrap();
+    store.add(vec![from_episode]).unwrap();
+    assert_eq!(store.valid_facts()[0].source_task_id(), testing.id);
+}
+
+/// `threads` threads, taking `stores` (of one scope, configured [`roomy`]) in turn, each
+/// add `per_thread` batches of two facts, one of a key every thread writes: nothing is
+/// lost, the later batch wins the shared key each time, and every add got a batch number
+/// of its own.
+pub(crate) fn writers_on_several_stores_lose_nothing<S>(
+    stores: &[S],
+    threads: usize,
+    per_thread: i64,
+) where
+    S: SessionFactStore + Sync,
+{
+    std::thread::scope(|scope| {
+        for worker in 0..threads {
+            let store = &stores[worker % stores.len()];
+            scope.spawn(move || {
+                for n in 0..per_thread {
+                    store
+                        .add(vec![
+                            fact(
+                                &format!("src/{worker}/{n}.rs"),
+                                "modified_by",
+                                "task:1",
+                                1,
+                                n,
+                            ),
+                            // Every worker writes this key: the later batch wins each time.
+                            fact("task:1", "completed_with", &format!("w{worker} n{n}"), 1, n),
+                        ])
+                        .unwrap();
+                }
+            });
+        }
+    });
+    let adds = threads * usize::try_from(per_thread).unwrap();
+    for store in stores {
+        assert_eq!(store.valid_count(), adds + 1);
+        assert_eq!(store.stored_count(), 2 * adds);
+        assert_eq!(store.history("task:1").len(), adds);
+        // The search cache of each store sees the others' writes.
+        assert_eq!(search(store, "completed").len(), 1);
+    }
+    let mut batches: Vec<u64> = stores[0]
+        .export_snapshot()
+        .records
+        .iter()
+        .map(|r| r.batch)
+        .collect();
+    batches.sort_unstable();
+    batches.dedup();
+    assert_eq!(
+        batches,
+        (1..=adds as u64).collect::<Vec<u64>>(),
+        "one batch number per add, none shared"
+    );
+}
+
+/// `reader` and `writer`, two stores of one new scope: the reader's search cache follows
+/// the writer's adds, invalidations, updates and deletions.
+pub(crate) fn a_search_cache_follows_writes_of_another_store(
+    reader: &dyn SessionFactStore,
+    writer: &dyn SessionFactStore,
+    clock: std::sync::Arc<ManualClock>,
+) {
+    writer
+        .add(vec![fact("src/lexer.rs", "modified_by", "task:1", 1, 0)])
+        .unwrap();
+    assert_eq!(search(reader, "lexer").len(), 1);
+    writer
+        .add(vec![fact("src/parser.rs", "modified_by", "task:2", 2, 1)])
+        .unwrap();
+    assert_eq!(search(reader, "parser").len(), 1);
+    reader
+        .add(vec![fact("src/parser.rs", "reviewed_by", "task:3", 3, 2)])
+        .unwrap();
+    writer.invalidate("src/parser.rs", "modified_by").unwrap();
+    assert_eq!(
+        search(reader, "parser"),
+        [("src/parser.rs reviewed_by task:3".to_owned(), 1.0)]
+    );
+    assert_eq!(search(writer, "parser"), search(reader, "parser"));
+    // An update by the other store (the row changes in place), then a deletion (which
+    // the reader follows by reloading).
+    let lexer = FactId::for_triple("src/lexer.rs", "modified_by", "task:1");
+    let statement = fact_model::FactUpdate {
+        statement: Some("the tokenizer moved".into()),
+        ..fact_model::FactUpdate::default()
+    };
+    writer.update(lexer, &statement).unwrap();
+    assert_eq!(search(reader, "tokenizer").len(), 1);
+    writer.delete(lexer).unwrap();
+    assert!(search(reader, "tokenizer lexer").is_empty());
+    assert_eq!(search(reader, "parser").len(), 1);
+    let reference =
+        fact_store::InMemorySessionFactStore::new(StoreConfig::default(), clock.clone());
+    reference.import(writer.export_snapshot()).unwrap();
+    for text in ["parser", "lexer tokenizer", "task modified reviewed src"] {
+        assert_eq!(search(reader, text), search(&reference, text), "{text}");
+    }
+}
