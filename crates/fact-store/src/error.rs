@@ -84,6 +84,15 @@ pub enum StoreError {
         /// The newest schema version this build migrates to.
         supported: u32,
     },
+    /// An embedding cannot be stored: see
+    /// [`FactVectors::put_embeddings`](crate::FactVectors::put_embeddings).
+    #[error("embedding of fact {id} rejected: {reason}")]
+    InvalidEmbedding {
+        /// The fact the embedding was for.
+        id: FactId,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// Any other failure of the storage backend.
     #[error("store backend failed: {message}")]
     Backend {
@@ -95,7 +104,7 @@ pub enum StoreError {
 impl StoreError {
     /// A short, stable code for the error, for protocols and exit codes: `not_found`,
     /// `invalid_update`, `duplicate_statement`, `snapshot_json`, `snapshot_version`,
-    /// `io`, `busy`, `corrupt`, `newer_schema` or `backend`.
+    /// `io`, `busy`, `corrupt`, `newer_schema`, `invalid_embedding` or `backend`.
     ///
     /// ```
     /// use fact_store::StoreError;
@@ -114,6 +123,7 @@ impl StoreError {
             StoreError::Busy { .. } => "busy",
             StoreError::Corrupt { .. } => "corrupt",
             StoreError::NewerSchema { .. } => "newer_schema",
+            StoreError::InvalidEmbedding { .. } => "invalid_embedding",
             StoreError::Backend { .. } => "backend",
         }
     }

@@ -393,7 +393,9 @@ pub struct TermQuery<'a> {
 pub struct ScoredFact {
     /// The fact.
     pub fact: SessionFact,
-    /// Its score, greater than zero.
+    /// Its score: from a term search greater than zero; from a vector search
+    /// ([`FactVectors::nearest`](crate::FactVectors::nearest)) the cosine similarity, in
+    /// `-1..=1`.
     pub score: f64,
 }
 

@@ -103,6 +103,7 @@ mod snapshot;
 mod sql;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+mod vector;
 
 use std::fmt::Debug;
 
@@ -124,6 +125,9 @@ pub use crate::snapshot::{SNAPSHOT_VERSION, Snapshot, SnapshotRecord};
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub use crate::sqlite::{SqliteFactStore, SqliteOptions};
+pub use crate::vector::{
+    EXACT_SEARCH_LIMIT, FactVectors, MAX_DIMENSION, MAX_MODEL_BYTES, VectorQuery,
+};
 
 /// A store of temporal facts, shared by reference between the components of a run.
 ///
@@ -539,6 +543,17 @@ pub trait SessionFactStore: Send + Sync + Debug {
         report.merge_unparsed(unparsed);
         Ok(report)
     }
+
+    /// The store's embeddings and their nearest-neighbour search, when it keeps them:
+    /// every store of this crate does. `None` (the default) for a store that does not.
+    ///
+    /// ```
+    /// use fact_store::{InMemorySessionFactStore, SessionFactStore};
+    /// assert!(InMemorySessionFactStore::default().vectors().is_some());
+    /// ```
+    fn vectors(&self) -> Option<&dyn FactVectors> {
+        None
+    }
 }
 
 macro_rules! forward_store {
@@ -572,6 +587,7 @@ macro_rules! forward_store {
             }
             fn valid_count(&self) -> usize { (**self).valid_count() }
             fn stored_count(&self) -> usize { (**self).stored_count() }
+            fn vectors(&self) -> Option<&dyn FactVectors> { (**self).vectors() }
         }
     )*};
 }

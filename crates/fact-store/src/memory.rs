@@ -21,7 +21,8 @@
 //! - `memory/symbols.rs`: the arena and its interner;
 //! - `memory/table.rs`: the hash table and the seeded hashes;
 //! - `memory/terms.rs`: the inverted index;
-//! - `memory/ops.rs`: the operations (the temporal rule, import, compaction, search).
+//! - `memory/ops.rs`: the operations (the temporal rule, import, compaction, search);
+//! - `memory/vectors.rs`: the embeddings ([`FactVectors`]).
 //!
 //! Hash tables store record numbers or symbols, and every lookup compares the real key, so
 //! a hash collision costs a comparison, never a wrong answer.
@@ -32,6 +33,7 @@ mod state;
 mod symbols;
 mod table;
 mod terms;
+mod vectors;
 
 use std::fmt;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -42,9 +44,9 @@ use fact_model::{
 
 use self::state::State;
 use crate::{
-    AddReport, Analyzer, AnalyzerConfig, CompactionReport, ImportReport, SNAPSHOT_VERSION,
-    ScoredFact, SessionFactStore, Snapshot, SnapshotRecord, StoreError, StoreResult, TermQuery,
-    TermWeighting,
+    AddReport, Analyzer, AnalyzerConfig, CompactionReport, FactVectors, ImportReport,
+    SNAPSHOT_VERSION, ScoredFact, SessionFactStore, Snapshot, SnapshotRecord, StoreError,
+    StoreResult, TermQuery, TermWeighting,
 };
 
 /// The relation of the summary fact that [`CompactionPolicy::MergeBySubject`] writes.
@@ -115,6 +117,16 @@ impl Default for StoreConfig {
 /// for typical dispatch facts); every `SessionFact` the store returns is built when it is
 /// returned, so reading many facts (`valid_facts`, `valid_at`, `export_snapshot`) costs a
 /// fact construction each, and holding the result costs what the facts cost.
+///
+/// # Embeddings
+///
+/// [`vectors`](SessionFactStore::vectors) gives the store's [`FactVectors`]: embeddings
+/// by model, kept under the same lock as the facts (4 bytes a dimension plus 1 bit a
+/// dimension of binary code per fact and model), searched exactly up to
+/// [`EXACT_SEARCH_LIMIT`](crate::EXACT_SEARCH_LIMIT) vectors and by binary codes and exact
+/// re-scoring above. Deleting a fact, and compaction removing the last version of a fact
+/// id, removes its embeddings. Snapshots do not carry embeddings: a store imported from
+/// one has none, and `unembedded` lists what to embed again.
 ///
 /// # Compaction
 ///
@@ -364,6 +376,10 @@ impl SessionFactStore for InMemorySessionFactStore {
 
     fn search(&self, query: &TermQuery<'_>, weighting: &dyn TermWeighting) -> Vec<ScoredFact> {
         self.read().search(query, weighting)
+    }
+
+    fn vectors(&self) -> Option<&dyn FactVectors> {
+        Some(self)
     }
 }
 

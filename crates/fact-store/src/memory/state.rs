@@ -15,7 +15,11 @@
 //!   last; the others follow `next_key` (the chain holds exactly the key's valid records,
 //!   newest joined first);
 //! - `statements` ([`Table`], a multimap): folded statement → valid records with it;
-//! - `terms` ([`Terms`]): the inverted index, slot = record number.
+//! - `terms` ([`Terms`]): the inverted index, slot = record number;
+//! - `vectors` ([`ModelIndexes`]): the embeddings, by model and fact id (not by record
+//!   number: an embedding belongs to the id, whichever of its versions is valid). They
+//!   are dropped when the last version of their id is removed, and carried over as they
+//!   are by a rebuild.
 //!
 //! Removed versions (deleted, merged, dropped by compaction) leave holes; once the holes
 //! outnumber the live records, [`State::maintain`] rebuilds the whole state from the live
@@ -37,6 +41,7 @@ use super::symbols::{NIL, Symbols};
 use super::table::{IntMap, Table, hash_bytes, hash_u64};
 use super::terms::{Terms, Texts};
 use crate::Analyzer;
+use crate::vector::ModelIndexes;
 
 /// Objects up to this many bytes are interned (paths, ids, statuses repeat); longer ones
 /// (sentences) and statements are only appended to the arena.
@@ -71,6 +76,8 @@ pub(in crate::memory) struct State {
     big_batches: IntMap<u32, u64>,
     pub(super) analyzer: Analyzer,
     pub(super) terms: Terms,
+    /// The embeddings of the stored fact ids, by model.
+    pub(super) vectors: ModelIndexes,
     seed: u64,
     /// Buffers `add` reuses.
     pub(super) scratch: Scratch,
@@ -94,6 +101,7 @@ impl State {
             big_batches: IntMap::default(),
             analyzer,
             terms: Terms::new(seed),
+            vectors: ModelIndexes::default(),
             seed,
             scratch: Scratch::default(),
         }
@@ -552,6 +560,8 @@ impl State {
             let new = self.splice(head, |r| &mut r.prev_version);
             let tag = self.id_tag(id);
             if new == NIL {
+                // The id's last version is gone: so are its embeddings.
+                self.vectors.remove(id);
                 self.versions.remove(tag, head);
             } else if new != head {
                 self.versions.replace(tag, head, new);
@@ -610,6 +620,7 @@ impl State {
         fresh.last_batch = self.last_batch;
         fresh.newest_input_batch = self.newest_input_batch;
         fresh.generation = self.generation + 1;
+        fresh.vectors = std::mem::take(&mut self.vectors);
         let old = std::mem::replace(self, fresh);
         let mut renumber = vec![NIL; old.records.len()];
         for (rid, r) in old.live() {

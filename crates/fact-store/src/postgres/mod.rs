@@ -6,6 +6,7 @@
 //!   shares ([`crate::sql::rules`]).
 //! - `search.rs`: term search over the GIN index, with the shared in-process cache.
 //! - `episodes.rs`: the [`EpisodeStore`](crate::EpisodeStore) implementation.
+//! - `vectors.rs`: the [`FactVectors`] implementation (embeddings as `bytea`).
 //! - `pool.rs`: the connection pool; `codec.rs`: rows → facts.
 
 mod codec;
@@ -14,6 +15,7 @@ mod pool;
 mod rows;
 mod schema;
 mod search;
+mod vectors;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -33,10 +35,11 @@ use crate::sql::codec::{FACT_COLUMN_COUNT, FACT_COLUMNS, batch_from_sql, id_to_s
 use crate::sql::error::{DbError, DbResult};
 use crate::sql::rules::{Outcome, Writer};
 use crate::sql::search::SearchCache;
+use crate::sql::vectors::VectorCache;
 use crate::{
-    AddReport, Analyzer, AnalyzerConfig, CompactionReport, ImportReport, SNAPSHOT_VERSION,
-    ScoredFact, SessionFactStore, Snapshot, SnapshotRecord, StoreConfig, StoreError, StoreResult,
-    TermQuery, TermWeighting,
+    AddReport, Analyzer, AnalyzerConfig, CompactionReport, FactVectors, ImportReport,
+    SNAPSHOT_VERSION, ScoredFact, SessionFactStore, Snapshot, SnapshotRecord, StoreConfig,
+    StoreError, StoreResult, TermQuery, TermWeighting,
 };
 
 /// How a [`PgFactStore`] uses its server.
@@ -128,6 +131,19 @@ impl Default for PgOptions {
 /// same index in this process, tagged with the scope's generation and reloaded when
 /// another process wrote. Both score as the in-memory store does.
 ///
+/// # Embeddings
+///
+/// [`vectors`](SessionFactStore::vectors) gives the store's [`FactVectors`]: each fact's
+/// embedding by a model is a row (the vector as a `bytea` of little-endian `f32`s),
+/// written in one transaction per [`put_embeddings`](FactVectors::put_embeddings) call
+/// (under the scope's row lock, tried again on conflicts) and deleted with the fact's
+/// last version. [`nearest`](FactVectors::nearest) searches an index in this process,
+/// loaded at a model's first search and brought up to date at each later one with only
+/// the rows written since (by any process); the candidates' facts are read in one query
+/// per search (`= ANY($1)`), so only facts valid now are found. At 100,000 facts with
+/// 384-dimensional embeddings on a loopback server a first search takes about 0.45 s and
+/// later ones about 4 ms (`benches/postgres.rs`).
+///
 /// ```no_run
 /// use std::sync::Arc;
 /// use fact_model::SystemClock;
@@ -155,6 +171,8 @@ pub struct PgFactStore {
     /// this process's writes take turns here before they do in the database.
     words: Mutex<HashMap<String, i64>>,
     cache: Mutex<Option<SearchCache>>,
+    /// The embeddings' in-process indexes, by model.
+    vectors: Mutex<VectorCache>,
 }
 
 impl fmt::Debug for PgFactStore {
@@ -405,6 +423,7 @@ impl PgFactStore {
             pool,
             words: Mutex::new(HashMap::new()),
             cache: Mutex::new(None),
+            vectors: Mutex::new(VectorCache::default()),
         };
         let tag = analyzer_tag(store.analyzer.config());
         if indexed_with != tag {
@@ -706,6 +725,10 @@ impl SessionFactStore for PgFactStore {
 
     fn stored_count(&self) -> usize {
         self.counter("stored_count", "stored_count")
+    }
+
+    fn vectors(&self) -> Option<&dyn FactVectors> {
+        Some(self)
     }
 }
 

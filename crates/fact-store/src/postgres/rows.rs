@@ -68,6 +68,9 @@ pub(super) struct PgRows<'a> {
     generation: i64,
     /// Whether it deleted rows (a search cache cannot follow deletions row by row).
     deleted: bool,
+    /// The ids of the versions it deleted: their embeddings go at commit when no version
+    /// of the id is left.
+    deleted_ids: Vec<i64>,
     prefetched: Option<Prefetched>,
 }
 
@@ -79,6 +82,7 @@ impl<'a> PgRows<'a> {
             scope,
             generation: 0,
             deleted: false,
+            deleted_ids: Vec::new(),
             prefetched: None,
         }
     }
@@ -601,10 +605,12 @@ impl Rows for PgRows<'_> {
         self.deleted = true;
         self.prefetched = None;
         let scope = self.scope;
-        self.execute(
-            "DELETE FROM facts WHERE scope = $1 AND seq = $2",
+        for row in self.query(
+            "DELETE FROM facts WHERE scope = $1 AND seq = $2 RETURNING id",
             &[&scope, &seq],
-        )?;
+        )? {
+            self.deleted_ids.push(row.try_get(0)?);
+        }
         Ok(())
     }
 
@@ -617,7 +623,16 @@ impl Rows for PgRows<'_> {
         Ok(())
     }
 
-    fn commit(self) -> DbResult<()> {
+    fn commit(mut self) -> DbResult<()> {
+        if !self.deleted_ids.is_empty() {
+            // The embeddings of the facts whose last version this transaction deleted.
+            let (scope, ids) = (self.scope, std::mem::take(&mut self.deleted_ids));
+            self.execute(
+                "DELETE FROM embeddings AS e WHERE e.scope = $1 AND e.fact = ANY($2) \
+                 AND NOT EXISTS (SELECT 1 FROM facts AS f WHERE f.scope = $1 AND f.id = e.fact)",
+                &[&scope, &ids],
+            )?;
+        }
         self.tx.commit()?;
         Ok(())
     }

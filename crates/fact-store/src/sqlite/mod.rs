@@ -6,6 +6,7 @@
 //!   shares ([`crate::sql::rules`]).
 //! - `search.rs`: term search over the database's index, with the shared in-process cache.
 //! - `episodes.rs`: the [`EpisodeStore`](crate::EpisodeStore) implementation.
+//! - `vectors.rs`: the [`FactVectors`] implementation (embeddings as BLOBs).
 //! - `codec.rs` and `error.rs`: rows → facts, SQLite errors → [`StoreError`].
 
 mod codec;
@@ -16,6 +17,7 @@ mod schema;
 mod search;
 #[cfg(test)]
 mod tests;
+mod vectors;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -36,10 +38,11 @@ use crate::sql::codec::{FACT_COLUMN_COUNT, FACT_COLUMNS, batch_from_sql, id_to_s
 use crate::sql::error::{DbError, DbResult};
 use crate::sql::rules::{Outcome, Writer};
 use crate::sql::search::SearchCache;
+use crate::sql::vectors::VectorCache;
 use crate::{
-    AddReport, Analyzer, AnalyzerConfig, CompactionReport, ImportReport, SNAPSHOT_VERSION,
-    ScoredFact, SessionFactStore, Snapshot, SnapshotRecord, StoreConfig, StoreError, StoreResult,
-    TermQuery, TermWeighting,
+    AddReport, Analyzer, AnalyzerConfig, CompactionReport, FactVectors, ImportReport,
+    SNAPSHOT_VERSION, ScoredFact, SessionFactStore, Snapshot, SnapshotRecord, StoreConfig,
+    StoreError, StoreResult, TermQuery, TermWeighting,
 };
 
 /// How a [`SqliteFactStore`] uses its database file.
@@ -130,6 +133,19 @@ impl Default for SqliteOptions {
 /// connection makes the next search reload it. Without the cache, FTS5 finds the
 /// candidates and their stored term documents are scored (slower for common terms).
 ///
+/// # Embeddings
+///
+/// [`vectors`](SessionFactStore::vectors) gives the store's [`FactVectors`]: each fact's
+/// embedding by a model is a row of the file (the vector as a BLOB of little-endian
+/// `f32`s), written in one `BEGIN IMMEDIATE` transaction per
+/// [`put_embeddings`](FactVectors::put_embeddings) call and deleted with the fact's last
+/// version. [`nearest`](FactVectors::nearest) searches an index in this process, loaded
+/// at a model's first search and brought up to date at each later one with only the
+/// rows written since (by any connection); the candidates' facts are read in one query
+/// per search, so only facts valid now are found. At 100,000 facts with 384-dimensional
+/// embeddings a first search takes about 0.2 s and later ones about 3.5 ms
+/// (`benches/sqlite.rs`).
+///
 /// ```
 /// use std::sync::Arc;
 /// use fact_model::{ManualClock, SessionFact, SourceRole, Tag, Timestamp};
@@ -179,6 +195,8 @@ struct Inner {
     /// Lowercased word → term id of this scope, for writes.
     words: HashMap<String, i64>,
     cache: Option<SearchCache>,
+    /// The embeddings' in-process indexes, by model.
+    vectors: VectorCache,
 }
 
 impl fmt::Debug for SqliteFactStore {
@@ -306,6 +324,7 @@ impl SqliteFactStore {
                 conn,
                 words: HashMap::new(),
                 cache: None,
+                vectors: VectorCache::default(),
             }),
         })
     }
@@ -420,7 +439,9 @@ impl SqliteFactStore {
         f: impl FnOnce(&mut Writer<'_, SqliteRows<'_>>) -> DbResult<T>,
     ) -> StoreResult<T> {
         let mut guard = self.lock();
-        let Inner { conn, words, cache } = &mut *guard;
+        let Inner {
+            conn, words, cache, ..
+        } = &mut *guard;
         let record_since = cache.as_ref().map(SearchCache::generation);
         let run = || -> DbResult<(T, Outcome)> {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -614,5 +635,9 @@ impl SessionFactStore for SqliteFactStore {
 
     fn stored_count(&self) -> usize {
         self.counter("stored_count", "stored_count")
+    }
+
+    fn vectors(&self) -> Option<&dyn FactVectors> {
+        Some(self)
     }
 }

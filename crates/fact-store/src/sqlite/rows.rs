@@ -370,9 +370,20 @@ impl Rows for SqliteRows<'_> {
     }
 
     fn delete(&mut self, seq: i64) -> DbResult<()> {
-        self.tx
-            .prepare_cached("DELETE FROM facts WHERE seq = ?1")?
-            .execute([seq])?;
+        let id: Option<i64> = self
+            .tx
+            .prepare_cached("DELETE FROM facts WHERE seq = ?1 RETURNING id")?
+            .query_row([seq], |row| row.get(0))
+            .optional()?;
+        if let Some(id) = id {
+            // When that was the fact's last version, its embeddings go too.
+            self.tx
+                .prepare_cached(
+                    "DELETE FROM embeddings WHERE scope = ?1 AND fact = ?2 \
+                     AND NOT EXISTS (SELECT 1 FROM facts WHERE scope = ?1 AND id = ?2)",
+                )?
+                .execute(params![self.scope, id])?;
+        }
         Ok(())
     }
 

@@ -3,7 +3,7 @@
 //! `PRAGMA user_version` is the schema version. [`MIGRATIONS`] holds one function per
 //! version: `MIGRATIONS[n]` takes a database from version `n` to `n + 1`, and each runs in
 //! its own `BEGIN IMMEDIATE` transaction that also sets the new version, so a crash or a
-//! concurrent opener never sees half a migration. Version 2 will be one more function.
+//! concurrent opener never sees half a migration.
 //!
 //! Before anything is written, [`check`] reads the header: a file that is not SQLite fails
 //! there (`SQLITE_NOTADB`, a corrupt-database error), a version newer than
@@ -33,6 +33,17 @@
 //!   their title and summary.
 //!
 //! Every table has a `scope` column (an id into `scopes`), first in every index.
+//!
+//! # Version 2
+//!
+//! - `embeddings`: the vectors a sentence-embedding model gave each fact
+//!   ([`FactVectors`](crate::FactVectors)): `(scope, model, fact)` is unique (indexed as
+//!   `scope, fact, model`, which also finds a deleted fact's rows), `dimension`
+//!   the vector's length, `vector` its values as little-endian `f32` bytes (a BLOB).
+//!   `seq` (the rowid, `AUTOINCREMENT` so that a number is never used twice) grows with
+//!   every row written: a replacement deletes the old row and inserts a new one, so an
+//!   in-process index loads only the rows after the newest it holds
+//!   (`embeddings_seq`). Deleting the last version of a fact deletes its rows.
 
 use rusqlite::{Connection, TransactionBehavior};
 
@@ -45,7 +56,7 @@ pub(super) const APPLICATION_ID: i64 = 0x464D_454D;
 type Migration = fn(&Connection) -> rusqlite::Result<()>;
 
 /// The migrations, by the version they start from.
-const MIGRATIONS: &[Migration] = &[to_version_1];
+const MIGRATIONS: &[Migration] = &[to_version_1, to_version_2];
 
 /// The newest schema version this build knows.
 pub(super) const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
@@ -176,5 +187,20 @@ fn to_version_1(conn: &Connection) -> rusqlite::Result<()> {
         CREATE VIRTUAL TABLE episode_fts USING fts5(
             terms, content='', contentless_delete=1, tokenize=\"unicode61 tokenchars ':'\"
         );",
+    )
+}
+
+fn to_version_2(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(
+        "CREATE TABLE embeddings (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            scope INTEGER NOT NULL REFERENCES scopes(id),
+            model TEXT NOT NULL,
+            fact INTEGER NOT NULL,
+            dimension INTEGER NOT NULL,
+            vector BLOB NOT NULL,
+            UNIQUE (scope, fact, model)
+        );
+        CREATE INDEX embeddings_seq ON embeddings(scope, model, seq);",
     )
 }

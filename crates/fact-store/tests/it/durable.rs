@@ -1,6 +1,7 @@
 //! Tests every durable store passes (SQLite, PostgreSQL), written once over the traits and
 //! called by each backend's `only` module with stores it opened: episodes, several stores
-//! writing one scope at once, and a store's search cache following another's writes.
+//! writing one scope at once, a store's search cache following another's writes, and
+//! embeddings (durable, followed by other store objects, kept apart by scope).
 
 use fact_model::{FactId, ManualClock};
 use fact_store::{Episode, EpisodeStore, SessionFactStore, StoreConfig, StoreError, TermQuery};
@@ -206,4 +207,146 @@ pub(crate) fn a_search_cache_follows_writes_of_another_store(
     for text in ["parser", "lexer tokenizer", "task modified reviewed src"] {
         assert_eq!(search(reader, text), search(&reference, text), "{text}");
     }
+}
+
+// --- embeddings ---------------------------------------------------------------------------
+
+/// The model the embedding tests store vectors of.
+pub(crate) const MODEL: &str = "test-model";
+
+/// The embeddings of `store` (every durable store keeps them).
+fn vectors(store: &dyn SessionFactStore) -> &dyn fact_store::FactVectors {
+    store.vectors().expect("a durable store keeps embeddings")
+}
+
+/// The objects of the facts nearest `vector` (limit 10), best first.
+pub(crate) fn nearest(store: &dyn SessionFactStore, vector: &[f32]) -> Vec<String> {
+    vectors(store)
+        .nearest(&fact_store::VectorQuery::new(MODEL, vector, 10))
+        .into_iter()
+        .map(|s| s.fact.object().to_owned())
+        .collect()
+}
+
+/// Three facts (`a`, `b`, `c`, subjects `x/a.rs`…) and their embeddings: each along one
+/// axis of three dimensions.
+pub(crate) fn add_embedded_facts(store: &dyn SessionFactStore) {
+    let facts: Vec<_> = ["a", "b", "c"]
+        .iter()
+        .enumerate()
+        .map(|(n, name)| fact(&format!("x/{name}.rs"), "modified_by", name, 1, n as i64))
+        .collect();
+    store.add(facts.clone()).unwrap();
+    let embeddings = facts
+        .iter()
+        .enumerate()
+        .map(|(n, f)| {
+            let mut v = vec![0.0; 3];
+            v[n] = 2.0;
+            (f.id(), v)
+        })
+        .collect();
+    assert_eq!(vectors(store).put_embeddings(MODEL, embeddings).unwrap(), 3);
+}
+
+/// `first` holds [`add_embedded_facts`]; after it is dropped, `reopen` opens the same
+/// database and scope again: the embeddings are there.
+pub(crate) fn embeddings_survive_reopening(
+    first: Box<dyn SessionFactStore>,
+    reopen: impl FnOnce() -> Box<dyn SessionFactStore>,
+) {
+    add_embedded_facts(first.as_ref());
+    assert_eq!(nearest(first.as_ref(), &[0.0, 1.0, 0.1]), ["b", "c", "a"]);
+    drop(first);
+    let store = reopen();
+    assert_eq!(vectors(store.as_ref()).embedded_count(MODEL), 3);
+    assert_eq!(vectors(store.as_ref()).embedded_count("other-model"), 0);
+    assert_eq!(nearest(store.as_ref(), &[0.0, 1.0, 0.1]), ["b", "c", "a"]);
+    assert!(vectors(store.as_ref()).unembedded(MODEL, 10).is_empty());
+    // The stored dimension binds later vectors, after reopening too.
+    let a = FactId::for_triple("x/a.rs", "modified_by", "a");
+    let err = vectors(store.as_ref())
+        .put_embeddings(MODEL, vec![(a, vec![1.0, 0.0])])
+        .unwrap_err();
+    assert_eq!(err.code(), "invalid_embedding", "{err}");
+}
+
+/// `reader` and `writer`, two store objects of one new scope: the reader's `nearest`
+/// sees the writer's embeddings as they are stored and replaced, and stops seeing a fact
+/// that is superseded or deleted (also when its triple comes back without an embedding).
+pub(crate) fn nearest_follows_embeddings_of_another_store(
+    reader: &dyn SessionFactStore,
+    writer: &dyn SessionFactStore,
+) {
+    assert!(nearest(reader, &[1.0, 0.0, 0.0]).is_empty());
+    add_embedded_facts(writer);
+    // The reader loads the model at its first search, and follows later writes.
+    assert_eq!(nearest(reader, &[1.0, 0.1, 0.0]), ["a", "b", "c"]);
+    let c = FactId::for_triple("x/c.rs", "modified_by", "c");
+    vectors(writer)
+        .put_embeddings(MODEL, vec![(c, vec![1.0, 0.0, 0.5])])
+        .unwrap();
+    assert_eq!(nearest(reader, &[1.0, 0.1, 0.0]), ["a", "c", "b"]);
+    assert_eq!(vectors(reader).embedded_count(MODEL), 3);
+    // A newer fact of `x/b.rs` supersedes `b`: it drops out, and the new fact waits for
+    // its embedding.
+    writer
+        .add(vec![fact("x/b.rs", "modified_by", "b2", 2, 10)])
+        .unwrap();
+    assert_eq!(nearest(reader, &[0.1, 1.0, 0.0]), ["a", "c"]);
+    let waiting: Vec<String> = vectors(reader)
+        .unembedded(MODEL, 10)
+        .iter()
+        .map(|f| f.object().to_owned())
+        .collect();
+    assert_eq!(waiting, ["b2"]);
+    // Deleting `a` deletes its embedding: gone from the reader's search, and not back when
+    // the same triple is added again (it has no embedding now).
+    let a = FactId::for_triple("x/a.rs", "modified_by", "a");
+    writer.delete(a).unwrap();
+    assert_eq!(nearest(reader, &[1.0, 0.0, 0.0]), ["c"]);
+    assert_eq!(vectors(reader).embedded_count(MODEL), 2);
+    writer
+        .add(vec![fact("x/a.rs", "modified_by", "a", 1, 20)])
+        .unwrap();
+    assert_eq!(nearest(reader, &[1.0, 0.0, 0.0]), ["c"]);
+    assert_eq!(nearest(writer, &[1.0, 0.0, 0.0]), ["c"]);
+    assert_eq!(vectors(reader).unembedded(MODEL, 10).len(), 2);
+    // Embedded again, by the reader this time: the writer sees it.
+    vectors(reader)
+        .put_embeddings(MODEL, vec![(a, vec![0.0, 0.0, 5.0])])
+        .unwrap();
+    assert_eq!(nearest(writer, &[0.0, 0.0, 1.0]), ["a", "c"]);
+}
+
+/// `a` and `b`, stores of two scopes of one database: neither sees the other's vectors,
+/// even for the same triple and model.
+pub(crate) fn scopes_do_not_see_each_other_s_vectors(
+    a: &dyn SessionFactStore,
+    b: &dyn SessionFactStore,
+) {
+    add_embedded_facts(a);
+    assert!(nearest(b, &[1.0, 0.0, 0.0]).is_empty());
+    assert_eq!(vectors(b).embedded_count(MODEL), 0);
+    // An id only `a` holds is skipped in `b`.
+    let id = FactId::for_triple("x/a.rs", "modified_by", "a");
+    assert_eq!(
+        vectors(b)
+            .put_embeddings(MODEL, vec![(id, vec![1.0; 5])])
+            .unwrap(),
+        0
+    );
+    // `b` holds the same triple with a vector of its own, of another dimension even.
+    b.add(vec![fact("x/a.rs", "modified_by", "a", 1, 0)])
+        .unwrap();
+    assert_eq!(
+        vectors(b)
+            .put_embeddings(MODEL, vec![(id, vec![1.0; 5])])
+            .unwrap(),
+        1
+    );
+    assert_eq!(nearest(b, &[1.0; 5]), ["a"]);
+    assert!(nearest(b, &[1.0, 0.0, 0.0]).is_empty());
+    assert_eq!(nearest(a, &[1.0, 0.1, 0.0]), ["a", "b", "c"]);
+    assert_eq!(vectors(a).embedded_count(MODEL), 3);
 }

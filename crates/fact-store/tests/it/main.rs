@@ -1,6 +1,7 @@
 //! Integration tests of `fact-store`, through `dyn SessionFactStore` as callers use it.
 //!
-//! The conformance suite (`compaction`, `crud`, `search`, `snapshot`, `temporal`) is
+//! The conformance suite (`compaction`, `crud`, `search`, `snapshot`, `temporal`,
+//! `vectors`) is
 //! written once against `&dyn SessionFactStore` and compiled once per backend: each
 //! backend module below defines `store_with(config)` and expands `conformance_suite!()`,
 //! so a new backend passes the same tests by adding one module. `store_with` gives `None`
@@ -28,6 +29,8 @@ macro_rules! conformance_suite {
         mod snapshot;
         #[path = "../conformance/temporal.rs"]
         mod temporal;
+        #[path = "../conformance/vectors.rs"]
+        mod vectors;
     };
 }
 
@@ -45,6 +48,7 @@ mod properties;
 mod sqlite;
 #[cfg(feature = "sqlite")]
 mod sqlite_fts;
+mod vector_properties;
 
 use std::sync::Arc;
 

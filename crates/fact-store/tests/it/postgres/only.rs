@@ -411,3 +411,84 @@ fn a_missing_database_is_an_io_error_naming_it() {
         "{err}"
     );
 }
+
+#[test]
+fn embeddings_survive_reconnecting() {
+    let Some(url) = server() else { return };
+    let scope = fresh_scope("vectors-reconnect");
+    let clock = clock();
+    durable::embeddings_survive_reopening(Box::new(open(&url, &scope, &clock)), || {
+        Box::new(open(&url, &scope, &clock))
+    });
+}
+
+#[test]
+fn nearest_follows_embeddings_of_other_stores() {
+    let Some(url) = server() else { return };
+    let scope = fresh_scope("vectors-follow");
+    let clock = clock();
+    let reader = open(&url, &scope, &clock);
+    let writer = open(&url, &scope, &clock);
+    durable::nearest_follows_embeddings_of_another_store(&reader, &writer);
+}
+
+#[test]
+fn scopes_of_one_database_do_not_see_each_other_s_vectors() {
+    let Some(url) = server() else { return };
+    let clock = clock();
+    durable::scopes_do_not_see_each_other_s_vectors(
+        &open(&url, &fresh_scope("vectors-a"), &clock),
+        &open(&url, &fresh_scope("vectors-b"), &clock),
+    );
+}
+
+#[test]
+fn a_version_1_schema_migrates_to_embeddings() {
+    let Some(url) = server() else { return };
+    // A schema of its own, brought back to version 1 as that build left it.
+    let schema = format!("factmem_v1_{}", std::process::id());
+    let options = PgOptions {
+        schema: schema.clone(),
+        ..options()
+    };
+    let scope = fresh_scope("v1");
+    let open = || {
+        PgFactStore::connect_with(
+            &url,
+            &scope,
+            StoreConfig::default(),
+            options.clone(),
+            clock(),
+        )
+        .unwrap()
+    };
+    open()
+        .add(vec![fact("src/a.rs", "modified_by", "task:1", 1, 0)])
+        .unwrap();
+    let mut raw = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    raw.batch_execute(&format!(
+        "DROP TABLE {schema}.embeddings; UPDATE {schema}.schema_version SET version = 1;"
+    ))
+    .unwrap();
+    let store = open();
+    let version: i32 = raw
+        .query_one(&format!("SELECT version FROM {schema}.schema_version"), &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(u32::try_from(version).unwrap(), PgFactStore::SCHEMA_VERSION);
+    assert_eq!(PgFactStore::SCHEMA_VERSION, 2);
+    assert_eq!(store.valid_count(), 1);
+    let id = FactId::for_triple("src/a.rs", "modified_by", "task:1");
+    let vectors = store.vectors().unwrap();
+    assert_eq!(vectors.unembedded(durable::MODEL, 10).len(), 1);
+    assert_eq!(
+        vectors
+            .put_embeddings(durable::MODEL, vec![(id, vec![0.5, 0.5])])
+            .unwrap(),
+        1
+    );
+    assert_eq!(durable::nearest(&store, &[1.0, 1.0]), ["task:1"]);
+    drop(store);
+    raw.batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
+        .unwrap();
+}

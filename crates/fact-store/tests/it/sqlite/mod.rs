@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use fact_model::{Clock, FactId, FactSelector, FactUpdate, ManualClock, SessionFact, Timestamp};
 use fact_store::{
-    AddReport, Analyzer, CompactionReport, ImportReport, ScoredFact, SessionFactStore, Snapshot,
-    SqliteFactStore, SqliteOptions, StoreConfig, StoreResult, TermQuery, TermWeighting,
+    AddReport, Analyzer, CompactionReport, FactVectors, ImportReport, ScoredFact, SessionFactStore,
+    Snapshot, SqliteFactStore, SqliteOptions, StoreConfig, StoreResult, TermQuery, TermWeighting,
 };
 
 pub(crate) use crate::{fact, memory, store_from, t, valid_lines};
@@ -86,6 +86,9 @@ impl SessionFactStore for OnDisk {
     }
     fn stored_count(&self) -> usize {
         self.store.stored_count()
+    }
+    fn vectors(&self) -> Option<&dyn FactVectors> {
+        self.store.vectors()
     }
 }
 

@@ -328,3 +328,74 @@ fn opening_with_another_analyzer_reindexes_the_scope() {
         search(&reference, "parsing task summary")
     );
 }
+
+#[test]
+fn embeddings_survive_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("facts.db");
+    let clock = clock();
+    durable::embeddings_survive_reopening(Box::new(open(&path, "s", &clock)), || {
+        Box::new(open(&path, "s", &clock))
+    });
+}
+
+#[test]
+fn nearest_follows_embeddings_of_other_connections() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("facts.db");
+    let clock = clock();
+    let reader = open(&path, "s", &clock);
+    let writer = open(&path, "s", &clock);
+    durable::nearest_follows_embeddings_of_another_store(&reader, &writer);
+}
+
+#[test]
+fn scopes_of_one_file_do_not_see_each_other_s_vectors() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("facts.db");
+    let clock = clock();
+    durable::scopes_do_not_see_each_other_s_vectors(
+        &open(&path, "a", &clock),
+        &open(&path, "b", &clock),
+    );
+}
+
+#[test]
+fn a_version_1_database_migrates_to_embeddings() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("facts.db");
+    let clock = clock();
+    {
+        let store = open(&path, "s", &clock);
+        store
+            .add(vec![fact("src/a.rs", "modified_by", "task:1", 1, 0)])
+            .unwrap();
+    }
+    // Back to version 1 as that build left it: no `embeddings` table.
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "DROP TABLE embeddings; DELETE FROM sqlite_sequence WHERE name = 'embeddings';
+             PRAGMA user_version = 1;",
+        )
+        .unwrap();
+    }
+    let store = open(&path, "s", &clock);
+    let version: u32 = rusqlite::Connection::open(&path)
+        .unwrap()
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .unwrap();
+    assert_eq!(version, SqliteFactStore::SCHEMA_VERSION);
+    assert_eq!(SqliteFactStore::SCHEMA_VERSION, 2);
+    assert_eq!(store.valid_count(), 1);
+    let id = FactId::for_triple("src/a.rs", "modified_by", "task:1");
+    let vectors = store.vectors().unwrap();
+    assert_eq!(vectors.unembedded(durable::MODEL, 10).len(), 1);
+    assert_eq!(
+        vectors
+            .put_embeddings(durable::MODEL, vec![(id, vec![0.5, 0.5])])
+            .unwrap(),
+        1
+    );
+    assert_eq!(durable::nearest(&store, &[1.0, 1.0]), ["task:1"]);
+}

@@ -1,0 +1,224 @@
+//! [`FactVectors`] for [`PgFactStore`]: the `embeddings` table (schema version 2) and the
+//! store object's in-process index of it ([`crate::sql::vectors`] says how the index
+//! follows the table).
+
+use fact_model::{FactId, SessionFact};
+use postgres::fallible_iterator::FallibleIterator;
+use postgres::types::ToSql;
+use postgres::{Client, Statement};
+
+use super::codec::read_fact;
+use super::pool::Connection;
+use super::rows::{Statements, prepared};
+use super::{PgFactStore, backoff, is_conflict, query};
+use crate::sql::codec::FACT_COLUMNS;
+use crate::sql::error::{DbError, DbResult};
+use crate::sql::vectors::{EachRow, Prepared, VectorReads, count};
+use crate::{FactVectors, ScoredFact, StoreResult, VectorQuery};
+
+/// The reads of a vector search of one scope: two statements, each its own snapshot
+/// and round trip.
+///
+/// No transaction around them (its `BEGIN` and `COMMIT` would double the round trips):
+/// the rows loaded are a prefix in `seq` order whatever commits meanwhile (writes of a
+/// scope's embeddings take turns on its row lock), and the candidates' check is at least
+/// as new as the load, so a row deleted in between is dropped then, and a fact's
+/// validity is the newest the server has.
+struct Reads<'c> {
+    client: &'c mut Client,
+    statements: &'c mut Statements,
+    scope: i64,
+}
+
+impl Reads<'_> {
+    /// `sql` prepared once per connection.
+    fn statement(&mut self, sql: &str) -> DbResult<Statement> {
+        if let Some(statement) = self.statements.get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = self.client.prepare(sql)?;
+        self.statements.insert(sql.to_owned(), statement.clone());
+        Ok(statement)
+    }
+}
+
+impl VectorReads for Reads<'_> {
+    fn embeddings_after(
+        &mut self,
+        model: &str,
+        after: i64,
+        each: &mut EachRow<'_>,
+    ) -> DbResult<()> {
+        let statement = self.statement(
+            "SELECT seq, fact, vector FROM embeddings \
+             WHERE scope = $1 AND model = $2 AND seq > $3 ORDER BY seq",
+        )?;
+        let params: [&(dyn ToSql + Sync); 3] = [&self.scope, &model, &after];
+        // Streamed: a first load of many vectors never holds every row at once.
+        let mut rows = self.client.query_raw(&statement, params)?;
+        while let Some(row) = rows.next()? {
+            let vector: &[u8] = row.try_get(2)?;
+            each(row.try_get(0)?, row.try_get(1)?, vector)?;
+        }
+        Ok(())
+    }
+
+    fn candidates(
+        &mut self,
+        model: &str,
+        ids: &[i64],
+    ) -> DbResult<Vec<(i64, Option<SessionFact>)>> {
+        let sql = format!(
+            "SELECT e.fact, f.seq IS NOT NULL, {FACT_COLUMNS} FROM embeddings AS e \
+             LEFT JOIN facts AS f ON f.scope = e.scope AND f.id = e.fact AND f.valid_to IS NULL \
+             WHERE e.scope = $1 AND e.model = $2 AND e.fact = ANY($3)"
+        );
+        let statement = self.statement(&sql)?;
+        let rows = self
+            .client
+            .query(&statement, &[&self.scope, &model, &ids])?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let valid: bool = row.try_get(1)?;
+            let fact = if valid {
+                Some(read_fact(row, 2)?)
+            } else {
+                None
+            };
+            out.push((row.try_get(0)?, fact));
+        }
+        Ok(out)
+    }
+}
+
+impl PgFactStore {
+    /// Writes prepared embeddings in one transaction: locks the scope's row (so that
+    /// `seq` grows in commit order within the scope, and the stored dimension cannot
+    /// change before the commit), checks the dimension, and inserts or replaces the rows
+    /// of ids the scope holds; returns how many.
+    fn store_embeddings(
+        conn: &mut Connection,
+        scope: i64,
+        model: &str,
+        embeddings: &Prepared,
+    ) -> DbResult<usize> {
+        let Connection { client, statements } = conn;
+        let mut tx = client.transaction()?;
+        let statement = prepared(
+            &mut tx,
+            statements,
+            "SELECT id FROM scopes WHERE id = $1 FOR UPDATE",
+        )?;
+        tx.query_one(&statement, &[&scope])?;
+        let statement = prepared(
+            &mut tx,
+            statements,
+            "SELECT dimension FROM embeddings WHERE scope = $1 AND model = $2 LIMIT 1",
+        )?;
+        let stored: Option<i32> = tx
+            .query_opt(&statement, &[&scope, &model])?
+            .map(|row| row.try_get(0))
+            .transpose()?;
+        embeddings
+            .check_dimension(model, stored.map(|d| count(i64::from(d))))
+            .map_err(DbError::Store)?;
+        let (ids, vectors): (Vec<i64>, Vec<&[u8]>) = embeddings
+            .rows
+            .iter()
+            .map(|(id, vector)| (*id, vector.as_slice()))
+            .unzip();
+        let dimension = i32::try_from(embeddings.dimension).unwrap_or(i32::MAX);
+        // One statement for the call; a replaced row takes a new `seq` (the identity's
+        // default in the proposed row).
+        let statement = prepared(
+            &mut tx,
+            statements,
+            "INSERT INTO embeddings (scope, fact, model, dimension, vector) \
+             SELECT $1, u.fact, $2, $3, u.vector \
+             FROM unnest($4::BIGINT[], $5::BYTEA[]) AS u(fact, vector) \
+             WHERE EXISTS (SELECT 1 FROM facts AS f WHERE f.scope = $1 AND f.id = u.fact) \
+             ON CONFLICT (scope, fact, model) DO UPDATE SET dimension = EXCLUDED.dimension, \
+             vector = EXCLUDED.vector, seq = EXCLUDED.seq",
+        )?;
+        let written = tx.execute(&statement, &[&scope, &model, &dimension, &ids, &vectors])?;
+        tx.commit()?;
+        Ok(usize::try_from(written).unwrap_or(usize::MAX))
+    }
+}
+
+impl FactVectors for PgFactStore {
+    /// Stores the embeddings in one transaction (see [`FactVectors::put_embeddings`]),
+    /// tried again on conflicts as every write of this store is; server failures map to
+    /// [`StoreError`](crate::StoreError) codes as theirs do.
+    fn put_embeddings(
+        &self,
+        model: &str,
+        embeddings: Vec<(FactId, Vec<f32>)>,
+    ) -> StoreResult<usize> {
+        let prepared = Prepared::new(model, embeddings)?;
+        let mut pooled = self.connection()?;
+        let conn = self.held(&mut pooled)?;
+        let mut attempt = 0;
+        loop {
+            match Self::store_embeddings(conn, self.scope_id, model, &prepared) {
+                Ok(written) => return Ok(written),
+                Err(error) => {
+                    attempt += 1;
+                    if is_conflict(&error) && attempt < self.options.attempts {
+                        tracing::debug!(scope = %self.scope, attempt, ?error, "embedding write conflict; trying again");
+                        std::thread::sleep(backoff(attempt));
+                        continue;
+                    }
+                    return Err(error.into_store(&self.location));
+                }
+            }
+        }
+    }
+
+    fn unembedded(&self, model: &str, limit: usize) -> Vec<SessionFact> {
+        if limit == 0 {
+            return Vec::new();
+        }
+        let sql = format!(
+            "SELECT {FACT_COLUMNS} FROM facts AS f WHERE f.scope = $1 AND f.valid_to IS NULL \
+             AND NOT EXISTS (SELECT 1 FROM embeddings AS e \
+             WHERE e.scope = $1 AND e.fact = f.id AND e.model = $2) \
+             ORDER BY f.valid_from, f.id < 0, f.id LIMIT $3"
+        );
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.facts("unembedded", &sql, &[&self.scope_id, &model, &limit])
+    }
+
+    fn embedded_count(&self, model: &str) -> usize {
+        self.read("embedded_count", |conn, scope| {
+            let rows = query(
+                conn,
+                "SELECT count(*) FROM embeddings WHERE scope = $1 AND model = $2",
+                &[&scope, &model],
+            )?;
+            let n: i64 = match rows.first() {
+                Some(row) => row.try_get(0)?,
+                None => 0,
+            };
+            Ok(count(n))
+        })
+        .unwrap_or_default()
+    }
+
+    fn nearest(&self, query: &VectorQuery<'_>) -> Vec<ScoredFact> {
+        if query.limit == 0 {
+            return Vec::new();
+        }
+        self.read("nearest", |conn, scope| {
+            let mut cache = Self::lock(&self.vectors);
+            let Connection { client, statements } = conn;
+            let mut reads = Reads {
+                client,
+                statements,
+                scope,
+            };
+            cache.nearest(&mut reads, query)
+        })
+        .unwrap_or_default()
+    }
+}

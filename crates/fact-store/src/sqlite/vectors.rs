@@ -1,0 +1,163 @@
+//! [`FactVectors`] for [`SqliteFactStore`]: the `embeddings` table (schema version 2)
+//! and the store object's in-process index of it ([`crate::sql::vectors`] says how the
+//! index follows the table).
+
+use fact_model::{FactId, SessionFact};
+use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
+
+use super::codec::read_fact;
+use super::{Inner, SqliteFactStore, query_facts};
+use crate::sql::codec::FACT_COLUMNS;
+use crate::sql::error::{DbError, DbResult};
+use crate::sql::vectors::{EachRow, Prepared, VectorReads, count};
+use crate::{FactVectors, ScoredFact, StoreResult, VectorQuery};
+
+/// A limit as SQLite binds it.
+fn sql_limit(limit: usize) -> i64 {
+    i64::try_from(limit).unwrap_or(i64::MAX)
+}
+
+/// The reads of a vector search, in one read transaction of one scope.
+struct Reads<'t, 'c> {
+    tx: &'t Transaction<'c>,
+    scope: i64,
+}
+
+impl VectorReads for Reads<'_, '_> {
+    fn embeddings_after(
+        &mut self,
+        model: &str,
+        after: i64,
+        each: &mut EachRow<'_>,
+    ) -> DbResult<()> {
+        let mut stmt = self.tx.prepare_cached(
+            "SELECT seq, fact, vector FROM embeddings \
+             WHERE scope = ?1 AND model = ?2 AND seq > ?3 ORDER BY seq",
+        )?;
+        let mut rows = stmt.query(params![self.scope, model, after])?;
+        while let Some(row) = rows.next()? {
+            let vector = row
+                .get_ref(2)?
+                .as_blob()
+                .map_err(|e| DbError::Corrupt(format!("stored embedding: {e}")))?;
+            each(row.get(0)?, row.get(1)?, vector)?;
+        }
+        Ok(())
+    }
+
+    fn candidates(
+        &mut self,
+        model: &str,
+        ids: &[i64],
+    ) -> DbResult<Vec<(i64, Option<SessionFact>)>> {
+        // The ids as one JSON array: one statement whatever their number.
+        let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+        let mut stmt = self.tx.prepare_cached(&format!(
+            "SELECT e.fact, f.seq IS NOT NULL, {FACT_COLUMNS} FROM embeddings AS e \
+             LEFT JOIN facts AS f ON f.scope = e.scope AND f.id = e.fact AND f.valid_to IS NULL \
+             WHERE e.scope = ?1 AND e.model = ?2 \
+             AND e.fact IN (SELECT value FROM json_each(?3))"
+        ))?;
+        let mut rows = stmt.query(params![self.scope, model, format!("[{list}]")])?;
+        let mut out = Vec::with_capacity(ids.len());
+        while let Some(row) = rows.next()? {
+            let valid: bool = row.get(1)?;
+            let fact = if valid {
+                Some(read_fact(row, 2)?)
+            } else {
+                None
+            };
+            out.push((row.get(0)?, fact));
+        }
+        Ok(out)
+    }
+}
+
+impl FactVectors for SqliteFactStore {
+    /// Stores the embeddings in one `BEGIN IMMEDIATE` transaction (see
+    /// [`FactVectors::put_embeddings`]); a busy or failing database maps to
+    /// [`StoreError`](crate::StoreError) codes as every write of this store does.
+    fn put_embeddings(
+        &self,
+        model: &str,
+        embeddings: Vec<(FactId, Vec<f32>)>,
+    ) -> StoreResult<usize> {
+        let prepared = Prepared::new(model, embeddings)?;
+        let mut guard = self.lock();
+        let conn = &mut guard.conn;
+        let scope = self.scope_id;
+        let mut run = || -> DbResult<usize> {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            // Read under the write lock: the dimension cannot change before the commit.
+            let stored: Option<i64> = tx
+                .prepare_cached(
+                    "SELECT dimension FROM embeddings WHERE scope = ?1 AND model = ?2 LIMIT 1",
+                )?
+                .query_row(params![scope, model], |row| row.get(0))
+                .optional()?;
+            prepared.check_dimension(model, stored.map(count))?;
+            let mut written = 0;
+            {
+                let mut held =
+                    tx.prepare_cached("SELECT 1 FROM facts WHERE scope = ?1 AND id = ?2")?;
+                let mut insert = tx.prepare_cached(
+                    "INSERT OR REPLACE INTO embeddings (scope, model, fact, dimension, vector) \
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                )?;
+                let dimension = prepared.dimension_sql();
+                for (id, vector) in &prepared.rows {
+                    if held.exists(params![scope, id])? {
+                        insert.execute(params![scope, model, id, dimension, vector])?;
+                        written += 1;
+                    }
+                }
+            }
+            tx.commit()?;
+            Ok(written)
+        };
+        run().map_err(|e| e.into_store(&self.path))
+    }
+
+    fn unembedded(&self, model: &str, limit: usize) -> Vec<SessionFact> {
+        if limit == 0 {
+            return Vec::new();
+        }
+        let sql = format!(
+            "SELECT {FACT_COLUMNS} FROM facts AS f WHERE f.scope = ?1 AND f.valid_to IS NULL \
+             AND NOT EXISTS (SELECT 1 FROM embeddings AS e \
+             WHERE e.scope = ?1 AND e.fact = f.id AND e.model = ?2) \
+             ORDER BY f.valid_from, f.id < 0, f.id LIMIT ?3"
+        );
+        self.read("unembedded", |inner, scope| {
+            query_facts(&inner.conn, &sql, params![scope, model, sql_limit(limit)])
+        })
+        .unwrap_or_default()
+    }
+
+    fn embedded_count(&self, model: &str) -> usize {
+        self.read("embedded_count", |inner, scope| {
+            let n: i64 = inner
+                .conn
+                .prepare_cached("SELECT count(*) FROM embeddings WHERE scope = ?1 AND model = ?2")?
+                .query_row(params![scope, model], |row| row.get(0))?;
+            Ok(count(n))
+        })
+        .unwrap_or_default()
+    }
+
+    fn nearest(&self, query: &VectorQuery<'_>) -> Vec<ScoredFact> {
+        if query.limit == 0 {
+            return Vec::new();
+        }
+        self.read("nearest", |inner, scope| {
+            let Inner { conn, vectors, .. } = inner;
+            // One read transaction: the new rows and the candidates' facts come from one
+            // snapshot of the database.
+            let tx = conn.transaction()?;
+            let found = vectors.nearest(&mut Reads { tx: &tx, scope }, query)?;
+            tx.commit()?;
+            Ok(found)
+        })
+        .unwrap_or_default()
+    }
+}

@@ -1,0 +1,178 @@
+//! Embeddings stored beside the facts, and the nearest-neighbour search over them.
+//!
+//! A store that keeps embeddings answers [`SessionFactStore::vectors`] with its
+//! [`FactVectors`]: the vectors a sentence-embedding model gave each fact (computed by the
+//! caller, at ingest, in batches), kept per model so that a new model never mixes its
+//! vectors with an old one's, and searched by cosine similarity.
+//!
+//! The search runs in process over an index every store shares (`VectorIndex`): an exact
+//! scan up to [`EXACT_SEARCH_LIMIT`] vectors, then binary codes (one sign bit per
+//! dimension) whose Hamming distance picks a pool, ranked by the query's values against
+//! the codes, the best candidates re-scored exactly.
+//!
+//! [`SessionFactStore::vectors`]: crate::SessionFactStore::vectors
+
+mod index;
+
+use std::fmt::Debug;
+
+use fact_model::{FactId, SessionFact, Tag};
+
+use crate::{ScoredFact, StoreError, StoreResult};
+
+pub use self::index::EXACT_SEARCH_LIMIT;
+pub(crate) use self::index::{ModelIndexes, VectorIndex};
+
+/// The longest model identity a store accepts, in bytes.
+pub const MAX_MODEL_BYTES: usize = 256;
+/// The largest embedding dimension a store accepts.
+pub const MAX_DIMENSION: usize = 8192;
+
+/// What to search the embeddings for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct VectorQuery<'a> {
+    /// The model whose embeddings are searched (its identity, as stored).
+    pub model: &'a str,
+    /// The query's embedding by that model; need not be unit norm (it is normalized).
+    pub vector: &'a [f32],
+    /// Keep only facts carrying any of these tags (`None`: no tag filter).
+    pub tags: Option<&'a [Tag]>,
+    /// Leave out facts whose source task is this one.
+    pub exclude_source_task: Option<&'a str>,
+    /// The most facts to return.
+    pub limit: usize,
+}
+
+impl<'a> VectorQuery<'a> {
+    /// A query for the `limit` nearest valid facts, with no filter.
+    #[must_use]
+    pub fn new(model: &'a str, vector: &'a [f32], limit: usize) -> Self {
+        VectorQuery {
+            model,
+            vector,
+            tags: None,
+            exclude_source_task: None,
+            limit,
+        }
+    }
+}
+
+/// The embeddings of a store's facts, by model, and the search over them.
+///
+/// Every method takes `&self` and never panics. An embedding belongs to a fact id (its
+/// triple): only valid facts are found, so a fact that is superseded or invalidated drops
+/// out of the search (its successor, another triple, needs an embedding of its own) and
+/// comes back if its triple is valid again; deleting a fact deletes its embeddings (so
+/// does anything else that removes the last version of a fact id, such as compaction). An
+/// embedding of an id the store does not hold is not stored.
+///
+/// Snapshots ([`export_snapshot`](crate::SessionFactStore::export_snapshot)) do not carry
+/// embeddings: after an import, [`unembedded`](Self::unembedded) lists the facts to embed
+/// again.
+pub trait FactVectors: Send + Sync + Debug {
+    /// Stores each `(id, vector)` as the embedding of fact `id` by `model`, replacing an
+    /// earlier one, and returns how many were stored (ids of no stored fact are skipped).
+    ///
+    /// Vectors are normalized to unit length before they are stored.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::InvalidEmbedding`] when `model` is empty or longer than
+    /// [`MAX_MODEL_BYTES`], or a vector is empty, longer than [`MAX_DIMENSION`], holds a
+    /// value that is not finite, is all zeros, or has another dimension than the
+    /// model's vectors already stored; nothing of the call is stored then. A durable
+    /// store's I/O errors as for [`add`](crate::SessionFactStore::add).
+    fn put_embeddings(
+        &self,
+        model: &str,
+        embeddings: Vec<(FactId, Vec<f32>)>,
+    ) -> StoreResult<usize>;
+
+    /// Up to `limit` valid facts that have no embedding by `model`, oldest first: what a
+    /// caller embeds to catch up (facts added before the model was configured, or by
+    /// another writer).
+    fn unembedded(&self, model: &str, limit: usize) -> Vec<SessionFact>;
+
+    /// How many facts (valid or not) have an embedding by `model`.
+    fn embedded_count(&self, model: &str) -> usize;
+
+    /// The valid facts whose embeddings by `query.model` are nearest `query.vector`, best
+    /// first, at most `query.limit`, after the tag filter and the source exclusion.
+    ///
+    /// The score is the cosine similarity, in `-1..=1`; ties go to the smaller id. A
+    /// query vector of another dimension than the model's, empty, or not finite finds
+    /// nothing.
+    fn nearest(&self, query: &VectorQuery<'_>) -> Vec<ScoredFact>;
+}
+
+/// `vector` scaled to unit length, or why it cannot be an embedding of `model`.
+pub(crate) fn unit_vector(
+    model: &str,
+    id: FactId,
+    vector: &[f32],
+    dimension: Option<usize>,
+) -> StoreResult<Vec<f32>> {
+    let invalid = |reason: String| StoreError::InvalidEmbedding { id, reason };
+    if model.is_empty() || model.len() > MAX_MODEL_BYTES {
+        return Err(invalid(format!(
+            "the model identity must be 1 to {MAX_MODEL_BYTES} bytes, not {}",
+            model.len()
+        )));
+    }
+    if vector.is_empty() || vector.len() > MAX_DIMENSION {
+        return Err(invalid(format!(
+            "an embedding has 1 to {MAX_DIMENSION} values, not {}",
+            vector.len()
+        )));
+    }
+    if let Some(expected) = dimension
+        && expected != vector.len()
+    {
+        return Err(invalid(format!(
+            "model `{model}` has {expected}-dimensional embeddings, this one has {}",
+            vector.len()
+        )));
+    }
+    if vector.iter().any(|x| !x.is_finite()) {
+        return Err(invalid("an embedding value is not finite".into()));
+    }
+    let norm = vector
+        .iter()
+        .map(|&x| f64::from(x) * f64::from(x))
+        .sum::<f64>()
+        .sqrt();
+    if norm == 0.0 || !norm.is_finite() {
+        return Err(invalid("the embedding is all zeros".into()));
+    }
+    Ok(vector
+        .iter()
+        .map(|&x| (f64::from(x) / norm) as f32)
+        .collect())
+}
+
+/// The query vector at unit length, or `None` when it cannot be compared with vectors of
+/// `dimension` (then nothing is found).
+pub(crate) fn unit_query(vector: &[f32], dimension: usize) -> Option<Vec<f32>> {
+    if vector.len() != dimension {
+        return None;
+    }
+    unit_vector(
+        "query",
+        FactId::for_triple("", "", ""),
+        vector,
+        Some(dimension),
+    )
+    .ok()
+}
+
+/// Whether `fact` passes the filters of `query` (validity is the caller's).
+#[cfg_attr(
+    not(any(feature = "sqlite", feature = "postgres")),
+    allow(dead_code, reason = "the durable stores filter materialized facts")
+)]
+pub(crate) fn accepts(query: &VectorQuery<'_>, fact: &SessionFact) -> bool {
+    query
+        .tags
+        .is_none_or(|wanted| fact.tags().contains_any(wanted))
+        && query.exclude_source_task != Some(fact.source_task_id())
+}
