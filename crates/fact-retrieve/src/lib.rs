@@ -15,11 +15,25 @@
 //!   so a multi-megabyte task prompt costs what its first terms cost.
 //! - [`format_session_facts`] renders dispatch facts, and is the one renderer of the
 //!   `[Session Context]` section; [`format_memory`] renders conversational memory (seed 002).
+//! - [`HybridRetriever`] adds meaning to words for conversational memory: an [`Embedder`]
+//!   (a sentence-embedding model; `OnnxEmbedder` with the `onnx` feature) embeds facts
+//!   at ingest and queries at retrieval, the store's [`FactVectors`](fact_store::FactVectors)
+//!   finds the nearest, and the BM25 and vector candidates are fused ([`Fusion`]). Dispatch
+//!   facts keep the lexical default: paths and identifiers are lexical, and it runs in
+//!   microseconds.
+//!
+//! | feature | adds |
+//! |---|---|
+//! | `tiktoken` | `BpeTokenCounter`: exact o200k_base / cl100k_base counts (tiktoken-rs) |
+//! | `onnx` | `OnnxEmbedder`: all-MiniLM-L6-v2 run locally by ONNX Runtime (ort, tokenizers) |
 
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod dedup;
+mod embed;
 mod format;
+mod hybrid;
 mod memory;
 mod query;
 mod recall;
@@ -28,8 +42,14 @@ mod scoring;
 mod token;
 
 pub use crate::dedup::RELATION_STRENGTH;
+pub use crate::embed::{EmbedError, Embedder, embedding_text};
+#[cfg(feature = "onnx")]
+pub use crate::embed::{OnnxEmbedder, OnnxOptions};
 pub use crate::format::{
     MAX_LINE_CHARS, SESSION_CONTEXT_HEADER, format_fact_line, format_session_facts,
+};
+pub use crate::hybrid::{
+    DEFAULT_CANDIDATES, DEFAULT_VECTOR_WEIGHT, Fusion, HybridError, HybridRetriever,
 };
 pub use crate::memory::{MemoryData, MemoryFact, MemoryHistory, UserContext, format_memory};
 pub use crate::query::{MAX_QUERY_BYTES, MAX_QUERY_TERMS, query_terms, query_text};

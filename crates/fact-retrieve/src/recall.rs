@@ -162,7 +162,7 @@ fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-fn render(
+pub(crate) fn render(
     facts: Vec<ScoredFact>,
     episodes: Vec<Episode>,
     max_tokens: usize,

@@ -5,6 +5,7 @@
 
 mod dedup;
 mod format;
+mod hybrid;
 mod memory;
 mod pipeline;
 mod properties;

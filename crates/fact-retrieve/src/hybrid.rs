@@ -1,0 +1,460 @@
+//! [`HybridRetriever`]: BM25 candidates and nearest-embedding candidates, fused.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use fact_model::{FactId, SessionFact};
+use fact_store::{
+    EpisodeStore, FactVectors, ScoredFact, SessionFactStore, StoreError, TermQuery, TermWeighting,
+    VectorQuery,
+};
+
+use crate::dedup::fold_same_points;
+use crate::format::format_session_facts_while;
+use crate::recall::render;
+use crate::{
+    Bm25, CharsPerToken, EmbedError, Embedder, FactQuery, FactRetriever, Recall, RecallQuery,
+    Retrieval, RetrievedFact, TokenCounter, embedding_text, query_text,
+};
+
+/// How the lexical and the vector candidate lists become one ranking.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Fusion {
+    /// Reciprocal-rank fusion: a fact scores `Σ 1 / (k + rank)` over the lists it is in
+    /// (rank from 1). Needs no score scale; `k` damps the head of each list (60 in the
+    /// original paper).
+    Rrf {
+        /// The rank offset, at least 0.
+        k: f64,
+    },
+    /// Weighted score fusion: each list's scores are scaled to `0..=1` by its best score
+    /// (BM25) or min–max over its candidates (cosine), and a fact scores
+    /// `(1 − vector_weight) × lexical + vector_weight × vector` (0 for a list it is not in).
+    Weighted {
+        /// The weight of the vector side, in `0..=1`.
+        vector_weight: f64,
+    },
+}
+
+impl Default for Fusion {
+    /// Weighted score fusion at the weight tuned on LoCoMo conversations 0–4
+    /// (`docs/benchmarks.md`).
+    fn default() -> Self {
+        Fusion::Weighted {
+            vector_weight: DEFAULT_VECTOR_WEIGHT,
+        }
+    }
+}
+
+/// The vector weight of [`Fusion::default`], tuned on LoCoMo conversations 0–4
+/// (observations; 0.3 to 0.7 tried, and reciprocal-rank fusion).
+pub const DEFAULT_VECTOR_WEIGHT: f64 = 0.5;
+/// How many candidates each side contributes by default: tuned with the vector weight on
+/// LoCoMo conversations 0–4 (20, 50, 100, 200 and all tried; `docs/benchmarks.md`).
+pub const DEFAULT_CANDIDATES: usize = 100;
+/// How many texts [`HybridRetriever::embed_facts`] sends to the model at once (the model
+/// batches them further; a large call lets it group texts of similar length).
+const EMBED_BATCH: usize = 256;
+
+/// Why a [`HybridRetriever`] cannot be made or cannot embed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum HybridError {
+    /// The store keeps no embeddings ([`SessionFactStore::vectors`] is `None`).
+    #[error("this fact store keeps no embeddings, so it cannot serve hybrid retrieval")]
+    NoVectors,
+    /// The model failed.
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+    /// The store failed to keep the embeddings.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl HybridError {
+    /// A short, stable code: `no_vectors`, the [`EmbedError::code`] or the
+    /// [`StoreError::code`].
+    #[must_use]
+    pub fn code(&self) -> &'static str {
+        match self {
+            HybridError::NoVectors => "no_vectors",
+            HybridError::Embed(error) => error.code(),
+            HybridError::Store(error) => error.code(),
+        }
+    }
+}
+
+/// A [`FactRetriever`] that finds facts by their words and by their meaning.
+///
+/// The pipeline is [`IndexRetriever`](crate::IndexRetriever)'s with a second candidate
+/// list:
+///
+/// 1. The description is cut as [`query_text`] cuts it. The store's BM25 search (the
+///    retriever's [`TermWeighting`]) gives the lexical candidates; the [`Embedder`] embeds
+///    the same text and the store's [`FactVectors::nearest`] gives the vector candidates
+///    whose cosine similarity is at least the minimum similarity (default 0). Each list
+///    holds at most `max(candidates, 2 × max_facts)` facts, valid now, after the tag filter
+///    and without the querying task's own facts. A query `as_of` an instant has no vector
+///    side: embeddings are searched over the valid facts only.
+/// 2. The two lists are fused ([`Fusion`]); a fact in neither scores nothing and is not
+///    returned. Ties go to the newer fact, then the smaller id.
+/// 3. One point, one fact, at most `max_facts`, and the token budget on the rendered
+///    `[Session Context]` section, exactly as `IndexRetriever` does.
+///
+/// Facts are found by meaning only once they have embeddings by this retriever's model:
+/// [`embed_facts`](Self::embed_facts) after each add (batched), or
+/// [`embed_missing`](Self::embed_missing) to catch up. A fact without one is still found
+/// by its words.
+///
+/// ```
+/// use std::sync::Arc;
+/// use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
+/// use fact_retrieve::{EmbedError, Embedder, FactQuery, FactRetriever, HybridRetriever};
+/// use fact_store::{InMemorySessionFactStore, SessionFactStore};
+///
+/// /// A toy model that knows two topics.
+/// #[derive(Debug)]
+/// struct Topics;
+/// impl Embedder for Topics {
+///     fn model(&self) -> &str { "topics-v1" }
+///     fn dimension(&self) -> usize { 2 }
+///     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+///         Ok(texts.iter().map(|t| {
+///             let pets = ["dog", "puppy", "pet"].iter().any(|w| t.contains(w));
+///             if pets { vec![1.0, 0.0] } else { vec![0.0, 1.0] }
+///         }).collect())
+///     }
+/// }
+///
+/// let store = Arc::new(InMemorySessionFactStore::default());
+/// let fact = SessionFact::builder("Melanie", "adopted", "a puppy named Oscar")
+///     .tag(Tag::Observation).source("chat-1", SourceRole::User)
+///     .valid_from(Timestamp::UNIX_EPOCH).build()?;
+/// store.add(vec![fact.clone()])?;
+/// let retriever = HybridRetriever::new(store, Arc::new(Topics))?;
+/// retriever.embed_facts(&[fact])?;
+///
+/// // No word in common, found by meaning.
+/// let found = retriever.retrieve(&FactQuery::new("q", "Which pet does she have?"));
+/// assert_eq!(found.facts.len(), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct HybridRetriever {
+    store: Arc<dyn SessionFactStore>,
+    embedder: Arc<dyn Embedder>,
+    fusion: Fusion,
+    weighting: Box<dyn TermWeighting>,
+    counter: Arc<dyn TokenCounter>,
+    candidates: usize,
+    min_similarity: f64,
+}
+
+impl HybridRetriever {
+    /// A retriever over `store` with `embedder`, [`Fusion::default`], BM25 and the
+    /// chars-per-token counter.
+    ///
+    /// # Errors
+    ///
+    /// [`HybridError::NoVectors`] when the store keeps no embeddings.
+    pub fn new(
+        store: Arc<dyn SessionFactStore>,
+        embedder: Arc<dyn Embedder>,
+    ) -> Result<Self, HybridError> {
+        if store.vectors().is_none() {
+            return Err(HybridError::NoVectors);
+        }
+        Ok(HybridRetriever {
+            store,
+            embedder,
+            fusion: Fusion::default(),
+            weighting: Box::new(Bm25::default()),
+            counter: Arc::new(CharsPerToken::default()),
+            candidates: DEFAULT_CANDIDATES,
+            min_similarity: 0.0,
+        })
+    }
+
+    /// Fuses with `fusion` instead.
+    #[must_use]
+    pub fn with_fusion(mut self, fusion: Fusion) -> Self {
+        self.fusion = fusion;
+        self
+    }
+
+    /// Scores the lexical side with `weighting` instead.
+    #[must_use]
+    pub fn with_weighting(mut self, weighting: Box<dyn TermWeighting>) -> Self {
+        self.weighting = weighting;
+        self
+    }
+
+    /// Counts tokens with `counter` instead.
+    #[must_use]
+    pub fn with_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
+        self.counter = counter;
+        self
+    }
+
+    /// Takes up to `candidates` facts from each side (at least `2 × max_facts`).
+    #[must_use]
+    pub fn with_candidates(mut self, candidates: usize) -> Self {
+        self.candidates = candidates;
+        self
+    }
+
+    /// Leaves out vector candidates less similar than `min_similarity` (cosine).
+    #[must_use]
+    pub fn with_min_similarity(mut self, min_similarity: f64) -> Self {
+        self.min_similarity = min_similarity;
+        self
+    }
+
+    /// The embedder.
+    #[must_use]
+    pub fn embedder(&self) -> &Arc<dyn Embedder> {
+        &self.embedder
+    }
+
+    /// The store.
+    #[must_use]
+    pub fn store(&self) -> &Arc<dyn SessionFactStore> {
+        &self.store
+    }
+
+    fn vectors(&self) -> Result<&dyn FactVectors, HybridError> {
+        self.store.vectors().ok_or(HybridError::NoVectors)
+    }
+
+    /// Embeds `facts` ([`embedding_text`]) in batches and stores their embeddings;
+    /// returns how many were stored (facts the store does not hold are skipped).
+    ///
+    /// # Errors
+    ///
+    /// The model's or the store's error; batches before the failing one stay stored.
+    pub fn embed_facts(&self, facts: &[SessionFact]) -> Result<usize, HybridError> {
+        let vectors = self.vectors()?;
+        let model = self.embedder.model();
+        let mut stored = 0;
+        for chunk in facts.chunks(EMBED_BATCH) {
+            let texts: Vec<String> = chunk.iter().map(embedding_text).collect();
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let embedded = self.embedder.embed(&refs)?;
+            if embedded.len() != chunk.len() {
+                return Err(EmbedError::Inference {
+                    message: format!(
+                        "the model returned {} vectors for {} texts",
+                        embedded.len(),
+                        chunk.len()
+                    ),
+                }
+                .into());
+            }
+            let pairs = chunk.iter().map(SessionFact::id).zip(embedded).collect();
+            stored += vectors.put_embeddings(model, pairs)?;
+        }
+        Ok(stored)
+    }
+
+    /// Embeds every valid fact that has no embedding by this model yet; returns how many.
+    ///
+    /// # Errors
+    ///
+    /// As [`embed_facts`](Self::embed_facts).
+    pub fn embed_missing(&self) -> Result<usize, HybridError> {
+        let vectors = self.vectors()?;
+        let mut total = 0;
+        loop {
+            let missing = vectors.unembedded(self.embedder.model(), 4 * EMBED_BATCH);
+            if missing.is_empty() {
+                return Ok(total);
+            }
+            let stored = self.embed_facts(&missing)?;
+            if stored == 0 {
+                // Nothing of what was missing could be stored: stop rather than loop.
+                return Ok(total);
+            }
+            total += stored;
+        }
+    }
+
+    /// The ranked facts for `query`, one per point, before the token budget.
+    ///
+    /// # Errors
+    ///
+    /// The model's error when the query cannot be embedded.
+    pub fn rank(&self, query: &FactQuery) -> Result<Vec<RetrievedFact>, HybridError> {
+        if query.max_facts == 0 {
+            return Ok(Vec::new());
+        }
+        let text = query_text(self.store.analyzer(), &query.task_description);
+        let depth = self.candidates.max(query.max_facts.saturating_mul(2));
+        let lexical = self.store.search(
+            &TermQuery {
+                text,
+                tags: query.tags.as_deref(),
+                exclude_source_task: Some(&query.task_id),
+                as_of: query.as_of,
+                limit: depth,
+            },
+            &*self.weighting,
+        );
+        let semantic = match query.as_of {
+            Some(_) => Vec::new(),
+            None => self.nearest(text, query, depth)?,
+        };
+        let mut ranked = fold_same_points(fuse(self.fusion, lexical, semantic));
+        ranked.truncate(query.max_facts);
+        Ok(ranked)
+    }
+
+    /// The vector candidates for `text`.
+    fn nearest(
+        &self,
+        text: &str,
+        query: &FactQuery,
+        depth: usize,
+    ) -> Result<Vec<ScoredFact>, HybridError> {
+        let vectors = self.vectors()?;
+        let embedded = self.embedder.embed(&[text])?;
+        let Some(vector) = embedded.first() else {
+            return Err(EmbedError::Inference {
+                message: "the model returned no vector for the query".into(),
+            }
+            .into());
+        };
+        let mut found = vectors.nearest(&VectorQuery {
+            model: self.embedder.model(),
+            vector,
+            tags: query.tags.as_deref(),
+            exclude_source_task: Some(&query.task_id),
+            limit: depth,
+        });
+        found.retain(|scored| scored.score >= self.min_similarity);
+        Ok(found)
+    }
+
+    /// [`recall`](crate::recall) with this retriever's ranking of the facts: the current
+    /// facts and the episodes that answer `query`, within its token budget.
+    ///
+    /// # Errors
+    ///
+    /// The model's error, or the episode store's.
+    pub fn recall(
+        &self,
+        episodes: &dyn EpisodeStore,
+        query: &RecallQuery<'_>,
+        counter: &dyn TokenCounter,
+    ) -> Result<Recall, HybridError> {
+        let fact_query = FactQuery {
+            max_facts: query.limit,
+            max_tokens: query.max_tokens,
+            ..FactQuery::new("", query.text)
+        };
+        let facts = self
+            .rank(&fact_query)?
+            .into_iter()
+            .map(|found| ScoredFact {
+                fact: found.fact,
+                score: found.score,
+            })
+            .collect();
+        let text = query_text(self.store.analyzer(), query.text);
+        let related = episodes.search_episodes(text, query.limit)?;
+        Ok(render(facts, related, query.max_tokens, counter))
+    }
+}
+
+impl FactRetriever for HybridRetriever {
+    /// The hybrid ranking within the budget. A query the model fails on is answered by the
+    /// lexical side alone (the failure is the caller's to see through
+    /// [`rank`](HybridRetriever::rank)); `retrieve` never fails.
+    fn retrieve(&self, query: &FactQuery) -> Retrieval {
+        let mut facts = match self.rank(query) {
+            Ok(facts) => facts,
+            Err(_) => crate::IndexRetriever::new(self.store.clone())
+                .rank(query)
+                .into_iter()
+                .collect(),
+        };
+        let mut tokens_used = 0;
+        let (section, kept) =
+            format_session_facts_while(facts.iter().map(|f| &f.fact), |section| {
+                let tokens = self.counter.count(section);
+                let fits = tokens <= query.max_tokens;
+                if fits {
+                    tokens_used = tokens;
+                }
+                fits
+            });
+        facts.truncate(kept);
+        if facts.is_empty() {
+            return Retrieval::default();
+        }
+        Retrieval {
+            facts,
+            section,
+            tokens_used,
+        }
+    }
+}
+
+/// One ranking from the lexical and the vector lists (each best first).
+fn fuse(fusion: Fusion, lexical: Vec<ScoredFact>, semantic: Vec<ScoredFact>) -> Vec<RetrievedFact> {
+    let mut scores: HashMap<FactId, (f64, SessionFact)> = HashMap::new();
+    let mut add = |fact: SessionFact, score: f64| {
+        scores
+            .entry(fact.id())
+            .and_modify(|entry| entry.0 += score)
+            .or_insert((score, fact));
+    };
+    match fusion {
+        Fusion::Rrf { k } => {
+            let k = if k.is_finite() { k.max(0.0) } else { 60.0 };
+            for list in [lexical, semantic] {
+                for (rank, scored) in list.into_iter().enumerate() {
+                    add(scored.fact, 1.0 / (k + rank as f64 + 1.0));
+                }
+            }
+        }
+        Fusion::Weighted { vector_weight } => {
+            let w = if vector_weight.is_finite() {
+                vector_weight.clamp(0.0, 1.0)
+            } else {
+                DEFAULT_VECTOR_WEIGHT
+            };
+            let best = lexical.iter().map(|s| s.score).fold(0.0, f64::max);
+            for scored in lexical {
+                if best > 0.0 {
+                    add(scored.fact, (1.0 - w) * scored.score / best);
+                }
+            }
+            let (low, high) = semantic
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), s| {
+                    (lo.min(s.score), hi.max(s.score))
+                });
+            let span = high - low;
+            for scored in semantic {
+                let scaled = if span > 0.0 {
+                    (scored.score - low) / span
+                } else {
+                    1.0
+                };
+                add(scored.fact, w * scaled);
+            }
+        }
+    }
+    let mut fused: Vec<RetrievedFact> = scores
+        .into_values()
+        .filter(|(score, _)| *score > 0.0)
+        .map(|(score, fact)| RetrievedFact { fact, score })
+        .collect();
+    fused.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then(b.fact.valid_from().cmp(&a.fact.valid_from()))
+            .then(a.fact.id().cmp(&b.fact.id()))
+    });
+    fused
+}
