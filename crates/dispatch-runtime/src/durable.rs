@@ -6,7 +6,8 @@
 //! scopes. The database is a SQLite file (feature `sqlite`) or a PostgreSQL server
 //! (feature `postgres`), shared by every process that connects to it; a [`Database`] names
 //! either, and [`stores`] and [`open_memory_on`] open the runtime's stores and the memory
-//! service on it:
+//! service on it (with feature `onnx`, `open_embedder` loads a local sentence-embedding
+//! model that makes the memory semantic):
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -355,6 +356,40 @@ pub fn open_memory(path: &Path, scope: &str, clock: Arc<dyn Clock>) -> StoreResu
         clock.clone(),
     )?);
     Ok(MemoryService::new(store.clone(), store, clock))
+}
+
+/// The local sentence-embedding model in `dir` (feature `onnx`:
+/// [`OnnxEmbedder`](fact_retrieve::OnnxEmbedder) with its default options), ready for
+/// [`MemoryService::with_embedder`], which makes the memory of a database semantic. `dir`
+/// holds `model.onnx`, `tokenizer.json` and the ONNX Runtime library; the repository's
+/// `.ci/models` assembles it. Nothing is downloaded.
+///
+/// ```no_run
+/// use std::path::Path;
+/// use std::sync::Arc;
+/// use dispatch_runtime::durable::{self, Database};
+/// use dispatch_runtime::reexports::SystemClock;
+///
+/// let database: Database = "memory.db".parse()?;
+/// let embedder = durable::open_embedder(Path::new("models/minilm"))?;
+/// let memory = durable::open_memory_on(&database, "default", Arc::new(SystemClock))?
+///     .with_embedder(embedder)?; // embeds the facts stored without it
+/// let recalled = memory.recall("which pet does she own?", 10, 2000)?;
+/// println!("{}", recalled.text);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+///
+/// [`EmbedError::Missing`](fact_retrieve::EmbedError::Missing) when the directory or one of
+/// its files is not there (the message says how to get it),
+/// [`EmbedError::Load`](fact_retrieve::EmbedError::Load) when a file cannot be loaded.
+#[cfg(feature = "onnx")]
+#[cfg_attr(docsrs, doc(cfg(feature = "onnx")))]
+pub fn open_embedder(
+    dir: &std::path::Path,
+) -> Result<Arc<dyn fact_retrieve::Embedder>, fact_retrieve::EmbedError> {
+    Ok(Arc::new(fact_retrieve::OnnxEmbedder::open(dir)?))
 }
 
 #[cfg(test)]

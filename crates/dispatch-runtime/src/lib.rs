@@ -59,7 +59,11 @@ pub mod reexports {
     pub use fact_model::{Clock, FactId, ManualClock, SessionFact, SystemClock, Tag, Timestamp};
     #[cfg(feature = "tiktoken")]
     pub use fact_retrieve::BpeTokenCounter;
-    pub use fact_retrieve::{CharsPerToken, Recall, TokenCounter};
+    pub use fact_retrieve::{
+        CharsPerToken, EmbedError, Embedder, HybridError, Recall, TokenCounter,
+    };
+    #[cfg(feature = "onnx")]
+    pub use fact_retrieve::{OnnxEmbedder, OnnxOptions};
     #[cfg(feature = "sqlite")]
     #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
     pub use fact_store::SqliteFactStore;

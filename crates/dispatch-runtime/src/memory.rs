@@ -10,7 +10,8 @@ use std::sync::Arc;
 use fact_extract::{ConversationExtractor, LlmError, parse_transcript};
 use fact_model::{Clock, FactError, FactId, FactUpdate, SessionFact, SourceRole, Tag};
 use fact_retrieve::{
-    CharsPerToken, MemoryData, MemoryFact, Recall, RecallQuery, TokenCounter, format_memory, recall,
+    CharsPerToken, Embedder, HybridError, HybridRetriever, MemoryData, MemoryFact, Recall,
+    RecallQuery, TokenCounter, format_memory, recall,
 };
 use fact_store::{
     AddReport, Episode, EpisodeStore, ScoredFact, SessionFactStore, StoreError, TermQuery,
@@ -48,6 +49,12 @@ pub enum MemoryError {
     /// Extraction needs a model and none is configured.
     #[error("no LLM is configured for fact extraction (give --llm-cmd)")]
     NoExtractor,
+    /// The embedding model failed (or the store refused its vectors). What the call wrote
+    /// before is kept: a fact whose embedding failed is stored, found by its words, and
+    /// embedded when a service with the embedder next starts
+    /// ([`MemoryService::with_embedder`]).
+    #[error("embedding failed: {0}")]
+    Embedding(#[from] HybridError),
     /// The model failed; the episode stays archived, without facts, for a later backfill.
     #[error("episode {episode_id} is archived, but extracting its facts failed: {source}")]
     Extraction {
@@ -60,8 +67,8 @@ pub enum MemoryError {
 
 impl MemoryError {
     /// A short, stable code: `not_found`, `invalid_id`, `invalid_fact`, `empty_transcript`,
-    /// `no_extractor`, `extraction_failed`, or the store's own code
-    /// ([`StoreError::code`]).
+    /// `no_extractor`, `extraction_failed`, the store's own code ([`StoreError::code`]),
+    /// or for [`MemoryError::Embedding`] the [`HybridError::code`].
     #[must_use]
     pub fn code(&self) -> &'static str {
         match self {
@@ -72,6 +79,7 @@ impl MemoryError {
             MemoryError::EmptyTranscript { .. } => "empty_transcript",
             MemoryError::NoExtractor => "no_extractor",
             MemoryError::Extraction { .. } => "extraction_failed",
+            MemoryError::Embedding(error) => error.code(),
         }
     }
 }
@@ -184,6 +192,9 @@ pub struct MemoryService {
     extractor: Option<Arc<dyn ConversationExtractor>>,
     clock: Arc<dyn Clock>,
     counter: Arc<dyn TokenCounter>,
+    /// Set by [`with_embedder`](Self::with_embedder): recall is hybrid and new facts are
+    /// embedded as they are stored.
+    hybrid: Option<Arc<HybridRetriever>>,
 }
 
 impl MemoryService {
@@ -201,6 +212,7 @@ impl MemoryService {
             extractor: None,
             clock,
             counter: Arc::new(CharsPerToken::default()),
+            hybrid: None,
         }
     }
 
@@ -216,6 +228,45 @@ impl MemoryService {
     pub fn with_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
         self.counter = counter;
         self
+    }
+
+    /// Makes memory semantic: facts are embedded by `embedder` as they are stored (in
+    /// batches), and [`recall`](Self::recall) ranks by words and meaning together
+    /// ([`HybridRetriever`] with its default fusion). Facts of the store that have no
+    /// embedding by this model yet (stored before, or by a writer without the model) are
+    /// embedded now, so this can take a while once on a large store.
+    ///
+    /// # Errors
+    ///
+    /// [`MemoryError::Embedding`] when the store keeps no embeddings or the catch-up
+    /// fails; what it embedded before the failure stays stored.
+    pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Result<Self, MemoryError> {
+        let hybrid = HybridRetriever::new(self.facts.clone(), embedder)?;
+        hybrid.embed_missing()?;
+        self.hybrid = Some(Arc::new(hybrid));
+        Ok(self)
+    }
+
+    /// The hybrid retriever, when [`with_embedder`](Self::with_embedder) set one.
+    #[must_use]
+    pub fn hybrid(&self) -> Option<&Arc<HybridRetriever>> {
+        self.hybrid.as_ref()
+    }
+
+    /// Embeds the facts of `batch` that `report` says were stored as new versions.
+    fn embed_added(&self, batch: &[SessionFact], report: &AddReport) -> Result<(), MemoryError> {
+        let Some(hybrid) = &self.hybrid else {
+            return Ok(());
+        };
+        let added: Vec<SessionFact> = batch
+            .iter()
+            .filter(|fact| report.added.contains(&fact.id()))
+            .cloned()
+            .collect();
+        if !added.is_empty() {
+            hybrid.embed_facts(&added)?;
+        }
+        Ok(())
     }
 
     /// The fact store.
@@ -247,6 +298,7 @@ impl MemoryService {
         }
         let fact = builder.build()?;
         let report = self.facts.add(vec![fact.clone()])?;
+        self.embed_added(std::slice::from_ref(&fact), &report)?;
         Ok(AddOutcome { fact, report })
     }
 
@@ -283,10 +335,17 @@ impl MemoryService {
                 tags: change.category.map(|tag| vec![tag]),
                 confidence: change.confidence,
             };
-            return self.facts.update(old.id(), &update).map_err(|e| match e {
+            let updated = self.facts.update(old.id(), &update).map_err(|e| match e {
                 StoreError::InvalidUpdate { source, .. } => MemoryError::InvalidFact(source),
                 other => MemoryError::Store(other),
-            });
+            })?;
+            // A new statement is new text to embed.
+            if let Some(hybrid) = &self.hybrid
+                && updated.statement() != old.statement()
+            {
+                hybrid.embed_facts(std::slice::from_ref(&updated))?;
+            }
+            return Ok(updated);
         };
         let category = change
             .category
@@ -302,7 +361,8 @@ impl MemoryService {
             builder = builder.statement(statement);
         }
         let new = builder.build()?;
-        self.facts.add(vec![new.clone()])?;
+        let report = self.facts.add(vec![new.clone()])?;
+        self.embed_added(std::slice::from_ref(&new), &report)?;
         Ok(self.facts.get(new.id()).unwrap_or(new))
     }
 
@@ -338,11 +398,13 @@ impl MemoryService {
     }
 
     /// The current facts and the episodes that answer `query`, rendered within
-    /// `max_tokens` (see [`fact_retrieve::recall`]).
+    /// `max_tokens` (see [`fact_retrieve::recall`]); ranked by words and meaning
+    /// ([`HybridRetriever::recall`]) when the service has an embedder.
     ///
     /// # Errors
     ///
-    /// The episode store's error.
+    /// The episode store's error, or [`MemoryError::Embedding`] when the model fails on
+    /// the query.
     pub fn recall(
         &self,
         query: &str,
@@ -354,6 +416,9 @@ impl MemoryService {
             limit,
             max_tokens,
         };
+        if let Some(hybrid) = &self.hybrid {
+            return Ok(hybrid.recall(&*self.episodes, &query, &*self.counter)?);
+        }
         Ok(recall(
             &*self.facts,
             &*self.episodes,
@@ -472,7 +537,8 @@ impl MemoryService {
                 episode_id: episode.id.clone(),
                 source,
             })?;
-        let report = self.facts.add(extraction.facts)?;
+        let batch = extraction.facts;
+        let report = self.facts.add(batch.clone())?;
         if let Some(summary) = extraction.summary {
             episode.summary = summary;
         }
@@ -483,6 +549,8 @@ impl MemoryService {
         }
         episode.extracted_at = Some(self.clock.now());
         self.episodes.put_episode(episode)?;
+        // After the episode is marked extracted: a model failing here costs no re-extraction.
+        self.embed_added(&batch, &report)?;
         let notes = extraction
             .diagnostics
             .into_iter()
