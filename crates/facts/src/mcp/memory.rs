@@ -8,6 +8,12 @@
 //! a tool error; each tool's `outputSchema` describes both (the shapes of `mem/view.rs`,
 //! written out here; `tests/mcp.rs` checks every answer against them). The search, recall
 //! and history tools are annotated read-only, `memory_delete` destructive.
+//!
+//! Whether recall is semantic is the service's business: a [`MemoryService`] given an
+//! embedding model (`facts mcp --embedder DIR`, `MemoryService::with_embedder`) ranks
+//! `memory_recall` by meaning as well as by words and embeds what `memory_add` and
+//! `memory_archive` store; a model failure is then a tool error with the model's code
+//! (`inference`). `memory_search` stays lexical: it searches for words.
 
 use std::sync::Arc;
 
@@ -355,6 +361,11 @@ impl Memory {
             clock,
             allow_llm_cmd,
         }
+    }
+
+    /// Whether recall ranks by meaning too (the service has an embedding model).
+    pub(crate) fn semantic(&self) -> bool {
+        self.service.hybrid().is_some()
     }
 
     /// Answers a memory tool call; `None` when `name` is not a memory tool.
