@@ -22,11 +22,15 @@
 //! `--release`.
 
 use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use fact_model::{FactId, SessionFact, SourceRole, SystemClock, Tag, Timestamp, clip};
-use fact_retrieve::{Bm25, FactQuery, IndexRetriever, KeywordOverlap};
+use fact_retrieve::{
+    Bm25, DEFAULT_CANDIDATES, DEFAULT_VECTOR_WEIGHT, Embedder, FactQuery, Fusion, HybridRetriever,
+    IndexRetriever, KeywordOverlap, OnnxEmbedder, RetrievedFact,
+};
 use fact_store::{
     AnalyzerConfig, InMemorySessionFactStore, PgFactStore, SessionFactStore, SkipReason,
     SqliteFactStore, StoreConfig, TermWeighting,
@@ -49,6 +53,23 @@ struct Options {
     scorer: Scorer,
     stemming: bool,
     store: Store,
+    retriever: Retriever,
+    /// The samples evaluated, by index, inclusive (`--samples 0-4`); all when `None`.
+    samples: Option<(usize, usize)>,
+}
+
+/// How facts are ranked.
+#[derive(Debug, Clone, PartialEq)]
+enum Retriever {
+    /// The store's BM25 search alone (`IndexRetriever`).
+    Lexical,
+    /// BM25 and the embeddings of the model in this directory, fused (`HybridRetriever`).
+    Hybrid {
+        model: PathBuf,
+        fusion: Fusion,
+        min_similarity: f64,
+        candidates: usize,
+    },
 }
 
 /// Which store backend indexes and ranks the facts.
@@ -94,6 +115,21 @@ fn parse(args: &[String]) -> Result<Options, Error> {
         scorer: Scorer::Bm25,
         stemming: true,
         store: Store::Memory,
+        retriever: Retriever::Lexical,
+        samples: None,
+    };
+    let mut hybrid = false;
+    let mut model = None;
+    let mut fusion = None;
+    let mut vector_weight = DEFAULT_VECTOR_WEIGHT;
+    let mut rrf_k = 60.0;
+    let mut min_similarity = 0.0;
+    let mut candidates = DEFAULT_CANDIDATES;
+    let number = |flag: &str, text: String| {
+        text.parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite())
+            .ok_or_else(|| usage(format!("`{flag}` needs a number, not `{text}`")))
     };
     while let Some(flag) = args.next() {
         let mut value = || {
@@ -146,8 +182,76 @@ fn parse(args: &[String]) -> Result<Options, Error> {
                     }
                 }
             }
+            "--retriever" => {
+                hybrid = match value()?.as_str() {
+                    "lexical" => false,
+                    "hybrid" => true,
+                    other => {
+                        return Err(usage(format!(
+                            "unknown retriever `{other}`; use lexical or hybrid"
+                        )));
+                    }
+                }
+            }
+            "--model" => model = Some(PathBuf::from(value()?)),
+            "--fusion" => {
+                fusion = Some(match value()?.as_str() {
+                    "weighted" => "weighted",
+                    "rrf" => "rrf",
+                    other => {
+                        return Err(usage(format!(
+                            "unknown fusion `{other}`; use weighted or rrf"
+                        )));
+                    }
+                })
+            }
+            "--vector-weight" => vector_weight = number(flag, value()?)?,
+            "--rrf-k" => rrf_k = number(flag, value()?)?,
+            "--min-similarity" => min_similarity = number(flag, value()?)?,
+            "--candidates" => {
+                let text = value()?;
+                candidates = text.parse().map_err(|_| {
+                    usage(format!("`--candidates` needs a whole number, not `{text}`"))
+                })?;
+            }
+            "--samples" => {
+                let text = value()?;
+                let range = text
+                    .split_once('-')
+                    .and_then(|(a, b)| Some((a.parse::<usize>().ok()?, b.parse::<usize>().ok()?)));
+                options.samples = match range {
+                    Some((first, last)) if first <= last => Some((first, last)),
+                    _ => {
+                        return Err(usage(format!(
+                            "`--samples` is a range like 0-4, not `{text}`"
+                        )));
+                    }
+                };
+            }
             other => return Err(usage(format!("unknown flag `{other}`"))),
         }
+    }
+    if hybrid {
+        let Some(model) = model else {
+            return Err(usage(
+                "`--retriever hybrid` needs `--model DIR` (a model directory: `.ci/models` makes one)"
+                    .into(),
+            ));
+        };
+        let fusion = match fusion {
+            Some("rrf") => Fusion::Rrf { k: rrf_k },
+            _ => Fusion::Weighted { vector_weight },
+        };
+        options.retriever = Retriever::Hybrid {
+            model,
+            fusion,
+            min_similarity,
+            candidates,
+        };
+    } else if model.is_some() || fusion.is_some() {
+        return Err(usage(
+            "`--model` and `--fusion` go with `--retriever hybrid`".into(),
+        ));
     }
     if options.data.is_empty() {
         return Err(usage(
@@ -202,6 +306,9 @@ pub(crate) fn run(args: &[String]) -> Result<(), Error> {
     std::io::Write::write_all(&mut stdout, format!("{report}\n").as_bytes())
         .map_err(|e| Error::Failed(format!("cannot write the result: {e}")))
 }
+
+/// Ranks the facts of one sample's store for a query: the lexical or the hybrid retriever.
+type Ranker = dyn Fn(&FactQuery) -> Result<Vec<RetrievedFact>, Error>;
 
 /// One fact of a sample: speaker, text, evidence ids.
 type Item = (String, String, Vec<String>);
@@ -273,7 +380,21 @@ fn evaluate(samples: &[Value], options: &Options) -> Result<Value, Error> {
     let mut latencies_us: Vec<f64> = Vec::new();
     let mut questions = 0usize;
     let mut facts_indexed = 0usize;
+    // The model is loaded once; every sample embeds its facts with it.
+    let embedder: Option<Arc<dyn Embedder>> = match &options.retriever {
+        Retriever::Lexical => None,
+        Retriever::Hybrid { model, .. } => Some(Arc::new(
+            OnnxEmbedder::open(model).map_err(|e| Error::Failed(format!("model: {e}")))?,
+        )),
+    };
+    let mut embedded = 0usize;
+    let mut embedding_secs = 0.0f64;
     for (index, sample) in samples.iter().enumerate() {
+        if let Some((first, last)) = options.samples
+            && !(first..=last).contains(&index)
+        {
+            continue;
+        }
         let config = StoreConfig {
             capacity: usize::MAX,
             history_limit: usize::MAX,
@@ -333,7 +454,39 @@ fn evaluate(samples: &[Value], options: &Options) -> Result<Value, Error> {
             Scorer::Bm25 => Box::new(Bm25::default()),
             Scorer::Overlap => Box::new(KeywordOverlap),
         };
-        let retriever = IndexRetriever::new(store).with_weighting(weighting);
+        let rank: Box<Ranker> = match (&options.retriever, &embedder) {
+            (
+                Retriever::Hybrid {
+                    fusion,
+                    min_similarity,
+                    candidates,
+                    ..
+                },
+                Some(embedder),
+            ) => {
+                let retriever = HybridRetriever::new(store, embedder.clone())
+                    .map_err(|e| Error::Failed(format!("hybrid retriever: {e}")))?
+                    .with_weighting(weighting)
+                    .with_fusion(*fusion)
+                    .with_min_similarity(*min_similarity)
+                    .with_candidates(*candidates);
+                // Ingest: every stored fact embedded, in batches, as a user's add would.
+                let start = Instant::now();
+                embedded += retriever
+                    .embed_missing()
+                    .map_err(|e| Error::Failed(format!("embedding the facts: {e}")))?;
+                embedding_secs += start.elapsed().as_secs_f64();
+                Box::new(move |query| {
+                    retriever
+                        .rank(query)
+                        .map_err(|e| Error::Failed(format!("hybrid ranking: {e}")))
+                })
+            }
+            _ => {
+                let retriever = IndexRetriever::new(store).with_weighting(weighting);
+                Box::new(move |query| Ok(retriever.rank(query)))
+            }
+        };
         for qa in sample["qa"].as_array().into_iter().flatten() {
             let gold: HashSet<String> = qa["evidence"]
                 .as_array()
@@ -350,7 +503,7 @@ fn evaluate(samples: &[Value], options: &Options) -> Result<Value, Error> {
                 ..FactQuery::new("eval", question)
             };
             let start = Instant::now();
-            let ranked = retriever.rank(&query);
+            let ranked = rank(&query)?;
             latencies_us.push(start.elapsed().as_secs_f64() * 1e6);
             questions += 1;
             for (slot, k) in recall.iter_mut().zip(KS) {
@@ -377,7 +530,14 @@ fn evaluate(samples: &[Value], options: &Options) -> Result<Value, Error> {
     };
     let round = |x: f64, digits: i32| (x * 10f64.powi(digits)).round() / 10f64.powi(digits);
     let system = format!(
-        "factmem-{}{}{}",
+        "factmem-{}{}{}{}",
+        match &options.retriever {
+            Retriever::Lexical => String::new(),
+            Retriever::Hybrid { fusion, .. } => match fusion {
+                Fusion::Rrf { k } => format!("hybrid-rrf{k}-"),
+                Fusion::Weighted { vector_weight } => format!("hybrid-w{vector_weight}-"),
+            },
+        },
         match options.store {
             Store::Memory => "",
             Store::Sqlite => "sqlite-",
@@ -406,6 +566,29 @@ fn evaluate(samples: &[Value], options: &Options) -> Result<Value, Error> {
             round(total / questions as f64, 4).into(),
         );
     }
+    if let Some((first, last)) = options.samples {
+        out.insert("samples".into(), format!("{first}-{last}").into());
+    }
+    if let Retriever::Hybrid {
+        min_similarity,
+        candidates,
+        ..
+    } = &options.retriever
+    {
+        out.insert("candidates".into(), (*candidates).into());
+        if *min_similarity != 0.0 {
+            out.insert("min_similarity".into(), (*min_similarity).into());
+        }
+        if let Some(embedder) = &embedder {
+            out.insert("model".into(), embedder.model().into());
+        }
+        if embedding_secs > 0.0 {
+            out.insert(
+                "ingest_facts_per_s".into(),
+                round(embedded as f64 / embedding_secs, 1).into(),
+            );
+        }
+    }
     out.insert("p50_us".into(), round(at(0.5), 1).into());
     out.insert("p95_us".into(), round(at(0.95), 1).into());
     if facts_indexed == 0 {
@@ -430,6 +613,8 @@ mod tests {
             scorer: Scorer::Bm25,
             stemming: true,
             store: Store::Memory,
+            retriever: Retriever::Lexical,
+            samples: None,
         }
     }
 
@@ -495,6 +680,41 @@ mod tests {
         for k in ["recall@1", "recall@5", "recall@10", "recall@20"] {
             assert_eq!(on_sqlite[k], report[k], "{k}");
         }
+    }
+
+    #[test]
+    fn the_hybrid_retriever_runs_the_same_protocol() {
+        let Some(model) = std::env::var_os("FACTMEM_MODEL_DIR") else {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "FACTMEM_MODEL_DIR is unset under CI=true: run `.ci/models` first"
+            );
+            eprintln!("skipped: FACTMEM_MODEL_DIR is unset (`.ci/models` prints it)");
+            return;
+        };
+        let hybrid = Options {
+            retriever: Retriever::Hybrid {
+                model: PathBuf::from(model),
+                fusion: Fusion::default(),
+                min_similarity: 0.0,
+                candidates: DEFAULT_CANDIDATES,
+            },
+            ..options(Corpus::Observations)
+        };
+        let lexical = evaluate(&[sample()], &options(Corpus::Observations)).unwrap();
+        let report = evaluate(&[sample()], &hybrid).unwrap();
+        assert_eq!(report["questions"], lexical["questions"]);
+        assert!(
+            report["system"]
+                .as_str()
+                .unwrap()
+                .starts_with("factmem-hybrid-")
+        );
+        assert!(report["model"].as_str().unwrap().starts_with("onnx:"));
+        assert!(report["ingest_facts_per_s"].as_f64().unwrap() > 0.0);
+        // Every fact is a candidate of the vector side here, so the evidence that exists
+        // is found within 20, as the words alone find it.
+        assert_eq!(report["recall@20"], lexical["recall@20"]);
     }
 
     /// The test server's URL; `None` outside CI when [`PG_URL_ENV`] is unset.
@@ -584,6 +804,66 @@ mod tests {
         assert_eq!(
             (ok.corpus, ok.scorer, ok.stemming),
             (Corpus::Turns, Scorer::Overlap, false)
+        );
+        // Hybrid retrieval needs a model; its flags go with it.
+        assert!(matches!(
+            parse(&args(&["locomo", "--data", "f", "--retriever", "hybrid"])),
+            Err(Error::Usage(m)) if m.contains("--model") && m.contains(".ci/models")
+        ));
+        assert!(matches!(
+            parse(&args(&["locomo", "--data", "f", "--fusion", "rrf"])),
+            Err(Error::Usage(m)) if m.contains("--retriever hybrid")
+        ));
+        for bad in [
+            ["--samples", "4-0"],
+            ["--samples", "x"],
+            ["--vector-weight", "NaN"],
+            ["--candidates", "-1"],
+            ["--fusion", "max"],
+            ["--retriever", "dense"],
+        ] {
+            let mut list = vec![
+                "locomo",
+                "--data",
+                "f",
+                "--retriever",
+                "hybrid",
+                "--model",
+                "m",
+            ];
+            list.extend(bad);
+            assert!(
+                matches!(parse(&args(&list)), Err(Error::Usage(_))),
+                "{bad:?}"
+            );
+        }
+        let hybrid = parse(&args(&[
+            "locomo",
+            "--data",
+            "f",
+            "--retriever",
+            "hybrid",
+            "--model",
+            "m",
+            "--fusion",
+            "rrf",
+            "--rrf-k",
+            "10",
+            "--candidates",
+            "30",
+            "--samples",
+            "5-9",
+        ]))
+        .unwrap();
+        assert_eq!(hybrid.samples, Some((5, 9)));
+        assert_eq!(
+            hybrid.retriever,
+            Retriever::Hybrid {
+                model: PathBuf::from("m"),
+                fusion: Fusion::Rrf { k: 10.0 },
+                min_similarity: 0.0,
+                candidates: 30,
+            }
         );
     }
 }
