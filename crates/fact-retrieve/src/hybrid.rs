@@ -10,8 +10,8 @@ use fact_store::{
 };
 
 use crate::dedup::fold_same_points;
-use crate::format::format_session_facts_while;
 use crate::recall::render;
+use crate::retriever::within_budget;
 use crate::{
     Bm25, CharsPerToken, EmbedError, Embedder, FactQuery, FactRetriever, Recall, RecallQuery,
     Retrieval, RetrievedFact, TokenCounter, embedding_text, query_text,
@@ -284,6 +284,11 @@ impl HybridRetriever {
     ///
     /// The model's error when the query cannot be embedded.
     pub fn rank(&self, query: &FactQuery) -> Result<Vec<RetrievedFact>, HybridError> {
+        self.ranked(query, true)
+    }
+
+    /// [`rank`](Self::rank), with the vector side only when `vectors` is set.
+    fn ranked(&self, query: &FactQuery, vectors: bool) -> Result<Vec<RetrievedFact>, HybridError> {
         if query.max_facts == 0 {
             return Ok(Vec::new());
         }
@@ -299,9 +304,10 @@ impl HybridRetriever {
             },
             &*self.weighting,
         );
-        let semantic = match query.as_of {
-            Some(_) => Vec::new(),
-            None => self.nearest(text, query, depth)?,
+        let semantic = if vectors && query.as_of.is_none() {
+            self.nearest(text, query, depth)?
+        } else {
+            Vec::new()
         };
         let mut ranked = fold_same_points(fuse(self.fusion, lexical, semantic));
         ranked.truncate(query.max_facts);
@@ -370,32 +376,11 @@ impl FactRetriever for HybridRetriever {
     /// lexical side alone (the failure is the caller's to see through
     /// [`rank`](HybridRetriever::rank)); `retrieve` never fails.
     fn retrieve(&self, query: &FactQuery) -> Retrieval {
-        let mut facts = match self.rank(query) {
-            Ok(facts) => facts,
-            Err(_) => crate::IndexRetriever::new(self.store.clone())
-                .rank(query)
-                .into_iter()
-                .collect(),
-        };
-        let mut tokens_used = 0;
-        let (section, kept) =
-            format_session_facts_while(facts.iter().map(|f| &f.fact), |section| {
-                let tokens = self.counter.count(section);
-                let fits = tokens <= query.max_tokens;
-                if fits {
-                    tokens_used = tokens;
-                }
-                fits
-            });
-        facts.truncate(kept);
-        if facts.is_empty() {
-            return Retrieval::default();
-        }
-        Retrieval {
-            facts,
-            section,
-            tokens_used,
-        }
+        let facts = self
+            .rank(query)
+            .or_else(|_| self.ranked(query, false))
+            .unwrap_or_default();
+        within_budget(facts, query.max_tokens, &*self.counter)
     }
 }
 

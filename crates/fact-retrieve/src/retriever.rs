@@ -226,25 +226,34 @@ impl IndexRetriever {
 
 impl FactRetriever for IndexRetriever {
     fn retrieve(&self, query: &FactQuery) -> Retrieval {
-        let mut facts = self.rank(query);
-        let mut tokens_used = 0;
-        let (section, kept) =
-            format_session_facts_while(facts.iter().map(|f| &f.fact), |section| {
-                let tokens = self.counter.count(section);
-                let fits = tokens <= query.max_tokens;
-                if fits {
-                    tokens_used = tokens;
-                }
-                fits
-            });
-        facts.truncate(kept);
-        if facts.is_empty() {
-            return Retrieval::default();
+        within_budget(self.rank(query), query.max_tokens, &*self.counter)
+    }
+}
+
+/// The ranked facts that fit, in rank order, with their `[Session Context]` section: each
+/// fact is added while the section stays within `max_tokens` under `counter`, and the
+/// first that does not fit ends the list (step 4 of [`IndexRetriever`]).
+pub(crate) fn within_budget(
+    mut facts: Vec<RetrievedFact>,
+    max_tokens: usize,
+    counter: &dyn TokenCounter,
+) -> Retrieval {
+    let mut tokens_used = 0;
+    let (section, kept) = format_session_facts_while(facts.iter().map(|f| &f.fact), |section| {
+        let tokens = counter.count(section);
+        let fits = tokens <= max_tokens;
+        if fits {
+            tokens_used = tokens;
         }
-        Retrieval {
-            facts,
-            section,
-            tokens_used,
-        }
+        fits
+    });
+    facts.truncate(kept);
+    if facts.is_empty() {
+        return Retrieval::default();
+    }
+    Retrieval {
+        facts,
+        section,
+        tokens_used,
     }
 }

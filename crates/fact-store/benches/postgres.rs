@@ -22,11 +22,12 @@
 //!   search, which loads the whole scope into its cache (what every search cost, before
 //!   the cache followed other writers row by row, whenever another process had written).
 //! - `nearest::*`: `FactVectors::nearest` (limit 20) among 100,000 facts with
-//!   384-dimensional embeddings (synthetic, clustered: `support/vectors.rs`), in a scope
-//!   loaded once per run: `first_search` is a new store's first search, which loads every
-//!   vector of the model into its index; `warm` a store's later searches, cycling through
-//!   100 query vectors (the median is the p50). Each search reads the vectors written
-//!   since the last one and the candidates' facts, in one snapshot.
+//!   384-dimensional embeddings (synthetic, clustered: `support/vectors.rs`, as
+//!   `benches/vectors.rs`'s), in a scope loaded once per run: `first_search` is a new
+//!   store's first search, which loads every vector of the model into its index; `warm` a
+//!   store's later searches, cycling through 100 query vectors (the median is the p50).
+//!   Each search reads the vectors written since the last one and the candidates' facts,
+//!   in one snapshot.
 //!
 //! Automatic compaction is off, so the size is what the argument says. Each run leaves its
 //! scopes (`bench:*`) on the server.
@@ -48,7 +49,7 @@ use std::sync::{Arc, OnceLock};
 use divan::Bencher;
 use divan::counter::ItemsCount;
 use fact_model::{ManualClock, SessionFact, SourceRole, Tag, Timestamp};
-use fact_store::{PgFactStore, PgOptions, SessionFactStore, TermQuery, VectorQuery};
+use fact_store::{PgFactStore, PgOptions, SessionFactStore, TermQuery};
 use search_support::{Bm25, unbounded};
 
 fn main() {
@@ -328,8 +329,6 @@ mod search {
 mod nearest {
     use super::*;
 
-    const FACTS: usize = 100_000;
-
     /// The scope holding the facts and their embeddings, loaded at the first call; or the
     /// scope `FACTMEM_BENCH_VECTOR_SCOPE` names, which an earlier run loaded (its setup
     /// line names it), to measure without the setup's load on the server (autovacuum
@@ -341,41 +340,22 @@ mod nearest {
                 return scope;
             }
             let scope = fresh_scope("vectors");
-            let store = open(&scope, true);
-            let (added, embedded) = vectors::fill_embedded(&store, FACTS);
-            eprintln!(
-                "postgres nearest setup: {FACTS} facts added to scope {scope} in {added:.2?}, \
-                 their embeddings stored in {embedded:.2?}"
+            vectors::load_nearest(
+                &open(&scope, true),
+                &format!("postgres nearest setup, scope {scope}"),
             );
             scope
         })
     }
 
-    fn search(store: &PgFactStore, query: &[f32]) -> usize {
-        let vectors = store.vectors().unwrap();
-        let found = vectors.nearest(&VectorQuery::new(vectors::MODEL, query, 20));
-        assert_eq!(found.len(), 20);
-        found.len()
-    }
-
     #[divan::bench(sample_count = 5, sample_size = 1)]
     fn first_search(bencher: Bencher<'_, '_>) {
         let scope = scope();
-        let queries = vectors::queries(5);
-        let mut next = queries.iter().cycle();
-        bencher
-            .with_inputs(|| (open(scope, true), next.next().unwrap()))
-            .bench_local_refs(|(store, query)| search(store, query));
+        vectors::bench_first_search(bencher, || open(scope, true));
     }
 
     #[divan::bench(sample_count = 300)]
     fn warm(bencher: Bencher<'_, '_>) {
-        let store = open(scope(), true);
-        let queries = vectors::queries(100);
-        search(&store, queries.first().unwrap());
-        let mut next = queries.iter().cycle();
-        bencher
-            .with_inputs(|| next.next().unwrap())
-            .bench_local_values(|query| search(&store, query));
+        vectors::bench_warm(bencher, &open(scope(), true), 100);
     }
 }

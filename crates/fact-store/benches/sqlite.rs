@@ -17,10 +17,10 @@
 //!   `OR` of their words, `ORDER BY bm25 LIMIT 10`.
 //!
 //! - `nearest::*`: `FactVectors::nearest` (limit 20) among 100,000 facts with 384-dimensional
-//!   embeddings (synthetic, clustered: `support/vectors.rs`), in one file built once per
-//!   run: `first_search` is a new store object's first search, which loads every vector
-//!   of the model into its index; `warm` a store's later searches, cycling through 100
-//!   query vectors (the median is the p50).
+//!   embeddings (synthetic, clustered: `support/vectors.rs`, as `benches/vectors.rs`'s),
+//!   in one file built once per run: `first_search` is a new store object's first search,
+//!   which loads every vector of the model into its index; `warm` a store's later
+//!   searches, cycling through 100 query vectors (the median is the p50).
 //!
 //! Automatic compaction is off, so the size is what the argument says.
 
@@ -43,7 +43,6 @@ use divan::counter::ItemsCount;
 use fact_model::{ManualClock, SessionFact, Timestamp};
 use fact_store::{
     InMemorySessionFactStore, SessionFactStore, SqliteFactStore, SqliteOptions, TermQuery,
-    VectorQuery,
 };
 use search_support::{Bm25, unbounded};
 
@@ -204,7 +203,6 @@ mod search {
 mod nearest {
     use super::*;
 
-    const FACTS: usize = 100_000;
     const SCOPE: &str = "spec:vectors";
 
     /// The file holding the facts and their embeddings, built at the first call.
@@ -214,12 +212,7 @@ mod nearest {
             .get_or_init(|| {
                 let dir = tempfile::tempdir().unwrap();
                 let path = dir.path().join("vectors.db");
-                let store = open(&path);
-                let (added, embedded) = vectors::fill_embedded(&store, FACTS);
-                eprintln!(
-                    "sqlite nearest setup: {FACTS} facts added in {added:.2?}, \
-                     their embeddings stored in {embedded:.2?}"
-                );
+                vectors::load_nearest(&open(&path), "sqlite nearest setup");
                 (dir, path)
             })
             .1
@@ -229,32 +222,15 @@ mod nearest {
         SqliteFactStore::open(path, SCOPE, unbounded(), Arc::new(ManualClock::default())).unwrap()
     }
 
-    fn search(store: &SqliteFactStore, query: &[f32]) -> usize {
-        let vectors = store.vectors().unwrap();
-        let found = vectors.nearest(&VectorQuery::new(vectors::MODEL, query, 20));
-        assert_eq!(found.len(), 20);
-        found.len()
-    }
-
     #[divan::bench(sample_count = 5, sample_size = 1)]
     fn first_search(bencher: Bencher<'_, '_>) {
         let path = database();
-        let queries = vectors::queries(5);
-        let mut next = queries.iter().cycle();
-        bencher
-            .with_inputs(|| (open(path), next.next().unwrap()))
-            .bench_local_refs(|(store, query)| search(store, query));
+        vectors::bench_first_search(bencher, || open(path));
     }
 
     #[divan::bench(sample_count = 300)]
     fn warm(bencher: Bencher<'_, '_>) {
-        let store = open(database());
-        let queries = vectors::queries(100);
-        search(&store, queries.first().unwrap());
-        let mut next = queries.iter().cycle();
-        bencher
-            .with_inputs(|| next.next().unwrap())
-            .bench_local_values(|query| search(&store, query));
+        vectors::bench_warm(bencher, &open(database()), 100);
     }
 }
 
