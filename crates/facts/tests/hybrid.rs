@@ -26,8 +26,13 @@ use std::sync::Once;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
+#[cfg(feature = "onnx")]
+#[path = "support/pg_server.rs"]
+mod pg_server;
 #[path = "support/stdio_client.rs"]
 mod stdio_client;
+#[cfg(feature = "onnx")]
+use pg_server::pg_server;
 
 use stdio_client::Client;
 
@@ -453,35 +458,13 @@ fn mcp_with_a_missing_model_fails_at_start_naming_ci_models() {
     }
 }
 
-/// The PostgreSQL server `FACTMEM_PG_URL` names; `None` (with a note) when it is unset,
-/// outside CI. `eval "$(.ci/pg-server start)"` starts a throwaway one and sets it.
-fn pg_server() -> Option<String> {
-    if let Ok(url) = std::env::var("FACTMEM_PG_URL")
-        && !url.is_empty()
-    {
-        return Some(url);
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "FACTMEM_PG_URL is not set under CI=true: start a server with \
-         `eval \"$(.ci/pg-server start)\"` (.ci/run does)"
-    );
-    static SKIPPED: Once = Once::new();
-    SKIPPED.call_once(|| {
-        let _ = writeln!(
-            std::io::stderr(),
-            "FACTMEM_PG_URL is not set: semantic recall on PostgreSQL is not tested; \
-             `eval \"$(.ci/pg-server start)\"` starts a throwaway server and sets it"
-        );
-    });
-    None
-}
-
 #[cfg(feature = "onnx")]
 #[test]
 fn hybrid_recall_works_the_same_on_postgres() {
     let Some(model) = model() else { return };
-    let Some(url) = pg_server() else { return };
+    let Some(url) = pg_server("semantic recall on PostgreSQL is") else {
+        return;
+    };
     let dir = TempDir::new().unwrap();
     // A scope no other run uses, so the server's earlier facts stay out of sight.
     let nanos = std::time::SystemTime::now()

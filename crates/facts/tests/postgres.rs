@@ -10,41 +10,19 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::sync::Once;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
+#[path = "support/pg_server.rs"]
+mod pg_server;
+use pg_server::pg_server;
+
 /// A server nothing listens on.
 const UNREACHABLE: &str = "postgres://factmem:s3cret@127.0.0.1:1/factmem";
-
-/// The server's URL; `None` outside CI when `FACTMEM_PG_URL` is unset.
-fn server() -> Option<String> {
-    if let Ok(url) = std::env::var("FACTMEM_PG_URL")
-        && !url.is_empty()
-    {
-        return Some(url);
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "FACTMEM_PG_URL is not set under CI=true: start a server with \
-         `eval \"$(.ci/pg-server start)\"` (.ci/run does)"
-    );
-    static SKIPPED: Once = Once::new();
-    SKIPPED.call_once(|| {
-        // Straight to stderr: the test harness captures `eprintln!`.
-        let _ = writeln!(
-            std::io::stderr(),
-            "FACTMEM_PG_URL is not set: the PostgreSQL tests of facts are skipped; \
-             `eval \"$(.ci/pg-server start)\"` starts a throwaway server and sets it"
-        );
-    });
-    None
-}
 
 /// A name no other test (of this run or an earlier one) uses.
 fn fresh(name: &str) -> String {
@@ -80,7 +58,9 @@ fn json_of(output: &Output) -> Value {
 
 #[test]
 fn mem_remembers_and_recalls_on_a_server_named_by_db() {
-    let Some(url) = server() else { return };
+    let Some(url) = pg_server("the PostgreSQL tests of facts are") else {
+        return;
+    };
     let scope = fresh("mem");
     let mem = |args: &[&str]| {
         let mut all = vec![
@@ -142,7 +122,9 @@ fn mem_remembers_and_recalls_on_a_server_named_by_db() {
 
 #[test]
 fn mem_reads_the_server_from_factmem_database_url_before_factmem_db() {
-    let Some(url) = server() else { return };
+    let Some(url) = pg_server("the PostgreSQL tests of facts are") else {
+        return;
+    };
     let scope = fresh("env");
     let dir = TempDir::new().unwrap();
     let sqlite = dir.path().join("memory.db");
@@ -282,7 +264,9 @@ fn task_one_output() -> String {
 
 #[test]
 fn mcp_on_a_server_lists_the_memory_tools_and_serves_them_and_the_protocol() {
-    let Some(url) = server() else { return };
+    let Some(url) = pg_server("the PostgreSQL tests of facts are") else {
+        return;
+    };
     let dir = TempDir::new().unwrap();
     let spec = fresh("spec");
     let project = project(dir.path(), &spec);
