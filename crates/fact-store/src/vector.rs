@@ -164,15 +164,3 @@ pub(crate) fn unit_query(vector: &[f32], dimension: usize) -> Option<Vec<f32>> {
     )
     .ok()
 }
-
-/// Whether `fact` passes the filters of `query` (validity is the caller's).
-#[cfg_attr(
-    not(any(feature = "sqlite", feature = "postgres")),
-    allow(dead_code, reason = "the durable stores filter materialized facts")
-)]
-pub(crate) fn accepts(query: &VectorQuery<'_>, fact: &SessionFact) -> bool {
-    query
-        .tags
-        .is_none_or(|wanted| fact.tags().contains_any(wanted))
-        && query.exclude_source_task != Some(fact.source_task_id())
-}

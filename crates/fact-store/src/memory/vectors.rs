@@ -88,7 +88,7 @@ impl FactVectors for InMemorySessionFactStore {
 }
 
 /// The valid record of `id`, if it passes the tag filter of `query` and its source task
-/// is not the symbol `excluded` (as [`accepts`](crate::vector::accepts), on the record).
+/// is not the symbol `excluded` (as the SQL stores filter their facts, on the record).
 fn accepts(
     state: &State,
     query: &VectorQuery<'_>,

@@ -32,7 +32,7 @@ use fact_model::{FactId, SessionFact};
 
 use super::codec::{id_from_sql, id_to_sql};
 use super::error::{DbError, DbResult};
-use crate::vector::{VectorIndex, VectorQuery, accepts, unit_query, unit_vector};
+use crate::vector::{VectorIndex, VectorQuery, unit_query, unit_vector};
 use crate::{ScoredFact, StoreError, StoreResult};
 
 /// What receives the embedding rows a backend reads: `(seq, fact id as stored, vector
@@ -261,6 +261,14 @@ pub(crate) fn decode(bytes: &[u8], dimension: usize, out: &mut Vec<f32>) -> DbRe
 /// A count from the database as a `usize`.
 pub(crate) fn count(value: i64) -> usize {
     usize::try_from(value).unwrap_or(0)
+}
+
+/// Whether `fact` passes the filters of `query` (validity is the caller's).
+fn accepts(query: &VectorQuery<'_>, fact: &SessionFact) -> bool {
+    query
+        .tags
+        .is_none_or(|wanted| fact.tags().contains_any(wanted))
+        && query.exclude_source_task != Some(fact.source_task_id())
 }
 
 #[cfg(test)]

@@ -502,15 +502,6 @@ impl ModelIndexes {
         }
     }
 
-    /// Forgets every vector.
-    #[allow(
-        dead_code,
-        reason = "for the durable stores, which reload their vectors"
-    )]
-    pub(crate) fn clear(&mut self) {
-        self.models.clear();
-    }
-
     /// Whether no model has a vector.
     #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
@@ -772,8 +763,6 @@ mod tests {
         assert!(models.is_empty());
         models.upsert("a", id(2), &[1.0]);
         assert_eq!(models.dimension("a"), Some(1));
-        models.clear();
-        assert!(models.get("a").is_none());
     }
 
     #[test]
