@@ -315,7 +315,11 @@ impl<'a> Parser<'a> {
             LineKind::CheckboxWithoutId(text) => {
                 self.diagnostics.push(Diagnostic {
                     line: number,
-                    message: format!("checkbox without a numeric task id, not a task: {text}"),
+                    // Clipped: a diagnostic names the line, it does not copy a 10 MB one.
+                    message: format!(
+                        "checkbox without a numeric task id, not a task: {}",
+                        fact_model::clip(text, 120)
+                    ),
                 });
                 let sp = self.spanner;
                 if !self.skipping

@@ -7,7 +7,9 @@
     clippy::panic
 )]
 
+mod concurrency;
 mod contract;
+mod hostile;
 mod memory;
 mod prompt;
 mod protocol;

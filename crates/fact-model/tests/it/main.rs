@@ -4,3 +4,4 @@
 
 mod contract;
 mod fact;
+mod hostile;

@@ -39,6 +39,7 @@ mod crash;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod durable;
 mod in_memory;
+mod lock_stress;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "postgres")]

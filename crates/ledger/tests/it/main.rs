@@ -10,6 +10,7 @@
 
 mod cache;
 mod corpus;
+mod hostile;
 mod parse;
 mod progress;
 mod set_status;
