@@ -16,6 +16,7 @@
 //! model at start, so `memory_recall` ranks by meaning as well as by words and the facts
 //! `memory_add` and `memory_archive` store are embedded as they are stored.
 
+mod frames;
 mod http;
 mod memory;
 
@@ -257,10 +258,38 @@ pub(crate) fn serve(
     }
 }
 
-/// One client on stdin and stdout.
+/// One client on stdin and stdout, through the relay that answers a frame rmcp cannot
+/// parse with a JSON-RPC parse error (`mcp/frames.rs`).
 async fn serve_stdio(server: FactsServer) -> Result<(), String> {
+    let (io, written) = frames::relay(std::io::stdin(), tokio::io::stdout());
+    let served = serve_one(server, io).await;
+    // Every answer rmcp gave is on stdout before the process exits.
+    let _ = written.await;
+    served
+}
+
+/// Serves MCP to one client over `io`, newline-delimited JSON-RPC as on stdio, until the
+/// client disconnects: the handler of `facts mcp` without a database, on any byte stream
+/// (a `tokio::io::duplex`). For the fuzz target; not a stable API.
+///
+/// # Errors
+///
+/// The handshake failed or the service stopped with an error; the message says which.
+pub async fn serve_io<T>(runtime: DispatchRuntimeManager, io: T) -> Result<(), String>
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
+{
+    serve_one(FactsServer::new(runtime, None), io).await
+}
+
+/// One client on `transport`, until it disconnects.
+async fn serve_one<T, E, A>(server: FactsServer, transport: T) -> Result<(), String>
+where
+    T: rmcp::transport::IntoTransport<RoleServer, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
     let running = server
-        .serve(rmcp::transport::stdio())
+        .serve(transport)
         .await
         .map_err(|e| format!("MCP handshake failed: {e}"))?;
     running
