@@ -4,78 +4,182 @@
 //! it with a `==> ...` line on stderr, and stops at the first failure. A
 //! green `check` means formatting, lints (warnings are errors), unit,
 //! integration, doc and tidy tests, documentation and benchmark builds are
-//! all clean. Every step that resolves dependencies passes `--locked`, so a
-//! stale `Cargo.lock` fails instead of being silently rewritten.
+//! all clean, every library crate's public API matches its snapshot, every
+//! publishable crate packages and builds from its package alone, and the
+//! dependency graph passes `cargo deny`. Every step that resolves
+//! dependencies passes `--locked`, so a stale `Cargo.lock` fails instead of
+//! being silently rewritten.
+//!
+//! Most steps are plain cargo invocations ([`Action::Cargo`]); one is a
+//! check this binary runs itself ([`Action::Xtask`]: the public API
+//! snapshots). A step that needs a tool cargo does not ship (`cargo deny`,
+//! `cargo semver-checks`) has a [`Gate`], asked before it runs: it may skip
+//! the step, saying why on the step's line, or fail the check. Whether a
+//! missing tool skips or fails is the step's [`Missing`] policy: `.ci/run`
+//! installs cargo-deny, so under `CI=true` a missing cargo-deny is an error,
+//! while on a contributor's machine the step is skipped with the command
+//! that installs it.
 
-use std::time::Instant;
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
 
 use crate::{Error, cargo};
 
-/// One step of the check: a cargo invocation plus extra environment.
+/// One step of the check: what it runs, and what decides whether it runs here.
 struct Step {
-    /// Arguments passed to cargo.
-    args: &'static [&'static str],
-    /// Environment variables set for this step only.
-    env: &'static [(&'static str, &'static str)],
+    /// What the step runs.
+    action: Action,
+    /// Asked before the step runs; `None` runs it always, as written.
+    gate: Option<fn() -> Result<Gate, Error>>,
+}
+
+/// What a step runs.
+enum Action {
+    /// `cargo ARGS`, with extra environment for this step only.
+    Cargo {
+        /// Arguments passed to cargo.
+        args: &'static [&'static str],
+        /// Environment variables set for this step only.
+        env: &'static [(&'static str, &'static str)],
+    },
+    /// A check of this binary's own, run in process.
+    Xtask {
+        /// How the progress line names it: the `cargo xtask` command that runs it alone.
+        name: &'static str,
+        /// Runs the check.
+        run: fn() -> Result<(), Error>,
+    },
+}
+
+/// A plain cargo step that always runs.
+const fn cargo_step(args: &'static [&'static str]) -> Step {
+    Step {
+        action: Action::Cargo { args, env: &[] },
+        gate: None,
+    }
+}
+
+/// A cargo step of an external tool, run when `gate` says so.
+const fn tool_step(args: &'static [&'static str], gate: fn() -> Result<Gate, Error>) -> Step {
+    Step {
+        action: Action::Cargo { args, env: &[] },
+        gate: Some(gate),
+    }
+}
+
+/// What a step's gate decided.
+#[derive(Debug, PartialEq, Eq)]
+enum Gate {
+    /// Run the step, with these arguments after its own.
+    Run(Vec<String>),
+    /// Skip the step, for this reason.
+    Skip(String),
+}
+
+/// What a missing external tool means for its step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Missing {
+    /// Skipped everywhere: an optional check (`cargo semver-checks`).
+    Skip,
+    /// Skipped outside CI, an error under `CI=true`, where `.ci/run` installs the tool.
+    FailInCi,
 }
 
 /// The steps, in the order they run. Cheap, common failures come first.
 const STEPS: &[Step] = &[
-    Step {
-        args: &["fmt", "--all", "--check"],
-        env: &[],
-    },
-    Step {
-        args: &[
-            "clippy",
-            "--workspace",
-            "--all-targets",
-            "--all-features",
-            "--locked",
-            "--",
-            "-D",
-            "warnings",
-        ],
-        env: &[],
-    },
+    cargo_step(&["fmt", "--all", "--check"]),
+    cargo_step(&[
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--all-features",
+        "--locked",
+        "--",
+        "-D",
+        "warnings",
+    ]),
     // Unit, integration and doc tests, including xtask's tidy tests, with every feature
     // (the default build is compiled by the benchmark step).
+    cargo_step(&["test", "--workspace", "--all-features", "--locked"]),
     Step {
-        args: &["test", "--workspace", "--all-features", "--locked"],
-        env: &[],
+        action: Action::Cargo {
+            args: &[
+                "doc",
+                "--workspace",
+                "--no-deps",
+                "--all-features",
+                "--locked",
+            ],
+            env: &[("RUSTDOCFLAGS", "-D warnings")],
+        },
+        gate: None,
     },
+    // Every library crate's public API against its committed snapshot.
     Step {
-        args: &[
-            "doc",
-            "--workspace",
-            "--no-deps",
-            "--all-features",
-            "--locked",
-        ],
-        env: &[("RUSTDOCFLAGS", "-D warnings")],
+        action: Action::Xtask {
+            name: "cargo xtask public-api",
+            run: crate::public_api::check,
+        },
+        gate: None,
     },
     // Benchmarks must keep compiling; running them is not CI's job.
-    Step {
-        args: &["bench", "--workspace", "--no-run", "--locked"],
-        env: &[],
-    },
+    cargo_step(&["bench", "--workspace", "--no-run", "--locked"]),
+    // Every publishable package (xtask is `publish = false`) is packaged and built from its
+    // package alone, against the others' packages: a file outside a package, a missing
+    // `version` on a path dependency or a package that only builds inside the workspace fails
+    // here. `--allow-dirty` so the check runs before a commit, as it does on a clean clone.
+    cargo_step(&[
+        "publish",
+        "--workspace",
+        "--dry-run",
+        "--locked",
+        "--allow-dirty",
+    ]),
+    // Licences, banned and duplicate crates, and sources of the lock file (`deny.toml`).
+    tool_step(
+        &["deny", "--locked", "check", "licenses", "bans", "sources"],
+        deny_gate,
+    ),
+    // Advisories need the RustSec database, which lives on GitHub only: the gate fetches it
+    // first and skips the step, saying so, when it cannot (cargo-deny would fail without it).
+    tool_step(
+        &["deny", "--locked", "check", "advisories"],
+        advisories_gate,
+    ),
+    // The public API against the last release, when there is one to compare with.
+    tool_step(
+        &["semver-checks", "check-release", "--workspace"],
+        semver_gate,
+    ),
 ];
 
 impl Step {
     /// The step as a shell-like command line, for progress and error messages.
-    fn display(&self) -> String {
-        let env = self
-            .env
-            .iter()
-            .map(|(key, value)| format!("{key}='{value}' "));
-        format!("{}cargo {}", env.collect::<String>(), self.args.join(" "))
+    fn display(&self, extra: &[String]) -> String {
+        match &self.action {
+            Action::Cargo { args, env } => {
+                let env = env.iter().map(|(key, value)| format!("{key}='{value}' "));
+                let args = args.iter().copied().chain(extra.iter().map(String::as_str));
+                format!(
+                    "{}cargo {}",
+                    env.collect::<String>(),
+                    args.collect::<Vec<_>>().join(" ")
+                )
+            }
+            Action::Xtask { name, .. } => (*name).to_owned(),
+        }
     }
 
-    /// Runs the step, failing unless cargo exits successfully.
-    fn run(&self) -> Result<(), Error> {
-        let name = self.display();
-        let mut command = cargo::command(self.args).map_err(Error::Failed)?;
-        command.envs(self.env.iter().copied());
+    /// Runs the step with `extra` arguments after its own, failing unless it succeeds.
+    fn run(&self, extra: &[String]) -> Result<(), Error> {
+        let (args, env) = match &self.action {
+            Action::Cargo { args, env } => (args, env),
+            Action::Xtask { run, .. } => return run(),
+        };
+        let name = self.display(extra);
+        let mut command = cargo::command(args).map_err(Error::Failed)?;
+        command.args(extra).envs(env.iter().copied());
         let status = command
             .status()
             .map_err(|err| Error::Failed(format!("step `{name}` could not start: {err}")))?;
@@ -85,22 +189,296 @@ impl Step {
             Err(Error::Failed(format!("step `{name}` failed ({status})")))
         }
     }
+
+    /// The cargo arguments of a cargo step; none for an in-process one.
+    #[cfg(test)]
+    fn args(&self) -> &'static [&'static str] {
+        match self.action {
+            Action::Cargo { args, .. } => args,
+            Action::Xtask { .. } => &[],
+        }
+    }
 }
 
 /// Entry point of `cargo xtask check`; takes no arguments.
 pub(crate) fn run(args: &[String]) -> Result<(), Error> {
     crate::no_args("check", args)?;
     let start = Instant::now();
+    let mut skipped = 0;
     for step in STEPS {
-        eprintln!("==> {}", step.display());
-        let step_start = Instant::now();
-        step.run()?;
-        eprintln!("    ok ({:.1}s)", step_start.elapsed().as_secs_f64());
+        let gate = match step.gate {
+            Some(gate) => gate()?,
+            None => Gate::Run(Vec::new()),
+        };
+        match gate {
+            Gate::Run(extra) => {
+                eprintln!("==> {}", step.display(&extra));
+                let step_start = Instant::now();
+                step.run(&extra)?;
+                eprintln!("    ok ({:.1}s)", step_start.elapsed().as_secs_f64());
+            }
+            Gate::Skip(reason) => {
+                eprintln!("==> {}", step.display(&[]));
+                eprintln!("    skipped: {reason}");
+                skipped += 1;
+            }
+        }
     }
     eprintln!(
-        "==> all {} checks passed ({:.1}s)",
+        "==> {} of {} checks passed, {skipped} skipped ({:.1}s)",
+        STEPS.len() - skipped,
         STEPS.len(),
         start.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// Whether this run is CI's: `CI=true`, as `.ci/run` is run.
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|value| value == "true")
+}
+
+/// Whether `cargo SUBCOMMAND --version` runs, i.e. the external tool is installed.
+fn installed(subcommand: &str) -> bool {
+    cargo::command(&[subcommand, "--version"]).is_ok_and(|mut command| {
+        command
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success())
+    })
+}
+
+/// The gate's answer for a tool that is not installed, under `policy`.
+fn missing_tool(tool: &str, install: &str, policy: Missing, ci: bool) -> Result<Gate, Error> {
+    match policy {
+        Missing::FailInCi if ci => Err(Error::Failed(format!(
+            "{tool} is not installed, and under CI=true this check must run \
+             (.ci/run installs it: {install})"
+        ))),
+        _ => Ok(Gate::Skip(format!("{tool} is not installed ({install})"))),
+    }
+}
+
+/// How cargo-deny is installed, as `.ci/run` does it.
+const DENY_INSTALL: &str = "cargo install --locked cargo-deny --version 0.20.2";
+
+/// `cargo deny check licenses bans sources`: runs when cargo-deny is installed.
+fn deny_gate() -> Result<Gate, Error> {
+    if installed("deny") {
+        Ok(Gate::Run(Vec::new()))
+    } else {
+        missing_tool("cargo-deny", DENY_INSTALL, Missing::FailInCi, in_ci())
+    }
+}
+
+/// How long fetching the advisory database may take before the step is skipped.
+const ADVISORY_FETCH_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// `cargo deny check advisories`: runs when cargo-deny is installed and the RustSec
+/// advisory database could be fetched (or updated) just now. The database is a git
+/// repository on GitHub, and no package registry carries it; a machine that cannot reach
+/// GitHub (as this project's CI cannot) skips the step and says so, in CI too, since no
+/// install step could fix that.
+fn advisories_gate() -> Result<Gate, Error> {
+    if !installed("deny") {
+        return missing_tool("cargo-deny", DENY_INSTALL, Missing::FailInCi, in_ci());
+    }
+    let mut command = cargo::command(&["deny", "fetch", "db"]).map_err(Error::Failed)?;
+    command.stdout(Stdio::null()).stderr(Stdio::piped());
+    match run_with_timeout(command, ADVISORY_FETCH_TIMEOUT) {
+        Ok(()) => Ok(Gate::Run(Vec::new())),
+        Err(why) => Ok(Gate::Skip(format!(
+            "advisories NOT checked: the RustSec advisory database (github.com/rustsec/advisory-db) \
+             could not be fetched: {why}"
+        ))),
+    }
+}
+
+/// `cargo semver-checks`: runs when it is installed and there is a release to compare
+/// with, the newest `v*` tag other than this version's own (`--baseline-rev`). The
+/// registry is no baseline: nothing of this workspace is published yet, and two of its
+/// package names (`ledger`, `facts`) belong to other crates there.
+fn semver_gate() -> Result<Gate, Error> {
+    if !installed("semver-checks") {
+        return missing_tool(
+            "cargo-semver-checks",
+            "cargo install --locked cargo-semver-checks",
+            Missing::Skip,
+            in_ci(),
+        );
+    }
+    let root = cargo::workspace_root().map_err(Error::Failed)?;
+    let listed = Command::new("git")
+        .args(["tag", "--list", "v*", "--sort=-v:refname"])
+        .current_dir(root)
+        .output();
+    let output = match listed {
+        Ok(output) if output.status.success() => output,
+        _ => {
+            return Ok(Gate::Skip(
+                "no baseline: git could not list the release tags".into(),
+            ));
+        }
+    };
+    let tags = String::from_utf8_lossy(&output.stdout);
+    Ok(semver_baseline(&tags, env!("CARGO_PKG_VERSION")))
+}
+
+/// The gate for `git tag --list v* --sort=-v:refname` output (newest first) and this
+/// workspace's version: the newest tag that is not this version's.
+fn semver_baseline(tags: &str, version: &str) -> Gate {
+    let own = format!("v{version}");
+    match tags
+        .lines()
+        .map(str::trim)
+        .find(|tag| !tag.is_empty() && *tag != own)
+    {
+        Some(tag) => Gate::Run(vec!["--baseline-rev".into(), tag.into()]),
+        None => Gate::Skip(format!(
+            "no baseline: no release tag before {own} and nothing published to compare with"
+        )),
+    }
+}
+
+/// Runs `command` to completion within `timeout`: `Err` with the reason (its last line
+/// of stderr, or the timeout) unless it exits successfully. A command still running at the
+/// timeout is killed.
+fn run_with_timeout(mut command: Command, timeout: Duration) -> Result<(), String> {
+    let mut child = command
+        .spawn()
+        .map_err(|err| format!("could not start: {err}"))?;
+    // Drain stderr on its own thread, so a chatty command never blocks on a full pipe.
+    let stderr = child.stderr.take().map(|mut pipe| {
+        thread::spawn(move || {
+            let mut text = String::new();
+            let _ = std::io::Read::read_to_string(&mut pipe, &mut text);
+            text
+        })
+    });
+    let start = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if start.elapsed() >= timeout => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("no answer within {} s", timeout.as_secs()));
+            }
+            Ok(None) => thread::sleep(Duration::from_millis(100)),
+            Err(err) => return Err(format!("could not wait for it: {err}")),
+        }
+    };
+    if status.success() {
+        return Ok(());
+    }
+    let text = stderr
+        .and_then(|handle| handle.join().ok())
+        .unwrap_or_default();
+    let last = text
+        .lines()
+        .map(str::trim)
+        .rfind(|line| !line.is_empty())
+        .unwrap_or("no message");
+    Err(format!("{status}: {last}"))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )]
+
+    use super::*;
+
+    #[test]
+    fn semver_baseline_is_the_newest_other_release_tag() {
+        let tags = "v0.2.0\nv0.1.1\nv0.1.0\n";
+        assert_eq!(
+            semver_baseline(tags, "0.2.0"),
+            Gate::Run(vec!["--baseline-rev".into(), "v0.1.1".into()])
+        );
+        assert_eq!(
+            semver_baseline("v0.1.0\n", "0.2.0"),
+            Gate::Run(vec!["--baseline-rev".into(), "v0.1.0".into()])
+        );
+    }
+
+    #[test]
+    fn semver_without_an_earlier_tag_is_skipped_with_the_reason() {
+        for tags in ["", "\n", "v0.2.0\n"] {
+            match semver_baseline(tags, "0.2.0") {
+                Gate::Skip(reason) => {
+                    assert!(reason.contains("no baseline"), "{reason}");
+                    assert!(reason.contains("v0.2.0"), "{reason}");
+                }
+                other => panic!("tags {tags:?}: expected a skip, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_missing_deny_fails_only_under_ci() {
+        let outside = missing_tool("cargo-deny", DENY_INSTALL, Missing::FailInCi, false);
+        match outside {
+            Ok(Gate::Skip(reason)) => assert!(reason.contains(DENY_INSTALL), "{reason}"),
+            other => panic!("expected a skip outside CI, got {other:?}"),
+        }
+        match missing_tool("cargo-deny", DENY_INSTALL, Missing::FailInCi, true) {
+            Err(Error::Failed(message)) => {
+                assert!(message.contains("CI=true"), "{message}");
+                assert!(message.contains(DENY_INSTALL), "{message}");
+            }
+            other => panic!("expected a failure under CI, got {other:?}"),
+        }
+        assert!(matches!(
+            missing_tool("cargo-semver-checks", "x", Missing::Skip, true),
+            Ok(Gate::Skip(_))
+        ));
+    }
+
+    #[test]
+    fn a_failed_fetch_is_reported_by_its_last_line_of_stderr() {
+        let shell = |script: &str| {
+            let mut command = Command::new("sh");
+            command.args(["-c", script]).stderr(Stdio::piped());
+            command
+        };
+        let long = Duration::from_secs(600);
+        assert_eq!(run_with_timeout(shell("exit 0"), long), Ok(()));
+        let failed =
+            "echo cloning >&2; echo 'Could not resolve host: github.com' >&2; echo >&2; exit 3";
+        let why = run_with_timeout(shell(failed), long).unwrap_err();
+        assert!(why.contains("Could not resolve host: github.com"), "{why}");
+        assert!(why.contains('3'), "{why}");
+        assert!(!why.contains("cloning"), "{why}");
+    }
+
+    #[test]
+    fn a_gated_step_shows_its_extra_arguments() {
+        let step = STEPS
+            .iter()
+            .find(|step| step.args().first() == Some(&"semver-checks"))
+            .expect("a semver-checks step");
+        assert_eq!(
+            step.display(&["--baseline-rev".into(), "v0.1.0".into()]),
+            "cargo semver-checks check-release --workspace --baseline-rev v0.1.0"
+        );
+    }
+
+    #[test]
+    fn every_step_that_resolves_dependencies_is_locked() {
+        for step in STEPS {
+            let args = step.args();
+            let resolves = !matches!(args.first(), None | Some(&"fmt") | Some(&"semver-checks"));
+            assert!(
+                !resolves || args.contains(&"--locked"),
+                "`{}` resolves dependencies without --locked",
+                step.display(&[])
+            );
+        }
+    }
 }

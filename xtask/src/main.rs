@@ -11,6 +11,9 @@
 //! - `bench-ref --facts N`: ours side by side with the TypeScript reference; see
 //!   [`bench_ref`].
 //! - `man`: the `facts` man pages into `target/man`; see [`man`].
+//! - `public-api [--bless]`: the committed public API snapshots; see [`public_api`].
+//! - `fuzz --seconds N [TARGET]`: the cargo-fuzz targets of `fuzz/` (nightly); see
+//!   [`fuzz`].
 //! - `help`: print usage.
 //!
 //! # Adding a subcommand
@@ -27,7 +30,9 @@ mod bench_ref;
 mod cargo;
 mod check;
 mod eval;
+mod fuzz;
 mod man;
+mod public_api;
 #[cfg(test)]
 mod tidy;
 mod tokens;
@@ -73,6 +78,18 @@ const COMMANDS: &[Subcommand] = &[
         synopsis: "",
         summary: "write the facts man pages (one per command) into target/man",
         run: man::run,
+    },
+    Subcommand {
+        name: "public-api",
+        synopsis: "[--bless] [CRATE...]",
+        summary: "compare each library crate's public API with its snapshot; --bless rewrites",
+        run: public_api::run,
+    },
+    Subcommand {
+        name: "fuzz",
+        synopsis: "--seconds N [TARGET]",
+        summary: "run the cargo-fuzz targets N seconds each (nightly): executions, corpus, RSS",
+        run: fuzz::run,
     },
 ];
 
