@@ -11,16 +11,56 @@
 //!   queries and telemetry;
 //! - [`prompt`]: the per-role prefixes and guides, and the acceptance criteria a task names;
 //! - [`protocol`]: the JSON protocol over those actions, spoken by `facts replay` and
-//!   `facts mcp`.
+//!   `facts mcp`;
+//! - [`MemoryService`]: long-term conversational memory (add, search, history, recall,
+//!   archive and backfill of transcripts) on any store.
+//!
+//! One task through the protocol, as an orchestrator drives it: the implementer's result is
+//! ingested, and the next task's prompt carries what it changed.
+//!
+//! ```
+//! use dispatch_runtime::{DispatchRuntimeManager, protocol};
+//! use serde_json::json;
+//!
+//! let project = tempfile::tempdir()?;
+//! let spec = project.path().join(".spec-context/specs/demo");
+//! std::fs::create_dir_all(&spec)?;
+//! std::fs::write(spec.join("tasks.md"), "- [ ] 1. Parse tasks.md\n- [ ] 2. Teach the parser task metadata\n")?;
+//!
+//! let runtime = DispatchRuntimeManager::builder().build();
+//! let run = protocol::handle(&runtime, &json!({
+//!     "action": "init_run", "spec_name": "demo", "task_id": "1", "project_path": project.path(),
+//! }));
+//! let output = "BEGIN_DISPATCH_RESULT\n{\"task_id\": \"1\", \"status\": \"completed\", \
+//!               \"summary\": \"Parser added\", \"files_changed\": [\"src/parser.rs\"]}\nEND_DISPATCH_RESULT";
+//! let ingested = protocol::handle(&runtime, &json!({
+//!     "action": "ingest_output", "run_id": run["run_id"], "role": "implementer",
+//!     "task_id": "1", "output": output,
+//! }));
+//! assert_eq!(ingested["next_action"], "dispatch_reviewer");
+//!
+//! let next = protocol::handle(&runtime, &json!({
+//!     "action": "init_run", "spec_name": "demo", "task_id": "2", "project_path": project.path(),
+//! }));
+//! let prompt = protocol::handle(&runtime, &json!({
+//!     "action": "compile_prompt", "run_id": next["run_id"], "role": "implementer", "task_id": "2",
+//! }));
+//! let context = prompt["session_context"].as_str().unwrap_or_default();
+//! assert!(context.contains("src/parser.rs modified_by task:1"), "{context}");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 //!
 //! # Features
 //!
-//! - `schema`: `protocol::actions()`, every action with the JSON Schema of its request (for
-//!   MCP tool lists);
-//! - `tiktoken`: real BPE token counting, re-exported in [`reexports`];
-//! - `sqlite`, `postgres`: durable stores, a SQLite file or a PostgreSQL server, for the
-//!   runtime's per-spec stores and the memory service ([`durable`]); `SqliteFactStore`
-//!   and `PgFactStore` are re-exported in [`reexports`].
+//! None is on by default.
+//!
+//! | feature | adds |
+//! |---|---|
+//! | `schema` | `protocol::actions()`: every action with the JSON Schemas of its request and response (for MCP tool lists; schemars) |
+//! | `tiktoken` | real BPE token counting (`BpeTokenCounter`, fact-retrieve's `tiktoken`), re-exported in [`reexports`] |
+//! | `onnx` | `OnnxEmbedder` (fact-retrieve's `onnx`), for `MemoryService::with_embedder`: recall by meaning |
+//! | `sqlite` | durable stores in a SQLite file for the runtime's per-spec stores and the memory service ([`durable`]); `SqliteFactStore` re-exported |
+//! | `postgres` | the same on a PostgreSQL server shared by many processes; `PgFactStore` re-exported |
 
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]

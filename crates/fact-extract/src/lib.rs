@@ -48,6 +48,12 @@
 //! assert!(extraction.diagnostics.is_empty());
 //! # Ok::<(), serde_json::Error>(())
 //! ```
+//!
+//! # Features
+//!
+//! | feature | adds |
+//! |---|---|
+//! | `openai` | `OpenAiCompatibleLlm`: an [`LlmClient`] for OpenAI-compatible chat-completions endpoints (ureq, rustls) |
 
 #![forbid(unsafe_code)]
 

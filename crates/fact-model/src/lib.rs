@@ -28,6 +28,11 @@
 //! assert_eq!(fact.id(), fact_model::FactId::for_triple("task:3", "reviewed_as", "approved"));
 //! # Ok::<(), fact_model::FactError>(())
 //! ```
+//!
+//! # Features
+//!
+//! None: the vocabulary is the same for every user, and its only dependencies are `serde`,
+//! `blake3` and `thiserror`.
 
 #![forbid(unsafe_code)]
 

@@ -22,6 +22,39 @@
 //!   facts keep the lexical default: paths and identifiers are lexical, and it runs in
 //!   microseconds.
 //!
+//! ```
+//! use std::sync::Arc;
+//! use fact_model::{Clock, ManualClock, SessionFact, SourceRole, Tag};
+//! use fact_retrieve::{FactQuery, FactRetriever, IndexRetriever};
+//! use fact_store::{InMemorySessionFactStore, SessionFactStore, StoreConfig};
+//!
+//! let clock = Arc::new(ManualClock::default());
+//! let store: Arc<dyn SessionFactStore> =
+//!     Arc::new(InMemorySessionFactStore::new(StoreConfig::default(), clock.clone()));
+//! let fact = |subject: &str, relation: &str, object: &str, tag: Tag| {
+//!     SessionFact::builder(subject, relation, object)
+//!         .tag(tag)
+//!         .source("1", SourceRole::Implementer)
+//!         .valid_from(clock.now())
+//!         .build()
+//! };
+//! store.add(vec![
+//!     fact("src/lexer.rs", "modified_by", "task:1", Tag::FileChange)?,
+//!     fact("src/render.rs", "modified_by", "task:1", Tag::FileChange)?,
+//! ])?;
+//!
+//! // Task 2 names the lexer: only the fact that shares a term with it is retrieved.
+//! let retrieval = IndexRetriever::new(store).retrieve(&FactQuery::new("2", "Extend the lexer"));
+//! assert_eq!(retrieval.facts.len(), 1);
+//! assert_eq!(retrieval.facts[0].fact.subject(), "src/lexer.rs");
+//! assert!(retrieval.section.starts_with(fact_retrieve::SESSION_CONTEXT_HEADER));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Features
+//!
+//! None is on by default: `CharsPerToken` counts tokens and retrieval is lexical.
+//!
 //! | feature | adds |
 //! |---|---|
 //! | `tiktoken` | `BpeTokenCounter`: exact o200k_base / cl100k_base counts (tiktoken-rs) |

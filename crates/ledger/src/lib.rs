@@ -11,6 +11,26 @@
 //! - [`set_task_status`] sets a task's checkbox in tasks.md in place, atomically, changing
 //!   that one character and nothing else.
 //! - [`StallDetector`] counts non-progress outcomes and spots review loops.
+//!
+//! ```
+//! use ledger::{Fingerprint, ProgressLedger, TaskStatus};
+//!
+//! let text = "# Tasks\n\
+//!             - [x] 1. Parse tasks.md\n\
+//!             - [ ] 2. Index the tasks\n  - _Requirements: 1.2_\n\
+//!             - [ ] 3. Search\n";
+//! let ledger = ProgressLedger::from_text("demo", "tasks.md", text, Fingerprint::of(text.as_bytes(), None))?;
+//! let active = ledger.active_task().ok_or("no active task")?;
+//! assert_eq!((active.id(), active.status()), ("2", TaskStatus::Pending));
+//! assert_eq!(active.requirements(), ["1.2"]);
+//! assert_eq!((ledger.totals().completed, ledger.totals().pending), (1, 2));
+//! assert!(ledger.diagnostics().is_empty());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Features
+//!
+//! None: every user gets the same parser, ledgers and stall detection.
 
 #![forbid(unsafe_code)]
 
