@@ -21,9 +21,9 @@
 
 use std::path::{Path, PathBuf};
 
-use dispatch_runtime::reexports::{CharsPerToken, ProgressLedger, TokenCounter};
+use dispatch_runtime::reexports::{CharsPerToken, ProgressLedger, SourceRole, TokenCounter};
 use dispatch_runtime::{
-    CompilePromptRequest, DispatchRuntimeManager, IngestOutputRequest, InitRunRequest, Role,
+    CompilePromptRequest, DispatchRuntimeManager, IngestOutputRequest, InitRunRequest,
 };
 use serde_json::{Value, json};
 
@@ -152,7 +152,7 @@ fn evaluate(spec: &Path) -> Result<SpecReport, Error> {
         let run = runtime.init_run(init).map_err(failed)?.run_id;
         let compile = CompilePromptRequest {
             run_id: run.clone(),
-            role: Role::Implementer,
+            role: SourceRole::Implementer,
             task_id: id.clone(),
             task_prompt: None,
             max_output_tokens: None,
@@ -165,15 +165,18 @@ fn evaluate(spec: &Path) -> Result<SpecReport, Error> {
         );
         let review_prompt = CompilePromptRequest {
             run_id: run.clone(),
-            role: Role::Reviewer,
+            role: SourceRole::Reviewer,
             task_id: id.clone(),
             task_prompt: None,
             max_output_tokens: None,
         };
         let result: Value = json!({"task_id": id, "status": "completed", "summary": task.title(), "files_changed": task.files()});
         let review: Value = json!({"task_id": id, "assessment": "approved"});
-        for (role, body) in [(Role::Implementer, result), (Role::Reviewer, review)] {
-            if role == Role::Reviewer {
+        for (role, body) in [
+            (SourceRole::Implementer, result),
+            (SourceRole::Reviewer, review),
+        ] {
+            if role == SourceRole::Reviewer {
                 runtime
                     .compile_prompt(review_prompt.clone())
                     .map_err(failed)?;

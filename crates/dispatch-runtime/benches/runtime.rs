@@ -13,10 +13,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use dispatch_runtime::{
-    CompilePromptRequest, DispatchRuntimeManager, IngestOutputRequest, InitRunRequest, Role,
+    CompilePromptRequest, DispatchRuntimeManager, IngestOutputRequest, InitRunRequest,
 };
 use divan::Bencher;
 use fact_model::ManualClock;
+use fact_model::SourceRole;
 
 fn main() {
     divan::main();
@@ -61,8 +62,8 @@ fn filled() -> (DispatchRuntimeManager, PathBuf, workload::Workload) {
             .unwrap()
             .run_id;
         for (role, text) in [
-            (Role::Implementer, output(&task.implementer)),
-            (Role::Reviewer, output(&task.reviewer)),
+            (SourceRole::Implementer, output(&task.implementer)),
+            (SourceRole::Reviewer, output(&task.reviewer)),
         ] {
             let request = IngestOutputRequest {
                 run_id: run.clone(),
@@ -96,7 +97,7 @@ fn compile_prompt_with_500_facts(bencher: Bencher<'_, '_>) {
     bencher.bench_local(|| {
         let request = CompilePromptRequest {
             run_id: run.clone(),
-            role: Role::Implementer,
+            role: SourceRole::Implementer,
             task_id: task.clone(),
             task_prompt: None,
             max_output_tokens: None,
@@ -124,7 +125,7 @@ fn ingest_output_implementer_result(bencher: Bencher<'_, '_>) {
     bencher.bench_local(|| {
         let request = IngestOutputRequest {
             run_id: run.clone(),
-            role: Role::Implementer,
+            role: SourceRole::Implementer,
             task_id: id.clone(),
             output: text.clone(),
             max_output_tokens: None,

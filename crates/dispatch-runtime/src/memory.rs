@@ -8,10 +8,12 @@
 use std::sync::Arc;
 
 use fact_extract::{ConversationExtractor, LlmError, parse_transcript};
-use fact_model::{Clock, FactError, FactId, FactUpdate, SessionFact, SourceRole, Tag};
+use fact_model::{
+    CharsPerToken, Clock, FactError, FactId, FactUpdate, SessionFact, SourceRole, Tag, TokenCounter,
+};
 use fact_retrieve::{
-    CharsPerToken, Embedder, HybridError, HybridRetriever, MemoryData, MemoryFact, Recall,
-    RecallQuery, TokenCounter, format_memory, recall,
+    Embedder, HybridError, HybridRetriever, MemoryData, MemoryFact, Recall, RecallQuery,
+    format_memory, recall,
 };
 use fact_store::{
     AddReport, Episode, EpisodeStore, ScoredFact, SessionFactStore, StoreError, TermQuery,

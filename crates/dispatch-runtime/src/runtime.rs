@@ -7,8 +7,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use fact_extract::{Extraction, FactExtractor, RuleBasedFactExtractor, relation};
-use fact_model::{Assessment, Clock, ImplementerStatus, SessionFact, SystemClock};
-use fact_retrieve::{CharsPerToken, FactQuery, FactRetriever, IndexRetriever, TokenCounter};
+use fact_model::{
+    Assessment, Clock, DispatchResult, ImplementerStatus, SessionFact, SourceRole, SystemClock,
+};
+use fact_model::{CharsPerToken, TokenCounter};
+use fact_retrieve::{FactQuery, FactRetriever, IndexRetriever};
 use fact_store::{
     AddReport, Episode, EpisodeStore, InMemorySessionFactStore, SessionFactStore, StoreConfig,
     StoreResult,
@@ -16,7 +19,7 @@ use fact_store::{
 use ledger::{LedgerCache, LedgerError, StallConfig, TaskLedger};
 use serde::{Deserialize, Serialize};
 
-use crate::{ContractError, DEFAULT_MAX_OUTPUT_TOKENS, DispatchResult, Role, parse_output};
+use crate::{ContractError, DEFAULT_MAX_OUTPUT_TOKENS, parse_output};
 
 mod api;
 mod compile;
@@ -42,7 +45,7 @@ struct Run {
     ledger: TaskLedger,
     status: Option<IngestStatus>,
     /// Roles whose full guide this run has been given.
-    guided: Vec<Role>,
+    guided: Vec<SourceRole>,
 }
 
 /// The documents of a spec folder; empty when a file is missing.
@@ -396,7 +399,8 @@ impl RuntimeBuilder {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use dispatch_runtime::{DispatchRuntimeManager, IngestOutputRequest, InitRunRequest, NextAction, Role};
+/// use dispatch_runtime::{DispatchRuntimeManager, IngestOutputRequest, InitRunRequest, NextAction};
+/// use fact_model::SourceRole;
 ///
 /// let dir = std::env::temp_dir().join(format!("runtime-doc-{}", std::process::id()));
 /// let specs = dir.join(".spec-context/specs/demo");
@@ -410,7 +414,7 @@ impl RuntimeBuilder {
 /// let output = "BEGIN_DISPATCH_RESULT\n{\"task_id\": \"1\", \"status\": \"completed\", \
 ///               \"summary\": \"Parser added in src/parse.rs\"}\nEND_DISPATCH_RESULT";
 /// let ingested = runtime.ingest_output(IngestOutputRequest {
-///     run_id: run.run_id, role: Role::Implementer, task_id: "1".into(), output: output.into(),
+///     run_id: run.run_id, role: SourceRole::Implementer, task_id: "1".into(), output: output.into(),
 ///     max_output_tokens: None,
 /// })?;
 /// assert_eq!(ingested.next_action, NextAction::DispatchReviewer);
@@ -659,13 +663,17 @@ impl DispatchRuntimeManager {
     ///
     /// # Errors
     ///
-    /// [`RuntimeError::RunNotInitialized`], [`RuntimeError::RunTaskMismatch`], or
-    /// [`RuntimeError::Store`] when the spec's store cannot be opened or cannot write
+    /// [`RuntimeError::NotADispatchRole`], [`RuntimeError::RunNotInitialized`],
+    /// [`RuntimeError::RunTaskMismatch`], or [`RuntimeError::Store`] when the spec's store
+    /// cannot be opened or cannot write
     /// (nothing of the result is recorded then, and the run's ledger is unchanged).
     pub fn ingest_output(
         &self,
         request: IngestOutputRequest,
     ) -> Result<IngestOutputResponse, RuntimeError> {
+        if !request.role.is_dispatch_agent() {
+            return Err(RuntimeError::NotADispatchRole { role: request.role });
+        }
         let mut state = self.lock();
         let (spec_name, bound) = match state.runs.get(&request.run_id) {
             Some(run) => (run.spec_name.clone(), run.task_id.clone()),
@@ -704,14 +712,7 @@ impl DispatchRuntimeManager {
         };
         state.telemetry.total_output_tokens += tokens as u64;
         let now = self.clock.now();
-        let extraction = match &result {
-            DispatchResult::Implementer(r) => {
-                self.extractor.extract_from_implementer(r, &request.task_id)
-            }
-            DispatchResult::Reviewer(r) => {
-                self.extractor.extract_from_reviewer(r, &request.task_id)
-            }
-        };
+        let extraction = self.extractor.extract(&result, &request.task_id);
         let facts_extracted: Vec<String> = extraction
             .facts
             .iter()
@@ -733,10 +734,7 @@ impl DispatchRuntimeManager {
                 run_id: request.run_id,
             });
         };
-        match &result {
-            DispatchResult::Implementer(r) => run.ledger.apply_implementer(r, now),
-            DispatchResult::Reviewer(r) => run.ledger.apply_reviewer(r, now),
-        }
+        run.ledger.apply(&result, now);
         let next_action = next_action(&result);
         run.status = Some(IngestStatus::Recorded);
         let stall = run.ledger.stall();
@@ -745,7 +743,7 @@ impl DispatchRuntimeManager {
             .get(ledger::keys::TASK_REPLAN_HINT)
             .filter(|h| !h.is_empty())
             .map(str::to_owned);
-        if stall.review_loop && request.role == Role::Reviewer {
+        if stall.review_loop && request.role == SourceRole::Reviewer {
             state.telemetry.approval_loops += 1;
         }
         Ok(IngestOutputResponse {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use divan::Bencher;
 use fact_extract::{FactExtractor, RuleBasedFactExtractor};
-use fact_model::ManualClock;
+use fact_model::{DispatchResult, ManualClock};
 use fact_retrieve::{Bm25, FactQuery, FactRetriever, IndexRetriever, KeywordOverlap};
 use fact_store::{InMemorySessionFactStore, SessionFactStore, StoreConfig, TermWeighting};
 
@@ -39,12 +39,16 @@ fn setup(facts: usize) -> (Arc<dyn SessionFactStore>, Vec<FactQuery>) {
         store
             .add(
                 extractor
-                    .extract_from_implementer(&task.implementer, id)
+                    .extract(&DispatchResult::Implementer(task.implementer.clone()), id)
                     .facts,
             )
             .unwrap();
         store
-            .add(extractor.extract_from_reviewer(&task.reviewer, id).facts)
+            .add(
+                extractor
+                    .extract(&DispatchResult::Reviewer(task.reviewer.clone()), id)
+                    .facts,
+            )
             .unwrap();
     }
     let queries = workload

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use fact_model::{FactId, SessionFact};
+use fact_model::{CharsPerToken, FactId, SessionFact, TokenCounter};
 use fact_store::{
     EpisodeStore, FactVectors, ScoredFact, SessionFactStore, StoreError, TermQuery, TermWeighting,
     VectorQuery,
@@ -13,8 +13,8 @@ use crate::dedup::fold_same_points;
 use crate::recall::render;
 use crate::retriever::within_budget;
 use crate::{
-    Bm25, CharsPerToken, EmbedError, Embedder, FactQuery, FactRetriever, Recall, RecallQuery,
-    Retrieval, RetrievedFact, TokenCounter, embedding_text, query_text,
+    Bm25, EmbedError, Embedder, FactQuery, FactRetriever, Recall, RecallQuery, Retrieval,
+    RetrievedFact, embedding_text, query_text,
 };
 
 /// How the lexical and the vector candidate lists become one ranking.

@@ -39,6 +39,7 @@ mod query;
 mod recall;
 mod retriever;
 mod scoring;
+#[cfg(feature = "tiktoken")]
 mod token;
 
 pub use crate::dedup::RELATION_STRENGTH;
@@ -61,4 +62,3 @@ pub use crate::retriever::{FactQuery, FactRetriever, IndexRetriever, Retrieval, 
 pub use crate::scoring::{Bm25, KeywordOverlap};
 #[cfg(feature = "tiktoken")]
 pub use crate::token::{BpeLoadError, BpeTokenCounter};
-pub use crate::token::{CharsPerToken, TokenCounter};

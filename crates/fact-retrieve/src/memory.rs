@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 
 use fact_model::{SessionFact, Tag};
 
-use crate::TokenCounter;
+use fact_model::TokenCounter;
 
 /// What the user is about: the `User Context:` section of [`format_memory`].
 ///
@@ -414,7 +414,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
     use super::*;
-    use crate::CharsPerToken;
+    use fact_model::CharsPerToken;
 
     #[test]
     fn sanitize_escapes_and_folds_line_breaks() {

@@ -4,7 +4,9 @@
 use fact_model::{MAX_STATEMENT_CHARS, SessionFact, clip};
 use fact_store::{Episode, EpisodeStore, ScoredFact, SessionFactStore, StoreResult, TermQuery};
 
-use crate::{Bm25, TokenCounter, query_text};
+use fact_model::TokenCounter;
+
+use crate::{Bm25, query_text};
 
 /// The heading of the facts section.
 pub const RELEVANT_FACTS_HEADER: &str = "## Relevant Facts";
@@ -63,7 +65,8 @@ pub struct Recall {
 ///
 /// ```
 /// use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
-/// use fact_retrieve::{CharsPerToken, RecallQuery, recall};
+/// use fact_model::CharsPerToken;
+/// use fact_retrieve::{RecallQuery, recall};
 /// use fact_store::{InMemoryEpisodeStore, InMemorySessionFactStore, SessionFactStore};
 ///
 /// let store = InMemorySessionFactStore::default();

@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::dedup::fold_same_points;
 use crate::format::format_session_facts_while;
-use crate::{Bm25, CharsPerToken, TokenCounter, query_terms, query_text};
+use fact_model::{CharsPerToken, TokenCounter};
+
+use crate::{Bm25, query_terms, query_text};
 
 /// What the next task needs facts for.
 ///

@@ -8,7 +8,7 @@ use fact_store::StoreError;
 use ledger::{LedgerChange, LedgerError, StateSnapshotFact, TaskStatus, Totals};
 use serde::{Deserialize, Serialize};
 
-use crate::Role;
+use fact_model::SourceRole;
 
 /// Why an action failed. [`code`](Self::code) is the protocol's error code.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -94,6 +94,13 @@ pub enum RuntimeError {
         /// The ledger error, naming the path.
         source: LedgerError,
     },
+    /// The request names a role that is not a dispatch agent (only implementers and
+    /// reviewers are dispatched).
+    #[error("{role} is not a dispatch agent; expected implementer or reviewer")]
+    NotADispatchRole {
+        /// The role given.
+        role: SourceRole,
+    },
     /// The spec's fact store could not be opened, or could not write.
     #[error("fact store: {source}")]
     Store {
@@ -118,6 +125,7 @@ impl RuntimeError {
             RuntimeError::TaskNotFound { .. } => "task_not_found",
             RuntimeError::RunRebind { .. } => "run_rebind",
             RuntimeError::TaskStatusWrite { .. } => "task_status_write_failed",
+            RuntimeError::NotADispatchRole { .. } => "not_a_dispatch_role",
             RuntimeError::Store { source } => store_code(source),
         }
     }
@@ -155,6 +163,10 @@ impl RuntimeError {
         (
             "task_not_found",
             "the task id is not in the spec's tasks.md",
+        ),
+        (
+            "not_a_dispatch_role",
+            "the request's role is not implementer or reviewer",
         ),
         (
             "task_status_write_failed",
@@ -339,8 +351,12 @@ pub struct SetTaskStatusResponse {
 pub struct IngestOutputRequest {
     /// The run.
     pub run_id: String,
-    /// Who produced the output.
-    pub role: Role,
+    /// Who produced the output: a [dispatch agent](SourceRole::is_dispatch_agent).
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "crate::protocol::dispatch_role")
+    )]
+    pub role: SourceRole,
     /// The task it answers.
     pub task_id: String,
     /// The raw output, prose and marked block.
@@ -417,8 +433,12 @@ pub struct IngestOutputResponse {
 pub struct CompilePromptRequest {
     /// The run.
     pub run_id: String,
-    /// Who the prompt is for.
-    pub role: Role,
+    /// Who the prompt is for: a [dispatch agent](SourceRole::is_dispatch_agent).
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "crate::protocol::dispatch_role")
+    )]
+    pub role: SourceRole,
     /// The run's task.
     pub task_id: String,
     /// The task prompt; without it, it is built from the ledger's entry for the task.

@@ -6,9 +6,10 @@ use tempfile::TempDir;
 
 use dispatch_runtime::{
     DispatchRuntimeManager, IngestOutputRequest, IngestOutputResponse, IngestStatus,
-    InitRunRequest, NextAction, Role,
+    InitRunRequest, NextAction,
 };
 use fact_model::ManualClock;
+use fact_model::SourceRole;
 use fact_retrieve::FactQuery;
 use fact_store::{InMemorySessionFactStore, SessionFactStore};
 use serde_json::{Value, json};
@@ -51,7 +52,7 @@ fn init(runtime: &DispatchRuntimeManager, dir: &std::path::Path, spec: &str, tas
 fn ingest(
     runtime: &DispatchRuntimeManager,
     run: &str,
-    role: Role,
+    role: SourceRole,
     task: &str,
     result: &Value,
 ) -> IngestOutputResponse {
@@ -111,7 +112,7 @@ fn init_run_errors_are_typed() {
     let err = runtime
         .ingest_output(IngestOutputRequest {
             run_id: "nope".into(),
-            role: Role::Implementer,
+            role: SourceRole::Implementer,
             task_id: "1".into(),
             output: String::new(),
             max_output_tokens: None,
@@ -129,7 +130,7 @@ fn a_run_is_bound_to_its_task() {
     let err = runtime
         .ingest_output(IngestOutputRequest {
             run_id: run,
-            role: Role::Implementer,
+            role: SourceRole::Implementer,
             task_id: "3".into(),
             output: String::new(),
             max_output_tokens: None,
@@ -145,32 +146,32 @@ fn outcomes_route_to_the_next_action() {
     let run = init(&runtime, dir.path(), "demo", "1");
     let cases = [
         (
-            Role::Implementer,
+            SourceRole::Implementer,
             implementer("1", "completed", &[]),
             NextAction::DispatchReviewer,
         ),
         (
-            Role::Implementer,
+            SourceRole::Implementer,
             implementer("1", "blocked", &[]),
             NextAction::RetryImplementerWithConstraints,
         ),
         (
-            Role::Implementer,
+            SourceRole::Implementer,
             implementer("1", "failed", &[]),
             NextAction::RetryImplementer,
         ),
         (
-            Role::Reviewer,
+            SourceRole::Reviewer,
             reviewer("1", "approved", &[]),
             NextAction::AdvanceToNextTask,
         ),
         (
-            Role::Reviewer,
+            SourceRole::Reviewer,
             reviewer("1", "needs_changes", &["a"]),
             NextAction::DispatchImplementerFixes,
         ),
         (
-            Role::Reviewer,
+            SourceRole::Reviewer,
             reviewer("1", "blocked", &["b"]),
             NextAction::HaltAndEscalate,
         ),
@@ -192,7 +193,7 @@ fn a_contract_error_ends_the_dispatch_not_the_run() {
     let bad = ingest(
         &runtime,
         &run,
-        Role::Implementer,
+        SourceRole::Implementer,
         "1",
         &json!({"task_id": "1", "status": "done", "summary": ""}),
     );
@@ -204,7 +205,7 @@ fn a_contract_error_ends_the_dispatch_not_the_run() {
     let good = ingest(
         &runtime,
         &run,
-        Role::Implementer,
+        SourceRole::Implementer,
         "1",
         &implementer("1", "completed", &[]),
     );
@@ -226,7 +227,7 @@ fn facts_of_task_1_reach_task_3_and_invalidated_ones_do_not_reach_task_5() {
     ingest(
         &runtime,
         &run1,
-        Role::Implementer,
+        SourceRole::Implementer,
         "1",
         &implementer("1", "completed", &["src/parser.rs"]),
     );
@@ -242,7 +243,7 @@ fn facts_of_task_1_reach_task_3_and_invalidated_ones_do_not_reach_task_5() {
     ingest(
         &runtime,
         &run4,
-        Role::Implementer,
+        SourceRole::Implementer,
         "4",
         &implementer("4", "completed", &["src/parser.rs"]),
     );
@@ -286,7 +287,7 @@ fn compiled_prompts_carry_earlier_facts_and_never_invalidated_ones() {
         let compiled = runtime
             .compile_prompt(dispatch_runtime::CompilePromptRequest {
                 run_id: run.clone(),
-                role: Role::Implementer,
+                role: SourceRole::Implementer,
                 task_id: task.into(),
                 task_prompt: None,
                 max_output_tokens: None,
@@ -304,7 +305,7 @@ fn compiled_prompts_carry_earlier_facts_and_never_invalidated_ones() {
     ingest(
         &runtime,
         &run1,
-        Role::Implementer,
+        SourceRole::Implementer,
         "1",
         &implementer("1", "completed", &["src/parser.rs"]),
     );
@@ -321,7 +322,7 @@ fn compiled_prompts_carry_earlier_facts_and_never_invalidated_ones() {
     ingest(
         &runtime,
         &run4,
-        Role::Implementer,
+        SourceRole::Implementer,
         "4",
         &implementer("4", "completed", &["src/parser.rs"]),
     );
@@ -341,14 +342,14 @@ fn initializing_a_run_again_keeps_its_ledger_and_a_new_binding_starts_afresh() {
     ingest(
         &runtime,
         &run,
-        Role::Implementer,
+        SourceRole::Implementer,
         "1",
         &implementer("1", "blocked", &[]),
     );
     ingest(
         &runtime,
         &run,
-        Role::Implementer,
+        SourceRole::Implementer,
         "1",
         &implementer("1", "blocked", &[]),
     );
@@ -392,7 +393,7 @@ fn facts_never_leak_between_specs() {
     ingest(
         &runtime,
         &run,
-        Role::Implementer,
+        SourceRole::Implementer,
         "1",
         &implementer("1", "completed", &["src/parser.rs"]),
     );
@@ -408,7 +409,7 @@ fn approval_settles_earlier_fixes_and_blockers() {
     ingest(
         &runtime,
         &run,
-        Role::Reviewer,
+        SourceRole::Reviewer,
         "1",
         &reviewer("1", "needs_changes", &["rename the parser module"]),
     );
@@ -420,7 +421,7 @@ fn approval_settles_earlier_fixes_and_blockers() {
     let approved = ingest(
         &runtime,
         &run,
-        Role::Reviewer,
+        SourceRole::Reviewer,
         "1",
         &reviewer("1", "approved", &[]),
     );
@@ -458,7 +459,7 @@ fn approval_settles_the_issues_of_its_own_task_only() {
     ingest(
         &runtime,
         &run2,
-        Role::Reviewer,
+        SourceRole::Reviewer,
         "2",
         &review("2", "needs_changes", raised),
     );
@@ -467,7 +468,7 @@ fn approval_settles_the_issues_of_its_own_task_only() {
     ingest(
         &runtime,
         &run3,
-        Role::Reviewer,
+        SourceRole::Reviewer,
         "3",
         &review("3", "needs_changes", raised),
     );
@@ -476,7 +477,7 @@ fn approval_settles_the_issues_of_its_own_task_only() {
     let approved = ingest(
         &runtime,
         &run2,
-        Role::Reviewer,
+        SourceRole::Reviewer,
         "2",
         &review("2", "approved", note),
     );
@@ -511,7 +512,7 @@ fn blocked_blocked_completed_stalls_then_recovers() {
         !ingest(
             &runtime,
             &run,
-            Role::Implementer,
+            SourceRole::Implementer,
             "1",
             &implementer("1", "blocked", &[])
         )
@@ -520,7 +521,7 @@ fn blocked_blocked_completed_stalls_then_recovers() {
     let second = ingest(
         &runtime,
         &run,
-        Role::Implementer,
+        SourceRole::Implementer,
         "1",
         &implementer("1", "blocked", &[]),
     );
@@ -530,7 +531,7 @@ fn blocked_blocked_completed_stalls_then_recovers() {
         !ingest(
             &runtime,
             &run,
-            Role::Implementer,
+            SourceRole::Implementer,
             "1",
             &implementer("1", "completed", &[])
         )
@@ -546,21 +547,21 @@ fn the_same_change_request_twice_is_a_review_loop() {
     ingest(
         &runtime,
         &run,
-        Role::Reviewer,
+        SourceRole::Reviewer,
         "1",
         &reviewer("1", "needs_changes", &["a", "b"]),
     );
     ingest(
         &runtime,
         &run,
-        Role::Implementer,
+        SourceRole::Implementer,
         "1",
         &implementer("1", "completed", &[]),
     );
     let again = ingest(
         &runtime,
         &run,
-        Role::Reviewer,
+        SourceRole::Reviewer,
         "1",
         &reviewer("1", "needs_changes", &["b", "a"]),
     );
@@ -576,7 +577,7 @@ fn the_snapshot_shows_the_task_ledger_and_its_history() {
     ingest(
         &runtime,
         &run,
-        Role::Implementer,
+        SourceRole::Implementer,
         "2",
         &implementer("2", "completed", &[]),
     );
@@ -614,7 +615,7 @@ fn six_hundred_results_compact_to_five_hundred_keeping_the_newest() {
         let run = init(&runtime, dir.path(), "big", &task);
         let result = json!({"task_id": task, "status": "completed", "summary": format!("implemented module {n}"),
                             "files_changed": [format!("src/module_{n}.rs")]});
-        ingest(&runtime, &run, Role::Implementer, &task, &result);
+        ingest(&runtime, &run, SourceRole::Implementer, &task, &result);
     }
     let telemetry = runtime.telemetry();
     assert!(telemetry.facts_valid <= 500, "{}", telemetry.facts_valid);
@@ -660,7 +661,7 @@ pub(crate) fn approval_after_a_restart_settles_what_the_review_opened(
         ingest(
             &before,
             &run,
-            Role::Reviewer,
+            SourceRole::Reviewer,
             "2",
             &review("needs_changes", json!([issue]), json!(["close handles"])),
         );
@@ -670,7 +671,7 @@ pub(crate) fn approval_after_a_restart_settles_what_the_review_opened(
     let approved = ingest(
         &after,
         &run,
-        Role::Reviewer,
+        SourceRole::Reviewer,
         "2",
         &review("approved", json!([]), json!([])),
     );
@@ -704,14 +705,14 @@ fn a_finished_spec_session_is_archived_as_facts_and_an_episode() {
     ingest(
         &runtime,
         &run,
-        Role::Implementer,
+        SourceRole::Implementer,
         "1",
         &implementer("1", "completed", &["src/parser.rs"]),
     );
     ingest(
         &runtime,
         &run,
-        Role::Reviewer,
+        SourceRole::Reviewer,
         "1",
         &reviewer("1", "approved", &[]),
     );

@@ -4,11 +4,12 @@
 use std::sync::Arc;
 
 use fact_extract::{FactExtractor, RuleBasedFactExtractor};
-use fact_model::{ManualClock, ReviewerResult, SessionFact};
+use fact_model::{
+    CharsPerToken, DispatchResult, ManualClock, ReviewerResult, SessionFact, TokenCounter,
+};
 use fact_retrieve::Bm25;
 use fact_retrieve::{
-    CharsPerToken, FactQuery, FactRetriever, IndexRetriever, RELATION_STRENGTH, TokenCounter,
-    format_session_facts,
+    FactQuery, FactRetriever, IndexRetriever, RELATION_STRENGTH, format_session_facts,
 };
 use fact_store::{SessionFactStore, TermQuery};
 use serde_json::json;
@@ -22,7 +23,7 @@ fn review(task: &str, issues: serde_json::Value) -> Vec<SessionFact> {
     }))
     .unwrap();
     RuleBasedFactExtractor::with_defaults(Arc::new(ManualClock::new(t(5))))
-        .extract_from_reviewer(&result, task)
+        .extract(&DispatchResult::Reviewer(result.clone()), task)
         .facts
 }
 

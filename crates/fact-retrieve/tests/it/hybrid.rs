@@ -4,10 +4,10 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use fact_model::{SessionFact, SourceRole, Tag};
+use fact_model::{CharsPerToken, SessionFact, SourceRole, Tag, TokenCounter};
 use fact_retrieve::{
-    CharsPerToken, EmbedError, Embedder, FactQuery, FactRetriever, Fusion, HybridError,
-    HybridRetriever, IndexRetriever, RecallQuery, TokenCounter,
+    EmbedError, Embedder, FactQuery, FactRetriever, Fusion, HybridError, HybridRetriever,
+    IndexRetriever, RecallQuery,
 };
 use fact_store::{InMemoryEpisodeStore, SessionFactStore};
 use proptest::prelude::*;

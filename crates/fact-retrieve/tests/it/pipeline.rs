@@ -2,11 +2,8 @@
 
 use std::sync::Arc;
 
-use fact_model::Tag;
-use fact_retrieve::{
-    CharsPerToken, FactQuery, FactRetriever, IndexRetriever, KeywordOverlap, Retrieval,
-    TokenCounter,
-};
+use fact_model::{CharsPerToken, Tag, TokenCounter};
+use fact_retrieve::{FactQuery, FactRetriever, IndexRetriever, KeywordOverlap, Retrieval};
 
 use super::{fact, store, t, tagged};
 

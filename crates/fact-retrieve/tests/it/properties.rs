@@ -3,10 +3,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use fact_model::{SessionFact, SourceRole, Tag};
+use fact_model::{CharsPerToken, SessionFact, SourceRole, Tag, TokenCounter};
 use fact_retrieve::{
-    Bm25, CharsPerToken, FactQuery, FactRetriever, IndexRetriever, KeywordOverlap, MAX_LINE_CHARS,
-    TokenCounter, format_session_facts,
+    Bm25, FactQuery, FactRetriever, IndexRetriever, KeywordOverlap, MAX_LINE_CHARS,
+    format_session_facts,
 };
 use fact_store::{SessionFactStore, TermWeighting};
 use proptest::prelude::*;
