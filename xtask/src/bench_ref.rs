@@ -595,12 +595,10 @@ fn harness(text: &str, count_heap: bool) -> Result<Vec<(&'static str, Value)>, E
     let before_store = LIVE.load(Ordering::SeqCst);
 
     let clock = Arc::new(ManualClock::default());
-    let config = StoreConfig {
-        capacity: usize::MAX,
-        history_limit: usize::MAX,
-        auto_compact: false,
-        ..StoreConfig::default()
-    };
+    let config = StoreConfig::default()
+        .with_capacity(usize::MAX)
+        .with_history_limit(usize::MAX)
+        .with_auto_compact(false);
     let store: Arc<dyn SessionFactStore> =
         Arc::new(InMemorySessionFactStore::new(config, clock.clone()));
     let extractor = RuleBasedFactExtractor::with_defaults(clock.clone());

@@ -262,7 +262,16 @@ pub struct RuntimeBuilder {
 }
 
 /// How prompts are compiled.
+///
+/// ```
+/// use dispatch_runtime::PromptConfig;
+///
+/// let prompts = PromptConfig::default().with_max_facts(5).with_auto_compaction(false);
+/// assert_eq!((prompts.max_facts, prompts.max_fact_tokens), (5, 500));
+/// assert!(!prompts.auto_compaction);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PromptConfig {
     /// The implementer's input budget in tokens (default 4800).
     pub implementer_budget: usize,
@@ -289,6 +298,50 @@ impl Default for PromptConfig {
             max_facts: 10,
             max_fact_tokens: 500,
         }
+    }
+}
+
+impl PromptConfig {
+    /// Gives the implementer's prompt a budget of `tokens` input tokens.
+    #[must_use]
+    pub fn with_implementer_budget(mut self, tokens: usize) -> Self {
+        self.implementer_budget = tokens;
+        self
+    }
+
+    /// Gives the reviewer's prompt a budget of `tokens` input tokens.
+    #[must_use]
+    pub fn with_reviewer_budget(mut self, tokens: usize) -> Self {
+        self.reviewer_budget = tokens;
+        self
+    }
+
+    /// Compacts an over-budget prompt in stages (`true`) or reports it as an overflow.
+    #[must_use]
+    pub fn with_auto_compaction(mut self, auto_compaction: bool) -> Self {
+        self.auto_compaction = auto_compaction;
+        self
+    }
+
+    /// Embeds the full spec documents (`true`) instead of the ledger entry.
+    #[must_use]
+    pub fn with_legacy(mut self, legacy: bool) -> Self {
+        self.legacy = legacy;
+        self
+    }
+
+    /// Puts at most `max_facts` facts in the `[Session Context]` section.
+    #[must_use]
+    pub fn with_max_facts(mut self, max_facts: usize) -> Self {
+        self.max_facts = max_facts;
+        self
+    }
+
+    /// Lets the `[Session Context]` section cost at most `tokens` tokens.
+    #[must_use]
+    pub fn with_max_fact_tokens(mut self, tokens: usize) -> Self {
+        self.max_fact_tokens = tokens;
+        self
     }
 }
 
@@ -408,15 +461,11 @@ impl RuntimeBuilder {
 /// std::fs::write(specs.join("tasks.md"), "- [ ] 1. Parse tasks.md\n")?;
 ///
 /// let runtime = DispatchRuntimeManager::builder().build();
-/// let run = runtime.init_run(InitRunRequest {
-///     spec_name: "demo".into(), task_id: "1".into(), project_path: Some(dir.clone()), run_id: None, rebind: false,
-/// })?;
+/// let run = runtime.init_run(InitRunRequest::new("demo", "1").with_project_path(&dir))?;
 /// let output = "BEGIN_DISPATCH_RESULT\n{\"task_id\": \"1\", \"status\": \"completed\", \
 ///               \"summary\": \"Parser added in src/parse.rs\"}\nEND_DISPATCH_RESULT";
-/// let ingested = runtime.ingest_output(IngestOutputRequest {
-///     run_id: run.run_id, role: SourceRole::Implementer, task_id: "1".into(), output: output.into(),
-///     max_output_tokens: None,
-/// })?;
+/// let ingested =
+///     runtime.ingest_output(IngestOutputRequest::new(run.run_id, SourceRole::Implementer, "1", output))?;
 /// assert_eq!(ingested.next_action, NextAction::DispatchReviewer);
 /// # std::fs::remove_dir_all(&dir)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())

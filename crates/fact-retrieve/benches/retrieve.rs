@@ -24,11 +24,9 @@ fn main() {
 /// A store filled from the workload for `facts` (the generator's argument), and its queries.
 fn setup(facts: usize) -> (Arc<dyn SessionFactStore>, Vec<FactQuery>) {
     let clock = Arc::new(ManualClock::default());
-    let config = StoreConfig {
-        capacity: usize::MAX,
-        history_limit: usize::MAX,
-        ..StoreConfig::default()
-    };
+    let config = StoreConfig::default()
+        .with_capacity(usize::MAX)
+        .with_history_limit(usize::MAX);
     let store: Arc<dyn SessionFactStore> =
         Arc::new(InMemorySessionFactStore::new(config, clock.clone()));
     let extractor = RuleBasedFactExtractor::with_defaults(clock.clone());

@@ -85,10 +85,7 @@ fn main() -> Result<(), Box<dyn Error>> {
 
     let description = "Wire the ledger cache into the runtime: the parser output, file metadata \
                        and stall detection must reach compile_prompt";
-    let query = FactQuery {
-        max_tokens: 200,
-        ..FactQuery::new("4", description)
-    };
+    let query = FactQuery::new("4", description).with_max_tokens(200);
     let retrieval = IndexRetriever::new(store).retrieve(&query);
     println!("\nTask 4: {description}\n");
     println!("{}\n", retrieval.section);

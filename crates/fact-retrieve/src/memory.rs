@@ -163,11 +163,8 @@ const TRUNCATION_MARKER: &str = "\n...";
 /// never panics.
 ///
 /// ```
-/// use fact_model::Tag;
-/// use fact_retrieve::{
-///     CharsPerToken, MemoryData, MemoryFact, MemoryHistory, TokenCounter, UserContext,
-///     format_memory,
-/// };
+/// use fact_model::{CharsPerToken, Tag, TokenCounter};
+/// use fact_retrieve::{MemoryData, MemoryFact, MemoryHistory, UserContext, format_memory};
 ///
 /// let data = MemoryData {
 ///     user: UserContext {

@@ -324,13 +324,7 @@ pub(crate) fn run() -> Result<(), String> {
         let run = match runs.get(task) {
             Some(run) => Clone::clone(run),
             None => {
-                let request = InitRunRequest {
-                    spec_name: SPEC.into(),
-                    task_id: task.into(),
-                    project_path: Some(dir.clone()),
-                    run_id: None,
-                    rebind: false,
-                };
+                let request = InitRunRequest::new(SPEC, task).with_project_path(dir.clone());
                 let run = runtime.init_run(request).map_err(|e| e.to_string())?.run_id;
                 runs.insert(task, run.clone());
                 run
@@ -338,13 +332,7 @@ pub(crate) fn run() -> Result<(), String> {
         };
         let start = clock.now();
         let compiled = runtime
-            .compile_prompt(CompilePromptRequest {
-                run_id: run.clone(),
-                role,
-                task_id: task.into(),
-                task_prompt: None,
-                max_output_tokens: None,
-            })
+            .compile_prompt(CompilePromptRequest::new(run.clone(), role, task))
             .map_err(|e| e.to_string())?;
         compile_us.push(clock.now().unix_micros() - start.unix_micros());
         prompt_tokens += compiled.prompt_tokens;
@@ -375,13 +363,7 @@ pub(crate) fn run() -> Result<(), String> {
         let output = format!("Work done.\nBEGIN_DISPATCH_RESULT\n{result}\nEND_DISPATCH_RESULT");
         let valid_before = valid_facts(&runtime, &subjects)?;
         let ingested = runtime
-            .ingest_output(IngestOutputRequest {
-                run_id: run,
-                role,
-                task_id: task.into(),
-                output,
-                max_output_tokens: None,
-            })
+            .ingest_output(IngestOutputRequest::new(run, role, task, output))
             .map_err(|e| e.to_string())?;
         let _ = writeln!(
             report,

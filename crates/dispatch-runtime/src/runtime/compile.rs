@@ -86,11 +86,9 @@ impl DispatchRuntimeManager {
         };
         let spec_name = run.spec_name.clone();
         let baseline_docs = format!("{}\n{}\n{}", docs.requirements, docs.design, docs.tasks);
-        let query = FactQuery {
-            max_facts: self.prompts.max_facts,
-            max_tokens: self.prompts.max_fact_tokens,
-            ..FactQuery::new(request.task_id.clone(), retrieval_text)
-        };
+        let query = FactQuery::new(request.task_id.clone(), retrieval_text)
+            .with_max_facts(self.prompts.max_facts)
+            .with_max_tokens(self.prompts.max_fact_tokens);
         let started = self.clock.now();
         let spec = self.spec(&mut state, &spec_name)?;
         let retrieval = spec.retriever.retrieve(&query);

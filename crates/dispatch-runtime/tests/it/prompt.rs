@@ -45,13 +45,7 @@ fn runtime(prompts: PromptConfig) -> DispatchRuntimeManager {
 }
 
 fn init(runtime: &DispatchRuntimeManager, dir: &std::path::Path, task: &str) -> String {
-    let request = InitRunRequest {
-        spec_name: "demo".into(),
-        task_id: task.into(),
-        project_path: Some(dir.to_owned()),
-        run_id: None,
-        rebind: false,
-    };
+    let request = InitRunRequest::new("demo", task).with_project_path(dir.to_owned());
     runtime.init_run(request).unwrap().run_id
 }
 
@@ -62,13 +56,9 @@ fn compile_with(
     task: &str,
     task_prompt: Option<&str>,
 ) -> Result<CompilePromptResponse, dispatch_runtime::RuntimeError> {
-    runtime.compile_prompt(CompilePromptRequest {
-        run_id: run.into(),
-        role,
-        task_id: task.into(),
-        task_prompt: task_prompt.map(str::to_owned),
-        max_output_tokens: None,
-    })
+    let mut request = CompilePromptRequest::new(run, role, task);
+    request.task_prompt = task_prompt.map(str::to_owned);
+    runtime.compile_prompt(request)
 }
 
 fn compile(
@@ -88,13 +78,7 @@ fn ingest(
     result: serde_json::Value,
 ) {
     let output = format!("BEGIN_DISPATCH_RESULT\n{result}\nEND_DISPATCH_RESULT");
-    let request = IngestOutputRequest {
-        run_id: run.into(),
-        role,
-        task_id: task.into(),
-        output,
-        max_output_tokens: None,
-    };
+    let request = IngestOutputRequest::new(run, role, task, output);
     let response = runtime.ingest_output(request).unwrap();
     assert!(response.error.is_none(), "{:?}", response.error);
 }
@@ -254,11 +238,11 @@ fn ledger_first_adds_only_the_missing_pieces() {
 }
 
 fn runtime_with_legacy() -> DispatchRuntimeManager {
-    runtime(PromptConfig {
-        legacy: true,
-        implementer_budget: 100_000,
-        ..PromptConfig::default()
-    })
+    runtime(
+        PromptConfig::default()
+            .with_legacy(true)
+            .with_implementer_budget(100_000),
+    )
 }
 
 #[test]
@@ -291,11 +275,11 @@ fn a_retry_after_rejection_carries_the_failure_evidence() {
 #[test]
 fn over_budget_prompts_are_compacted_or_terminal() {
     let dir = project();
-    let strict = runtime(PromptConfig {
-        implementer_budget: 200,
-        auto_compaction: false,
-        ..PromptConfig::default()
-    });
+    let strict = runtime(
+        PromptConfig::default()
+            .with_implementer_budget(200)
+            .with_auto_compaction(false),
+    );
     let run = init(&strict, dir.path(), "1");
     assert_eq!(
         compile_with(&strict, &run, SourceRole::Implementer, "1", None)
@@ -314,10 +298,7 @@ fn over_budget_prompts_are_compacted_or_terminal() {
     )
     .prompt_tokens;
     let budget = full - 20;
-    let compacting = runtime(PromptConfig {
-        implementer_budget: budget,
-        ..PromptConfig::default()
-    });
+    let compacting = runtime(PromptConfig::default().with_implementer_budget(budget));
     let run = init(&compacting, dir.path(), "1");
     let compiled = compile(&compacting, &run, SourceRole::Implementer, "1");
     assert_ne!(compiled.compaction_stage, CompactionStage::None);
@@ -330,10 +311,7 @@ fn over_budget_prompts_are_compacted_or_terminal() {
         compiled.prompt.contains("BEGIN_DISPATCH_RESULT") && compiled.prompt.contains("Task ID: 1")
     );
 
-    let impossible = runtime(PromptConfig {
-        implementer_budget: 10,
-        ..PromptConfig::default()
-    });
+    let impossible = runtime(PromptConfig::default().with_implementer_budget(10));
     let run = init(&impossible, dir.path(), "1");
     assert_eq!(
         compile_with(&impossible, &run, SourceRole::Implementer, "1", None)
@@ -348,13 +326,8 @@ fn unknown_runs_and_other_tasks_are_rejected() {
     let dir = project();
     let runtime = runtime(PromptConfig::default());
     let run = init(&runtime, dir.path(), "1");
-    let request = |run_id: &str, task: &str| CompilePromptRequest {
-        run_id: run_id.into(),
-        role: SourceRole::Reviewer,
-        task_id: task.into(),
-        task_prompt: None,
-        max_output_tokens: None,
-    };
+    let request =
+        |run_id: &str, task: &str| CompilePromptRequest::new(run_id, SourceRole::Reviewer, task);
     assert_eq!(
         runtime
             .compile_prompt(request("nope", "1"))
@@ -369,10 +342,7 @@ fn unknown_runs_and_other_tasks_are_rejected() {
             .code(),
         "run_task_mismatch"
     );
-    let given = CompilePromptRequest {
-        task_prompt: Some("Do exactly this".into()),
-        ..request(&run, "1")
-    };
+    let given = request(&run, "1").with_task_prompt("Do exactly this");
     let compiled = runtime.compile_prompt(given).unwrap();
     assert!(compiled.prompt.ends_with("Task prompt:\nDo exactly this"));
     assert_eq!(compiled.ledger_mode, LedgerMode::LedgerOnly);
@@ -381,10 +351,7 @@ fn unknown_runs_and_other_tasks_are_rejected() {
 /// A runtime with `budget` for implementers whose task 3 run holds about 900 tokens of
 /// required fixes: within the output budget, far over small input budgets.
 fn run_with_long_fixes(dir: &TempDir, budget: usize) -> (DispatchRuntimeManager, String) {
-    let runtime = runtime(PromptConfig {
-        implementer_budget: budget,
-        ..PromptConfig::default()
-    });
+    let runtime = runtime(PromptConfig::default().with_implementer_budget(budget));
     let run = init(&runtime, dir.path(), "3");
     let fixes: Vec<String> = (0..12)
         .map(|i| format!("fix {i} {}", "x".repeat(290)))
@@ -454,11 +421,11 @@ fn the_emergency_form_keeps_the_task_prompt_and_says_what_it_left_out() {
 #[test]
 fn a_failed_compile_does_not_use_up_the_full_guide() {
     let dir = project();
-    let strict = runtime(PromptConfig {
-        implementer_budget: 400,
-        auto_compaction: false,
-        ..PromptConfig::default()
-    });
+    let strict = runtime(
+        PromptConfig::default()
+            .with_implementer_budget(400)
+            .with_auto_compaction(false),
+    );
     let run = init(&strict, dir.path(), "3");
     let long = "word ".repeat(2000);
     assert_eq!(

@@ -38,13 +38,7 @@ fn runtime() -> DispatchRuntimeManager {
 
 fn init(runtime: &DispatchRuntimeManager, dir: &std::path::Path, spec: &str, task: &str) -> String {
     runtime
-        .init_run(InitRunRequest {
-            spec_name: spec.into(),
-            task_id: task.into(),
-            project_path: Some(dir.to_owned()),
-            run_id: None,
-            rebind: false,
-        })
+        .init_run(InitRunRequest::new(spec, task).with_project_path(dir.to_owned()))
         .unwrap()
         .run_id
 }
@@ -58,13 +52,7 @@ fn ingest(
 ) -> IngestOutputResponse {
     let output = format!("Work done.\nBEGIN_DISPATCH_RESULT\n{result}\nEND_DISPATCH_RESULT\n");
     runtime
-        .ingest_output(IngestOutputRequest {
-            run_id: run.into(),
-            role,
-            task_id: task.into(),
-            output,
-            max_output_tokens: None,
-        })
+        .ingest_output(IngestOutputRequest::new(run, role, task, output))
         .unwrap()
 }
 
@@ -100,23 +88,16 @@ fn init_run_errors_are_typed() {
     let dir = project();
     let runtime = runtime();
     let err = runtime
-        .init_run(InitRunRequest {
-            spec_name: "missing".into(),
-            task_id: "1".into(),
-            project_path: Some(dir.path().to_owned()),
-            run_id: None,
-            rebind: false,
-        })
+        .init_run(InitRunRequest::new("missing", "1").with_project_path(dir.path().to_owned()))
         .unwrap_err();
     assert_eq!(err.code(), "progress_ledger_missing_tasks");
     let err = runtime
-        .ingest_output(IngestOutputRequest {
-            run_id: "nope".into(),
-            role: SourceRole::Implementer,
-            task_id: "1".into(),
-            output: String::new(),
-            max_output_tokens: None,
-        })
+        .ingest_output(IngestOutputRequest::new(
+            "nope",
+            SourceRole::Implementer,
+            "1",
+            String::new(),
+        ))
         .unwrap_err();
     assert_eq!(err.code(), "run_not_initialized");
 }
@@ -128,13 +109,12 @@ fn a_run_is_bound_to_its_task() {
     let run = init(&runtime, dir.path(), "demo", "2");
     assert_eq!(run, "demo:2");
     let err = runtime
-        .ingest_output(IngestOutputRequest {
-            run_id: run,
-            role: SourceRole::Implementer,
-            task_id: "3".into(),
-            output: String::new(),
-            max_output_tokens: None,
-        })
+        .ingest_output(IngestOutputRequest::new(
+            run,
+            SourceRole::Implementer,
+            "3",
+            String::new(),
+        ))
         .unwrap_err();
     assert_eq!(err.code(), "run_task_mismatch");
 }
@@ -285,13 +265,11 @@ fn compiled_prompts_carry_earlier_facts_and_never_invalidated_ones() {
     let context = |task: &str| {
         let run = init(&runtime, dir.path(), "parser", task);
         let compiled = runtime
-            .compile_prompt(dispatch_runtime::CompilePromptRequest {
-                run_id: run.clone(),
-                role: SourceRole::Implementer,
-                task_id: task.into(),
-                task_prompt: None,
-                max_output_tokens: None,
-            })
+            .compile_prompt(dispatch_runtime::CompilePromptRequest::new(
+                run.clone(),
+                SourceRole::Implementer,
+                task,
+            ))
             .unwrap();
         if compiled.session_context.is_empty() {
             assert!(!compiled.prompt.contains("[Session Context]"));
@@ -371,13 +349,12 @@ fn initializing_a_run_again_keeps_its_ledger_and_a_new_binding_starts_afresh() {
 
     // The same run id bound to another task starts a new ledger, when asked explicitly.
     let rebind = |rebind| {
-        runtime.init_run(InitRunRequest {
-            spec_name: "demo".into(),
-            task_id: "2".into(),
-            project_path: Some(dir.path().to_owned()),
-            run_id: Some(run.clone()),
-            rebind,
-        })
+        runtime.init_run(
+            InitRunRequest::new("demo", "2")
+                .with_project_path(dir.path().to_owned())
+                .with_run_id(run.clone())
+                .with_rebind(rebind),
+        )
     };
     assert_eq!(rebind(false).unwrap_err().code(), "run_rebind");
     let rebound = rebind(true).unwrap();
