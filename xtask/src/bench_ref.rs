@@ -57,7 +57,7 @@ use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 use std::time::{Duration, Instant};
 
 use fact_extract::{FactExtractor, RuleBasedFactExtractor};
-use fact_model::{ImplementerResult, ManualClock, ReviewerResult};
+use fact_model::{DispatchResult, ManualClock};
 use fact_retrieve::{FactQuery, FactRetriever, IndexRetriever};
 use fact_store::{InMemorySessionFactStore, SessionFactStore, StoreConfig};
 use serde_json::Value;
@@ -534,8 +534,7 @@ fn round(x: f64, digits: i32) -> f64 {
 
 /// One parsed line of the workload.
 enum Item {
-    Implementer(String, ImplementerResult),
-    Reviewer(String, ReviewerResult),
+    Result(String, DispatchResult),
     Query(FactQuery),
 }
 
@@ -562,13 +561,17 @@ fn parse_workload(text: &str) -> Result<Vec<Item>, Error> {
                     .map(Value::take)
                     .ok_or_else(|| bad("a result without output".into()))?;
                 match role {
-                    "implementer" => Item::Implementer(
+                    "implementer" => Item::Result(
                         task_id,
-                        serde_json::from_value(output).map_err(|e| bad(e.to_string()))?,
+                        DispatchResult::Implementer(
+                            serde_json::from_value(output).map_err(|e| bad(e.to_string()))?,
+                        ),
                     ),
-                    "reviewer" => Item::Reviewer(
+                    "reviewer" => Item::Result(
                         task_id,
-                        serde_json::from_value(output).map_err(|e| bad(e.to_string()))?,
+                        DispatchResult::Reviewer(
+                            serde_json::from_value(output).map_err(|e| bad(e.to_string()))?,
+                        ),
                     ),
                     other => return Err(bad(format!("unknown role `{other}`"))),
                 }
@@ -592,12 +595,10 @@ fn harness(text: &str, count_heap: bool) -> Result<Vec<(&'static str, Value)>, E
     let before_store = LIVE.load(Ordering::SeqCst);
 
     let clock = Arc::new(ManualClock::default());
-    let config = StoreConfig {
-        capacity: usize::MAX,
-        history_limit: usize::MAX,
-        auto_compact: false,
-        ..StoreConfig::default()
-    };
+    let config = StoreConfig::default()
+        .with_capacity(usize::MAX)
+        .with_history_limit(usize::MAX)
+        .with_auto_compact(false);
     let store: Arc<dyn SessionFactStore> =
         Arc::new(InMemorySessionFactStore::new(config, clock.clone()));
     let extractor = RuleBasedFactExtractor::with_defaults(clock.clone());
@@ -605,8 +606,7 @@ fn harness(text: &str, count_heap: bool) -> Result<Vec<(&'static str, Value)>, E
     let start = Instant::now();
     for item in &items {
         let extraction = match item {
-            Item::Implementer(task, result) => extractor.extract_from_implementer(result, task),
-            Item::Reviewer(task, result) => extractor.extract_from_reviewer(result, task),
+            Item::Result(task, result) => extractor.extract(result, task),
             Item::Query(_) => continue,
         };
         store

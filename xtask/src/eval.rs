@@ -395,15 +395,11 @@ fn evaluate(samples: &[Value], options: &Options) -> Result<Value, Error> {
         {
             continue;
         }
-        let config = StoreConfig {
-            capacity: usize::MAX,
-            history_limit: usize::MAX,
-            auto_compact: false,
-            analyzer: AnalyzerConfig {
-                stemming: options.stemming,
-            },
-            ..StoreConfig::default()
-        };
+        let config = StoreConfig::default()
+            .with_capacity(usize::MAX)
+            .with_history_limit(usize::MAX)
+            .with_auto_compact(false)
+            .with_analyzer(AnalyzerConfig::default().with_stemming(options.stemming));
         // The SQLite store lives in a temporary file, so its search runs through the
         // database as it would for a user; the directory goes when the sample is done.
         let mut dir = None;
@@ -498,10 +494,7 @@ fn evaluate(samples: &[Value], options: &Options) -> Result<Value, Error> {
                 continue;
             }
             let question = qa["question"].as_str().unwrap_or_default();
-            let query = FactQuery {
-                max_facts: MAX_K,
-                ..FactQuery::new("eval", question)
-            };
+            let query = FactQuery::new("eval", question).with_max_facts(MAX_K);
             let start = Instant::now();
             let ranked = rank(&query)?;
             latencies_us.push(start.elapsed().as_secs_f64() * 1e6);

@@ -45,9 +45,10 @@ const CLOCK_FILE: &str = "crates/fact-model/src/clock.rs";
 const CLOCK_READS: &[&str] = &["SystemTime::now", "Instant::now"];
 /// Concrete implementations of the service traits (store, extractor, retriever, token
 /// counter), by the crate that defines each. Only that crate and the [`COMPOSERS`] may name
-/// them. `fact-model`'s clocks are values like `std`'s time types: any crate may name
-/// them (a store's `Default` uses the system clock), and the injected-time rule keeps the
-/// reading of the clock in [`CLOCK_FILE`].
+/// them. `fact-model`'s clocks and its `CharsPerToken` estimate are values like `std`'s
+/// time types: any crate may name them (a store's `Default` uses the system clock, a
+/// retriever's the character estimate), and the injected-time rule keeps the reading of
+/// the clock in [`CLOCK_FILE`].
 const CONCRETE: &[(&str, &str)] = &[
     ("InMemorySessionFactStore", "fact-store"),
     ("InMemoryEpisodeStore", "fact-store"),
@@ -58,7 +59,6 @@ const CONCRETE: &[(&str, &str)] = &[
     ("OpenAiCompatibleLlm", "fact-extract"),
     ("RuleBasedFactExtractor", "fact-extract"),
     ("IndexRetriever", "fact-retrieve"),
-    ("CharsPerToken", "fact-retrieve"),
     ("BpeTokenCounter", "fact-retrieve"),
 ];
 /// The crates that choose implementations: the runtime and the binary on top of it.

@@ -21,9 +21,9 @@
 
 use std::path::{Path, PathBuf};
 
-use dispatch_runtime::reexports::{CharsPerToken, ProgressLedger, TokenCounter};
+use dispatch_runtime::reexports::{CharsPerToken, ProgressLedger, SourceRole, TokenCounter};
 use dispatch_runtime::{
-    CompilePromptRequest, DispatchRuntimeManager, IngestOutputRequest, InitRunRequest, Role,
+    CompilePromptRequest, DispatchRuntimeManager, IngestOutputRequest, InitRunRequest,
 };
 use serde_json::{Value, json};
 
@@ -142,50 +142,30 @@ fn evaluate(spec: &Path) -> Result<SpecReport, Error> {
     };
     for task in ledger.tasks() {
         let id = task.id().to_owned();
-        let init = InitRunRequest {
-            spec_name: name.clone(),
-            task_id: id.clone(),
-            project_path: Some(project.clone()),
-            run_id: None,
-            rebind: false,
-        };
+        let init = InitRunRequest::new(name.clone(), id.clone()).with_project_path(project.clone());
         let run = runtime.init_run(init).map_err(failed)?.run_id;
-        let compile = CompilePromptRequest {
-            run_id: run.clone(),
-            role: Role::Implementer,
-            task_id: id.clone(),
-            task_prompt: None,
-            max_output_tokens: None,
-        };
+        let compile = CompilePromptRequest::new(run.clone(), SourceRole::Implementer, id.clone());
         let compiled = runtime.compile_prompt(compile).map_err(failed)?;
         report.prompt_tokens += compiled.prompt_tokens;
         report.baseline_tokens += compiled.baseline_prompt_tokens;
         report.reductions.push(
             1.0 - compiled.prompt_tokens as f64 / compiled.baseline_prompt_tokens.max(1) as f64,
         );
-        let review_prompt = CompilePromptRequest {
-            run_id: run.clone(),
-            role: Role::Reviewer,
-            task_id: id.clone(),
-            task_prompt: None,
-            max_output_tokens: None,
-        };
+        let review_prompt =
+            CompilePromptRequest::new(run.clone(), SourceRole::Reviewer, id.clone());
         let result: Value = json!({"task_id": id, "status": "completed", "summary": task.title(), "files_changed": task.files()});
         let review: Value = json!({"task_id": id, "assessment": "approved"});
-        for (role, body) in [(Role::Implementer, result), (Role::Reviewer, review)] {
-            if role == Role::Reviewer {
+        for (role, body) in [
+            (SourceRole::Implementer, result),
+            (SourceRole::Reviewer, review),
+        ] {
+            if role == SourceRole::Reviewer {
                 runtime
                     .compile_prompt(review_prompt.clone())
                     .map_err(failed)?;
             }
             let output = format!("BEGIN_DISPATCH_RESULT\n{body}\nEND_DISPATCH_RESULT");
-            let ingest = IngestOutputRequest {
-                run_id: run.clone(),
-                role,
-                task_id: id.clone(),
-                output,
-                max_output_tokens: None,
-            };
+            let ingest = IngestOutputRequest::new(run.clone(), role, id.clone(), output);
             runtime.ingest_output(ingest).map_err(failed)?;
         }
         let section_tokens = if compiled.session_context.is_empty() {

@@ -13,10 +13,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use dispatch_runtime::{
-    CompilePromptRequest, DispatchRuntimeManager, IngestOutputRequest, InitRunRequest, Role,
+    CompilePromptRequest, DispatchRuntimeManager, IngestOutputRequest, InitRunRequest,
 };
 use divan::Bencher;
 use fact_model::ManualClock;
+use fact_model::SourceRole;
 
 fn main() {
     divan::main();
@@ -51,26 +52,14 @@ fn filled() -> (DispatchRuntimeManager, PathBuf, workload::Workload) {
     for task in workload.tasks.iter().take(38) {
         let id = &task.implementer.task_id;
         let run = runtime
-            .init_run(InitRunRequest {
-                spec_name: "bench".into(),
-                task_id: id.clone(),
-                project_path: Some(dir.clone()),
-                run_id: None,
-                rebind: false,
-            })
+            .init_run(InitRunRequest::new("bench", id.clone()).with_project_path(dir.clone()))
             .unwrap()
             .run_id;
         for (role, text) in [
-            (Role::Implementer, output(&task.implementer)),
-            (Role::Reviewer, output(&task.reviewer)),
+            (SourceRole::Implementer, output(&task.implementer)),
+            (SourceRole::Reviewer, output(&task.reviewer)),
         ] {
-            let request = IngestOutputRequest {
-                run_id: run.clone(),
-                role,
-                task_id: id.clone(),
-                output: text,
-                max_output_tokens: None,
-            };
+            let request = IngestOutputRequest::new(run.clone(), role, id.clone(), text);
             runtime.ingest_output(request).unwrap();
         }
     }
@@ -84,23 +73,11 @@ fn compile_prompt_with_500_facts(bencher: Bencher<'_, '_>) {
     assert!((450..=550).contains(&facts), "{facts} valid facts");
     let task = (workload.tasks.len() + 1).to_string();
     let run = runtime
-        .init_run(InitRunRequest {
-            spec_name: "bench".into(),
-            task_id: task.clone(),
-            project_path: Some(dir),
-            run_id: None,
-            rebind: false,
-        })
+        .init_run(InitRunRequest::new("bench", task.clone()).with_project_path(dir))
         .unwrap()
         .run_id;
     bencher.bench_local(|| {
-        let request = CompilePromptRequest {
-            run_id: run.clone(),
-            role: Role::Implementer,
-            task_id: task.clone(),
-            task_prompt: None,
-            max_output_tokens: None,
-        };
+        let request = CompilePromptRequest::new(run.clone(), SourceRole::Implementer, task.clone());
         runtime.compile_prompt(request).unwrap()
     });
 }
@@ -111,24 +88,17 @@ fn ingest_output_implementer_result(bencher: Bencher<'_, '_>) {
     let last = workload.tasks.last().unwrap();
     let id = last.implementer.task_id.clone();
     let run = runtime
-        .init_run(InitRunRequest {
-            spec_name: "bench".into(),
-            task_id: id.clone(),
-            project_path: Some(dir),
-            run_id: None,
-            rebind: false,
-        })
+        .init_run(InitRunRequest::new("bench", id.clone()).with_project_path(dir))
         .unwrap()
         .run_id;
     let text = output(&last.implementer);
     bencher.bench_local(|| {
-        let request = IngestOutputRequest {
-            run_id: run.clone(),
-            role: Role::Implementer,
-            task_id: id.clone(),
-            output: text.clone(),
-            max_output_tokens: None,
-        };
+        let request = IngestOutputRequest::new(
+            run.clone(),
+            SourceRole::Implementer,
+            id.clone(),
+            text.clone(),
+        );
         runtime.ingest_output(request).unwrap()
     });
 }

@@ -11,9 +11,7 @@
 //! 4. The block fits the output token budget, counted on the block alone, not on the prose
 //!    around it (`output_token_budget_exceeded`).
 
-use fact_model::{ImplementerResult, ReviewerResult};
-use fact_retrieve::TokenCounter;
-use serde::{Deserialize, Serialize};
+use fact_model::{DispatchResult, SourceRole, TokenCounter};
 use serde_json::Value;
 
 /// The line that opens a dispatch result.
@@ -22,27 +20,6 @@ pub const BEGIN_MARKER: &str = "BEGIN_DISPATCH_RESULT";
 pub const END_MARKER: &str = "END_DISPATCH_RESULT";
 /// The default output token budget of a dispatch result.
 pub const DEFAULT_MAX_OUTPUT_TOKENS: usize = 1200;
-
-/// Who produced an output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    /// The implementer agent.
-    Implementer,
-    /// The reviewer agent.
-    Reviewer,
-}
-
-/// A validated dispatch result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(untagged)]
-pub enum DispatchResult {
-    /// An implementer's result.
-    Implementer(ImplementerResult),
-    /// A reviewer's result.
-    Reviewer(ReviewerResult),
-}
 
 /// Why an output breaks the contract. Each variant has a stable [`code`](Self::code).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -68,6 +45,12 @@ pub enum ContractError {
         /// What is wrong with it.
         message: String,
     },
+    /// The role is not a dispatch agent: only implementers and reviewers report results.
+    #[error("{role} is not a dispatch agent; expected implementer or reviewer")]
+    NotADispatchRole {
+        /// The role given.
+        role: SourceRole,
+    },
     /// The block costs more tokens than allowed.
     #[error("the dispatch result costs {tokens} tokens; the budget is {budget}")]
     OutputTokenBudgetExceeded {
@@ -88,6 +71,7 @@ impl ContractError {
             ContractError::JsonParseFailed { .. } => "json_parse_failed",
             ContractError::SchemaInvalid { .. } => "schema_invalid",
             ContractError::OutputTokenBudgetExceeded { .. } => "output_token_budget_exceeded",
+            ContractError::NotADispatchRole { .. } => "not_a_dispatch_role",
         }
     }
 
@@ -97,6 +81,7 @@ impl ContractError {
         "json_parse_failed",
         "schema_invalid",
         "output_token_budget_exceeded",
+        "not_a_dispatch_role",
     ];
 }
 
@@ -339,57 +324,61 @@ fn kind(value: &Value) -> &'static str {
 /// # Errors
 ///
 /// [`ContractError::SchemaInvalid`] naming the first failing field.
-pub fn validate_schema(role: Role, value: &Value, task_id: &str) -> Result<(), ContractError> {
+pub fn validate_schema(
+    role: SourceRole,
+    value: &Value,
+    task_id: &str,
+) -> Result<(), ContractError> {
+    if !role.is_dispatch_agent() {
+        return Err(ContractError::NotADispatchRole { role });
+    }
     let root = Check::root(value);
     let id = root.required("task_id")?;
     if id.string()? != task_id {
         return id.fail(format!("expected the run's task {task_id:?}"));
     }
-    match role {
-        Role::Implementer => {
-            root.required("status")?
-                .one_of(&["completed", "blocked", "failed"])?;
-            root.required("summary")?.string()?;
-            for name in ["files_changed", "files_modified", "follow_up_actions"] {
-                if let Some(list) = root.field(name)? {
-                    list.strings()?;
-                }
+    if role == SourceRole::Implementer {
+        root.required("status")?
+            .one_of(&["completed", "blocked", "failed"])?;
+        root.required("summary")?.string()?;
+        for name in ["files_changed", "files_modified", "follow_up_actions"] {
+            if let Some(list) = root.field(name)? {
+                list.strings()?;
             }
-            // `files_modified` is the older name of `files_changed`: one list, not two.
-            if root.field("files_changed")?.is_some()
-                && let Some(older) = root.field("files_modified")?
-            {
-                return older
-                    .fail("files_modified is the older name of files_changed; give one of them");
-            }
-            if let Some(tests) = root.field("tests")? {
-                for test in tests.items()? {
-                    test.required("command")?.string()?;
-                    test.required("passed")?.boolean()?;
-                    if let Some(failures) = test.field("failures")? {
-                        failures.strings()?;
-                    }
+        }
+        // `files_modified` is the older name of `files_changed`: one list, not two.
+        if root.field("files_changed")?.is_some()
+            && let Some(older) = root.field("files_modified")?
+        {
+            return older
+                .fail("files_modified is the older name of files_changed; give one of them");
+        }
+        if let Some(tests) = root.field("tests")? {
+            for test in tests.items()? {
+                test.required("command")?.string()?;
+                test.required("passed")?.boolean()?;
+                if let Some(failures) = test.field("failures")? {
+                    failures.strings()?;
                 }
             }
         }
-        Role::Reviewer => {
-            root.required("assessment")?
-                .one_of(&["approved", "needs_changes", "blocked"])?;
-            for name in ["strengths", "required_fixes"] {
-                if let Some(list) = root.field(name)? {
-                    list.strings()?;
-                }
+    } else {
+        root.required("assessment")?
+            .one_of(&["approved", "needs_changes", "blocked"])?;
+        for name in ["strengths", "required_fixes"] {
+            if let Some(list) = root.field(name)? {
+                list.strings()?;
             }
-            if let Some(issues) = root.field("issues")? {
-                for issue in issues.items()? {
-                    issue
-                        .required("severity")?
-                        .one_of(&["critical", "important", "minor"])?;
-                    issue.required("message")?.string()?;
-                    for name in ["file", "fix"] {
-                        if let Some(text) = issue.field(name)? {
-                            text.string()?;
-                        }
+        }
+        if let Some(issues) = root.field("issues")? {
+            for issue in issues.items()? {
+                issue
+                    .required("severity")?
+                    .one_of(&["critical", "important", "minor"])?;
+                issue.required("message")?.string()?;
+                for name in ["file", "fix"] {
+                    if let Some(text) = issue.field(name)? {
+                        text.string()?;
                     }
                 }
             }
@@ -407,25 +396,28 @@ pub fn validate_schema(role: Role, value: &Value, task_id: &str) -> Result<(), C
 /// The first [`ContractError`] in that order.
 ///
 /// ```
-/// use dispatch_runtime::{DispatchResult, Role, parse_output};
-/// use fact_retrieve::CharsPerToken;
+/// use dispatch_runtime::parse_output;
+/// use fact_model::{CharsPerToken, DispatchResult, SourceRole};
 ///
 /// let output = "I am done.\nBEGIN_DISPATCH_RESULT\n{\"task_id\": \"2\", \"status\": \"completed\", \
 ///               \"summary\": \"Added the parser\"}\nEND_DISPATCH_RESULT";
-/// let (result, tokens) = parse_output(Role::Implementer, output, "2", 1200, &CharsPerToken::default())?;
+/// let (result, tokens) = parse_output(SourceRole::Implementer, output, "2", 1200, &CharsPerToken::default())?;
 /// assert!(matches!(result, DispatchResult::Implementer(r) if r.summary == "Added the parser"));
 /// assert!(tokens < 30);
-/// let err = parse_output(Role::Implementer, output, "3", 1200, &CharsPerToken::default()).unwrap_err();
+/// let err = parse_output(SourceRole::Implementer, output, "3", 1200, &CharsPerToken::default()).unwrap_err();
 /// assert_eq!((err.code(), err.to_string().contains("$.task_id")), ("schema_invalid", true));
 /// # Ok::<(), dispatch_runtime::ContractError>(())
 /// ```
 pub fn parse_output(
-    role: Role,
+    role: SourceRole,
     output: &str,
     task_id: &str,
     max_output_tokens: usize,
     counter: &dyn TokenCounter,
 ) -> Result<(DispatchResult, usize), ContractError> {
+    if !role.is_dispatch_agent() {
+        return Err(ContractError::NotADispatchRole { role });
+    }
     let block = extract_block(output)?;
     let value: Value = serde_json::from_str(block).map_err(|e| ContractError::JsonParseFailed {
         message: e.to_string(),
@@ -442,13 +434,10 @@ pub fn parse_output(
         path: "$".to_owned(),
         message: e.to_string(),
     };
-    let result = match role {
-        Role::Implementer => {
-            DispatchResult::Implementer(serde_json::from_value(value).map_err(schema_error)?)
-        }
-        Role::Reviewer => {
-            DispatchResult::Reviewer(serde_json::from_value(value).map_err(schema_error)?)
-        }
+    let result = if role == SourceRole::Implementer {
+        DispatchResult::Implementer(serde_json::from_value(value).map_err(schema_error)?)
+    } else {
+        DispatchResult::Reviewer(serde_json::from_value(value).map_err(schema_error)?)
     };
     Ok((result, tokens))
 }

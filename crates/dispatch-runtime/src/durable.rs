@@ -228,12 +228,10 @@ impl fmt::Debug for Database {
 /// The configuration of long-term memory: no capacity limits (it is not compacted behind
 /// the user's back).
 fn memory_config() -> StoreConfig {
-    StoreConfig {
-        capacity: usize::MAX,
-        history_limit: usize::MAX,
-        auto_compact: false,
-        ..StoreConfig::default()
-    }
+    StoreConfig::default()
+        .with_capacity(usize::MAX)
+        .with_history_limit(usize::MAX)
+        .with_auto_compact(false)
 }
 
 /// A [`StoreFactory`] that opens each spec's store in `database`, under scope
@@ -287,15 +285,12 @@ pub fn stores(database: &Database, config: StoreConfig) -> StoreFactory {
 /// // `postgres://factmem@127.0.0.1:5432/memory`, or a SQLite path.
 /// let database: Database = std::env::var("FACTMEM_DATABASE_URL")?.parse()?;
 /// let memory = durable::open_memory_on(&database, "user:alice", Arc::new(SystemClock))?;
-/// memory.add(NewMemory {
-///     subject: "user".into(),
-///     relation: "prefers_test_framework".into(),
-///     object: "pytest".into(),
-///     statement: None,
-///     category: Tag::Preference,
-///     confidence: 0.9,
-///     source: "example".into(),
-/// })?;
+/// memory.add(
+///     NewMemory::new("user", "prefers_test_framework", "pytest")
+///         .with_category(Tag::Preference)
+///         .with_confidence(0.9)
+///         .with_source("example"),
+/// )?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///

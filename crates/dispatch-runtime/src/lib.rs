@@ -1,7 +1,8 @@
 //! The dispatch runtime: the one crate that composes the store, the extractor, the
 //! retriever and the ledgers, behind trait objects.
 //!
-//! - [`contract`]: reading an agent's raw output into a validated [`DispatchResult`]:
+//! - the dispatch contract, [`parse_output`]: reading an agent's raw output into a validated
+//!   [`DispatchResult`](fact_model::DispatchResult):
 //!   exactly one marked block, JSON, a schema check that names the failing field, and an
 //!   output token budget measured on the block;
 //! - [`DispatchRuntimeManager`], composed from trait objects through [`RuntimeBuilder`]:
@@ -65,7 +66,7 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-pub mod contract;
+mod contract;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 #[cfg_attr(docsrs, doc(cfg(any(feature = "sqlite", feature = "postgres"))))]
 pub mod durable;
@@ -75,8 +76,8 @@ pub mod protocol;
 mod runtime;
 
 pub use crate::contract::{
-    BEGIN_MARKER, ContractError, DEFAULT_MAX_OUTPUT_TOKENS, DispatchResult, END_MARKER, Role,
-    extract_block, parse_output, validate_schema,
+    BEGIN_MARKER, ContractError, DEFAULT_MAX_OUTPUT_TOKENS, END_MARKER, extract_block,
+    parse_output, validate_schema,
 };
 pub use crate::memory::{
     AddOutcome, ArchiveReport, MemoryChange, MemoryError, MemoryService, NewMemory,
@@ -96,12 +97,13 @@ pub mod reexports {
         CommandLlm, ConversationExtraction, ConversationExtractor, LlmClient, LlmError,
         LlmExtractorConfig, LlmFactExtractor, Message,
     };
-    pub use fact_model::{Clock, FactId, ManualClock, SessionFact, SystemClock, Tag, Timestamp};
+    pub use fact_model::{
+        CharsPerToken, Clock, DispatchResult, FactId, ManualClock, SessionFact, SourceRole,
+        SystemClock, Tag, Timestamp, TokenCounter,
+    };
     #[cfg(feature = "tiktoken")]
     pub use fact_retrieve::BpeTokenCounter;
-    pub use fact_retrieve::{
-        CharsPerToken, EmbedError, Embedder, HybridError, Recall, TokenCounter,
-    };
+    pub use fact_retrieve::{EmbedError, Embedder, HybridError, Recall};
     #[cfg(feature = "onnx")]
     pub use fact_retrieve::{OnnxEmbedder, OnnxOptions};
     #[cfg(feature = "sqlite")]

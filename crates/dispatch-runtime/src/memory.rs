@@ -8,10 +8,12 @@
 use std::sync::Arc;
 
 use fact_extract::{ConversationExtractor, LlmError, parse_transcript};
-use fact_model::{Clock, FactError, FactId, FactUpdate, SessionFact, SourceRole, Tag};
+use fact_model::{
+    CharsPerToken, Clock, FactError, FactId, FactUpdate, SessionFact, SourceRole, Tag, TokenCounter,
+};
 use fact_retrieve::{
-    CharsPerToken, Embedder, HybridError, HybridRetriever, MemoryData, MemoryFact, Recall,
-    RecallQuery, TokenCounter, format_memory, recall,
+    Embedder, HybridError, HybridRetriever, MemoryData, MemoryFact, Recall, RecallQuery,
+    format_memory, recall,
 };
 use fact_store::{
     AddReport, Episode, EpisodeStore, ScoredFact, SessionFactStore, StoreError, TermQuery,
@@ -85,7 +87,20 @@ impl MemoryError {
 }
 
 /// A fact to remember, as a person or an agent states it.
+///
+/// ```
+/// use dispatch_runtime::NewMemory;
+/// use dispatch_runtime::reexports::Tag;
+///
+/// let memory = NewMemory::new("user", "prefers_test_framework", "pytest")
+///     .with_statement("User prefers pytest over unittest")
+///     .with_category(Tag::Preference)
+///     .with_confidence(0.9)
+///     .with_source("cli");
+/// assert_eq!((memory.category, memory.source.as_str()), (Tag::Preference, "cli"));
+/// ```
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct NewMemory {
     /// What it is about (`user`, `project:rlm`).
     pub subject: String,
@@ -106,6 +121,7 @@ pub struct NewMemory {
 
 impl NewMemory {
     /// A fact with a `knowledge` category, confidence 1.0 and source `manual`.
+    #[must_use]
     pub fn new(
         subject: impl Into<String>,
         relation: impl Into<String>,
@@ -120,6 +136,34 @@ impl NewMemory {
             confidence: 1.0,
             source: "manual".into(),
         }
+    }
+
+    /// States the fact in one sentence.
+    #[must_use]
+    pub fn with_statement(mut self, statement: impl Into<String>) -> Self {
+        self.statement = Some(statement.into());
+        self
+    }
+
+    /// Files the fact under `category`.
+    #[must_use]
+    pub fn with_category(mut self, category: Tag) -> Self {
+        self.category = category;
+        self
+    }
+
+    /// Holds the fact with `confidence`, in `0..=1` (checked when it is added).
+    #[must_use]
+    pub fn with_confidence(mut self, confidence: f64) -> Self {
+        self.confidence = confidence;
+        self
+    }
+
+    /// Names who states the fact (`cli`, `mcp`, an episode id).
+    #[must_use]
+    pub fn with_source(mut self, source: impl Into<String>) -> Self {
+        self.source = source.into();
+        self
     }
 }
 
@@ -382,11 +426,7 @@ impl MemoryService {
     /// The current facts that match `query`, best first (BM25 over the store's terms).
     #[must_use]
     pub fn search(&self, query: &str, limit: usize) -> Vec<ScoredFact> {
-        let query = TermQuery {
-            text: query,
-            limit,
-            ..TermQuery::default()
-        };
+        let query = TermQuery::new(query, limit);
         self.facts.search(&query, &fact_retrieve::Bm25::default())
     }
 
@@ -411,11 +451,9 @@ impl MemoryService {
         limit: usize,
         max_tokens: usize,
     ) -> Result<Recall, MemoryError> {
-        let query = RecallQuery {
-            text: query,
-            limit,
-            max_tokens,
-        };
+        let query = RecallQuery::new(query)
+            .with_limit(limit)
+            .with_max_tokens(max_tokens);
         if let Some(hybrid) = &self.hybrid {
             return Ok(hybrid.recall(&*self.episodes, &query, &*self.counter)?);
         }

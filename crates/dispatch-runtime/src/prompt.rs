@@ -1,7 +1,7 @@
 //! The pieces of a compiled prompt: the stable prefix per role, the guide instruction, the
 //! ledger-first task prompt, and acceptance criteria taken from requirements.md.
 
-use crate::Role;
+use fact_model::SourceRole;
 
 /// The implementer's stable prefix: the contract, byte-identical on every compile.
 pub const IMPLEMENTER_PREFIX: &str = "\
@@ -25,36 +25,41 @@ BEGIN_DISPATCH_RESULT
 END_DISPATCH_RESULT
 Prose before the block is ignored; a missing or malformed block ends the dispatch.";
 
-/// The stable prefix of `role`.
+/// The stable prefix of `role`; `None` unless it is a
+/// [dispatch agent](SourceRole::is_dispatch_agent).
 #[must_use]
-pub fn stable_prefix(role: Role) -> &'static str {
+pub fn stable_prefix(role: SourceRole) -> Option<&'static str> {
     match role {
-        Role::Implementer => IMPLEMENTER_PREFIX,
-        Role::Reviewer => REVIEWER_PREFIX,
+        SourceRole::Implementer => Some(IMPLEMENTER_PREFIX),
+        SourceRole::Reviewer => Some(REVIEWER_PREFIX),
+        _ => None,
     }
 }
 
-/// The guide instruction: in full on a role's first compile in a run, then compact.
+/// The guide instruction: in full on a role's first compile in a run, then compact; `None`
+/// unless `role` is a [dispatch agent](SourceRole::is_dispatch_agent).
 #[must_use]
-pub fn guide_instruction(role: Role, full: bool) -> &'static str {
-    match (role, full) {
-        (Role::Implementer, true) => {
+pub fn guide_instruction(role: SourceRole, full: bool) -> Option<&'static str> {
+    let guide = match (role, full) {
+        (SourceRole::Implementer, true) => {
             "Guide (full): write the tests first and see them fail; make the smallest change \
             that passes them; keep to the files the task names; run the project's checks before you report; \
             report blockers instead of guessing."
         }
-        (Role::Reviewer, true) => {
+        (SourceRole::Reviewer, true) => {
             "Guide (full): check the work against the task's acceptance criteria and the \
             project's conventions; run the tests; name each problem with its severity, file and fix; approve only \
             when nothing critical or important remains."
         }
-        (Role::Implementer, false) => {
+        (SourceRole::Implementer, false) => {
             "Guide (compact): follow the implementer guide given under this cache key."
         }
-        (Role::Reviewer, false) => {
+        (SourceRole::Reviewer, false) => {
             "Guide (compact): follow the reviewer guide given under this cache key."
         }
-    }
+        _ => return None,
+    };
+    Some(guide)
 }
 
 /// The acceptance criteria of `requirements.md` named by `ids`, as `- {id}: {text}` lines.
@@ -265,12 +270,20 @@ mod tests {
     #[test]
     fn prefixes_differ_by_role_and_name_the_markers() {
         assert_ne!(
-            stable_prefix(Role::Implementer),
-            stable_prefix(Role::Reviewer)
+            stable_prefix(SourceRole::Implementer),
+            stable_prefix(SourceRole::Reviewer)
         );
-        for role in [Role::Implementer, Role::Reviewer] {
-            assert!(stable_prefix(role).contains("BEGIN_DISPATCH_RESULT"));
-            assert!(stable_prefix(role).contains("END_DISPATCH_RESULT"));
+        for role in SourceRole::ALL {
+            assert_eq!(stable_prefix(*role).is_some(), role.is_dispatch_agent());
+            assert_eq!(
+                guide_instruction(*role, true).is_some(),
+                role.is_dispatch_agent()
+            );
+        }
+        for role in SourceRole::DISPATCH_AGENTS {
+            let prefix = stable_prefix(*role).unwrap();
+            assert!(prefix.contains("BEGIN_DISPATCH_RESULT"));
+            assert!(prefix.contains("END_DISPATCH_RESULT"));
         }
     }
 }

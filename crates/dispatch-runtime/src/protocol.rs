@@ -265,6 +265,15 @@ pub(crate) fn task_status(_: &mut schemars::SchemaGenerator) -> schemars::Schema
     schemars::json_schema!({"type": "string", "enum": names})
 }
 
+/// A dispatch agent's role: the two [`SourceRole`](fact_model::SourceRole)s that are dispatched.
+#[cfg(feature = "schema")]
+pub(crate) fn dispatch_role(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "string",
+        "enum": ["implementer", "reviewer"]
+    })
+}
+
 /// A spec's task totals.
 #[cfg(feature = "schema")]
 pub(crate) fn totals(_: &mut schemars::SchemaGenerator) -> schemars::Schema {

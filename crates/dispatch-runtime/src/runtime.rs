@@ -7,8 +7,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use fact_extract::{Extraction, FactExtractor, RuleBasedFactExtractor, relation};
-use fact_model::{Assessment, Clock, ImplementerStatus, SessionFact, SystemClock};
-use fact_retrieve::{CharsPerToken, FactQuery, FactRetriever, IndexRetriever, TokenCounter};
+use fact_model::{
+    Assessment, Clock, DispatchResult, ImplementerStatus, SessionFact, SourceRole, SystemClock,
+};
+use fact_model::{CharsPerToken, TokenCounter};
+use fact_retrieve::{FactQuery, FactRetriever, IndexRetriever};
 use fact_store::{
     AddReport, Episode, EpisodeStore, InMemorySessionFactStore, SessionFactStore, StoreConfig,
     StoreResult,
@@ -16,7 +19,7 @@ use fact_store::{
 use ledger::{LedgerCache, LedgerError, StallConfig, TaskLedger};
 use serde::{Deserialize, Serialize};
 
-use crate::{ContractError, DEFAULT_MAX_OUTPUT_TOKENS, DispatchResult, Role, parse_output};
+use crate::{ContractError, DEFAULT_MAX_OUTPUT_TOKENS, parse_output};
 
 mod api;
 mod compile;
@@ -42,7 +45,7 @@ struct Run {
     ledger: TaskLedger,
     status: Option<IngestStatus>,
     /// Roles whose full guide this run has been given.
-    guided: Vec<Role>,
+    guided: Vec<SourceRole>,
 }
 
 /// The documents of a spec folder; empty when a file is missing.
@@ -259,7 +262,16 @@ pub struct RuntimeBuilder {
 }
 
 /// How prompts are compiled.
+///
+/// ```
+/// use dispatch_runtime::PromptConfig;
+///
+/// let prompts = PromptConfig::default().with_max_facts(5).with_auto_compaction(false);
+/// assert_eq!((prompts.max_facts, prompts.max_fact_tokens), (5, 500));
+/// assert!(!prompts.auto_compaction);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PromptConfig {
     /// The implementer's input budget in tokens (default 4800).
     pub implementer_budget: usize,
@@ -286,6 +298,50 @@ impl Default for PromptConfig {
             max_facts: 10,
             max_fact_tokens: 500,
         }
+    }
+}
+
+impl PromptConfig {
+    /// Gives the implementer's prompt a budget of `tokens` input tokens.
+    #[must_use]
+    pub fn with_implementer_budget(mut self, tokens: usize) -> Self {
+        self.implementer_budget = tokens;
+        self
+    }
+
+    /// Gives the reviewer's prompt a budget of `tokens` input tokens.
+    #[must_use]
+    pub fn with_reviewer_budget(mut self, tokens: usize) -> Self {
+        self.reviewer_budget = tokens;
+        self
+    }
+
+    /// Compacts an over-budget prompt in stages (`true`) or reports it as an overflow.
+    #[must_use]
+    pub fn with_auto_compaction(mut self, auto_compaction: bool) -> Self {
+        self.auto_compaction = auto_compaction;
+        self
+    }
+
+    /// Embeds the full spec documents (`true`) instead of the ledger entry.
+    #[must_use]
+    pub fn with_legacy(mut self, legacy: bool) -> Self {
+        self.legacy = legacy;
+        self
+    }
+
+    /// Puts at most `max_facts` facts in the `[Session Context]` section.
+    #[must_use]
+    pub fn with_max_facts(mut self, max_facts: usize) -> Self {
+        self.max_facts = max_facts;
+        self
+    }
+
+    /// Lets the `[Session Context]` section cost at most `tokens` tokens.
+    #[must_use]
+    pub fn with_max_fact_tokens(mut self, tokens: usize) -> Self {
+        self.max_fact_tokens = tokens;
+        self
     }
 }
 
@@ -396,7 +452,8 @@ impl RuntimeBuilder {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use dispatch_runtime::{DispatchRuntimeManager, IngestOutputRequest, InitRunRequest, NextAction, Role};
+/// use dispatch_runtime::{DispatchRuntimeManager, IngestOutputRequest, InitRunRequest, NextAction};
+/// use fact_model::SourceRole;
 ///
 /// let dir = std::env::temp_dir().join(format!("runtime-doc-{}", std::process::id()));
 /// let specs = dir.join(".spec-context/specs/demo");
@@ -404,15 +461,11 @@ impl RuntimeBuilder {
 /// std::fs::write(specs.join("tasks.md"), "- [ ] 1. Parse tasks.md\n")?;
 ///
 /// let runtime = DispatchRuntimeManager::builder().build();
-/// let run = runtime.init_run(InitRunRequest {
-///     spec_name: "demo".into(), task_id: "1".into(), project_path: Some(dir.clone()), run_id: None, rebind: false,
-/// })?;
+/// let run = runtime.init_run(InitRunRequest::new("demo", "1").with_project_path(&dir))?;
 /// let output = "BEGIN_DISPATCH_RESULT\n{\"task_id\": \"1\", \"status\": \"completed\", \
 ///               \"summary\": \"Parser added in src/parse.rs\"}\nEND_DISPATCH_RESULT";
-/// let ingested = runtime.ingest_output(IngestOutputRequest {
-///     run_id: run.run_id, role: Role::Implementer, task_id: "1".into(), output: output.into(),
-///     max_output_tokens: None,
-/// })?;
+/// let ingested =
+///     runtime.ingest_output(IngestOutputRequest::new(run.run_id, SourceRole::Implementer, "1", output))?;
 /// assert_eq!(ingested.next_action, NextAction::DispatchReviewer);
 /// # std::fs::remove_dir_all(&dir)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -659,13 +712,17 @@ impl DispatchRuntimeManager {
     ///
     /// # Errors
     ///
-    /// [`RuntimeError::RunNotInitialized`], [`RuntimeError::RunTaskMismatch`], or
-    /// [`RuntimeError::Store`] when the spec's store cannot be opened or cannot write
+    /// [`RuntimeError::NotADispatchRole`], [`RuntimeError::RunNotInitialized`],
+    /// [`RuntimeError::RunTaskMismatch`], or [`RuntimeError::Store`] when the spec's store
+    /// cannot be opened or cannot write
     /// (nothing of the result is recorded then, and the run's ledger is unchanged).
     pub fn ingest_output(
         &self,
         request: IngestOutputRequest,
     ) -> Result<IngestOutputResponse, RuntimeError> {
+        if !request.role.is_dispatch_agent() {
+            return Err(RuntimeError::NotADispatchRole { role: request.role });
+        }
         let mut state = self.lock();
         let (spec_name, bound) = match state.runs.get(&request.run_id) {
             Some(run) => (run.spec_name.clone(), run.task_id.clone()),
@@ -704,14 +761,7 @@ impl DispatchRuntimeManager {
         };
         state.telemetry.total_output_tokens += tokens as u64;
         let now = self.clock.now();
-        let extraction = match &result {
-            DispatchResult::Implementer(r) => {
-                self.extractor.extract_from_implementer(r, &request.task_id)
-            }
-            DispatchResult::Reviewer(r) => {
-                self.extractor.extract_from_reviewer(r, &request.task_id)
-            }
-        };
+        let extraction = self.extractor.extract(&result, &request.task_id);
         let facts_extracted: Vec<String> = extraction
             .facts
             .iter()
@@ -733,10 +783,7 @@ impl DispatchRuntimeManager {
                 run_id: request.run_id,
             });
         };
-        match &result {
-            DispatchResult::Implementer(r) => run.ledger.apply_implementer(r, now),
-            DispatchResult::Reviewer(r) => run.ledger.apply_reviewer(r, now),
-        }
+        run.ledger.apply(&result, now);
         let next_action = next_action(&result);
         run.status = Some(IngestStatus::Recorded);
         let stall = run.ledger.stall();
@@ -745,7 +792,7 @@ impl DispatchRuntimeManager {
             .get(ledger::keys::TASK_REPLAN_HINT)
             .filter(|h| !h.is_empty())
             .map(str::to_owned);
-        if stall.review_loop && request.role == Role::Reviewer {
+        if stall.review_loop && request.role == SourceRole::Reviewer {
             state.telemetry.approval_loops += 1;
         }
         Ok(IngestOutputResponse {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use divan::Bencher;
 use fact_extract::{FactExtractor, RuleBasedFactExtractor};
-use fact_model::ManualClock;
+use fact_model::{DispatchResult, ManualClock};
 
 fn main() {
     divan::main();
@@ -29,8 +29,8 @@ fn implementer_result(bencher: Bencher<'_, '_>) {
     let (extractor, workload) = setup();
     let mut next = workload.tasks.iter().cycle();
     bencher
-        .with_inputs(|| &next.next().unwrap().implementer)
-        .bench_local_values(|result| extractor.extract_from_implementer(result, &result.task_id));
+        .with_inputs(|| DispatchResult::Implementer(next.next().unwrap().implementer.clone()))
+        .bench_local_refs(|result| extractor.extract(result, result.task_id()));
 }
 
 #[divan::bench(sample_count = 1000)]
@@ -38,6 +38,6 @@ fn reviewer_result(bencher: Bencher<'_, '_>) {
     let (extractor, workload) = setup();
     let mut next = workload.tasks.iter().cycle();
     bencher
-        .with_inputs(|| &next.next().unwrap().reviewer)
-        .bench_local_values(|result| extractor.extract_from_reviewer(result, &result.task_id));
+        .with_inputs(|| DispatchResult::Reviewer(next.next().unwrap().reviewer.clone()))
+        .bench_local_refs(|result| extractor.extract(result, result.task_id()));
 }

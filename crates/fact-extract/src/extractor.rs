@@ -6,7 +6,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use fact_model::{
-    Clock, FactId, FactSelector, ImplementerResult, ReviewerResult, SessionFact, SourceRole,
+    Clock, DispatchResult, FactId, FactSelector, ImplementerResult, ReviewerResult, SessionFact,
 };
 
 use crate::{
@@ -213,13 +213,11 @@ impl SeenIds {
 }
 
 impl FactExtractor for RuleBasedFactExtractor {
-    fn extract_from_implementer(&self, result: &ImplementerResult, task_id: &str) -> Extraction {
-        let ctx = RuleContext::now(task_id, SourceRole::Implementer, &*self.clock);
-        run(&self.implementer, result, &ctx)
-    }
-
-    fn extract_from_reviewer(&self, result: &ReviewerResult, task_id: &str) -> Extraction {
-        let ctx = RuleContext::now(task_id, SourceRole::Reviewer, &*self.clock);
-        run(&self.reviewer, result, &ctx)
+    fn extract(&self, result: &DispatchResult, task_id: &str) -> Extraction {
+        let ctx = RuleContext::now(task_id, result.role(), &*self.clock);
+        match result {
+            DispatchResult::Implementer(result) => run(&self.implementer, result, &ctx),
+            DispatchResult::Reviewer(result) => run(&self.reviewer, result, &ctx),
+        }
     }
 }

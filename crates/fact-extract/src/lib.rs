@@ -27,7 +27,7 @@
 //! ```
 //! use std::sync::Arc;
 //! use fact_extract::{FactExtractor, RuleBasedFactExtractor};
-//! use fact_model::{ImplementerResult, ManualClock};
+//! use fact_model::{DispatchResult, ImplementerResult, ManualClock};
 //!
 //! let extractor = RuleBasedFactExtractor::with_defaults(Arc::new(ManualClock::default()));
 //! let result: ImplementerResult = serde_json::from_str(r#"{
@@ -35,7 +35,7 @@
 //!     "summary": "Added the lexer in src/lexer.rs",
 //!     "files_changed": ["src/lexer.rs", "src/lib.rs"]
 //! }"#)?;
-//! let extraction = extractor.extract_from_implementer(&result, "3");
+//! let extraction = extractor.extract(&DispatchResult::Implementer(result), "3");
 //! let lines: Vec<String> = extraction.facts.iter()
 //!     .map(|f| format!("{} {} {}", f.subject(), f.relation(), f.object()))
 //!     .collect();
@@ -67,8 +67,8 @@ use std::borrow::Cow;
 use std::fmt::Debug;
 
 use fact_model::{
-    Clock, FactError, FactSelector, FactText, ImplementerResult, MAX_SUBJECT_CHARS, ReviewerResult,
-    SessionFact, SourceRole, Tag, Timestamp, clip,
+    Clock, DispatchResult, FactError, FactSelector, FactText, MAX_SUBJECT_CHARS, SessionFact,
+    SourceRole, Tag, Timestamp, clip,
 };
 use serde::Serialize;
 
@@ -89,30 +89,20 @@ pub const MAX_TEXT_CHARS: usize = 120;
 
 /// Turns dispatch results into facts. Never fails, never panics.
 pub trait FactExtractor: Send + Sync + Debug {
-    /// The facts of an implementer's result for task `task_id`, as one batch.
-    fn extract_from_implementer(&self, result: &ImplementerResult, task_id: &str) -> Extraction;
-
-    /// The facts of a reviewer's result for task `task_id`, as one batch.
-    fn extract_from_reviewer(&self, result: &ReviewerResult, task_id: &str) -> Extraction;
+    /// The facts of `result`, an implementer's or a reviewer's, for task `task_id`, as one
+    /// batch.
+    fn extract(&self, result: &DispatchResult, task_id: &str) -> Extraction;
 }
 
 impl<E: FactExtractor + ?Sized> FactExtractor for Box<E> {
-    fn extract_from_implementer(&self, result: &ImplementerResult, task_id: &str) -> Extraction {
-        (**self).extract_from_implementer(result, task_id)
-    }
-
-    fn extract_from_reviewer(&self, result: &ReviewerResult, task_id: &str) -> Extraction {
-        (**self).extract_from_reviewer(result, task_id)
+    fn extract(&self, result: &DispatchResult, task_id: &str) -> Extraction {
+        (**self).extract(result, task_id)
     }
 }
 
 impl<E: FactExtractor + ?Sized> FactExtractor for std::sync::Arc<E> {
-    fn extract_from_implementer(&self, result: &ImplementerResult, task_id: &str) -> Extraction {
-        (**self).extract_from_implementer(result, task_id)
-    }
-
-    fn extract_from_reviewer(&self, result: &ReviewerResult, task_id: &str) -> Extraction {
-        (**self).extract_from_reviewer(result, task_id)
+    fn extract(&self, result: &DispatchResult, task_id: &str) -> Extraction {
+        (**self).extract(result, task_id)
     }
 }
 
@@ -207,7 +197,7 @@ impl RuleOutput {
 /// let result: ImplementerResult = serde_json::from_str(
 ///     r#"{"task_id": "1", "status": "completed", "files_changed": ["a.rs", "b.rs"]}"#,
 /// )?;
-/// let facts = extractor.extract_from_implementer(&result, "1").facts;
+/// let facts = extractor.extract(&result.into(), "1").facts;
 /// assert_eq!(facts[0].object(), "2");
 /// # Ok::<(), serde_json::Error>(())
 /// ```

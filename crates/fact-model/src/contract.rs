@@ -7,6 +7,8 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 
+use crate::SourceRole;
+
 /// Deserializes `null` as the type's default value.
 fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
 where
@@ -193,4 +195,61 @@ pub struct ReviewerResult {
     /// Fixes the implementer must make.
     #[serde(default, deserialize_with = "null_as_default")]
     pub required_fixes: Vec<String>,
+}
+
+/// A dispatch result of either agent: the one value the extractor, the task ledger and the
+/// runtime pass around, so none of them matches on the agent more than it must.
+///
+/// It serializes as the result itself (no wrapper): the agent is known from the fields.
+///
+/// ```
+/// use fact_model::{DispatchResult, ReviewerResult, SourceRole};
+///
+/// let review: ReviewerResult = serde_json::from_str(
+///     r#"{"task_id": "2", "assessment": "approved"}"#,
+/// )?;
+/// let result = DispatchResult::from(review);
+/// assert_eq!(result.role(), SourceRole::Reviewer);
+/// assert_eq!(result.task_id(), "2");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum DispatchResult {
+    /// An implementer's result.
+    Implementer(ImplementerResult),
+    /// A reviewer's result.
+    Reviewer(ReviewerResult),
+}
+
+impl DispatchResult {
+    /// The agent that produced it: [`SourceRole::Implementer`] or [`SourceRole::Reviewer`].
+    #[must_use]
+    pub fn role(&self) -> SourceRole {
+        match self {
+            DispatchResult::Implementer(_) => SourceRole::Implementer,
+            DispatchResult::Reviewer(_) => SourceRole::Reviewer,
+        }
+    }
+
+    /// The task the result reports on.
+    #[must_use]
+    pub fn task_id(&self) -> &str {
+        match self {
+            DispatchResult::Implementer(result) => &result.task_id,
+            DispatchResult::Reviewer(result) => &result.task_id,
+        }
+    }
+}
+
+impl From<ImplementerResult> for DispatchResult {
+    fn from(result: ImplementerResult) -> Self {
+        DispatchResult::Implementer(result)
+    }
+}
+
+impl From<ReviewerResult> for DispatchResult {
+    fn from(result: ReviewerResult) -> Self {
+        DispatchResult::Reviewer(result)
+    }
 }

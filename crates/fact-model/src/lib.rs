@@ -45,12 +45,13 @@ mod selector;
 mod tag;
 mod text;
 mod time;
+mod token;
 
 pub use crate::clip::{ELLIPSIS, char_len, clip};
 pub use crate::clock::{Clock, ManualClock, SystemClock};
 pub use crate::contract::{
-    Assessment, ImplementerResult, ImplementerStatus, ReviewIssue, ReviewerResult, Severity,
-    TestRun,
+    Assessment, DispatchResult, ImplementerResult, ImplementerStatus, ReviewIssue, ReviewerResult,
+    Severity, TestRun,
 };
 pub use crate::fact::{
     FactBuilder, FactError, FactUpdate, Field, MAX_OBJECT_CHARS, MAX_RELATION_CHARS,
@@ -62,3 +63,4 @@ pub use crate::selector::FactSelector;
 pub use crate::tag::{ParseSourceRoleError, ParseTagError, SourceRole, Tag};
 pub use crate::text::FactText;
 pub use crate::time::{Timestamp, TimestampError};
+pub use crate::token::{CharsPerToken, TokenCounter};

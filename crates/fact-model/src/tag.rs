@@ -159,6 +159,25 @@ closed_vocabulary! {
     }
 }
 
+impl SourceRole {
+    /// The roles that run dispatch tasks and report dispatch results.
+    pub const DISPATCH_AGENTS: &'static [SourceRole] =
+        &[SourceRole::Implementer, SourceRole::Reviewer];
+
+    /// Whether the role is a dispatch agent (an implementer or a reviewer), the only roles a
+    /// dispatch prompt is compiled for and a dispatch result is read from.
+    ///
+    /// ```
+    /// use fact_model::SourceRole;
+    /// assert!(SourceRole::Reviewer.is_dispatch_agent());
+    /// assert!(!SourceRole::User.is_dispatch_agent());
+    /// ```
+    #[must_use]
+    pub fn is_dispatch_agent(self) -> bool {
+        matches!(self, SourceRole::Implementer | SourceRole::Reviewer)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

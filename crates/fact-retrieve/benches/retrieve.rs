@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use divan::Bencher;
 use fact_extract::{FactExtractor, RuleBasedFactExtractor};
-use fact_model::ManualClock;
+use fact_model::{DispatchResult, ManualClock};
 use fact_retrieve::{Bm25, FactQuery, FactRetriever, IndexRetriever, KeywordOverlap};
 use fact_store::{InMemorySessionFactStore, SessionFactStore, StoreConfig, TermWeighting};
 
@@ -24,11 +24,9 @@ fn main() {
 /// A store filled from the workload for `facts` (the generator's argument), and its queries.
 fn setup(facts: usize) -> (Arc<dyn SessionFactStore>, Vec<FactQuery>) {
     let clock = Arc::new(ManualClock::default());
-    let config = StoreConfig {
-        capacity: usize::MAX,
-        history_limit: usize::MAX,
-        ..StoreConfig::default()
-    };
+    let config = StoreConfig::default()
+        .with_capacity(usize::MAX)
+        .with_history_limit(usize::MAX);
     let store: Arc<dyn SessionFactStore> =
         Arc::new(InMemorySessionFactStore::new(config, clock.clone()));
     let extractor = RuleBasedFactExtractor::with_defaults(clock.clone());
@@ -39,12 +37,16 @@ fn setup(facts: usize) -> (Arc<dyn SessionFactStore>, Vec<FactQuery>) {
         store
             .add(
                 extractor
-                    .extract_from_implementer(&task.implementer, id)
+                    .extract(&DispatchResult::Implementer(task.implementer.clone()), id)
                     .facts,
             )
             .unwrap();
         store
-            .add(extractor.extract_from_reviewer(&task.reviewer, id).facts)
+            .add(
+                extractor
+                    .extract(&DispatchResult::Reviewer(task.reviewer.clone()), id)
+                    .facts,
+            )
             .unwrap();
     }
     let queries = workload

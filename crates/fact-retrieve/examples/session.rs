@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fact_extract::{FactExtractor, RuleBasedFactExtractor};
-use fact_model::{ImplementerResult, ManualClock, ReviewerResult};
+use fact_model::{DispatchResult, ManualClock};
 use fact_retrieve::{FactQuery, FactRetriever, IndexRetriever};
 use fact_store::{InMemorySessionFactStore, SessionFactStore, StoreConfig};
 
@@ -67,13 +67,12 @@ fn main() -> Result<(), Box<dyn Error>> {
 
     for (role, json) in RESULTS {
         clock.advance(Duration::from_secs(300));
-        let extraction = if *role == "implementer" {
-            let result: ImplementerResult = serde_json::from_str(json)?;
-            extractor.extract_from_implementer(&result, &result.task_id)
+        let result = if *role == "implementer" {
+            DispatchResult::Implementer(serde_json::from_str(json)?)
         } else {
-            let result: ReviewerResult = serde_json::from_str(json)?;
-            extractor.extract_from_reviewer(&result, &result.task_id)
+            DispatchResult::Reviewer(serde_json::from_str(json)?)
         };
+        let extraction = extractor.extract(&result, result.task_id());
         let facts = extraction.facts.len();
         let report = store.add(extraction.facts)?;
         println!(
@@ -86,10 +85,7 @@ fn main() -> Result<(), Box<dyn Error>> {
 
     let description = "Wire the ledger cache into the runtime: the parser output, file metadata \
                        and stall detection must reach compile_prompt";
-    let query = FactQuery {
-        max_tokens: 200,
-        ..FactQuery::new("4", description)
-    };
+    let query = FactQuery::new("4", description).with_max_tokens(200);
     let retrieval = IndexRetriever::new(store).retrieve(&query);
     println!("\nTask 4: {description}\n");
     println!("{}\n", retrieval.section);

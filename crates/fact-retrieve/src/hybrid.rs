@@ -3,18 +3,17 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use fact_model::{FactId, SessionFact};
+use fact_model::{CharsPerToken, FactId, SessionFact, TokenCounter};
 use fact_store::{
-    EpisodeStore, FactVectors, ScoredFact, SessionFactStore, StoreError, TermQuery, TermWeighting,
-    VectorQuery,
+    EpisodeStore, FactVectors, ScoredFact, SessionFactStore, StoreError, TermWeighting,
 };
 
 use crate::dedup::fold_same_points;
 use crate::recall::render;
 use crate::retriever::within_budget;
 use crate::{
-    Bm25, CharsPerToken, EmbedError, Embedder, FactQuery, FactRetriever, Recall, RecallQuery,
-    Retrieval, RetrievedFact, TokenCounter, embedding_text, query_text,
+    Bm25, EmbedError, Embedder, FactQuery, FactRetriever, Recall, RecallQuery, Retrieval,
+    RetrievedFact, embedding_text, query_text,
 };
 
 /// How the lexical and the vector candidate lists become one ranking.
@@ -294,16 +293,9 @@ impl HybridRetriever {
         }
         let text = query_text(self.store.analyzer(), &query.task_description);
         let depth = self.candidates.max(query.max_facts.saturating_mul(2));
-        let lexical = self.store.search(
-            &TermQuery {
-                text,
-                tags: query.tags.as_deref(),
-                exclude_source_task: Some(&query.task_id),
-                as_of: query.as_of,
-                limit: depth,
-            },
-            &*self.weighting,
-        );
+        let lexical = self
+            .store
+            .search(&query.term_query(text, depth), &*self.weighting);
         let semantic = if vectors && query.as_of.is_none() {
             self.nearest(text, query, depth)?
         } else {
@@ -329,13 +321,7 @@ impl HybridRetriever {
             }
             .into());
         };
-        let mut found = vectors.nearest(&VectorQuery {
-            model: self.embedder.model(),
-            vector,
-            tags: query.tags.as_deref(),
-            exclude_source_task: Some(&query.task_id),
-            limit: depth,
-        });
+        let mut found = vectors.nearest(&query.vector_query(self.embedder.model(), vector, depth));
         found.retain(|scored| scored.score >= self.min_similarity);
         Ok(found)
     }
@@ -352,11 +338,9 @@ impl HybridRetriever {
         query: &RecallQuery<'_>,
         counter: &dyn TokenCounter,
     ) -> Result<Recall, HybridError> {
-        let fact_query = FactQuery {
-            max_facts: query.limit,
-            max_tokens: query.max_tokens,
-            ..FactQuery::new("", query.text)
-        };
+        let fact_query = FactQuery::new("", query.text)
+            .with_max_facts(query.limit)
+            .with_max_tokens(query.max_tokens);
         let facts = self
             .rank(&fact_query)?
             .into_iter()

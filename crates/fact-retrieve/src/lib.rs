@@ -7,8 +7,10 @@
 //!   rare terms weigh more, so `task`, which every dispatch fact holds, stops dominating)
 //!   and the seed's [`KeywordOverlap`].
 //! - The token budget is measured on the exact text injected, the rendered
-//!   `[Session Context]` section, by an injected [`TokenCounter`]: [`CharsPerToken`], or a
-//!   real BPE count with the `tiktoken` feature.
+//!   `[Session Context]` section, by an injected
+//!   [`TokenCounter`](fact_model::TokenCounter):
+//!   [`CharsPerToken`](fact_model::CharsPerToken), or a real BPE count with the
+//!   `tiktoken` feature.
 //! - Of the facts of one subject that state one sentence (a reviewer's issue that is also a
 //!   convention), only the strongest by [`RELATION_STRENGTH`] is retrieved.
 //! - A query is analyzed up to [`MAX_QUERY_BYTES`] and [`MAX_QUERY_TERMS`] ([`query_text`]),
@@ -72,6 +74,7 @@ mod query;
 mod recall;
 mod retriever;
 mod scoring;
+#[cfg(feature = "tiktoken")]
 mod token;
 
 pub use crate::dedup::RELATION_STRENGTH;
@@ -94,4 +97,3 @@ pub use crate::retriever::{FactQuery, FactRetriever, IndexRetriever, Retrieval, 
 pub use crate::scoring::{Bm25, KeywordOverlap};
 #[cfg(feature = "tiktoken")]
 pub use crate::token::{BpeLoadError, BpeTokenCounter};
-pub use crate::token::{CharsPerToken, TokenCounter};

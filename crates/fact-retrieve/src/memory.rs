@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 
 use fact_model::{SessionFact, Tag};
 
-use crate::TokenCounter;
+use fact_model::TokenCounter;
 
 /// What the user is about: the `User Context:` section of [`format_memory`].
 ///
@@ -163,11 +163,8 @@ const TRUNCATION_MARKER: &str = "\n...";
 /// never panics.
 ///
 /// ```
-/// use fact_model::Tag;
-/// use fact_retrieve::{
-///     CharsPerToken, MemoryData, MemoryFact, MemoryHistory, TokenCounter, UserContext,
-///     format_memory,
-/// };
+/// use fact_model::{CharsPerToken, Tag, TokenCounter};
+/// use fact_retrieve::{MemoryData, MemoryFact, MemoryHistory, UserContext, format_memory};
 ///
 /// let data = MemoryData {
 ///     user: UserContext {
@@ -414,7 +411,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
     use super::*;
-    use crate::CharsPerToken;
+    use fact_model::CharsPerToken;
 
     #[test]
     fn sanitize_escapes_and_folds_line_breaks() {

@@ -4,7 +4,9 @@
 use fact_model::{MAX_STATEMENT_CHARS, SessionFact, clip};
 use fact_store::{Episode, EpisodeStore, ScoredFact, SessionFactStore, StoreResult, TermQuery};
 
-use crate::{Bm25, TokenCounter, query_text};
+use fact_model::TokenCounter;
+
+use crate::{Bm25, query_text};
 
 /// The heading of the facts section.
 pub const RELEVANT_FACTS_HEADER: &str = "## Relevant Facts";
@@ -14,7 +16,15 @@ pub const RELATED_EPISODES_HEADER: &str = "## Related Episodes";
 pub const MAX_EPISODE_SUMMARY_CHARS: usize = 200;
 
 /// What to recall.
+///
+/// ```
+/// use fact_retrieve::RecallQuery;
+///
+/// let query = RecallQuery::new("which test framework?").with_max_tokens(300);
+/// assert_eq!((query.limit, query.max_tokens), (10, 300));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RecallQuery<'a> {
     /// The question or topic.
     pub text: &'a str,
@@ -33,6 +43,20 @@ impl<'a> RecallQuery<'a> {
             limit: 10,
             max_tokens: 2000,
         }
+    }
+
+    /// Considers at most `limit` facts, and separately `limit` episodes.
+    #[must_use]
+    pub fn with_limit(mut self, limit: usize) -> Self {
+        self.limit = limit;
+        self
+    }
+
+    /// Lets the rendered text cost at most `max_tokens` tokens.
+    #[must_use]
+    pub fn with_max_tokens(mut self, max_tokens: usize) -> Self {
+        self.max_tokens = max_tokens;
+        self
     }
 }
 
@@ -63,7 +87,8 @@ pub struct Recall {
 ///
 /// ```
 /// use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
-/// use fact_retrieve::{CharsPerToken, RecallQuery, recall};
+/// use fact_model::CharsPerToken;
+/// use fact_retrieve::{RecallQuery, recall};
 /// use fact_store::{InMemoryEpisodeStore, InMemorySessionFactStore, SessionFactStore};
 ///
 /// let store = InMemorySessionFactStore::default();
@@ -92,11 +117,7 @@ pub fn recall(
 ) -> StoreResult<Recall> {
     // A long question is cut as a dispatch query is (see `query_text`).
     let text = query_text(facts.analyzer(), query.text);
-    let term_query = TermQuery {
-        text,
-        limit: query.limit,
-        ..TermQuery::default()
-    };
+    let term_query = TermQuery::new(text, query.limit);
     let mut found = facts.search(&term_query, &Bm25::default());
     found.sort_by(|a, b| {
         b.score

@@ -4,25 +4,31 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use fact_model::{SessionFact, Tag, Timestamp};
-use fact_store::{SessionFactStore, TermQuery, TermWeighting};
+use fact_store::{SessionFactStore, TermQuery, TermWeighting, VectorQuery};
 use serde::{Deserialize, Serialize};
 
 use crate::dedup::fold_same_points;
 use crate::format::format_session_facts_while;
-use crate::{Bm25, CharsPerToken, TokenCounter, query_terms, query_text};
+use fact_model::{CharsPerToken, TokenCounter};
+
+use crate::{Bm25, query_terms, query_text};
 
 /// What the next task needs facts for.
 ///
 /// ```
+/// use fact_model::Tag;
 /// use fact_retrieve::FactQuery;
 ///
 /// let query = FactQuery::new("4", "Add retries to the dispatch runtime");
 /// assert_eq!((query.max_facts, query.max_tokens), (10, 500));
+/// let query = FactQuery::new("4", "Add retries").with_max_facts(5).with_tags(vec![Tag::Decision]);
+/// assert_eq!((query.max_facts, query.tags.as_deref()), (5, Some(&[Tag::Decision][..])));
 /// let query: FactQuery = serde_json::from_str(r#"{"task_id": "4", "task_description": "x", "max_tokens": 200}"#)?;
 /// assert_eq!(query.max_tokens, 200);
 /// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct FactQuery {
     /// The task's description or prompt; its terms are matched against facts.
     pub task_description: String,
@@ -62,6 +68,57 @@ impl FactQuery {
             max_tokens: default_max_tokens(),
             as_of: None,
         }
+    }
+
+    /// Keeps only facts with any of `tags`.
+    #[must_use]
+    pub fn with_tags(mut self, tags: Vec<Tag>) -> Self {
+        self.tags = Some(tags);
+        self
+    }
+
+    /// Returns at most `max_facts` facts.
+    #[must_use]
+    pub fn with_max_facts(mut self, max_facts: usize) -> Self {
+        self.max_facts = max_facts;
+        self
+    }
+
+    /// Lets the rendered section cost at most `max_tokens` tokens.
+    #[must_use]
+    pub fn with_max_tokens(mut self, max_tokens: usize) -> Self {
+        self.max_tokens = max_tokens;
+        self
+    }
+
+    /// Retrieves from the facts valid at `as_of` instead of the valid ones.
+    #[must_use]
+    pub fn with_as_of(mut self, as_of: Timestamp) -> Self {
+        self.as_of = Some(as_of);
+        self
+    }
+
+    /// The store's term query for this query's filters (tags, `as_of`, leaving out the
+    /// querying task's facts): the best `limit` facts matching `text`.
+    pub(crate) fn term_query<'a>(&'a self, text: &'a str, limit: usize) -> TermQuery<'a> {
+        let mut term_query = TermQuery::new(text, limit).with_exclude_source_task(&self.task_id);
+        term_query.tags = self.tags.as_deref();
+        term_query.as_of = self.as_of;
+        term_query
+    }
+
+    /// The store's vector query for this query's filters (tags, leaving out the querying
+    /// task's facts): the `limit` nearest embeddings of `model` to `vector`.
+    pub(crate) fn vector_query<'a>(
+        &'a self,
+        model: &'a str,
+        vector: &'a [f32],
+        limit: usize,
+    ) -> VectorQuery<'a> {
+        let mut vector_query =
+            VectorQuery::new(model, vector, limit).with_exclude_source_task(&self.task_id);
+        vector_query.tags = self.tags.as_deref();
+        vector_query
     }
 }
 
@@ -197,13 +254,7 @@ impl IndexRetriever {
         let text = query_text(self.store.analyzer(), &query.task_description);
         let mut window = query.max_facts.saturating_mul(2);
         loop {
-            let term_query = TermQuery {
-                text,
-                tags: query.tags.as_deref(),
-                exclude_source_task: Some(&query.task_id),
-                as_of: query.as_of,
-                limit: window,
-            };
+            let term_query = query.term_query(text, window);
             let found = self.store.search(&term_query, &*self.weighting);
             let all = found.len() < window;
             let mut ranked = fold_same_points(

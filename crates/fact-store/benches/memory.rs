@@ -128,12 +128,10 @@ fn main() -> ExitCode {
         let config = if facts == 200 {
             StoreConfig::default()
         } else {
-            StoreConfig {
-                capacity: usize::MAX,
-                history_limit: usize::MAX,
-                auto_compact: false,
-                ..StoreConfig::default()
-            }
+            StoreConfig::default()
+                .with_capacity(usize::MAX)
+                .with_history_limit(usize::MAX)
+                .with_auto_compact(false)
         };
         let m = measure(facts, config);
         let per_fact = m.held as f64 / m.versions.max(1) as f64;

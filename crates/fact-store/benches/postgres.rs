@@ -80,10 +80,7 @@ fn fresh_scope(name: &str) -> String {
 }
 
 fn open(scope: &str, search_cache: bool) -> PgFactStore {
-    let options = PgOptions {
-        search_cache,
-        ..PgOptions::default()
-    };
+    let options = PgOptions::default().with_search_cache(search_cache);
     PgFactStore::connect_with(
         &url().expect("FACTMEM_PG_URL"),
         scope,
@@ -225,12 +222,7 @@ fn bench_search(bencher: Bencher<'_, '_>, search_cache: bool, words: fn(&str) ->
         .map(|(task, text)| (task.clone(), words(text)))
         .collect();
     let search = |(task, text): &(String, String)| {
-        let query = TermQuery {
-            text,
-            exclude_source_task: Some(task.as_str()),
-            limit: 10,
-            ..TermQuery::default()
-        };
+        let query = TermQuery::new(text, 10).with_exclude_source_task(task.as_str());
         store.search(&query, &Bm25)
     };
     // The first search of a cached store loads the scope's index: not what is measured.
@@ -260,11 +252,7 @@ mod search {
         let reader = open(scope, true);
         let writer = open(scope, true);
         let search = |text: &str| {
-            let query = TermQuery {
-                text,
-                limit: 10,
-                ..TermQuery::default()
-            };
+            let query = TermQuery::new(text, 10);
             reader.search(&query, &Bm25)
         };
         assert!(
@@ -305,11 +293,7 @@ mod search {
         bencher
             .with_inputs(|| open(scope, true))
             .bench_local_values(|store| {
-                let query = TermQuery {
-                    text: &text,
-                    limit: 10,
-                    ..TermQuery::default()
-                };
+                let query = TermQuery::new(&text, 10);
                 store.search(&query, &Bm25)
             });
     }

@@ -138,12 +138,7 @@ fn bench_search(
     bencher
         .with_inputs(|| next.next().unwrap())
         .bench_local_values(|(task, text)| {
-            let query = TermQuery {
-                text,
-                exclude_source_task: Some(task),
-                limit: 10,
-                ..TermQuery::default()
-            };
+            let query = TermQuery::new(text, 10).with_exclude_source_task(task);
             store.search(&query, &Bm25)
         });
 }
@@ -171,10 +166,7 @@ mod search {
 
     #[divan::bench(sample_count = 30)]
     fn fts_workload_query(bencher: Bencher<'_, '_>) {
-        let options = SqliteOptions {
-            search_cache: false,
-            ..SqliteOptions::default()
-        };
+        let options = SqliteOptions::default().with_search_cache(false);
         let (_dir, store) = open_on_disk(options);
         let queries = search_setup(&store);
         bench_search(bencher, &store, &queries, whole);
@@ -182,10 +174,7 @@ mod search {
 
     #[divan::bench(sample_count = 100)]
     fn fts_short_query(bencher: Bencher<'_, '_>) {
-        let options = SqliteOptions {
-            search_cache: false,
-            ..SqliteOptions::default()
-        };
+        let options = SqliteOptions::default().with_search_cache(false);
         let (_dir, store) = open_on_disk(options);
         let queries = search_setup(&store);
         bench_search(bencher, &store, &queries, short);

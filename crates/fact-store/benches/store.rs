@@ -76,11 +76,7 @@ fn search_40_words(bencher: Bencher<'_, '_>, size: usize) {
     bencher
         .with_inputs(|| next.next().map(|(_, text)| text.as_str()).unwrap_or(""))
         .bench_local_values(|text| {
-            let query = TermQuery {
-                text,
-                limit: 10,
-                ..TermQuery::default()
-            };
+            let query = TermQuery::new(text, 10);
             store.search(&query, &Bm25)
         });
 }

@@ -205,7 +205,15 @@ pub(crate) fn pack_word(word: &[u8]) -> Option<u128> {
 }
 
 /// How text becomes index terms.
+///
+/// ```
+/// use fact_store::AnalyzerConfig;
+///
+/// let config = AnalyzerConfig::default().with_stemming(false);
+/// assert!(!config.stemming);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AnalyzerConfig {
     /// Reduce English words to their Snowball (Porter2) stem, so `parsers`, `parsing` and
     /// `parse` meet (default true).
@@ -215,6 +223,15 @@ pub struct AnalyzerConfig {
 impl Default for AnalyzerConfig {
     fn default() -> Self {
         AnalyzerConfig { stemming: true }
+    }
+}
+
+impl AnalyzerConfig {
+    /// Stems English words (`true`) or keeps every word as it is.
+    #[must_use]
+    pub fn with_stemming(mut self, stemming: bool) -> Self {
+        self.stemming = stemming;
+        self
     }
 }
 
@@ -229,7 +246,7 @@ impl Default for AnalyzerConfig {
 /// ```
 /// use fact_store::{Analyzer, AnalyzerConfig};
 ///
-/// let plain = Analyzer::new(AnalyzerConfig { stemming: false });
+/// let plain = Analyzer::new(AnalyzerConfig::default().with_stemming(false));
 /// assert_eq!(plain.analyze("What is src/core/parser_v2.ts?"), ["core", "parser", "v2"]);
 /// let stemmed = Analyzer::default();
 /// assert_eq!(stemmed.analyze("Parsing the parsers"), ["pars", "parser"]);
@@ -373,7 +390,18 @@ pub trait TermWeighting: Send + Sync + Debug {
 }
 
 /// What to search for; see [`SessionFactStore::search`](crate::SessionFactStore::search).
+///
+/// ```
+/// use fact_model::Tag;
+/// use fact_store::TermQuery;
+///
+/// let query = TermQuery::new("retry backoff", 5).with_tags(&[Tag::Decision]);
+/// assert_eq!((query.text, query.limit), ("retry backoff", 5));
+/// assert_eq!(query.tags, Some(&[Tag::Decision][..]));
+/// assert!(query.as_of.is_none() && query.exclude_source_task.is_none());
+/// ```
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct TermQuery<'a> {
     /// The query text; the store analyzes it with its own [`Analyzer`], and repeated
     /// terms count once.
@@ -386,6 +414,48 @@ pub struct TermQuery<'a> {
     pub as_of: Option<Timestamp>,
     /// The most facts to return.
     pub limit: usize,
+}
+
+impl<'a> TermQuery<'a> {
+    /// A query for the `limit` best valid facts matching `text`, with no filter.
+    #[must_use]
+    pub fn new(text: &'a str, limit: usize) -> Self {
+        TermQuery {
+            text,
+            tags: None,
+            exclude_source_task: None,
+            as_of: None,
+            limit,
+        }
+    }
+
+    /// Keeps only facts carrying any of `tags`.
+    #[must_use]
+    pub fn with_tags(mut self, tags: &'a [Tag]) -> Self {
+        self.tags = Some(tags);
+        self
+    }
+
+    /// Leaves out facts whose source task is `task_id`.
+    #[must_use]
+    pub fn with_exclude_source_task(mut self, task_id: &'a str) -> Self {
+        self.exclude_source_task = Some(task_id);
+        self
+    }
+
+    /// Searches the facts valid at `as_of` instead of the valid ones.
+    #[must_use]
+    pub fn with_as_of(mut self, as_of: Timestamp) -> Self {
+        self.as_of = Some(as_of);
+        self
+    }
+
+    /// Returns at most `limit` facts.
+    #[must_use]
+    pub fn with_limit(mut self, limit: usize) -> Self {
+        self.limit = limit;
+        self
+    }
 }
 
 /// A fact and its score.

@@ -75,11 +75,12 @@ pub enum CompactionPolicy {
 /// ```
 /// use fact_store::{CompactionPolicy, StoreConfig};
 ///
-/// let config = StoreConfig { capacity: 1_000, ..StoreConfig::default() };
-/// assert_eq!(config.history_limit, 500);
+/// let config = StoreConfig::default().with_capacity(1_000).with_auto_compact(false);
+/// assert_eq!((config.capacity, config.history_limit), (1_000, 500));
 /// assert_eq!(config.policy, CompactionPolicy::MergeBySubject);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StoreConfig {
     /// The most valid facts the store keeps when compacting automatically (default 500).
     pub capacity: usize,
@@ -104,6 +105,43 @@ impl Default for StoreConfig {
             auto_compact: true,
             analyzer: AnalyzerConfig::default(),
         }
+    }
+}
+
+impl StoreConfig {
+    /// Keeps at most `capacity` valid facts when compacting automatically.
+    #[must_use]
+    pub fn with_capacity(mut self, capacity: usize) -> Self {
+        self.capacity = capacity;
+        self
+    }
+
+    /// Keeps at most `history_limit` invalidated versions as history.
+    #[must_use]
+    pub fn with_history_limit(mut self, history_limit: usize) -> Self {
+        self.history_limit = history_limit;
+        self
+    }
+
+    /// Gives up facts by `policy` when over capacity.
+    #[must_use]
+    pub fn with_policy(mut self, policy: CompactionPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Compacts on every write that goes over a limit (`true`), or only on `compact` calls.
+    #[must_use]
+    pub fn with_auto_compact(mut self, auto_compact: bool) -> Self {
+        self.auto_compact = auto_compact;
+        self
+    }
+
+    /// Analyzes fact text (and queries) with `analyzer`.
+    #[must_use]
+    pub fn with_analyzer(mut self, analyzer: AnalyzerConfig) -> Self {
+        self.analyzer = analyzer;
+        self
     }
 }
 
@@ -145,7 +183,7 @@ impl Default for StoreConfig {
 /// use fact_model::{ManualClock, SessionFact, SourceRole, Tag, Timestamp};
 /// use fact_store::{InMemorySessionFactStore, SessionFactStore, StoreConfig};
 ///
-/// let config = StoreConfig { capacity: 4, ..StoreConfig::default() };
+/// let config = StoreConfig::default().with_capacity(4);
 /// let store = InMemorySessionFactStore::new(config, Arc::new(ManualClock::default()));
 /// for task in 1..=3 {
 ///     let at = Timestamp::from_unix_secs(task)?;

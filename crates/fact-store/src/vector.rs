@@ -29,7 +29,18 @@ pub const MAX_MODEL_BYTES: usize = 256;
 pub const MAX_DIMENSION: usize = 8192;
 
 /// What to search the embeddings for.
+///
+/// ```
+/// use fact_store::VectorQuery;
+///
+/// let vector = [0.6, 0.8];
+/// let query = VectorQuery::new("minilm", &vector, 5).with_exclude_source_task("task:4");
+/// assert_eq!((query.model, query.limit), ("minilm", 5));
+/// assert_eq!(query.exclude_source_task, Some("task:4"));
+/// assert!(query.tags.is_none());
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct VectorQuery<'a> {
     /// The model whose embeddings are searched (its identity, as stored).
     pub model: &'a str,
@@ -54,6 +65,27 @@ impl<'a> VectorQuery<'a> {
             exclude_source_task: None,
             limit,
         }
+    }
+
+    /// Keeps only facts carrying any of `tags`.
+    #[must_use]
+    pub fn with_tags(mut self, tags: &'a [Tag]) -> Self {
+        self.tags = Some(tags);
+        self
+    }
+
+    /// Leaves out facts whose source task is `task_id`.
+    #[must_use]
+    pub fn with_exclude_source_task(mut self, task_id: &'a str) -> Self {
+        self.exclude_source_task = Some(task_id);
+        self
+    }
+
+    /// Returns at most `limit` facts.
+    #[must_use]
+    pub fn with_limit(mut self, limit: usize) -> Self {
+        self.limit = limit;
+        self
     }
 }
 

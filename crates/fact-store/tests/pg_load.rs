@@ -97,12 +97,10 @@ fn fresh_scope(name: &str) -> String {
 
 /// No compaction and no history limit: every version the writers add stays.
 fn unbounded() -> StoreConfig {
-    StoreConfig {
-        capacity: usize::MAX,
-        history_limit: usize::MAX,
-        auto_compact: false,
-        ..StoreConfig::default()
-    }
+    StoreConfig::default()
+        .with_capacity(usize::MAX)
+        .with_history_limit(usize::MAX)
+        .with_auto_compact(false)
 }
 
 fn load_secs() -> u64 {
@@ -211,11 +209,9 @@ fn writer_process() {
         .append(true)
         .open(var(ENV_LOG))
         .unwrap();
-    let options = PgOptions {
-        pool_size: 1,
-        connect_timeout,
-        ..PgOptions::default()
-    };
+    let options = PgOptions::default()
+        .with_pool_size(1)
+        .with_connect_timeout(connect_timeout);
     let store =
         PgFactStore::connect_with(&url, &scope, unbounded(), options, Arc::new(SystemClock))
             .unwrap();
@@ -400,10 +396,7 @@ fn check(url: &str, scope: &str, logs: &[Vec<Batch>]) -> Checked {
         url,
         scope,
         unbounded(),
-        PgOptions {
-            pool_size: 1,
-            ..PgOptions::default()
-        },
+        PgOptions::default().with_pool_size(1),
         Arc::new(SystemClock),
     )
     .unwrap();
@@ -713,11 +706,7 @@ impl TermWeighting for Overlap {
 const READER_QUERIES: [&str; 3] = ["module issue", "task completed", "modified module"];
 
 fn search_lines(store: &PgFactStore, text: &str) -> Vec<(String, u64)> {
-    let query = TermQuery {
-        text,
-        limit: 10,
-        ..TermQuery::default()
-    };
+    let query = TermQuery::new(text, 10);
     store
         .search(&query, &Overlap)
         .into_iter()

@@ -9,10 +9,9 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use dispatch_runtime::reexports::{Clock, SessionFact, SystemClock, TaskStatus};
+use dispatch_runtime::reexports::{Clock, SessionFact, SourceRole, SystemClock, TaskStatus};
 use dispatch_runtime::{
     CompilePromptRequest, DispatchRuntimeManager, IngestOutputRequest, InitRunRequest, NextAction,
-    Role,
 };
 use serde_json::{Value, json};
 
@@ -32,7 +31,7 @@ const REQUIREMENTS: &str = "# Requirements\n\n### Requirement 1: Parsing\n\n####
 1. WHEN a fact with the same subject and relation arrives THEN the old fact SHALL be invalidated, not overwritten.\n";
 
 /// Results per task, in dispatch order: (role, result JSON).
-fn script() -> Vec<(&'static str, Role, Value)> {
+fn script() -> Vec<(&'static str, SourceRole, Value)> {
     let implementer = |task: &str, summary: &str, files: &[&str], follow_ups: &[&str]| {
         json!({"task_id": task, "status": "completed", "summary": summary, "files_changed": files,
                "tests": [{"command": "cargo test", "passed": true}], "follow_up_actions": follow_ups})
@@ -41,7 +40,7 @@ fn script() -> Vec<(&'static str, Role, Value)> {
     vec![
         (
             "1",
-            Role::Implementer,
+            SourceRole::Implementer,
             implementer(
                 "1",
                 "Parser for task lines and metadata in src/parser.rs",
@@ -49,10 +48,10 @@ fn script() -> Vec<(&'static str, Role, Value)> {
                 &["Handle prompts that span paragraphs"],
             ),
         ),
-        ("1", Role::Reviewer, approved("1")),
+        ("1", SourceRole::Reviewer, approved("1")),
         (
             "2",
-            Role::Implementer,
+            SourceRole::Implementer,
             implementer(
                 "2",
                 "Store with temporal invalidation in src/store.rs",
@@ -62,14 +61,14 @@ fn script() -> Vec<(&'static str, Role, Value)> {
         ),
         (
             "2",
-            Role::Reviewer,
+            SourceRole::Reviewer,
             json!({"task_id": "2", "assessment": "needs_changes",
             "issues": [{"severity": "important", "file": "src/store.rs", "message": "Method names use camelCase; the naming convention is snake_case", "fix": "Rename addFact to add_fact"}],
             "required_fixes": ["Rename store methods to snake_case"]}),
         ),
         (
             "2",
-            Role::Implementer,
+            SourceRole::Implementer,
             implementer(
                 "2",
                 "Renamed store methods to snake_case",
@@ -77,10 +76,10 @@ fn script() -> Vec<(&'static str, Role, Value)> {
                 &[],
             ),
         ),
-        ("2", Role::Reviewer, approved("2")),
+        ("2", SourceRole::Reviewer, approved("2")),
         (
             "3",
-            Role::Implementer,
+            SourceRole::Implementer,
             implementer(
                 "3",
                 "Rule extractor over dispatch results in src/extract.rs",
@@ -88,10 +87,10 @@ fn script() -> Vec<(&'static str, Role, Value)> {
                 &[],
             ),
         ),
-        ("3", Role::Reviewer, approved("3")),
+        ("3", SourceRole::Reviewer, approved("3")),
         (
             "4",
-            Role::Implementer,
+            SourceRole::Implementer,
             implementer(
                 "4",
                 "BM25 retrieval with a token budget in src/retrieve.rs",
@@ -99,10 +98,10 @@ fn script() -> Vec<(&'static str, Role, Value)> {
                 &[],
             ),
         ),
-        ("4", Role::Reviewer, approved("4")),
+        ("4", SourceRole::Reviewer, approved("4")),
         (
             "5",
-            Role::Implementer,
+            SourceRole::Implementer,
             implementer(
                 "5",
                 "Rewrote the parser so prompts keep blank lines",
@@ -110,10 +109,10 @@ fn script() -> Vec<(&'static str, Role, Value)> {
                 &[],
             ),
         ),
-        ("5", Role::Reviewer, approved("5")),
+        ("5", SourceRole::Reviewer, approved("5")),
         (
             "6",
-            Role::Implementer,
+            SourceRole::Implementer,
             implementer(
                 "6",
                 "Ledger-first prompt compiler in src/prompt.rs",
@@ -121,10 +120,10 @@ fn script() -> Vec<(&'static str, Role, Value)> {
                 &[],
             ),
         ),
-        ("6", Role::Reviewer, approved("6")),
+        ("6", SourceRole::Reviewer, approved("6")),
         (
             "7",
-            Role::Implementer,
+            SourceRole::Implementer,
             implementer(
                 "7",
                 "Stall detector in src/stall.rs",
@@ -132,10 +131,10 @@ fn script() -> Vec<(&'static str, Role, Value)> {
                 &[],
             ),
         ),
-        ("7", Role::Reviewer, approved("7")),
+        ("7", SourceRole::Reviewer, approved("7")),
         (
             "8",
-            Role::Implementer,
+            SourceRole::Implementer,
             implementer(
                 "8",
                 "Documented the facts command in docs/facts.md",
@@ -143,7 +142,7 @@ fn script() -> Vec<(&'static str, Role, Value)> {
                 &[],
             ),
         ),
-        ("8", Role::Reviewer, approved("8")),
+        ("8", SourceRole::Reviewer, approved("8")),
     ]
 }
 
@@ -319,19 +318,13 @@ pub(crate) fn run() -> Result<(), String> {
     let mut runs = std::collections::HashMap::new();
     let (mut prompt_tokens, mut baseline_tokens, mut compile_us) = (0usize, 0usize, Vec::new());
     for (task, role, result) in script() {
-        if role == Role::Implementer && !runs.contains_key(task) {
+        if role == SourceRole::Implementer && !runs.contains_key(task) {
             mark_task(&dir, task, TaskStatus::InProgress)?;
         }
         let run = match runs.get(task) {
             Some(run) => Clone::clone(run),
             None => {
-                let request = InitRunRequest {
-                    spec_name: SPEC.into(),
-                    task_id: task.into(),
-                    project_path: Some(dir.clone()),
-                    run_id: None,
-                    rebind: false,
-                };
+                let request = InitRunRequest::new(SPEC, task).with_project_path(dir.clone());
                 let run = runtime.init_run(request).map_err(|e| e.to_string())?.run_id;
                 runs.insert(task, run.clone());
                 run
@@ -339,18 +332,12 @@ pub(crate) fn run() -> Result<(), String> {
         };
         let start = clock.now();
         let compiled = runtime
-            .compile_prompt(CompilePromptRequest {
-                run_id: run.clone(),
-                role,
-                task_id: task.into(),
-                task_prompt: None,
-                max_output_tokens: None,
-            })
+            .compile_prompt(CompilePromptRequest::new(run.clone(), role, task))
             .map_err(|e| e.to_string())?;
         compile_us.push(clock.now().unix_micros() - start.unix_micros());
         prompt_tokens += compiled.prompt_tokens;
         baseline_tokens += compiled.baseline_prompt_tokens;
-        let role_name = if role == Role::Implementer {
+        let role_name = if role == SourceRole::Implementer {
             "implementer"
         } else {
             "reviewer"
@@ -376,13 +363,7 @@ pub(crate) fn run() -> Result<(), String> {
         let output = format!("Work done.\nBEGIN_DISPATCH_RESULT\n{result}\nEND_DISPATCH_RESULT");
         let valid_before = valid_facts(&runtime, &subjects)?;
         let ingested = runtime
-            .ingest_output(IngestOutputRequest {
-                run_id: run,
-                role,
-                task_id: task.into(),
-                output,
-                max_output_tokens: None,
-            })
+            .ingest_output(IngestOutputRequest::new(run, role, task, output))
             .map_err(|e| e.to_string())?;
         let _ = writeln!(
             report,

@@ -345,15 +345,12 @@ fn execute(args: MemArgs, clock: Arc<dyn Clock>) -> Result<Answer, MemFailure> {
             category,
             confidence,
         } => {
-            let outcome = memory.add(NewMemory {
-                subject,
-                relation,
-                object,
-                statement,
-                category,
-                confidence,
-                source: CLI_SOURCE.to_owned(),
-            })?;
+            let mut new = NewMemory::new(subject, relation, object)
+                .with_category(category)
+                .with_confidence(confidence)
+                .with_source(CLI_SOURCE);
+            new.statement = statement;
+            let outcome = memory.add(new)?;
             Ok(Answer::new(
                 view::add(&outcome),
                 add_text(&AddSummary::of(&outcome)),

@@ -4,7 +4,14 @@ use fact_model::{Assessment, ImplementerStatus, ReviewerResult};
 use serde::Serialize;
 
 /// How many non-progress outcomes in a row flag a task as stalled (default 2).
+///
+/// ```
+/// use ledger::StallConfig;
+///
+/// assert_eq!(StallConfig::default().with_threshold(3).threshold, 3);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct StallConfig {
     /// The threshold, at least 1.
     pub threshold: u32,
@@ -13,6 +20,15 @@ pub struct StallConfig {
 impl Default for StallConfig {
     fn default() -> Self {
         StallConfig { threshold: 2 }
+    }
+}
+
+impl StallConfig {
+    /// Flags a task after `threshold` non-progress outcomes in a row.
+    #[must_use]
+    pub fn with_threshold(mut self, threshold: u32) -> Self {
+        self.threshold = threshold;
+        self
     }
 }
 

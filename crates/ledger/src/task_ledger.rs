@@ -1,7 +1,9 @@
 //! [`TaskLedger`]: the state of one task's dispatch run as `ledger.*` facts, last write
 //! wins per key, every change kept.
 
-use fact_model::{Assessment, ImplementerResult, ImplementerStatus, ReviewerResult, Timestamp};
+use fact_model::{
+    Assessment, DispatchResult, ImplementerResult, ImplementerStatus, ReviewerResult, Timestamp,
+};
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
@@ -104,7 +106,7 @@ pub struct LedgerChange {
 ///     r#"{"task_id": "3", "status": "blocked", "summary": "Waiting on the schema",
 ///         "follow_up_actions": ["Decide the AST schema"]}"#,
 /// )?;
-/// ledger.apply_implementer(&result, Timestamp::UNIX_EPOCH);
+/// ledger.apply(&result.into(), Timestamp::UNIX_EPOCH);
 /// assert_eq!(ledger.get(keys::TASK_BLOCKERS), Some(r#"["Decide the AST schema"]"#));
 /// assert_eq!(ledger.get(keys::TASK_PLAN_VERSION), Some("1"));
 /// # Ok::<(), serde_json::Error>(())
@@ -266,10 +268,20 @@ impl TaskLedger {
         );
     }
 
-    /// Records an implementer result: the summary; `completed` clears the blockers,
-    /// `blocked` and `failed` add the follow-up actions to them; stall state and plan
-    /// version follow.
-    pub fn apply_implementer(&mut self, result: &ImplementerResult, at: Timestamp) {
+    /// Records a dispatch result of either agent; stall state and plan version follow.
+    ///
+    /// An implementer's result records the summary; `completed` clears the blockers,
+    /// `blocked` and `failed` add the follow-up actions to them. A reviewer's records the
+    /// assessment, issues and required fixes; `approved` clears blockers and fixes, `blocked`
+    /// adds the required fixes to the blockers.
+    pub fn apply(&mut self, result: &DispatchResult, at: Timestamp) {
+        match result {
+            DispatchResult::Implementer(result) => self.apply_implementer(result, at),
+            DispatchResult::Reviewer(result) => self.apply_reviewer(result, at),
+        }
+    }
+
+    fn apply_implementer(&mut self, result: &ImplementerResult, at: Timestamp) {
         self.set(keys::TASK_SUMMARY, result.summary.trim(), at);
         match result.status {
             ImplementerStatus::Completed => {
@@ -288,10 +300,7 @@ impl TaskLedger {
         self.after_outcome(&Outcome::Implementer(result.status), at);
     }
 
-    /// Records a reviewer result: assessment, issues and required fixes; `approved` clears
-    /// blockers and fixes, `blocked` adds the required fixes to the blockers; stall state and
-    /// plan version follow.
-    pub fn apply_reviewer(&mut self, result: &ReviewerResult, at: Timestamp) {
+    fn apply_reviewer(&mut self, result: &ReviewerResult, at: Timestamp) {
         let issues = serde_json::to_string(&result.issues).unwrap_or_else(|_| "[]".to_owned());
         self.set(
             keys::TASK_REVIEWER_ASSESSMENT,
@@ -366,7 +375,7 @@ impl TaskLedger {
     /// let review: ReviewerResult = serde_json::from_str(r#"{"task_id": "2", "assessment": "needs_changes",
     ///     "issues": [{"severity": "critical", "file": "src/api.ts", "message": "Missing validation", "fix": "Validate"}],
     ///     "required_fixes": ["Validate the request body"]}"#)?;
-    /// ledger.apply_reviewer(&review, Timestamp::UNIX_EPOCH);
+    /// ledger.apply(&review.into(), Timestamp::UNIX_EPOCH);
     /// assert_eq!(
     ///     ledger.failure_evidence().as_deref(),
     ///     Some("Rejection reasons:\n[critical] src/api.ts: Missing validation\nRequired fixes:\n- Validate the request body")

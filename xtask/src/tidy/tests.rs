@@ -118,13 +118,13 @@ mod concrete {
         assert!(violations[0].starts_with("crates/fact-retrieve/src/retriever.rs:3: [concrete]"));
         assert!(violations[0].contains("`InMemorySessionFactStore`"));
         assert!(violations[0].contains("fix:"));
-        let counter = "let c: Arc<dyn TokenCounter> = Arc::new(CharsPerToken::default());\n";
+        let counter = "let c: Arc<dyn TokenCounter> = Arc::new(BpeTokenCounter::o200k_base()?);\n";
         assert_eq!(
             check_concrete_names("crates/ledger/src/cache.rs", counter).len(),
             1
         );
-        // fact-model's clocks are values any crate may name.
-        let clock = "use fact_model::SystemClock;\n";
+        // fact-model's clocks and character estimate are values any crate may name.
+        let clock = "use fact_model::{CharsPerToken, SystemClock};\n";
         assert!(check_concrete_names("crates/ledger/src/cache.rs", clock).is_empty());
     }
 

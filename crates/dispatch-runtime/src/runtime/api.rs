@@ -8,7 +8,7 @@ use fact_store::StoreError;
 use ledger::{LedgerChange, LedgerError, StateSnapshotFact, TaskStatus, Totals};
 use serde::{Deserialize, Serialize};
 
-use crate::Role;
+use fact_model::SourceRole;
 
 /// Why an action failed. [`code`](Self::code) is the protocol's error code.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -94,6 +94,13 @@ pub enum RuntimeError {
         /// The ledger error, naming the path.
         source: LedgerError,
     },
+    /// The request names a role that is not a dispatch agent (only implementers and
+    /// reviewers are dispatched).
+    #[error("{role} is not a dispatch agent; expected implementer or reviewer")]
+    NotADispatchRole {
+        /// The role given.
+        role: SourceRole,
+    },
     /// The spec's fact store could not be opened, or could not write.
     #[error("fact store: {source}")]
     Store {
@@ -118,6 +125,7 @@ impl RuntimeError {
             RuntimeError::TaskNotFound { .. } => "task_not_found",
             RuntimeError::RunRebind { .. } => "run_rebind",
             RuntimeError::TaskStatusWrite { .. } => "task_status_write_failed",
+            RuntimeError::NotADispatchRole { .. } => "not_a_dispatch_role",
             RuntimeError::Store { source } => store_code(source),
         }
     }
@@ -155,6 +163,10 @@ impl RuntimeError {
         (
             "task_not_found",
             "the task id is not in the spec's tasks.md",
+        ),
+        (
+            "not_a_dispatch_role",
+            "the request's role is not implementer or reviewer",
         ),
         (
             "task_status_write_failed",
@@ -237,9 +249,18 @@ pub enum IngestStatus {
 }
 
 /// `init_run`: bind a run to a spec's task and load the spec's progress ledger.
+///
+/// ```
+/// use dispatch_runtime::InitRunRequest;
+///
+/// let request = InitRunRequest::new("todo-api", "2").with_run_id("run-7");
+/// assert_eq!(request.run_id.as_deref(), Some("run-7"));
+/// assert!(request.project_path.is_none() && !request.rebind);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct InitRunRequest {
     /// The spec, the folder name under `.spec-context/specs/`.
     pub spec_name: String,
@@ -256,6 +277,41 @@ pub struct InitRunRequest {
     /// ledger for it (default false: that is a `run_rebind` error).
     #[serde(default)]
     pub rebind: bool,
+}
+
+impl InitRunRequest {
+    /// A request binding run `{spec_name}:{task_id}` to the task, in the runtime's project.
+    #[must_use]
+    pub fn new(spec_name: impl Into<String>, task_id: impl Into<String>) -> Self {
+        InitRunRequest {
+            spec_name: spec_name.into(),
+            task_id: task_id.into(),
+            project_path: None,
+            run_id: None,
+            rebind: false,
+        }
+    }
+
+    /// Reads the spec from the project rooted at `project_path`.
+    #[must_use]
+    pub fn with_project_path(mut self, project_path: impl Into<PathBuf>) -> Self {
+        self.project_path = Some(project_path.into());
+        self
+    }
+
+    /// Names the run `run_id` instead of `{spec_name}:{task_id}`.
+    #[must_use]
+    pub fn with_run_id(mut self, run_id: impl Into<String>) -> Self {
+        self.run_id = Some(run_id.into());
+        self
+    }
+
+    /// Allows (`true`) binding an existing run id to another spec or task.
+    #[must_use]
+    pub fn with_rebind(mut self, rebind: bool) -> Self {
+        self.rebind = rebind;
+        self
+    }
 }
 
 /// What `init_run` answers.
@@ -282,9 +338,20 @@ pub struct InitRunResponse {
 /// moves the active task by itself: after `advance_to_next_task` the orchestrator marks the
 /// task completed (here, or by editing the file), and the next `init_run` or
 /// `compile_prompt` reads the new state.
+///
+/// ```
+/// use dispatch_runtime::SetTaskStatusRequest;
+/// use dispatch_runtime::reexports::TaskStatus;
+///
+/// let request = SetTaskStatusRequest::new("todo-api", "2", TaskStatus::Completed)
+///     .with_project_path("/work/todo");
+/// assert_eq!(request.status, TaskStatus::Completed);
+/// assert!(request.project_path.is_some());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct SetTaskStatusRequest {
     /// The spec, the folder name under `.spec-context/specs/`.
     pub spec_name: String,
@@ -299,6 +366,31 @@ pub struct SetTaskStatusRequest {
     /// The project root (default: the runtime's project root, as for `init_run`).
     #[serde(default)]
     pub project_path: Option<PathBuf>,
+}
+
+impl SetTaskStatusRequest {
+    /// A request setting task `task_id` of spec `spec_name` to `status`, in the runtime's
+    /// project.
+    #[must_use]
+    pub fn new(
+        spec_name: impl Into<String>,
+        task_id: impl Into<String>,
+        status: TaskStatus,
+    ) -> Self {
+        SetTaskStatusRequest {
+            spec_name: spec_name.into(),
+            task_id: task_id.into(),
+            status,
+            project_path: None,
+        }
+    }
+
+    /// Rewrites the tasks.md of the project rooted at `project_path`.
+    #[must_use]
+    pub fn with_project_path(mut self, project_path: impl Into<PathBuf>) -> Self {
+        self.project_path = Some(project_path.into());
+        self
+    }
 }
 
 /// What `set_task_status` answers.
@@ -333,14 +425,28 @@ pub struct SetTaskStatusResponse {
 }
 
 /// `ingest_output`: one agent's raw output for the run's task.
+///
+/// ```
+/// use dispatch_runtime::IngestOutputRequest;
+/// use dispatch_runtime::reexports::SourceRole;
+///
+/// let request = IngestOutputRequest::new("todo-api:2", SourceRole::Implementer, "2", "...")
+///     .with_max_output_tokens(800);
+/// assert_eq!(request.max_output_tokens, Some(800));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct IngestOutputRequest {
     /// The run.
     pub run_id: String,
-    /// Who produced the output.
-    pub role: Role,
+    /// Who produced the output: a [dispatch agent](SourceRole::is_dispatch_agent).
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "crate::protocol::dispatch_role")
+    )]
+    pub role: SourceRole,
     /// The task it answers.
     pub task_id: String,
     /// The raw output, prose and marked block.
@@ -348,6 +454,33 @@ pub struct IngestOutputRequest {
     /// The output token budget (default 1200).
     #[serde(default)]
     pub max_output_tokens: Option<usize>,
+}
+
+impl IngestOutputRequest {
+    /// A request ingesting `output`, produced by `role` for task `task_id` of run `run_id`,
+    /// under the default output budget.
+    #[must_use]
+    pub fn new(
+        run_id: impl Into<String>,
+        role: SourceRole,
+        task_id: impl Into<String>,
+        output: impl Into<String>,
+    ) -> Self {
+        IngestOutputRequest {
+            run_id: run_id.into(),
+            role,
+            task_id: task_id.into(),
+            output: output.into(),
+            max_output_tokens: None,
+        }
+    }
+
+    /// Checks the output against a budget of `tokens` output tokens.
+    #[must_use]
+    pub fn with_max_output_tokens(mut self, tokens: usize) -> Self {
+        self.max_output_tokens = Some(tokens);
+        self
+    }
 }
 
 /// What a store's compaction did, in counts.
@@ -411,14 +544,29 @@ pub struct IngestOutputResponse {
 }
 
 /// `compile_prompt`: the prompt of the next dispatch of a run.
+///
+/// ```
+/// use dispatch_runtime::CompilePromptRequest;
+/// use dispatch_runtime::reexports::SourceRole;
+///
+/// let request = CompilePromptRequest::new("todo-api:2", SourceRole::Reviewer, "2")
+///     .with_task_prompt("Review the retry logic");
+/// assert_eq!(request.task_prompt.as_deref(), Some("Review the retry logic"));
+/// assert_eq!(request.max_output_tokens, None);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct CompilePromptRequest {
     /// The run.
     pub run_id: String,
-    /// Who the prompt is for.
-    pub role: Role,
+    /// Who the prompt is for: a [dispatch agent](SourceRole::is_dispatch_agent).
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "crate::protocol::dispatch_role")
+    )]
+    pub role: SourceRole,
     /// The run's task.
     pub task_id: String,
     /// The task prompt; without it, it is built from the ledger's entry for the task.
@@ -427,6 +575,35 @@ pub struct CompilePromptRequest {
     /// The output budget the agent is told (default 1200).
     #[serde(default)]
     pub max_output_tokens: Option<usize>,
+}
+
+impl CompilePromptRequest {
+    /// A request for the prompt of `role`'s next dispatch on task `task_id` of run `run_id`,
+    /// its task prompt built from the ledger, under the default output budget.
+    #[must_use]
+    pub fn new(run_id: impl Into<String>, role: SourceRole, task_id: impl Into<String>) -> Self {
+        CompilePromptRequest {
+            run_id: run_id.into(),
+            role,
+            task_id: task_id.into(),
+            task_prompt: None,
+            max_output_tokens: None,
+        }
+    }
+
+    /// Uses `task_prompt` as the task prompt instead of the ledger's entry.
+    #[must_use]
+    pub fn with_task_prompt(mut self, task_prompt: impl Into<String>) -> Self {
+        self.task_prompt = Some(task_prompt.into());
+        self
+    }
+
+    /// Tells the agent its output budget is `tokens` tokens.
+    #[must_use]
+    pub fn with_max_output_tokens(mut self, tokens: usize) -> Self {
+        self.max_output_tokens = Some(tokens);
+        self
+    }
 }
 
 /// Whether the guide was given in full or by reference.

@@ -3,14 +3,17 @@
 
 use std::sync::Arc;
 
-use fact_retrieve::{FactQuery, TokenCounter};
+use fact_model::TokenCounter;
+use fact_retrieve::FactQuery;
 use ledger::TaskLedger;
 
 use super::{
     CompactionStage, CompilePromptRequest, CompilePromptResponse, DispatchRuntimeManager,
     GuideMode, LedgerMode, RuntimeError,
 };
-use crate::{DEFAULT_MAX_OUTPUT_TOKENS, Role};
+use fact_model::SourceRole;
+
+use crate::DEFAULT_MAX_OUTPUT_TOKENS;
 
 impl DispatchRuntimeManager {
     /// Compiles the prompt of the run's next dispatch for `role`: the role's stable prefix,
@@ -28,12 +31,15 @@ impl DispatchRuntimeManager {
     ///
     /// # Errors
     ///
-    /// [`RuntimeError::RunNotInitialized`], [`RuntimeError::RunTaskMismatch`], or
-    /// [`RuntimeError::DispatchPromptOverflowTerminal`].
+    /// [`RuntimeError::NotADispatchRole`], [`RuntimeError::RunNotInitialized`],
+    /// [`RuntimeError::RunTaskMismatch`], or [`RuntimeError::DispatchPromptOverflowTerminal`].
     pub fn compile_prompt(
         &self,
         request: CompilePromptRequest,
     ) -> Result<CompilePromptResponse, RuntimeError> {
+        if !request.role.is_dispatch_agent() {
+            return Err(RuntimeError::NotADispatchRole { role: request.role });
+        }
         let mut state = self.lock();
         let run =
             state
@@ -71,7 +77,7 @@ impl DispatchRuntimeManager {
         );
         let fallback_reason = (!fallback_reasons.is_empty()).then(|| fallback_reasons.join(","));
         let delta = delta_packet(&run.ledger, request.role);
-        let guide_cache_key = format!("{}:{}", role_name(request.role), request.run_id);
+        let guide_cache_key = format!("{}:{}", request.role.as_str(), request.run_id);
         // The run counts as guided only once a prompt with the full guide is returned.
         let guide_mode = if run.guided.contains(&request.role) {
             GuideMode::Compact
@@ -80,11 +86,9 @@ impl DispatchRuntimeManager {
         };
         let spec_name = run.spec_name.clone();
         let baseline_docs = format!("{}\n{}\n{}", docs.requirements, docs.design, docs.tasks);
-        let query = FactQuery {
-            max_facts: self.prompts.max_facts,
-            max_tokens: self.prompts.max_fact_tokens,
-            ..FactQuery::new(request.task_id.clone(), retrieval_text)
-        };
+        let query = FactQuery::new(request.task_id.clone(), retrieval_text)
+            .with_max_facts(self.prompts.max_facts)
+            .with_max_tokens(self.prompts.max_fact_tokens);
         let started = self.clock.now();
         let spec = self.spec(&mut state, &spec_name)?;
         let retrieval = spec.retriever.retrieve(&query);
@@ -96,16 +100,22 @@ impl DispatchRuntimeManager {
         let max_output = request
             .max_output_tokens
             .unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS);
-        let prefix = crate::prompt::stable_prefix(request.role);
-        let budget = match request.role {
-            Role::Implementer => self.prompts.implementer_budget,
-            Role::Reviewer => self.prompts.reviewer_budget,
+        let (Some(prefix), Some(guide)) = (
+            crate::prompt::stable_prefix(request.role),
+            crate::prompt::guide_instruction(request.role, guide_mode == GuideMode::Full),
+        ) else {
+            return Err(RuntimeError::NotADispatchRole { role: request.role });
+        };
+        let budget = if request.role == SourceRole::Implementer {
+            self.prompts.implementer_budget
+        } else {
+            self.prompts.reviewer_budget
         };
         let parts = TailParts {
             task_id: &request.task_id,
             max_output,
             guide_cache_key: &guide_cache_key,
-            guide: crate::prompt::guide_instruction(request.role, guide_mode == GuideMode::Full),
+            guide,
             session_context: &retrieval.section,
         };
         let Fitted {
@@ -338,13 +348,6 @@ fn assemble(
     format!("{prefix}\n\n{}", tail.join("\n"))
 }
 
-fn role_name(role: Role) -> &'static str {
-    match role {
-        Role::Implementer => "implementer",
-        Role::Reviewer => "reviewer",
-    }
-}
-
 pub(super) fn ledger_mode_name(mode: LedgerMode) -> &'static str {
     match mode {
         LedgerMode::LedgerOnly => "ledger_only",
@@ -452,7 +455,7 @@ fn ledger_first(task: Option<&ledger::Task>, task_id: &str, requirements_md: &st
 }
 
 /// The ledger state sent as `Delta context`.
-fn delta_packet(task_ledger: &TaskLedger, role: Role) -> serde_json::Value {
+fn delta_packet(task_ledger: &TaskLedger, role: SourceRole) -> serde_json::Value {
     use ledger::keys;
     let text = |key: &str| {
         task_ledger
@@ -489,7 +492,7 @@ fn delta_packet(task_ledger: &TaskLedger, role: Role) -> serde_json::Value {
     put("stalled_count", json(keys::TASK_STALLED_COUNT));
     put("stalled_flagged", json(keys::TASK_STALLED_FLAGGED));
     put("replan_hint", text(keys::TASK_REPLAN_HINT).map(Into::into));
-    if role == Role::Implementer {
+    if role == SourceRole::Implementer {
         put(
             "failure_evidence",
             task_ledger.failure_evidence().map(Into::into),

@@ -1,7 +1,8 @@
 //! The dispatch contract: markers, JSON, schema paths and the output budget, in that order.
 
-use dispatch_runtime::{ContractError, DispatchResult, Role, extract_block, parse_output};
-use fact_retrieve::CharsPerToken;
+use dispatch_runtime::{ContractError, extract_block, parse_output};
+use fact_model::CharsPerToken;
+use fact_model::{DispatchResult, SourceRole};
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -21,12 +22,12 @@ fn reviewer() -> serde_json::Value {
            "required_fixes": ["Validate the body"]})
 }
 
-fn parse(role: Role, output: &str) -> Result<DispatchResult, ContractError> {
+fn parse(role: SourceRole, output: &str) -> Result<DispatchResult, ContractError> {
     parse_output(role, output, "2", 1200, &CharsPerToken::default()).map(|(result, _)| result)
 }
 
 /// The error code and the path or detail it names.
-fn check_err(role: Role, output: &str, code: &str, mentions: &str) {
+fn check_err(role: SourceRole, output: &str, code: &str, mentions: &str) {
     let err = parse(role, output).unwrap_err();
     assert_eq!(err.code(), code, "{err}");
     assert!(
@@ -39,11 +40,11 @@ fn check_err(role: Role, output: &str, code: &str, mentions: &str) {
 fn prose_around_the_block_is_ignored() {
     let output = format!("Here is my work.\n\n{}\n\nThanks!", wrap(&implementer()));
     assert!(matches!(
-        parse(Role::Implementer, &output).unwrap(),
+        parse(SourceRole::Implementer, &output).unwrap(),
         DispatchResult::Implementer(_)
     ));
     assert!(matches!(
-        parse(Role::Reviewer, &wrap(&reviewer())).unwrap(),
+        parse(SourceRole::Reviewer, &wrap(&reviewer())).unwrap(),
         DispatchResult::Reviewer(_)
     ));
 }
@@ -53,7 +54,8 @@ fn markers_inside_json_strings_are_not_markers() {
     let mut value = implementer();
     value["summary"] =
         json!("Documented END_DISPATCH_RESULT and \"BEGIN_DISPATCH_RESULT\" handling");
-    let DispatchResult::Implementer(result) = parse(Role::Implementer, &wrap(&value)).unwrap()
+    let DispatchResult::Implementer(result) =
+        parse(SourceRole::Implementer, &wrap(&value)).unwrap()
     else {
         panic!("implementer expected")
     };
@@ -63,20 +65,20 @@ fn markers_inside_json_strings_are_not_markers() {
 #[test]
 fn missing_unterminated_and_repeated_blocks_are_marker_missing() {
     check_err(
-        Role::Implementer,
+        SourceRole::Implementer,
         "I forgot the markers",
         "marker_missing",
         "no BEGIN_DISPATCH_RESULT",
     );
     check_err(
-        Role::Implementer,
+        SourceRole::Implementer,
         "BEGIN_DISPATCH_RESULT\n{}",
         "marker_missing",
         "without a matching",
     );
     let two = format!("{}\n{}", wrap(&implementer()), wrap(&implementer()));
     check_err(
-        Role::Implementer,
+        SourceRole::Implementer,
         &two,
         "marker_missing",
         "more than one block",
@@ -111,7 +113,7 @@ fn prose_that_mentions_the_markers_is_still_prose() {
     for output in cases {
         assert!(
             matches!(
-                parse(Role::Implementer, &output),
+                parse(SourceRole::Implementer, &output),
                 Ok(DispatchResult::Implementer(_))
             ),
             "{output}"
@@ -122,7 +124,7 @@ fn prose_that_mentions_the_markers_is_still_prose() {
 /// The block of `output`, and the error code `parse` gives for it (`ok` when it parses).
 fn block_and_code(output: &str) -> (String, &'static str) {
     let block = extract_block(output).map_or_else(|e| format!("<{}>", e.code()), str::to_owned);
-    let code = parse(Role::Implementer, output).map_or_else(|e| e.code(), |_| "ok");
+    let code = parse(SourceRole::Implementer, output).map_or_else(|e| e.code(), |_| "ok");
     (block, code)
 }
 
@@ -186,7 +188,8 @@ fn an_end_marker_inside_a_json_string_still_does_not_count_after_a_stray_quote()
         }
         // Without the prose the block parses, the quoted markers kept.
         let output = format!("BEGIN_DISPATCH_RESULT\n{json}\nEND_DISPATCH_RESULT");
-        let DispatchResult::Implementer(result) = parse(Role::Implementer, &output).unwrap() else {
+        let DispatchResult::Implementer(result) = parse(SourceRole::Implementer, &output).unwrap()
+        else {
             panic!("implementer expected")
         };
         assert_eq!(result.summary, summary);
@@ -202,7 +205,7 @@ fn a_string_never_spans_a_line_break() {
         "{\"a\": \"open"
     );
     check_err(
-        Role::Implementer,
+        SourceRole::Implementer,
         &format!(
             "BEGIN_DISPATCH_RESULT\n{{\"a\": \"open\n{}",
             wrap(&implementer())
@@ -216,7 +219,7 @@ fn a_string_never_spans_a_line_break() {
 fn a_second_begin_marker_inside_the_block_is_a_second_block() {
     let nested = format!("BEGIN_DISPATCH_RESULT\n{}", wrap(&implementer()));
     check_err(
-        Role::Implementer,
+        SourceRole::Implementer,
         &nested,
         "marker_missing",
         "more than one block",
@@ -226,7 +229,7 @@ fn a_second_begin_marker_inside_the_block_is_a_second_block() {
 #[test]
 fn invalid_json_is_json_parse_failed() {
     check_err(
-        Role::Implementer,
+        SourceRole::Implementer,
         "BEGIN_DISPATCH_RESULT\n{\"task_id\": \"2\",}\nEND_DISPATCH_RESULT",
         "json_parse_failed",
         "line 1",
@@ -235,60 +238,64 @@ fn invalid_json_is_json_parse_failed() {
 
 #[test]
 fn schema_violations_name_the_field_path() {
-    let cases: Vec<(Role, serde_json::Value, &str)> = vec![
-        (Role::Implementer, json!([1, 2]), "at $: expected an object"),
+    let cases: Vec<(SourceRole, serde_json::Value, &str)> = vec![
         (
-            Role::Implementer,
+            SourceRole::Implementer,
+            json!([1, 2]),
+            "at $: expected an object",
+        ),
+        (
+            SourceRole::Implementer,
             json!({"status": "completed", "summary": ""}),
             "$.task_id: required",
         ),
         (
-            Role::Implementer,
+            SourceRole::Implementer,
             json!({"task_id": 2, "status": "completed", "summary": ""}),
             "$.task_id: expected a string",
         ),
         (
-            Role::Implementer,
+            SourceRole::Implementer,
             json!({"task_id": "3", "status": "completed", "summary": ""}),
             "$.task_id: expected the run's task \"2\"",
         ),
         (
-            Role::Implementer,
+            SourceRole::Implementer,
             json!({"task_id": "2", "status": "done", "summary": ""}),
             "$.status: \"done\" is not one of completed, blocked, failed",
         ),
         (
-            Role::Implementer,
+            SourceRole::Implementer,
             json!({"task_id": "2", "status": "failed"}),
             "$.summary: required",
         ),
         (
-            Role::Implementer,
+            SourceRole::Implementer,
             json!({"task_id": "2", "status": "failed", "summary": "", "files_modified": "a.rs"}),
             "$.files_modified: expected an array",
         ),
         (
-            Role::Implementer,
+            SourceRole::Implementer,
             json!({"task_id": "2", "status": "failed", "summary": "", "tests": [{"command": "x", "passed": "yes"}]}),
             "$.tests[0].passed: expected true or false",
         ),
         (
-            Role::Implementer,
+            SourceRole::Implementer,
             json!({"task_id": "2", "status": "failed", "summary": "", "follow_up_actions": ["a", 3]}),
             "$.follow_up_actions[1]: expected a string",
         ),
         (
-            Role::Reviewer,
+            SourceRole::Reviewer,
             json!({"task_id": "2"}),
             "$.assessment: required",
         ),
         (
-            Role::Reviewer,
+            SourceRole::Reviewer,
             json!({"task_id": "2", "assessment": "approved", "issues": [{"severity": "major", "message": "x"}]}),
             "$.issues[0].severity: \"major\" is not one of critical, important, minor",
         ),
         (
-            Role::Reviewer,
+            SourceRole::Reviewer,
             json!({"task_id": "2", "assessment": "approved", "issues": [{"severity": "minor"}]}),
             "$.issues[0].message: required",
         ),
@@ -301,9 +308,9 @@ fn schema_violations_name_the_field_path() {
 #[test]
 fn nulls_and_absent_optional_fields_are_accepted() {
     let value = json!({"task_id": "2", "status": "blocked", "summary": "stuck", "files_changed": null, "tests": null});
-    assert!(parse(Role::Implementer, &wrap(&value)).is_ok());
+    assert!(parse(SourceRole::Implementer, &wrap(&value)).is_ok());
     let value = json!({"task_id": "2", "assessment": "approved", "issues": [{"severity": "minor", "message": "nit", "file": null}]});
-    assert!(parse(Role::Reviewer, &wrap(&value)).is_ok());
+    assert!(parse(SourceRole::Reviewer, &wrap(&value)).is_ok());
 }
 
 #[test]
@@ -314,7 +321,7 @@ fn the_budget_is_measured_on_the_block_not_the_preamble() {
         wrap(&implementer())
     );
     let (_, tokens) = parse_output(
-        Role::Implementer,
+        SourceRole::Implementer,
         &output,
         "2",
         100,
@@ -323,7 +330,7 @@ fn the_budget_is_measured_on_the_block_not_the_preamble() {
     .unwrap();
     assert!(tokens < 100);
     let err = parse_output(
-        Role::Implementer,
+        SourceRole::Implementer,
         &output,
         "2",
         10,
@@ -342,7 +349,7 @@ fn errors_come_in_the_documented_order() {
     // Invalid schema and over budget: the schema error wins.
     let value = json!({"task_id": "2", "status": "done", "summary": "x".repeat(10_000)});
     let err = parse_output(
-        Role::Implementer,
+        SourceRole::Implementer,
         &wrap(&value),
         "2",
         10,
@@ -354,14 +361,14 @@ fn errors_come_in_the_documented_order() {
 
 proptest! {
     #[test]
-    fn never_panics_on_arbitrary_output(output in ".{0,300}", role in prop_oneof![Just(Role::Implementer), Just(Role::Reviewer)]) {
+    fn never_panics_on_arbitrary_output(output in ".{0,300}", role in prop_oneof![Just(SourceRole::Implementer), Just(SourceRole::Reviewer)]) {
         let _ = parse(role, &output);
     }
 
     #[test]
     fn a_valid_block_parses_whatever_prose_surrounds_it(before in prose(), after in prose()) {
         let output = format!("{before}\n{}\n{after}", wrap(&implementer()));
-        prop_assert!(parse(Role::Implementer, &output).is_ok(), "{}", output);
+        prop_assert!(parse(SourceRole::Implementer, &output).is_ok(), "{}", output);
     }
 
     #[test]
@@ -383,7 +390,7 @@ proptest! {
     fn any_summary_survives_the_block_markers_and_quotes_included(summary in summary()) {
         let mut value = implementer();
         value["summary"] = json!(summary);
-        let parsed = parse(Role::Implementer, &wrap(&value));
+        let parsed = parse(SourceRole::Implementer, &wrap(&value));
         let Ok(DispatchResult::Implementer(result)) = parsed else {
             return Err(TestCaseError::fail(format!("{parsed:?}")));
         };
@@ -453,12 +460,12 @@ fn files_changed_under_both_names_is_one_clear_schema_error() {
     result["files_changed"] = json!(["src/a.rs"]);
     result["files_modified"] = json!(["src/b.rs"]);
     check_err(
-        Role::Implementer,
+        SourceRole::Implementer,
         &wrap(&result),
         "schema_invalid",
         "files_modified is the older name of files_changed",
     );
     // Either name alone is fine.
     result.as_object_mut().unwrap().remove("files_changed");
-    assert!(parse(Role::Implementer, &wrap(&result)).is_ok());
+    assert!(parse(SourceRole::Implementer, &wrap(&result)).is_ok());
 }

@@ -22,12 +22,10 @@ fn service() -> (MemoryService, Arc<ManualClock>) {
 }
 
 fn preference(object: &str, statement: &str) -> NewMemory {
-    NewMemory {
-        statement: Some(statement.into()),
-        category: Tag::Preference,
-        confidence: 0.9,
-        ..NewMemory::new("user", "prefers_test_framework", object)
-    }
+    NewMemory::new("user", "prefers_test_framework", object)
+        .with_statement(statement)
+        .with_category(Tag::Preference)
+        .with_confidence(0.9)
 }
 
 /// An LLM that answers every prompt with the next scripted reply, or fails.
@@ -83,10 +81,8 @@ fn a_newer_preference_supersedes_and_history_keeps_both() {
     assert_eq!(history[0].superseded_by(), Some(second.fact.id()));
     assert_eq!(memory.list().len(), 1);
     // Another preference of the same user has its own predicate and supersedes nothing.
-    let editor = NewMemory {
-        statement: Some("User edits in Helix".into()),
-        ..NewMemory::new("user", "prefers_editor", "helix")
-    };
+    let editor =
+        NewMemory::new("user", "prefers_editor", "helix").with_statement("User edits in Helix");
     assert!(memory.add(editor).unwrap().report.invalidated.is_empty());
     assert_eq!(memory.list().len(), 2);
 }
@@ -97,10 +93,8 @@ fn a_repeated_statement_is_skipped_whatever_its_case() {
     memory
         .add(preference("pytest", "User prefers pytest"))
         .unwrap();
-    let again = NewMemory {
-        statement: Some("  USER prefers   PYTEST ".into()),
-        ..NewMemory::new("user", "uses_test_framework", "pytest")
-    };
+    let again = NewMemory::new("user", "uses_test_framework", "pytest")
+        .with_statement("  USER prefers   PYTEST ");
     let outcome = memory.add(again).unwrap();
     assert!(outcome.report.added.is_empty());
     assert_eq!(outcome.report.skipped.len(), 1);

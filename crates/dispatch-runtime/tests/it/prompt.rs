@@ -6,9 +6,10 @@ use tempfile::TempDir;
 
 use dispatch_runtime::{
     CompactionStage, CompilePromptRequest, CompilePromptResponse, DispatchRuntimeManager,
-    GuideMode, IngestOutputRequest, InitRunRequest, LedgerMode, PromptConfig, Role,
+    GuideMode, IngestOutputRequest, InitRunRequest, LedgerMode, PromptConfig,
 };
 use fact_model::ManualClock;
+use fact_model::SourceRole;
 use serde_json::json;
 
 const TASKS: &str = "# Tasks\n\n\
@@ -44,36 +45,26 @@ fn runtime(prompts: PromptConfig) -> DispatchRuntimeManager {
 }
 
 fn init(runtime: &DispatchRuntimeManager, dir: &std::path::Path, task: &str) -> String {
-    let request = InitRunRequest {
-        spec_name: "demo".into(),
-        task_id: task.into(),
-        project_path: Some(dir.to_owned()),
-        run_id: None,
-        rebind: false,
-    };
+    let request = InitRunRequest::new("demo", task).with_project_path(dir.to_owned());
     runtime.init_run(request).unwrap().run_id
 }
 
 fn compile_with(
     runtime: &DispatchRuntimeManager,
     run: &str,
-    role: Role,
+    role: SourceRole,
     task: &str,
     task_prompt: Option<&str>,
 ) -> Result<CompilePromptResponse, dispatch_runtime::RuntimeError> {
-    runtime.compile_prompt(CompilePromptRequest {
-        run_id: run.into(),
-        role,
-        task_id: task.into(),
-        task_prompt: task_prompt.map(str::to_owned),
-        max_output_tokens: None,
-    })
+    let mut request = CompilePromptRequest::new(run, role, task);
+    request.task_prompt = task_prompt.map(str::to_owned);
+    runtime.compile_prompt(request)
 }
 
 fn compile(
     runtime: &DispatchRuntimeManager,
     run: &str,
-    role: Role,
+    role: SourceRole,
     task: &str,
 ) -> CompilePromptResponse {
     compile_with(runtime, run, role, task, None).unwrap()
@@ -82,18 +73,12 @@ fn compile(
 fn ingest(
     runtime: &DispatchRuntimeManager,
     run: &str,
-    role: Role,
+    role: SourceRole,
     task: &str,
     result: serde_json::Value,
 ) {
     let output = format!("BEGIN_DISPATCH_RESULT\n{result}\nEND_DISPATCH_RESULT");
-    let request = IngestOutputRequest {
-        run_id: run.into(),
-        role,
-        task_id: task.into(),
-        output,
-        max_output_tokens: None,
-    };
+    let request = IngestOutputRequest::new(run, role, task, output);
     let response = runtime.ingest_output(request).unwrap();
     assert!(response.error.is_none(), "{:?}", response.error);
 }
@@ -106,13 +91,13 @@ fn the_tail_comes_in_its_fixed_order_after_a_stable_prefix() {
     ingest(
         &runtime,
         &run1,
-        Role::Implementer,
+        SourceRole::Implementer,
         "1",
         json!({"task_id": "1", "status": "completed",
         "summary": "Parser for tasks.md added", "files_changed": ["src/parser.rs"]}),
     );
     let run3 = init(&runtime, dir.path(), "3");
-    let compiled = compile(&runtime, &run3, Role::Implementer, "3");
+    let compiled = compile(&runtime, &run3, SourceRole::Implementer, "3");
     let prompt = &compiled.prompt;
     let order = [
         "BEGIN_DISPATCH_RESULT",
@@ -156,10 +141,10 @@ fn the_prefix_hash_changes_with_the_role_only_and_the_guide_turns_compact() {
         init(&runtime, dir.path(), "2"),
         init(&runtime, dir.path(), "3"),
     );
-    let first = compile(&runtime, &run2, Role::Implementer, "2");
-    let again = compile(&runtime, &run2, Role::Implementer, "2");
-    let other_task = compile(&runtime, &run3, Role::Implementer, "3");
-    let reviewer = compile(&runtime, &run2, Role::Reviewer, "2");
+    let first = compile(&runtime, &run2, SourceRole::Implementer, "2");
+    let again = compile(&runtime, &run2, SourceRole::Implementer, "2");
+    let other_task = compile(&runtime, &run3, SourceRole::Implementer, "3");
+    let reviewer = compile(&runtime, &run2, SourceRole::Reviewer, "2");
     assert_eq!(first.stable_prefix_hash, other_task.stable_prefix_hash);
     assert_ne!(first.stable_prefix_hash, reviewer.stable_prefix_hash);
     assert_ne!(first.full_prompt_hash, other_task.full_prompt_hash);
@@ -176,7 +161,7 @@ fn the_first_task_and_unrelated_tasks_get_no_session_context() {
     let dir = project();
     let runtime = runtime(PromptConfig::default());
     let run = init(&runtime, dir.path(), "2");
-    let compiled = compile(&runtime, &run, Role::Implementer, "2");
+    let compiled = compile(&runtime, &run, SourceRole::Implementer, "2");
     assert!(compiled.session_context.is_empty());
     assert!(!compiled.prompt.contains("[Session Context]"));
 }
@@ -189,7 +174,7 @@ fn ledger_first_adds_only_the_missing_pieces() {
     let one = compile(
         &runtime,
         &init(&runtime, dir.path(), "1"),
-        Role::Implementer,
+        SourceRole::Implementer,
         "1",
     );
     assert_eq!(
@@ -206,7 +191,7 @@ fn ledger_first_adds_only_the_missing_pieces() {
     let two = compile(
         &runtime,
         &init(&runtime, dir.path(), "2"),
-        Role::Implementer,
+        SourceRole::Implementer,
         "2",
     );
     assert_eq!(
@@ -218,7 +203,7 @@ fn ledger_first_adds_only_the_missing_pieces() {
     let three = compile(
         &runtime,
         &init(&runtime, dir.path(), "3"),
-        Role::Implementer,
+        SourceRole::Implementer,
         "3",
     );
     assert_eq!(
@@ -236,7 +221,7 @@ fn ledger_first_adds_only_the_missing_pieces() {
     let compiled = compile(
         &legacy,
         &init(&legacy, dir.path(), "3"),
-        Role::Implementer,
+        SourceRole::Implementer,
         "3",
     );
     assert_eq!(
@@ -253,11 +238,11 @@ fn ledger_first_adds_only_the_missing_pieces() {
 }
 
 fn runtime_with_legacy() -> DispatchRuntimeManager {
-    runtime(PromptConfig {
-        legacy: true,
-        implementer_budget: 100_000,
-        ..PromptConfig::default()
-    })
+    runtime(
+        PromptConfig::default()
+            .with_legacy(true)
+            .with_implementer_budget(100_000),
+    )
 }
 
 #[test]
@@ -268,13 +253,13 @@ fn a_retry_after_rejection_carries_the_failure_evidence() {
     ingest(
         &runtime,
         &run,
-        Role::Reviewer,
+        SourceRole::Reviewer,
         "3",
         json!({"task_id": "3", "assessment": "needs_changes",
         "issues": [{"severity": "critical", "file": "src/stall.rs", "message": "Count resets too early", "fix": "Reset on progress only"}],
         "required_fixes": ["Reset the count on progress only"]}),
     );
-    let compiled = compile(&runtime, &run, Role::Implementer, "3");
+    let compiled = compile(&runtime, &run, SourceRole::Implementer, "3");
     let evidence = compiled.delta_packet["failure_evidence"].as_str().unwrap();
     assert!(
         evidence.starts_with("Rejection reasons:\n[critical] src/stall.rs: Count resets too early")
@@ -283,21 +268,21 @@ fn a_retry_after_rejection_carries_the_failure_evidence() {
         compiled.delta_packet["required_fixes"],
         json!(["Reset the count on progress only"])
     );
-    let reviewer = compile(&runtime, &run, Role::Reviewer, "3");
+    let reviewer = compile(&runtime, &run, SourceRole::Reviewer, "3");
     assert!(reviewer.delta_packet.get("failure_evidence").is_none());
 }
 
 #[test]
 fn over_budget_prompts_are_compacted_or_terminal() {
     let dir = project();
-    let strict = runtime(PromptConfig {
-        implementer_budget: 200,
-        auto_compaction: false,
-        ..PromptConfig::default()
-    });
+    let strict = runtime(
+        PromptConfig::default()
+            .with_implementer_budget(200)
+            .with_auto_compaction(false),
+    );
     let run = init(&strict, dir.path(), "1");
     assert_eq!(
-        compile_with(&strict, &run, Role::Implementer, "1", None)
+        compile_with(&strict, &run, SourceRole::Implementer, "1", None)
             .unwrap_err()
             .code(),
         "dispatch_prompt_overflow_terminal"
@@ -308,17 +293,14 @@ fn over_budget_prompts_are_compacted_or_terminal() {
     let full = compile(
         &roomy,
         &init(&roomy, dir.path(), "1"),
-        Role::Implementer,
+        SourceRole::Implementer,
         "1",
     )
     .prompt_tokens;
     let budget = full - 20;
-    let compacting = runtime(PromptConfig {
-        implementer_budget: budget,
-        ..PromptConfig::default()
-    });
+    let compacting = runtime(PromptConfig::default().with_implementer_budget(budget));
     let run = init(&compacting, dir.path(), "1");
-    let compiled = compile(&compacting, &run, Role::Implementer, "1");
+    let compiled = compile(&compacting, &run, SourceRole::Implementer, "1");
     assert_ne!(compiled.compaction_stage, CompactionStage::None);
     assert!(
         compiled.prompt_tokens <= budget,
@@ -329,13 +311,10 @@ fn over_budget_prompts_are_compacted_or_terminal() {
         compiled.prompt.contains("BEGIN_DISPATCH_RESULT") && compiled.prompt.contains("Task ID: 1")
     );
 
-    let impossible = runtime(PromptConfig {
-        implementer_budget: 10,
-        ..PromptConfig::default()
-    });
+    let impossible = runtime(PromptConfig::default().with_implementer_budget(10));
     let run = init(&impossible, dir.path(), "1");
     assert_eq!(
-        compile_with(&impossible, &run, Role::Implementer, "1", None)
+        compile_with(&impossible, &run, SourceRole::Implementer, "1", None)
             .unwrap_err()
             .code(),
         "dispatch_prompt_overflow_terminal"
@@ -347,13 +326,8 @@ fn unknown_runs_and_other_tasks_are_rejected() {
     let dir = project();
     let runtime = runtime(PromptConfig::default());
     let run = init(&runtime, dir.path(), "1");
-    let request = |run_id: &str, task: &str| CompilePromptRequest {
-        run_id: run_id.into(),
-        role: Role::Reviewer,
-        task_id: task.into(),
-        task_prompt: None,
-        max_output_tokens: None,
-    };
+    let request =
+        |run_id: &str, task: &str| CompilePromptRequest::new(run_id, SourceRole::Reviewer, task);
     assert_eq!(
         runtime
             .compile_prompt(request("nope", "1"))
@@ -368,10 +342,7 @@ fn unknown_runs_and_other_tasks_are_rejected() {
             .code(),
         "run_task_mismatch"
     );
-    let given = CompilePromptRequest {
-        task_prompt: Some("Do exactly this".into()),
-        ..request(&run, "1")
-    };
+    let given = request(&run, "1").with_task_prompt("Do exactly this");
     let compiled = runtime.compile_prompt(given).unwrap();
     assert!(compiled.prompt.ends_with("Task prompt:\nDo exactly this"));
     assert_eq!(compiled.ledger_mode, LedgerMode::LedgerOnly);
@@ -380,10 +351,7 @@ fn unknown_runs_and_other_tasks_are_rejected() {
 /// A runtime with `budget` for implementers whose task 3 run holds about 900 tokens of
 /// required fixes: within the output budget, far over small input budgets.
 fn run_with_long_fixes(dir: &TempDir, budget: usize) -> (DispatchRuntimeManager, String) {
-    let runtime = runtime(PromptConfig {
-        implementer_budget: budget,
-        ..PromptConfig::default()
-    });
+    let runtime = runtime(PromptConfig::default().with_implementer_budget(budget));
     let run = init(&runtime, dir.path(), "3");
     let fixes: Vec<String> = (0..12)
         .map(|i| format!("fix {i} {}", "x".repeat(290)))
@@ -391,7 +359,7 @@ fn run_with_long_fixes(dir: &TempDir, budget: usize) -> (DispatchRuntimeManager,
     ingest(
         &runtime,
         &run,
-        Role::Reviewer,
+        SourceRole::Reviewer,
         "3",
         json!({"task_id": "3", "assessment": "needs_changes", "required_fixes": fixes}),
     );
@@ -402,7 +370,7 @@ fn run_with_long_fixes(dir: &TempDir, budget: usize) -> (DispatchRuntimeManager,
 fn pruning_cuts_long_lists_and_texts_of_the_delta() {
     let dir = project();
     let (runtime, run) = run_with_long_fixes(&dir, 700);
-    let compiled = compile(&runtime, &run, Role::Implementer, "3");
+    let compiled = compile(&runtime, &run, SourceRole::Implementer, "3");
     assert_eq!(compiled.compaction_stage, CompactionStage::DeltaPruned);
     assert!(compiled.prompt_tokens <= 700, "{}", compiled.prompt_tokens);
     let fixes = compiled.delta_packet["required_fixes"].as_array().unwrap();
@@ -423,7 +391,7 @@ fn pruning_cuts_long_lists_and_texts_of_the_delta() {
 fn the_emergency_form_keeps_the_task_prompt_and_says_what_it_left_out() {
     let dir = project();
     let (runtime, run) = run_with_long_fixes(&dir, 400);
-    let compiled = compile(&runtime, &run, Role::Implementer, "3");
+    let compiled = compile(&runtime, &run, SourceRole::Implementer, "3");
     assert_eq!(compiled.compaction_stage, CompactionStage::Emergency);
     assert!(compiled.prompt_tokens <= 400, "{}", compiled.prompt_tokens);
     assert!(
@@ -441,11 +409,11 @@ fn the_emergency_form_keeps_the_task_prompt_and_says_what_it_left_out() {
     ingest(
         &runtime,
         &run,
-        Role::Reviewer,
+        SourceRole::Reviewer,
         "3",
         json!({"task_id": "3", "assessment": "approved"}),
     );
-    let roomy = compile_with(&runtime, &run, Role::Implementer, "3", Some("short")).unwrap();
+    let roomy = compile_with(&runtime, &run, SourceRole::Implementer, "3", Some("short")).unwrap();
     assert_eq!(roomy.compaction_stage, CompactionStage::None);
     assert_eq!(roomy.guide_mode, GuideMode::Full);
 }
@@ -453,20 +421,20 @@ fn the_emergency_form_keeps_the_task_prompt_and_says_what_it_left_out() {
 #[test]
 fn a_failed_compile_does_not_use_up_the_full_guide() {
     let dir = project();
-    let strict = runtime(PromptConfig {
-        implementer_budget: 400,
-        auto_compaction: false,
-        ..PromptConfig::default()
-    });
+    let strict = runtime(
+        PromptConfig::default()
+            .with_implementer_budget(400)
+            .with_auto_compaction(false),
+    );
     let run = init(&strict, dir.path(), "3");
     let long = "word ".repeat(2000);
     assert_eq!(
-        compile_with(&strict, &run, Role::Implementer, "3", Some(&long))
+        compile_with(&strict, &run, SourceRole::Implementer, "3", Some(&long))
             .unwrap_err()
             .code(),
         "dispatch_prompt_overflow_terminal"
     );
-    let short = compile_with(&strict, &run, Role::Implementer, "3", Some("short")).unwrap();
+    let short = compile_with(&strict, &run, SourceRole::Implementer, "3", Some("short")).unwrap();
     assert_eq!(short.guide_mode, GuideMode::Full);
 }
 
@@ -475,7 +443,7 @@ fn a_blank_task_prompt_falls_back_to_the_ledger_and_legacy_keeps_a_given_one() {
     let dir = project();
     let runtime = runtime(PromptConfig::default());
     let run = init(&runtime, dir.path(), "3");
-    let blank = compile_with(&runtime, &run, Role::Implementer, "3", Some("  \n")).unwrap();
+    let blank = compile_with(&runtime, &run, SourceRole::Implementer, "3", Some("  \n")).unwrap();
     assert!(
         blank
             .prompt
@@ -484,7 +452,14 @@ fn a_blank_task_prompt_falls_back_to_the_ledger_and_legacy_keeps_a_given_one() {
 
     let legacy = runtime_with_legacy();
     let run = init(&legacy, dir.path(), "3");
-    let given = compile_with(&legacy, &run, Role::Implementer, "3", Some("MY OWN PROMPT")).unwrap();
+    let given = compile_with(
+        &legacy,
+        &run,
+        SourceRole::Implementer,
+        "3",
+        Some("MY OWN PROMPT"),
+    )
+    .unwrap();
     assert!(given.prompt.contains("MY OWN PROMPT"));
     assert!(given.prompt.contains("The design explains"));
 }
@@ -503,7 +478,7 @@ fn every_fallback_reason_is_reported_and_counted() {
     let compiled = compile(
         &runtime,
         &init(&runtime, dir.path(), "1"),
-        Role::Implementer,
+        SourceRole::Implementer,
         "1",
     );
     assert_eq!(
@@ -531,14 +506,14 @@ fn an_edited_tasks_md_reaches_the_next_prompt() {
     let dir = project();
     let runtime = runtime(PromptConfig::default());
     let run = init(&runtime, dir.path(), "3");
-    let before = compile(&runtime, &run, Role::Implementer, "3");
+    let before = compile(&runtime, &run, SourceRole::Implementer, "3");
     assert!(before.prompt.contains("Detect stalls in the parser loop"));
     let edited = TASKS.replace(
         "Detect stalls in the parser loop",
         "Detect stalls and review loops",
     );
     std::fs::write(dir.path().join(".spec-context/specs/demo/tasks.md"), edited).unwrap();
-    let after = compile(&runtime, &run, Role::Implementer, "3");
+    let after = compile(&runtime, &run, SourceRole::Implementer, "3");
     assert!(
         after.prompt.contains("Detect stalls and review loops"),
         "{}",
@@ -693,7 +668,7 @@ fn a_task_naming_an_explicit_criterion_id_gets_its_text() {
     let compiled = compile(
         &runtime,
         &init(&runtime, dir.path(), "1"),
-        Role::Implementer,
+        SourceRole::Implementer,
         "1",
     );
     assert!(

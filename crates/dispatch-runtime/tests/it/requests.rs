@@ -5,9 +5,15 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use dispatch_runtime::{DispatchRuntimeManager, MAX_LISTED_FACTS, protocol};
-use fact_model::ManualClock;
+use dispatch_runtime::reexports::TaskStatus;
+use dispatch_runtime::{
+    CompilePromptRequest, DispatchRuntimeManager, IngestOutputRequest, InitRunRequest,
+    MAX_LISTED_FACTS, SetTaskStatusRequest, protocol,
+};
+use fact_model::{ManualClock, SourceRole};
 use fact_store::{InMemorySessionFactStore, StoreConfig};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -288,10 +294,7 @@ fn a_query_about_a_spec_nobody_knows_says_so() {
 fn an_ingest_response_lists_a_bounded_number_of_facts_and_reports_compaction() {
     let dir = project();
     let clock = Arc::new(ManualClock::new("2026-11-23T09:00:00Z".parse().unwrap()));
-    let config = StoreConfig {
-        capacity: 50,
-        ..StoreConfig::default()
-    };
+    let config = StoreConfig::default().with_capacity(50);
     let runtime = DispatchRuntimeManager::builder()
         .clock(clock)
         .project_root(dir.path())
@@ -451,5 +454,79 @@ fn set_task_status_refuses_unknown_tasks_statuses_and_escapes() {
         std::fs::read(&tasks).unwrap(),
         before,
         "no failure touched the file"
+    );
+}
+
+/// `built` is what `wire` (one request's JSON, fields as the protocol spells them)
+/// deserializes to, and serializes back to exactly `wire`; a field `wire` does not know is
+/// still refused.
+fn check_wire<T>(built: &T, wire: &Value)
+where
+    T: DeserializeOwned + Serialize + PartialEq + std::fmt::Debug,
+{
+    let read: T = serde_json::from_value(wire.clone()).unwrap();
+    assert_eq!(&read, built, "{wire}");
+    assert_eq!(&serde_json::to_value(built).unwrap(), wire);
+    let mut unknown = wire.clone();
+    unknown["surprise"] = json!(1);
+    let err = serde_json::from_value::<T>(unknown).unwrap_err();
+    assert!(err.to_string().contains("surprise"), "{err}");
+}
+
+#[test]
+fn request_constructors_build_what_the_wire_form_reads() {
+    // The constructors leave every optional field at the protocol's default.
+    check_wire(
+        &InitRunRequest::new("demo", "2"),
+        &json!({"spec_name": "demo", "task_id": "2", "project_path": null, "run_id": null,
+                "rebind": false}),
+    );
+    check_wire(
+        &InitRunRequest::new("demo", "2")
+            .with_project_path("/p")
+            .with_run_id("r")
+            .with_rebind(true),
+        &json!({"spec_name": "demo", "task_id": "2", "project_path": "/p", "run_id": "r",
+                "rebind": true}),
+    );
+    check_wire(
+        &SetTaskStatusRequest::new("demo", "3", TaskStatus::InProgress),
+        &json!({"spec_name": "demo", "task_id": "3", "status": "in_progress",
+                "project_path": null}),
+    );
+    check_wire(
+        &SetTaskStatusRequest::new("demo", "3", TaskStatus::Completed).with_project_path("/p"),
+        &json!({"spec_name": "demo", "task_id": "3", "status": "completed",
+                "project_path": "/p"}),
+    );
+    check_wire(
+        &IngestOutputRequest::new("demo:1", SourceRole::Implementer, "1", "out"),
+        &json!({"run_id": "demo:1", "role": "implementer", "task_id": "1", "output": "out",
+                "max_output_tokens": null}),
+    );
+    check_wire(
+        &IngestOutputRequest::new("demo:1", SourceRole::Reviewer, "1", "out")
+            .with_max_output_tokens(800),
+        &json!({"run_id": "demo:1", "role": "reviewer", "task_id": "1", "output": "out",
+                "max_output_tokens": 800}),
+    );
+    check_wire(
+        &CompilePromptRequest::new("demo:1", SourceRole::Reviewer, "1"),
+        &json!({"run_id": "demo:1", "role": "reviewer", "task_id": "1", "task_prompt": null,
+                "max_output_tokens": null}),
+    );
+    check_wire(
+        &CompilePromptRequest::new("demo:1", SourceRole::Implementer, "1")
+            .with_task_prompt("Do this")
+            .with_max_output_tokens(600),
+        &json!({"run_id": "demo:1", "role": "implementer", "task_id": "1",
+                "task_prompt": "Do this", "max_output_tokens": 600}),
+    );
+    // A minimal request (optional fields left out) reads as the constructor builds it.
+    let minimal: CompilePromptRequest =
+        serde_json::from_value(json!({"run_id": "r", "role": "reviewer", "task_id": "1"})).unwrap();
+    assert_eq!(
+        minimal,
+        CompilePromptRequest::new("r", SourceRole::Reviewer, "1")
     );
 }

@@ -6,9 +6,10 @@ use tempfile::TempDir;
 
 use dispatch_runtime::{
     DispatchRuntimeManager, IngestOutputRequest, IngestOutputResponse, IngestStatus,
-    InitRunRequest, NextAction, Role,
+    InitRunRequest, NextAction,
 };
 use fact_model::ManualClock;
+use fact_model::SourceRole;
 use fact_retrieve::FactQuery;
 use fact_store::{InMemorySessionFactStore, SessionFactStore};
 use serde_json::{Value, json};
@@ -37,13 +38,7 @@ fn runtime() -> DispatchRuntimeManager {
 
 fn init(runtime: &DispatchRuntimeManager, dir: &std::path::Path, spec: &str, task: &str) -> String {
     runtime
-        .init_run(InitRunRequest {
-            spec_name: spec.into(),
-            task_id: task.into(),
-            project_path: Some(dir.to_owned()),
-            run_id: None,
-            rebind: false,
-        })
+        .init_run(InitRunRequest::new(spec, task).with_project_path(dir.to_owned()))
         .unwrap()
         .run_id
 }
@@ -51,19 +46,13 @@ fn init(runtime: &DispatchRuntimeManager, dir: &std::path::Path, spec: &str, tas
 fn ingest(
     runtime: &DispatchRuntimeManager,
     run: &str,
-    role: Role,
+    role: SourceRole,
     task: &str,
     result: &Value,
 ) -> IngestOutputResponse {
     let output = format!("Work done.\nBEGIN_DISPATCH_RESULT\n{result}\nEND_DISPATCH_RESULT\n");
     runtime
-        .ingest_output(IngestOutputRequest {
-            run_id: run.into(),
-            role,
-            task_id: task.into(),
-            output,
-            max_output_tokens: None,
-        })
+        .ingest_output(IngestOutputRequest::new(run, role, task, output))
         .unwrap()
 }
 
@@ -99,23 +88,16 @@ fn init_run_errors_are_typed() {
     let dir = project();
     let runtime = runtime();
     let err = runtime
-        .init_run(InitRunRequest {
-            spec_name: "missing".into(),
-            task_id: "1".into(),
-            project_path: Some(dir.path().to_owned()),
-            run_id: None,
-            rebind: false,
-        })
+        .init_run(InitRunRequest::new("missing", "1").with_project_path(dir.path().to_owned()))
         .unwrap_err();
     assert_eq!(err.code(), "progress_ledger_missing_tasks");
     let err = runtime
-        .ingest_output(IngestOutputRequest {
-            run_id: "nope".into(),
-            role: Role::Implementer,
-            task_id: "1".into(),
-            output: String::new(),
-            max_output_tokens: None,
-        })
+        .ingest_output(IngestOutputRequest::new(
+            "nope",
+            SourceRole::Implementer,
+            "1",
+            String::new(),
+        ))
         .unwrap_err();
     assert_eq!(err.code(), "run_not_initialized");
 }
@@ -127,13 +109,12 @@ fn a_run_is_bound_to_its_task() {
     let run = init(&runtime, dir.path(), "demo", "2");
     assert_eq!(run, "demo:2");
     let err = runtime
-        .ingest_output(IngestOutputRequest {
-            run_id: run,
-            role: Role::Implementer,
-            task_id: "3".into(),
-            output: String::new(),
-            max_output_tokens: None,
-        })
+        .ingest_output(IngestOutputRequest::new(
+            run,
+            SourceRole::Implementer,
+            "3",
+            String::new(),
+        ))
         .unwrap_err();
     assert_eq!(err.code(), "run_task_mismatch");
 }
@@ -145,32 +126,32 @@ fn outcomes_route_to_the_next_action() {
     let run = init(&runtime, dir.path(), "demo", "1");
     let cases = [
         (
-            Role::Implementer,
+            SourceRole::Implementer,
             implementer("1", "completed", &[]),
             NextAction::DispatchReviewer,
         ),
         (
-            Role::Implementer,
+            SourceRole::Implementer,
             implementer("1", "blocked", &[]),
             NextAction::RetryImplementerWithConstraints,
         ),
         (
-            Role::Implementer,
+            SourceRole::Implementer,
             implementer("1", "failed", &[]),
             NextAction::RetryImplementer,
         ),
         (
-            Role::Reviewer,
+            SourceRole::Reviewer,
             reviewer("1", "approved", &[]),
             NextAction::AdvanceToNextTask,
         ),
         (
-            Role::Reviewer,
+            SourceRole::Reviewer,
             reviewer("1", "needs_changes", &["a"]),
             NextAction::DispatchImplementerFixes,
         ),
         (
-            Role::Reviewer,
+            SourceRole::Reviewer,
             reviewer("1", "blocked", &["b"]),
             NextAction::HaltAndEscalate,
         ),
@@ -192,7 +173,7 @@ fn a_contract_error_ends_the_dispatch_not_the_run() {
     let bad = ingest(
         &runtime,
         &run,
-        Role::Implementer,
+        SourceRole::Implementer,
         "1",
         &json!({"task_id": "1", "status": "done", "summary": ""}),
     );
@@ -204,7 +185,7 @@ fn a_contract_error_ends_the_dispatch_not_the_run() {
     let good = ingest(
         &runtime,
         &run,
-        Role::Implementer,
+        SourceRole::Implementer,
         "1",
         &implementer("1", "completed", &[]),
     );
@@ -226,7 +207,7 @@ fn facts_of_task_1_reach_task_3_and_invalidated_ones_do_not_reach_task_5() {
     ingest(
         &runtime,
         &run1,
-        Role::Implementer,
+        SourceRole::Implementer,
         "1",
         &implementer("1", "completed", &["src/parser.rs"]),
     );
@@ -242,7 +223,7 @@ fn facts_of_task_1_reach_task_3_and_invalidated_ones_do_not_reach_task_5() {
     ingest(
         &runtime,
         &run4,
-        Role::Implementer,
+        SourceRole::Implementer,
         "4",
         &implementer("4", "completed", &["src/parser.rs"]),
     );
@@ -284,13 +265,11 @@ fn compiled_prompts_carry_earlier_facts_and_never_invalidated_ones() {
     let context = |task: &str| {
         let run = init(&runtime, dir.path(), "parser", task);
         let compiled = runtime
-            .compile_prompt(dispatch_runtime::CompilePromptRequest {
-                run_id: run.clone(),
-                role: Role::Implementer,
-                task_id: task.into(),
-                task_prompt: None,
-                max_output_tokens: None,
-            })
+            .compile_prompt(dispatch_runtime::CompilePromptRequest::new(
+                run.clone(),
+                SourceRole::Implementer,
+                task,
+            ))
             .unwrap();
         if compiled.session_context.is_empty() {
             assert!(!compiled.prompt.contains("[Session Context]"));
@@ -304,7 +283,7 @@ fn compiled_prompts_carry_earlier_facts_and_never_invalidated_ones() {
     ingest(
         &runtime,
         &run1,
-        Role::Implementer,
+        SourceRole::Implementer,
         "1",
         &implementer("1", "completed", &["src/parser.rs"]),
     );
@@ -321,7 +300,7 @@ fn compiled_prompts_carry_earlier_facts_and_never_invalidated_ones() {
     ingest(
         &runtime,
         &run4,
-        Role::Implementer,
+        SourceRole::Implementer,
         "4",
         &implementer("4", "completed", &["src/parser.rs"]),
     );
@@ -341,14 +320,14 @@ fn initializing_a_run_again_keeps_its_ledger_and_a_new_binding_starts_afresh() {
     ingest(
         &runtime,
         &run,
-        Role::Implementer,
+        SourceRole::Implementer,
         "1",
         &implementer("1", "blocked", &[]),
     );
     ingest(
         &runtime,
         &run,
-        Role::Implementer,
+        SourceRole::Implementer,
         "1",
         &implementer("1", "blocked", &[]),
     );
@@ -370,13 +349,12 @@ fn initializing_a_run_again_keeps_its_ledger_and_a_new_binding_starts_afresh() {
 
     // The same run id bound to another task starts a new ledger, when asked explicitly.
     let rebind = |rebind| {
-        runtime.init_run(InitRunRequest {
-            spec_name: "demo".into(),
-            task_id: "2".into(),
-            project_path: Some(dir.path().to_owned()),
-            run_id: Some(run.clone()),
-            rebind,
-        })
+        runtime.init_run(
+            InitRunRequest::new("demo", "2")
+                .with_project_path(dir.path().to_owned())
+                .with_run_id(run.clone())
+                .with_rebind(rebind),
+        )
     };
     assert_eq!(rebind(false).unwrap_err().code(), "run_rebind");
     let rebound = rebind(true).unwrap();
@@ -392,7 +370,7 @@ fn facts_never_leak_between_specs() {
     ingest(
         &runtime,
         &run,
-        Role::Implementer,
+        SourceRole::Implementer,
         "1",
         &implementer("1", "completed", &["src/parser.rs"]),
     );
@@ -408,7 +386,7 @@ fn approval_settles_earlier_fixes_and_blockers() {
     ingest(
         &runtime,
         &run,
-        Role::Reviewer,
+        SourceRole::Reviewer,
         "1",
         &reviewer("1", "needs_changes", &["rename the parser module"]),
     );
@@ -420,7 +398,7 @@ fn approval_settles_earlier_fixes_and_blockers() {
     let approved = ingest(
         &runtime,
         &run,
-        Role::Reviewer,
+        SourceRole::Reviewer,
         "1",
         &reviewer("1", "approved", &[]),
     );
@@ -458,7 +436,7 @@ fn approval_settles_the_issues_of_its_own_task_only() {
     ingest(
         &runtime,
         &run2,
-        Role::Reviewer,
+        SourceRole::Reviewer,
         "2",
         &review("2", "needs_changes", raised),
     );
@@ -467,7 +445,7 @@ fn approval_settles_the_issues_of_its_own_task_only() {
     ingest(
         &runtime,
         &run3,
-        Role::Reviewer,
+        SourceRole::Reviewer,
         "3",
         &review("3", "needs_changes", raised),
     );
@@ -476,7 +454,7 @@ fn approval_settles_the_issues_of_its_own_task_only() {
     let approved = ingest(
         &runtime,
         &run2,
-        Role::Reviewer,
+        SourceRole::Reviewer,
         "2",
         &review("2", "approved", note),
     );
@@ -511,7 +489,7 @@ fn blocked_blocked_completed_stalls_then_recovers() {
         !ingest(
             &runtime,
             &run,
-            Role::Implementer,
+            SourceRole::Implementer,
             "1",
             &implementer("1", "blocked", &[])
         )
@@ -520,7 +498,7 @@ fn blocked_blocked_completed_stalls_then_recovers() {
     let second = ingest(
         &runtime,
         &run,
-        Role::Implementer,
+        SourceRole::Implementer,
         "1",
         &implementer("1", "blocked", &[]),
     );
@@ -530,7 +508,7 @@ fn blocked_blocked_completed_stalls_then_recovers() {
         !ingest(
             &runtime,
             &run,
-            Role::Implementer,
+            SourceRole::Implementer,
             "1",
             &implementer("1", "completed", &[])
         )
@@ -546,21 +524,21 @@ fn the_same_change_request_twice_is_a_review_loop() {
     ingest(
         &runtime,
         &run,
-        Role::Reviewer,
+        SourceRole::Reviewer,
         "1",
         &reviewer("1", "needs_changes", &["a", "b"]),
     );
     ingest(
         &runtime,
         &run,
-        Role::Implementer,
+        SourceRole::Implementer,
         "1",
         &implementer("1", "completed", &[]),
     );
     let again = ingest(
         &runtime,
         &run,
-        Role::Reviewer,
+        SourceRole::Reviewer,
         "1",
         &reviewer("1", "needs_changes", &["b", "a"]),
     );
@@ -576,7 +554,7 @@ fn the_snapshot_shows_the_task_ledger_and_its_history() {
     ingest(
         &runtime,
         &run,
-        Role::Implementer,
+        SourceRole::Implementer,
         "2",
         &implementer("2", "completed", &[]),
     );
@@ -614,7 +592,7 @@ fn six_hundred_results_compact_to_five_hundred_keeping_the_newest() {
         let run = init(&runtime, dir.path(), "big", &task);
         let result = json!({"task_id": task, "status": "completed", "summary": format!("implemented module {n}"),
                             "files_changed": [format!("src/module_{n}.rs")]});
-        ingest(&runtime, &run, Role::Implementer, &task, &result);
+        ingest(&runtime, &run, SourceRole::Implementer, &task, &result);
     }
     let telemetry = runtime.telemetry();
     assert!(telemetry.facts_valid <= 500, "{}", telemetry.facts_valid);
@@ -660,7 +638,7 @@ pub(crate) fn approval_after_a_restart_settles_what_the_review_opened(
         ingest(
             &before,
             &run,
-            Role::Reviewer,
+            SourceRole::Reviewer,
             "2",
             &review("needs_changes", json!([issue]), json!(["close handles"])),
         );
@@ -670,7 +648,7 @@ pub(crate) fn approval_after_a_restart_settles_what_the_review_opened(
     let approved = ingest(
         &after,
         &run,
-        Role::Reviewer,
+        SourceRole::Reviewer,
         "2",
         &review("approved", json!([]), json!([])),
     );
@@ -704,14 +682,14 @@ fn a_finished_spec_session_is_archived_as_facts_and_an_episode() {
     ingest(
         &runtime,
         &run,
-        Role::Implementer,
+        SourceRole::Implementer,
         "1",
         &implementer("1", "completed", &["src/parser.rs"]),
     );
     ingest(
         &runtime,
         &run,
-        Role::Reviewer,
+        SourceRole::Reviewer,
         "1",
         &reviewer("1", "approved", &[]),
     );

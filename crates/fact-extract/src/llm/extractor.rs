@@ -105,11 +105,13 @@ pub const MAX_SUMMARY_CHARS: usize = 2_000;
 /// ```
 /// use fact_extract::LlmExtractorConfig;
 ///
-/// let config = LlmExtractorConfig { min_confidence: 0.7, ..LlmExtractorConfig::default() };
+/// let config = LlmExtractorConfig::default().with_min_confidence(0.7);
+/// assert_eq!(config.min_confidence, 0.7);
 /// assert_eq!(config.max_prompt_chars, 24_000);
 /// assert_eq!(config.categories.len(), 10);
 /// ```
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct LlmExtractorConfig {
     /// Facts with a lower confidence are skipped (logged, and reported as a diagnostic).
     /// Default 0.5 (seed 002).
@@ -131,6 +133,29 @@ impl Default for LlmExtractorConfig {
             max_prompt_chars: 24_000,
             categories: DEFAULT_CATEGORIES.to_vec(),
         }
+    }
+}
+
+impl LlmExtractorConfig {
+    /// Skips facts whose confidence is below `min_confidence`.
+    #[must_use]
+    pub fn with_min_confidence(mut self, min_confidence: f64) -> Self {
+        self.min_confidence = min_confidence;
+        self
+    }
+
+    /// Splits conversations so a prompt stays within `max_prompt_chars` characters.
+    #[must_use]
+    pub fn with_max_prompt_chars(mut self, max_prompt_chars: usize) -> Self {
+        self.max_prompt_chars = max_prompt_chars;
+        self
+    }
+
+    /// Offers and accepts only the categories `categories`.
+    #[must_use]
+    pub fn with_categories(mut self, categories: Vec<Tag>) -> Self {
+        self.categories = categories;
+        self
     }
 }
 

@@ -13,14 +13,14 @@ use super::{ERROR_TAIL_CHARS, LlmClient, LlmError, clip_tail};
 /// ```
 /// use fact_extract::OpenAiConfig;
 ///
-/// let config = OpenAiConfig {
-///     base_url: "http://localhost:11434/v1".into(), // Ollama's compatible endpoint
-///     model: "llama3.2".into(),
-///     ..OpenAiConfig::default()
-/// };
+/// let config = OpenAiConfig::default()
+///     .with_base_url("http://localhost:11434/v1") // Ollama's compatible endpoint
+///     .with_model("llama3.2");
+/// assert_eq!(config.model, "llama3.2");
 /// assert_eq!(config.api_key_env, "OPENAI_API_KEY");
 /// ```
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct OpenAiConfig {
     /// The API's base URL, up to and including the version: requests go to
     /// `{base_url}/chat/completions`. Default `https://api.openai.com/v1`.
@@ -50,6 +50,43 @@ impl Default for OpenAiConfig {
     }
 }
 
+impl OpenAiConfig {
+    /// Sends requests to `{base_url}/chat/completions`.
+    #[must_use]
+    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
+        self.base_url = base_url.into();
+        self
+    }
+
+    /// Asks the model named `model`.
+    #[must_use]
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = model.into();
+        self
+    }
+
+    /// Reads the API key from the environment variable named `api_key_env`.
+    #[must_use]
+    pub fn with_api_key_env(mut self, api_key_env: impl Into<String>) -> Self {
+        self.api_key_env = api_key_env.into();
+        self
+    }
+
+    /// Lets a whole call take at most `timeout`.
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Samples at `temperature`; `None` leaves the temperature out of the request.
+    #[must_use]
+    pub fn with_temperature(mut self, temperature: Option<f64>) -> Self {
+        self.temperature = temperature;
+        self
+    }
+}
+
 /// An [`LlmClient`] that POSTs each prompt as one user message to an OpenAI-compatible
 /// `/chat/completions` endpoint (OpenAI, Azure-style proxies, Ollama, vLLM, llama.cpp's
 /// server...) and returns `choices[0].message.content`.
@@ -64,10 +101,7 @@ impl Default for OpenAiConfig {
 /// ```
 /// use fact_extract::{LlmError, OpenAiCompatibleLlm, OpenAiConfig};
 ///
-/// let config = OpenAiConfig {
-///     api_key_env: "FACTMEM_DOC_EXAMPLE_UNSET_KEY".into(),
-///     ..OpenAiConfig::default()
-/// };
+/// let config = OpenAiConfig::default().with_api_key_env("FACTMEM_DOC_EXAMPLE_UNSET_KEY");
 /// let err = OpenAiCompatibleLlm::from_env(config.clone()).unwrap_err();
 /// assert!(matches!(err, LlmError::MissingApiKey { ref var } if var == "FACTMEM_DOC_EXAMPLE_UNSET_KEY"));
 ///

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use fact_extract::{
     ExtractionRule, FactExtractor, RuleBasedFactExtractor, RuleContext, RuleError, RuleOutput,
 };
-use fact_model::{ImplementerResult, ManualClock, ReviewerResult, Tag};
+use fact_model::{DispatchResult, ImplementerResult, ManualClock, ReviewerResult, Tag};
 use serde_json::json;
 
 use super::{at, lines};
@@ -51,7 +51,7 @@ fn a_panicking_rule_among_the_defaults_becomes_a_diagnostic() {
     let clock = Arc::new(ManualClock::new(at()));
     let extractor =
         RuleBasedFactExtractor::with_defaults(clock).with_implementer_rule(Box::new(Panics));
-    let extraction = extractor.extract_from_implementer(&implementer(), "1");
+    let extraction = extractor.extract(&DispatchResult::Implementer(implementer().clone()), "1");
     assert_eq!(
         lines(&extraction),
         [
@@ -71,7 +71,7 @@ fn a_failing_rule_becomes_a_diagnostic_naming_the_field() {
         RuleBasedFactExtractor::with_defaults(clock).with_reviewer_rule(Box::new(Fails));
     let review: ReviewerResult =
         serde_json::from_value(json!({"task_id": "1", "assessment": "approved"})).unwrap();
-    let extraction = extractor.extract_from_reviewer(&review, "1");
+    let extraction = extractor.extract(&DispatchResult::Reviewer(review.clone()), "1");
     assert_eq!(
         lines(&extraction),
         ["task:1 | reviewed_as | approved | decision"]
@@ -84,7 +84,8 @@ fn a_failing_rule_becomes_a_diagnostic_naming_the_field() {
 
 #[test]
 fn a_blank_task_id_fails_every_rule_that_makes_a_fact_and_panics_none() {
-    let extraction = super::extractor().extract_from_implementer(&implementer(), " ");
+    let extraction =
+        super::extractor().extract(&DispatchResult::Implementer(implementer().clone()), " ");
     assert!(extraction.facts.is_empty());
     assert!(
         extraction
@@ -105,7 +106,7 @@ fn the_extractor_is_usable_as_a_trait_object() {
     let extractor: Box<dyn FactExtractor> = Box::new(super::extractor());
     assert_eq!(
         extractor
-            .extract_from_implementer(&implementer(), "1")
+            .extract(&DispatchResult::Implementer(implementer().clone()), "1")
             .facts
             .len(),
         2

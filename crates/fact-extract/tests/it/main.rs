@@ -17,7 +17,7 @@ mod rules;
 use std::sync::Arc;
 
 use fact_extract::{Extraction, FactExtractor, RuleBasedFactExtractor};
-use fact_model::{ImplementerResult, ManualClock, ReviewerResult, Timestamp};
+use fact_model::{DispatchResult, ImplementerResult, ManualClock, ReviewerResult, Timestamp};
 
 pub(crate) fn at() -> Timestamp {
     "2026-11-22T10:00:00Z".parse().unwrap()
@@ -48,7 +48,7 @@ pub(crate) fn lines(extraction: &Extraction) -> Vec<String> {
 /// Extracts from an implementer result given as JSON and compares the fact lines.
 pub(crate) fn check_implementer(json: serde_json::Value, expect: &[&str]) -> Extraction {
     let result: ImplementerResult = serde_json::from_value(json).unwrap();
-    let extraction = extractor().extract_from_implementer(&result, "7");
+    let extraction = extractor().extract(&DispatchResult::Implementer(result.clone()), "7");
     assert_eq!(lines(&extraction), expect);
     extraction
 }
@@ -56,7 +56,7 @@ pub(crate) fn check_implementer(json: serde_json::Value, expect: &[&str]) -> Ext
 /// Extracts from a reviewer result given as JSON and compares the fact lines.
 pub(crate) fn check_reviewer(json: serde_json::Value, expect: &[&str]) -> Extraction {
     let result: ReviewerResult = serde_json::from_value(json).unwrap();
-    let extraction = extractor().extract_from_reviewer(&result, "7");
+    let extraction = extractor().extract(&DispatchResult::Reviewer(result.clone()), "7");
     assert_eq!(lines(&extraction), expect);
     extraction
 }

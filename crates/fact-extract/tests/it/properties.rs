@@ -2,8 +2,8 @@
 
 use fact_extract::{FactExtractor, MAX_TEXT_CHARS};
 use fact_model::{
-    Assessment, ImplementerResult, ImplementerStatus, MAX_SUBJECT_CHARS, ReviewIssue,
-    ReviewerResult, SessionFact, Severity, TestRun,
+    Assessment, DispatchResult, ImplementerResult, ImplementerStatus, MAX_SUBJECT_CHARS,
+    ReviewIssue, ReviewerResult, SessionFact, Severity, TestRun,
 };
 use proptest::prelude::*;
 
@@ -104,14 +104,14 @@ fn check_facts(facts: &[SessionFact]) -> Result<(), TestCaseError> {
 proptest! {
     #[test]
     fn implementer_extraction_never_panics_and_stays_within_limits(result in implementer(), task in "[0-9]{1,3}") {
-        let extraction = super::extractor().extract_from_implementer(&result, &task);
+        let extraction = super::extractor().extract(&DispatchResult::Implementer(result.clone()), &task);
         prop_assert!(extraction.diagnostics.is_empty(), "{:?}", extraction.diagnostics);
         check_facts(&extraction.facts)?;
     }
 
     #[test]
     fn reviewer_extraction_never_panics_and_stays_within_limits(result in reviewer(), task in "[0-9]{1,3}") {
-        let extraction = super::extractor().extract_from_reviewer(&result, &task);
+        let extraction = super::extractor().extract(&DispatchResult::Reviewer(result.clone()), &task);
         prop_assert!(extraction.diagnostics.is_empty(), "{:?}", extraction.diagnostics);
         check_facts(&extraction.facts)?;
     }

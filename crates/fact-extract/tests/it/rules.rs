@@ -1,6 +1,6 @@
 //! Every default rule, on realistic and on sparse results.
 
-use fact_model::SourceRole;
+use fact_model::{DispatchResult, SourceRole};
 use serde_json::json;
 
 use fact_extract::{Extraction, FactExtractor};
@@ -229,7 +229,7 @@ fn every_rule_alone() {
         let name = rule.name().to_owned();
         let extraction = alone()
             .with_implementer_rule(rule)
-            .extract_from_implementer(&implementer, "7");
+            .extract(&DispatchResult::Implementer(implementer.clone()), "7");
         assert_eq!(super::lines(&extraction), expect, "{name}");
     }
     let reviewer_cases: Vec<Case<ReviewerResult>> = vec![
@@ -254,7 +254,7 @@ fn every_rule_alone() {
         let name = rule.name().to_owned();
         let extraction = alone()
             .with_reviewer_rule(rule)
-            .extract_from_reviewer(&reviewer, "7");
+            .extract(&DispatchResult::Reviewer(reviewer.clone()), "7");
         assert_eq!(super::lines(&extraction), expect, "{name}");
     }
 }
@@ -294,14 +294,14 @@ fn what_results_settle_is_decided_beside_the_rules() {
     let result: fact_model::ReviewerResult = serde_json::from_value(changes).unwrap();
     assert!(
         extractor()
-            .extract_from_reviewer(&result, "7")
+            .extract(&DispatchResult::Reviewer(result.clone()), "7")
             .settles
             .is_empty()
     );
 
     let done: fact_model::ImplementerResult =
         serde_json::from_value(json!({"task_id": "7", "status": "completed"})).unwrap();
-    let extraction = extractor().extract_from_implementer(&done, "7");
+    let extraction = extractor().extract(&DispatchResult::Implementer(done.clone()), "7");
     assert_eq!(settles(&extraction), ["task:7 blocked_by from *"]);
     let blocked: fact_model::ImplementerResult = serde_json::from_value(
         json!({"task_id": "7", "status": "blocked", "blockers": ["no schema"]}),
@@ -309,7 +309,7 @@ fn what_results_settle_is_decided_beside_the_rules() {
     .unwrap();
     assert!(
         extractor()
-            .extract_from_implementer(&blocked, "7")
+            .extract(&DispatchResult::Implementer(blocked.clone()), "7")
             .settles
             .is_empty()
     );

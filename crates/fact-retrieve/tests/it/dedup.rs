@@ -4,11 +4,12 @@
 use std::sync::Arc;
 
 use fact_extract::{FactExtractor, RuleBasedFactExtractor};
-use fact_model::{ManualClock, ReviewerResult, SessionFact};
+use fact_model::{
+    CharsPerToken, DispatchResult, ManualClock, ReviewerResult, SessionFact, TokenCounter,
+};
 use fact_retrieve::Bm25;
 use fact_retrieve::{
-    CharsPerToken, FactQuery, FactRetriever, IndexRetriever, RELATION_STRENGTH, TokenCounter,
-    format_session_facts,
+    FactQuery, FactRetriever, IndexRetriever, RELATION_STRENGTH, format_session_facts,
 };
 use fact_store::{SessionFactStore, TermQuery};
 use serde_json::json;
@@ -22,7 +23,7 @@ fn review(task: &str, issues: serde_json::Value) -> Vec<SessionFact> {
     }))
     .unwrap();
     RuleBasedFactExtractor::with_defaults(Arc::new(ManualClock::new(t(5))))
-        .extract_from_reviewer(&result, task)
+        .extract(&DispatchResult::Reviewer(result.clone()), task)
         .facts
 }
 
@@ -62,10 +63,8 @@ fn an_issue_that_states_a_convention_is_rendered_once_as_the_convention() {
     );
     // A budget that fits exactly two lines. Unfolded, the issue and the convention would
     // rank first and take both.
-    let query = FactQuery {
-        max_tokens: counter.count(&expected),
-        ..FactQuery::new("3", "Rename the todo model fields to the naming convention")
-    };
+    let query = FactQuery::new("3", "Rename the todo model fields to the naming convention")
+        .with_max_tokens(counter.count(&expected));
     let retrieval = IndexRetriever::new(store.clone())
         .with_counter(counter)
         .retrieve(&query);
@@ -83,11 +82,7 @@ fn the_convention_wins_even_where_the_issue_scores_higher() {
     // "minor" and "issue" are terms of the issue only: it scores higher.
     let query = FactQuery::new("3", "minor issue naming convention snake_case todo");
     let scored = store.search(
-        &TermQuery {
-            text: &query.task_description,
-            limit: 10,
-            ..TermQuery::default()
-        },
+        &TermQuery::new(&query.task_description, 10),
         &Bm25::default(),
     );
     let score = |relation: &str| {
@@ -152,10 +147,8 @@ fn only_one_subject_and_one_sentence_fold() {
             ),
         ])
         .unwrap();
-    let ranked = IndexRetriever::new(store).rank(&FactQuery {
-        max_facts: 10,
-        ..FactQuery::new("2", "snake_case cargo test task:1")
-    });
+    let ranked = IndexRetriever::new(store)
+        .rank(&FactQuery::new("2", "snake_case cargo test task:1").with_max_facts(10));
     assert_eq!(ranked.len(), 5);
 }
 
@@ -203,10 +196,7 @@ fn folding_refills_max_facts_from_further_down_the_ranking() {
     facts.push(fact("docs/guide.md", "summary", "style guide", "1", 0));
     store.add(facts).unwrap();
     // The first window (10 facts) holds fewer than 5 points: it doubles.
-    let query = FactQuery {
-        max_facts: 5,
-        ..FactQuery::new("2", "style rule")
-    };
+    let query = FactQuery::new("2", "style rule").with_max_facts(5);
     let ranked = IndexRetriever::new(store).rank(&query);
     let relations: Vec<&str> = ranked.iter().map(|f| f.fact.relation()).collect();
     assert_eq!(

@@ -4,10 +4,10 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use fact_model::{SessionFact, SourceRole, Tag};
+use fact_model::{CharsPerToken, SessionFact, SourceRole, Tag, TokenCounter};
 use fact_retrieve::{
-    CharsPerToken, EmbedError, Embedder, FactQuery, FactRetriever, Fusion, HybridError,
-    HybridRetriever, IndexRetriever, RecallQuery, TokenCounter,
+    EmbedError, Embedder, FactQuery, FactRetriever, Fusion, HybridError, HybridRetriever,
+    IndexRetriever, RecallQuery,
 };
 use fact_store::{InMemoryEpisodeStore, SessionFactStore};
 use proptest::prelude::*;
@@ -208,20 +208,14 @@ fn tags_and_self_exclusion_hold_on_the_vector_side() {
         ["my dog is an animal I love"],
         "task 7's own fact is left out"
     );
-    let query = FactQuery {
-        tags: Some(vec![Tag::Decision]),
-        ..FactQuery::new("8", "pet")
-    };
+    let query = FactQuery::new("8", "pet").with_tags(vec![Tag::Decision]);
     assert_eq!(objects(&retriever.rank(&query).unwrap()), ["a puppy"]);
 }
 
 #[test]
 fn a_query_as_of_an_instant_is_lexical() {
     let (_, retriever) = hybrid(&corpus(), Fusion::default());
-    let query = FactQuery {
-        as_of: Some(t(10)),
-        ..FactQuery::new("q", "Which animal does she own?")
-    };
+    let query = FactQuery::new("q", "Which animal does she own?").with_as_of(t(10));
     assert!(retriever.rank(&query).unwrap().is_empty());
 }
 
@@ -318,12 +312,10 @@ proptest! {
             .unwrap()
             .with_fusion(fusion);
         retriever.embed_missing().unwrap();
-        let query = FactQuery {
-            tags: tag_filter.then(|| vec![Tag::Decision]),
-            max_facts,
-            max_tokens,
-            ..FactQuery::new("0", query)
-        };
+        let mut query = FactQuery::new("0", query)
+            .with_max_facts(max_facts)
+            .with_max_tokens(max_tokens);
+        query.tags = tag_filter.then(|| vec![Tag::Decision]);
         let found = retriever.retrieve(&query);
         prop_assert!(found.facts.len() <= max_facts);
         prop_assert!(found.tokens_used <= max_tokens);

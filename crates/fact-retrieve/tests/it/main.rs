@@ -48,10 +48,7 @@ pub(crate) fn tagged(
 }
 
 pub(crate) fn store() -> Arc<dyn SessionFactStore> {
-    let config = StoreConfig {
-        auto_compact: false,
-        ..StoreConfig::default()
-    };
+    let config = StoreConfig::default().with_auto_compact(false);
     Arc::new(InMemorySessionFactStore::new(
         config,
         Arc::new(fact_model::ManualClock::new(t(0))),

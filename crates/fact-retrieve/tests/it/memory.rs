@@ -1,10 +1,8 @@
 //! Integration tests of [`fact_retrieve::format_memory`]: the rendered format, escaping,
 //! the token budget, and properties over arbitrary input.
 
-use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
-use fact_retrieve::{
-    CharsPerToken, MemoryData, MemoryFact, MemoryHistory, TokenCounter, UserContext, format_memory,
-};
+use fact_model::{CharsPerToken, SessionFact, SourceRole, Tag, Timestamp, TokenCounter};
+use fact_retrieve::{MemoryData, MemoryFact, MemoryHistory, UserContext, format_memory};
 use proptest::prelude::*;
 
 const BIG_BUDGET: usize = 2000;

@@ -2,11 +2,8 @@
 
 use std::sync::Arc;
 
-use fact_model::Tag;
-use fact_retrieve::{
-    CharsPerToken, FactQuery, FactRetriever, IndexRetriever, KeywordOverlap, Retrieval,
-    TokenCounter,
-};
+use fact_model::{CharsPerToken, Tag, TokenCounter};
+use fact_retrieve::{FactQuery, FactRetriever, IndexRetriever, KeywordOverlap, Retrieval};
 
 use super::{fact, store, t, tagged};
 
@@ -64,10 +61,7 @@ fn the_tag_filter_keeps_any_of_the_tags() {
         ])
         .unwrap();
     let retriever = IndexRetriever::new(store);
-    let query = FactQuery {
-        tags: Some(vec![Tag::Error, Tag::Convention]),
-        ..FactQuery::new("2", "parser")
-    };
+    let query = FactQuery::new("2", "parser").with_tags(vec![Tag::Error, Tag::Convention]);
     let retrieval = retriever.retrieve(&query);
     let relations: Vec<&str> = retrieval.facts.iter().map(|f| f.fact.relation()).collect();
     assert_eq!(relations.len(), 2);
@@ -154,10 +148,7 @@ fn max_facts_caps_the_list() {
                 .collect(),
         )
         .unwrap();
-    let query = FactQuery {
-        max_facts: 4,
-        ..FactQuery::new("2", "parser")
-    };
+    let query = FactQuery::new("2", "parser").with_max_facts(4);
     assert_eq!(IndexRetriever::new(store).retrieve(&query).facts.len(), 4);
 }
 
@@ -172,10 +163,7 @@ fn a_budget_that_fits_one_of_two_long_facts_returns_one() {
         ])
         .unwrap();
     // Header (17 chars) + one line of ~120 chars = ~35 tokens; two lines need ~66.
-    let query = FactQuery {
-        max_tokens: 50,
-        ..FactQuery::new("3", "parser")
-    };
+    let query = FactQuery::new("3", "parser").with_max_tokens(50);
     let retrieval = IndexRetriever::new(store).retrieve(&query);
     assert_eq!(subjects(&retrieval), ["task:2"]);
     assert!(retrieval.tokens_used <= 50);
@@ -203,11 +191,9 @@ fn fifty_facts_under_a_hundred_tokens_fill_the_budget_exactly_measured() {
                 .collect(),
         )
         .unwrap();
-    let query = FactQuery {
-        max_facts: 50,
-        max_tokens: 100,
-        ..FactQuery::new("99", "dispatch module")
-    };
+    let query = FactQuery::new("99", "dispatch module")
+        .with_max_facts(50)
+        .with_max_tokens(100);
     let retrieval = IndexRetriever::new(store).retrieve(&query);
     assert!(!retrieval.facts.is_empty());
     let counter = CharsPerToken::default();
@@ -238,10 +224,7 @@ fn a_finer_counter_changes_the_budget() {
                 .collect(),
         )
         .unwrap();
-    let query = FactQuery {
-        max_tokens: 100,
-        ..FactQuery::new("2", "parser")
-    };
+    let query = FactQuery::new("2", "parser").with_max_tokens(100);
     let coarse = IndexRetriever::new(store.clone()).retrieve(&query);
     let fine = IndexRetriever::new(store)
         .with_counter(Arc::new(CharsPerToken::new(1)))
@@ -263,10 +246,7 @@ fn invalidated_facts_are_gone_but_as_of_sees_them() {
     let now = retriever.retrieve(&FactQuery::new("2", "blocked completed"));
     assert_eq!(now.facts.len(), 1);
     assert_eq!(now.facts[0].fact.object(), "completed");
-    let then = retriever.retrieve(&FactQuery {
-        as_of: Some(t(5)),
-        ..FactQuery::new("2", "blocked completed")
-    });
+    let then = retriever.retrieve(&FactQuery::new("2", "blocked completed").with_as_of(t(5)));
     assert_eq!(then.facts[0].fact.object(), "blocked");
 }
 

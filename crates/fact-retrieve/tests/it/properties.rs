@@ -3,10 +3,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use fact_model::{SessionFact, SourceRole, Tag};
+use fact_model::{CharsPerToken, SessionFact, SourceRole, Tag, TokenCounter};
 use fact_retrieve::{
-    Bm25, CharsPerToken, FactQuery, FactRetriever, IndexRetriever, KeywordOverlap, MAX_LINE_CHARS,
-    TokenCounter, format_session_facts,
+    Bm25, FactQuery, FactRetriever, IndexRetriever, KeywordOverlap, MAX_LINE_CHARS,
+    format_session_facts,
 };
 use fact_store::{SessionFactStore, TermWeighting};
 use proptest::prelude::*;
@@ -268,7 +268,8 @@ proptest! {
         }
         let weighting: Box<dyn TermWeighting> = if bm25 { Box::new(Bm25::default()) } else { Box::new(KeywordOverlap) };
         let counter = Arc::new(CharsPerToken::new(chars_per_token));
-        let query = FactQuery { tags, max_facts, max_tokens, ..FactQuery::new(task.to_string(), description) };
+        let mut query = FactQuery::new(task.to_string(), description).with_max_facts(max_facts).with_max_tokens(max_tokens);
+        query.tags = tags;
 
         // The index answers exactly what a brute-force scan answers, folded by the same rule.
         let ranked = IndexRetriever::new(store.clone()).with_weighting(if bm25 { Box::new(Bm25::default()) } else { Box::new(KeywordOverlap) }).rank(&query);

@@ -111,7 +111,7 @@ fn recall_cuts_a_long_question_too() {
     store
         .add(vec![fact("src/zebra.rs", "modified_by", "task:1", "1", 0)])
         .unwrap();
-    let counter = fact_retrieve::CharsPerToken::default();
+    let counter = fact_model::CharsPerToken::default();
     let question = format!("{} zebra", varied(1 << 20));
     let found = recall(
         &*store,

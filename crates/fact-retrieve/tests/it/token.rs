@@ -1,6 +1,6 @@
 //! Token counters: the estimate, and real BPE counts with the `tiktoken` feature.
 
-use fact_retrieve::{CharsPerToken, TokenCounter};
+use fact_model::{CharsPerToken, TokenCounter};
 
 #[test]
 fn chars_per_token_rounds_up_and_counts_chars() {

@@ -29,10 +29,8 @@ impl TermWeighting for Bm25 {
 /// No capacity, no history limit, no automatic compaction: a store's size is what the
 /// benchmark put in.
 pub(crate) fn unbounded() -> StoreConfig {
-    StoreConfig {
-        capacity: usize::MAX,
-        history_limit: usize::MAX,
-        auto_compact: false,
-        ..StoreConfig::default()
-    }
+    StoreConfig::default()
+        .with_capacity(usize::MAX)
+        .with_history_limit(usize::MAX)
+        .with_auto_compact(false)
 }

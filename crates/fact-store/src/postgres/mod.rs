@@ -48,11 +48,15 @@ use crate::{
 /// use std::time::Duration;
 /// use fact_store::PgOptions;
 ///
-/// let options = PgOptions { pool_size: 2, ..PgOptions::default() };
+/// let options = PgOptions::default()
+///     .with_pool_size(2)
+///     .with_lock_timeout(Duration::from_secs(10));
+/// assert_eq!((options.pool_size, options.lock_timeout), (2, Duration::from_secs(10)));
 /// assert_eq!(options.schema, "factmem");
 /// assert!(options.search_cache);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PgOptions {
     /// The PostgreSQL schema (namespace) that holds the store's tables (default
     /// `factmem`): lowercase ASCII letters, digits and `_`, not starting with a digit.
@@ -84,6 +88,50 @@ impl Default for PgOptions {
             attempts: 5,
             search_cache: true,
         }
+    }
+}
+
+impl PgOptions {
+    /// Keeps the store's tables in the PostgreSQL schema `schema` (checked when opened).
+    #[must_use]
+    pub fn with_schema(mut self, schema: impl Into<String>) -> Self {
+        self.schema = schema.into();
+        self
+    }
+
+    /// Opens at most `pool_size` connections at once.
+    #[must_use]
+    pub fn with_pool_size(mut self, pool_size: u32) -> Self {
+        self.pool_size = pool_size;
+        self
+    }
+
+    /// Lets opening or waiting for a connection take up to `connect_timeout`.
+    #[must_use]
+    pub fn with_connect_timeout(mut self, connect_timeout: Duration) -> Self {
+        self.connect_timeout = connect_timeout;
+        self
+    }
+
+    /// Lets a write wait up to `lock_timeout` for another writer of the same scope.
+    #[must_use]
+    pub fn with_lock_timeout(mut self, lock_timeout: Duration) -> Self {
+        self.lock_timeout = lock_timeout;
+        self
+    }
+
+    /// Tries a conflicting write transaction at most `attempts` times.
+    #[must_use]
+    pub fn with_attempts(mut self, attempts: u32) -> Self {
+        self.attempts = attempts;
+        self
+    }
+
+    /// Keeps the scope's term index in memory for search (`true`) or asks the server.
+    #[must_use]
+    pub fn with_search_cache(mut self, search_cache: bool) -> Self {
+        self.search_cache = search_cache;
+        self
     }
 }
 

@@ -51,10 +51,12 @@ use crate::{
 /// use std::time::Duration;
 /// use fact_store::SqliteOptions;
 ///
-/// let options = SqliteOptions { busy_timeout: Duration::from_secs(30), ..SqliteOptions::default() };
+/// let options = SqliteOptions::default().with_busy_timeout(Duration::from_secs(30));
+/// assert_eq!(options.busy_timeout, Duration::from_secs(30));
 /// assert!(options.search_cache && !options.read_only);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SqliteOptions {
     /// How long a write waits for another connection's write transaction before it fails
     /// with [`StoreError::Busy`] (default 5 s).
@@ -80,6 +82,36 @@ impl Default for SqliteOptions {
             sync_every_commit: false,
             search_cache: true,
         }
+    }
+}
+
+impl SqliteOptions {
+    /// Lets a write wait up to `busy_timeout` for another connection's write.
+    #[must_use]
+    pub fn with_busy_timeout(mut self, busy_timeout: Duration) -> Self {
+        self.busy_timeout = busy_timeout;
+        self
+    }
+
+    /// Opens the file read-only (`true`) or read-write.
+    #[must_use]
+    pub fn with_read_only(mut self, read_only: bool) -> Self {
+        self.read_only = read_only;
+        self
+    }
+
+    /// Syncs the write-ahead log on every commit (`true`) or lets SQLite batch syncs.
+    #[must_use]
+    pub fn with_sync_every_commit(mut self, sync_every_commit: bool) -> Self {
+        self.sync_every_commit = sync_every_commit;
+        self
+    }
+
+    /// Keeps the scope's term index in memory for search (`true`) or searches the file.
+    #[must_use]
+    pub fn with_search_cache(mut self, search_cache: bool) -> Self {
+        self.search_cache = search_cache;
+        self
     }
 }
 

@@ -17,12 +17,10 @@ use fact_store::{SessionFactStore, SqliteFactStore, StoreConfig};
 const BATCH: usize = 100;
 
 fn unbounded() -> StoreConfig {
-    StoreConfig {
-        capacity: usize::MAX,
-        history_limit: usize::MAX,
-        auto_compact: false,
-        ..StoreConfig::default()
-    }
+    StoreConfig::default()
+        .with_capacity(usize::MAX)
+        .with_history_limit(usize::MAX)
+        .with_auto_compact(false)
 }
 
 fn batch(writer: &str, n: usize) -> Vec<SessionFact> {

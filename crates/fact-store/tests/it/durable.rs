@@ -10,20 +10,15 @@ use crate::{fact, t};
 
 /// A search with [`Overlap`](crate::Overlap) for the ten best, as lines with scores.
 pub(crate) fn search(store: &dyn SessionFactStore, text: &str) -> Vec<(String, f64)> {
-    let query = TermQuery {
-        limit: 10,
-        ..TermQuery::default()
-    };
+    let query = TermQuery::default().with_limit(10);
     crate::search(store, text, query)
 }
 
 /// A configuration that neither compacts nor drops history in these tests.
 pub(crate) fn roomy() -> StoreConfig {
-    StoreConfig {
-        capacity: 10_000,
-        history_limit: 10_000,
-        ..StoreConfig::default()
-    }
+    StoreConfig::default()
+        .with_capacity(10_000)
+        .with_history_limit(10_000)
 }
 
 /// Episodes are stored, listed, searched, marked and replaced; `store` is empty.

@@ -127,8 +127,10 @@ pub(crate) fn search(
     text: &str,
     query: TermQuery<'_>,
 ) -> Vec<(String, f64)> {
+    let mut query = query;
+    query.text = text;
     store
-        .search(&TermQuery { text, ..query }, &Overlap)
+        .search(&query, &Overlap)
         .into_iter()
         .map(|s| {
             (

@@ -147,12 +147,13 @@ fn config() -> impl Strategy<Value = StoreConfig> {
         any::<bool>(),
     )
         .prop_map(
-            |(capacity, history_limit, policy, auto_compact, stemming)| StoreConfig {
-                capacity,
-                history_limit,
-                policy,
-                auto_compact,
-                analyzer: AnalyzerConfig { stemming },
+            |(capacity, history_limit, policy, auto_compact, stemming)| {
+                StoreConfig::default()
+                    .with_capacity(capacity)
+                    .with_history_limit(history_limit)
+                    .with_policy(policy)
+                    .with_auto_compact(auto_compact)
+                    .with_analyzer(AnalyzerConfig::default().with_stemming(stemming))
             },
         )
 }
@@ -224,29 +225,13 @@ fn same(
     for text in QUERIES {
         for weighting in weightings {
             for limit in [1, 3, 100] {
-                let plain = TermQuery {
-                    text,
-                    limit,
-                    ..TermQuery::default()
-                };
+                let plain = TermQuery::new(text, limit);
                 let variants = [
                     plain.clone(),
-                    TermQuery {
-                        tags: Some(&[Tag::Error, Tag::Preference]),
-                        ..plain.clone()
-                    },
-                    TermQuery {
-                        exclude_source_task: Some("1"),
-                        ..plain.clone()
-                    },
-                    TermQuery {
-                        as_of: Some(now),
-                        ..plain.clone()
-                    },
-                    TermQuery {
-                        as_of: Some(Timestamp::MAX),
-                        ..plain.clone()
-                    },
+                    plain.clone().with_tags(&[Tag::Error, Tag::Preference]),
+                    plain.clone().with_exclude_source_task("1"),
+                    plain.clone().with_as_of(now),
+                    plain.clone().with_as_of(Timestamp::MAX),
                 ];
                 for query in variants {
                     prop_assert_eq!(
@@ -391,7 +376,7 @@ mod sqlite {
             config in config(),
             ops in proptest::collection::vec(op(), 1..40),
         ) {
-            let options = SqliteOptions { search_cache: false, ..SqliteOptions::default() };
+            let options = SqliteOptions::default().with_search_cache(false);
             differential(config, &ops, &|config, clock| {
                 Box::new(SqliteFactStore::open_with(":memory:", "p", config, options, clock).unwrap())
             })?;
@@ -403,8 +388,8 @@ mod sqlite {
 mod postgres {
     use fact_model::{FactId, FactSelector, FactUpdate, SessionFact, Timestamp};
     use fact_store::{
-        AddReport, Analyzer, CompactionReport, ImportReport, PgFactStore, PgOptions, ScoredFact,
-        Snapshot, StoreResult, TermQuery, TermWeighting,
+        AddReport, Analyzer, CompactionReport, ImportReport, PgFactStore, ScoredFact, Snapshot,
+        StoreResult, TermQuery, TermWeighting,
     };
 
     use super::*;
@@ -482,7 +467,7 @@ mod postgres {
             ops in proptest::collection::vec(op(), 1..40),
         ) {
             let Some(url) = server() else { return Ok(()) };
-            let options = PgOptions { search_cache: false, ..options() };
+            let options = options().with_search_cache(false);
             differential(config, &ops, &|config, clock| {
                 Box::new(open(&url, config, options.clone(), clock))
             })?;

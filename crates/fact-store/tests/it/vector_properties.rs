@@ -129,11 +129,9 @@ fn nearest(
     filter: &Filter,
     limit: usize,
 ) -> Vec<(FactId, f64)> {
-    let query = VectorQuery {
-        tags: filter.tags.as_deref(),
-        exclude_source_task: filter.exclude,
-        ..VectorQuery::new(MODEL, query, limit)
-    };
+    let mut query = VectorQuery::new(MODEL, query, limit);
+    query.tags = filter.tags.as_deref();
+    query.exclude_source_task = filter.exclude;
     vectors(store)
         .nearest(&query)
         .into_iter()

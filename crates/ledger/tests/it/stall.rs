@@ -136,7 +136,7 @@ fn is_non_progress(o: &Outcome) -> bool {
 proptest! {
     #[test]
     fn the_count_follows_its_rules(outcomes in proptest::collection::vec(outcome(), 0..40), threshold in 0u32..5) {
-        let mut stall = StallDetector::new(StallConfig { threshold });
+        let mut stall = StallDetector::new(StallConfig::default().with_threshold(threshold));
         let threshold = threshold.max(1);
         let mut model = 0u32;
         for o in &outcomes {

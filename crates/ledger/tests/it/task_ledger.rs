@@ -1,6 +1,6 @@
 //! The task ledger: last write wins, revisions, history, outcomes and failure evidence.
 
-use fact_model::{ImplementerResult, ReviewerResult, Timestamp};
+use fact_model::{DispatchResult, ImplementerResult, ReviewerResult, Timestamp};
 use ledger::{Fingerprint, ProgressLedger, StallConfig, StateSnapshotFact, TaskLedger, keys};
 use serde_json::json;
 
@@ -8,15 +8,17 @@ fn t(secs: i64) -> Timestamp {
     Timestamp::from_unix_secs(secs).unwrap()
 }
 
-fn implementer(status: &str, follow_ups: &[&str]) -> ImplementerResult {
-    serde_json::from_value(json!({"task_id": "2", "status": status, "summary": format!("went {status}"), "follow_up_actions": follow_ups})).unwrap()
+fn implementer(status: &str, follow_ups: &[&str]) -> DispatchResult {
+    let result: ImplementerResult = serde_json::from_value(json!({"task_id": "2", "status": status, "summary": format!("went {status}"), "follow_up_actions": follow_ups})).unwrap();
+    result.into()
 }
 
-fn reviewer(assessment: &str, fixes: &[&str]) -> ReviewerResult {
-    serde_json::from_value(json!({"task_id": "2", "assessment": assessment,
+fn reviewer(assessment: &str, fixes: &[&str]) -> DispatchResult {
+    let result: ReviewerResult = serde_json::from_value(json!({"task_id": "2", "assessment": assessment,
         "issues": [{"severity": "critical", "file": "src/api.ts", "message": "Missing validation", "fix": "Validate"},
                    {"severity": "minor", "message": "Typo", "fix": "Fix it"}],
-        "required_fixes": fixes})).unwrap()
+        "required_fixes": fixes})).unwrap();
+    result.into()
 }
 
 #[test]
@@ -58,8 +60,8 @@ fn merge_is_last_write_wins_keeping_first_positions_and_history() {
 #[test]
 fn implementer_outcomes_set_the_summary_and_blockers() {
     let mut ledger = TaskLedger::new("2", StallConfig::default());
-    ledger.apply_implementer(&implementer("blocked", &["Decide the schema"]), t(1));
-    ledger.apply_implementer(
+    ledger.apply(&implementer("blocked", &["Decide the schema"]), t(1));
+    ledger.apply(
         &implementer("failed", &["Fix the build", "Decide the schema"]),
         t(2),
     );
@@ -75,7 +77,7 @@ fn implementer_outcomes_set_the_summary_and_blockers() {
             .unwrap()
             .contains("2 non-progress outcomes in a row (threshold 2)")
     );
-    ledger.apply_implementer(&implementer("completed", &[]), t(3));
+    ledger.apply(&implementer("completed", &[]), t(3));
     assert_eq!(ledger.get(keys::TASK_BLOCKERS), Some("[]"));
     assert_eq!(ledger.get(keys::TASK_STALLED_COUNT), Some("0"));
     assert_eq!(ledger.get(keys::TASK_REPLAN_HINT), Some(""));
@@ -87,7 +89,8 @@ fn implementer_outcomes_set_the_summary_and_blockers() {
 #[test]
 fn a_failed_attempt_leaves_its_failed_tests_as_evidence_until_one_completes() {
     let mut ledger = TaskLedger::new("2", StallConfig::default());
-    let attempt = |status: &str| -> ImplementerResult {
+    let attempt = |status: &str| -> DispatchResult {
+        let result: ImplementerResult =
         serde_json::from_value(serde_json::json!({
             "task_id": "2", "status": status, "summary": "tried",
             "tests": [
@@ -96,16 +99,17 @@ fn a_failed_attempt_leaves_its_failed_tests_as_evidence_until_one_completes() {
                 {"command": "cargo fmt", "passed": true, "failures": ["ignored"]}
             ]
         }))
-        .unwrap()
+        .unwrap();
+        result.into()
     };
-    ledger.apply_implementer(&attempt("failed"), t(1));
+    ledger.apply(&attempt("failed"), t(1));
     assert_eq!(
         ledger.failure_evidence().unwrap(),
         "Failed tests:\n- cargo test: parser::blank panicked\n- cargo clippy: failed"
     );
     // After a rejection too, both parts, the rejection first.
-    ledger.apply_reviewer(&reviewer("needs_changes", &["Validate the body"]), t(2));
-    ledger.apply_implementer(&attempt("blocked"), t(3));
+    ledger.apply(&reviewer("needs_changes", &["Validate the body"]), t(2));
+    ledger.apply(&attempt("blocked"), t(3));
     let evidence = ledger.failure_evidence().unwrap();
     assert!(evidence.starts_with("Rejection reasons:"), "{evidence}");
     assert!(
@@ -113,7 +117,7 @@ fn a_failed_attempt_leaves_its_failed_tests_as_evidence_until_one_completes() {
             "Failed tests:\n- cargo test: parser::blank panicked\n- cargo clippy: failed"
         )
     );
-    ledger.apply_implementer(&attempt("completed"), t(4));
+    ledger.apply(&attempt("completed"), t(4));
     assert_eq!(ledger.get(keys::TASK_TEST_FAILURES), Some("[]"));
     assert!(!ledger.failure_evidence().unwrap().contains("Failed tests"));
 }
@@ -121,7 +125,7 @@ fn a_failed_attempt_leaves_its_failed_tests_as_evidence_until_one_completes() {
 #[test]
 fn reviewer_outcomes_set_assessment_issues_fixes_and_evidence() {
     let mut ledger = TaskLedger::new("2", StallConfig::default());
-    ledger.apply_reviewer(&reviewer("needs_changes", &["Validate the body"]), t(1));
+    ledger.apply(&reviewer("needs_changes", &["Validate the body"]), t(1));
     assert_eq!(
         ledger.get(keys::TASK_REVIEWER_ASSESSMENT),
         Some("needs_changes")
@@ -134,12 +138,12 @@ fn reviewer_outcomes_set_assessment_issues_fixes_and_evidence() {
         ledger.failure_evidence().unwrap(),
         "Rejection reasons:\n[critical] src/api.ts: Missing validation\n[minor] Typo\nRequired fixes:\n- Validate the body"
     );
-    ledger.apply_reviewer(&reviewer("blocked", &["Ask for credentials"]), t(2));
+    ledger.apply(&reviewer("blocked", &["Ask for credentials"]), t(2));
     assert_eq!(
         ledger.get(keys::TASK_BLOCKERS),
         Some(r#"["Ask for credentials"]"#)
     );
-    ledger.apply_reviewer(&reviewer("approved", &[]), t(3));
+    ledger.apply(&reviewer("approved", &[]), t(3));
     assert_eq!(
         (
             ledger.get(keys::TASK_BLOCKERS),
@@ -156,9 +160,9 @@ fn reviewer_outcomes_set_assessment_issues_fixes_and_evidence() {
 #[test]
 fn a_repeated_review_flags_a_loop_with_a_replan_hint() {
     let mut ledger = TaskLedger::new("2", StallConfig::default());
-    ledger.apply_reviewer(&reviewer("needs_changes", &["a", "b"]), t(1));
-    ledger.apply_implementer(&implementer("completed", &[]), t(2));
-    ledger.apply_reviewer(&reviewer("needs_changes", &["b", "a"]), t(3));
+    ledger.apply(&reviewer("needs_changes", &["a", "b"]), t(1));
+    ledger.apply(&implementer("completed", &[]), t(2));
+    ledger.apply(&reviewer("needs_changes", &["b", "a"]), t(3));
     assert!(ledger.stall().review_loop);
     assert!(
         ledger

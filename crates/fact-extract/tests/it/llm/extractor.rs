@@ -131,10 +131,7 @@ fn confidence_below_the_threshold_or_out_of_range_is_skipped() {
     );
     // The threshold is configurable.
     let client = Scripted::new([reply.as_str()]);
-    let config = LlmExtractorConfig {
-        min_confidence: 0.2,
-        ..LlmExtractorConfig::default()
-    };
+    let config = LlmExtractorConfig::default().with_min_confidence(0.2);
     let extraction = extractor(client, config)
         .extract_conversation(&conversation(), "chat-1")
         .unwrap();
@@ -292,10 +289,7 @@ fn long_conversation() -> Vec<Message> {
 #[test]
 fn long_conversations_are_chunked_and_their_facts_merged() {
     let overhead = extraction_prompt(DEFAULT_CATEGORIES, &[]).chars().count();
-    let config = LlmExtractorConfig {
-        max_prompt_chars: overhead + 1_000,
-        ..LlmExtractorConfig::default()
-    };
+    let config = LlmExtractorConfig::default().with_max_prompt_chars(overhead + 1_000);
     let vim = |confidence: f64, statement: &str| {
         format!(
             r#"{{"subject": "user", "predicate": "prefers_editor", "object": "vim", "statement": "{statement}", "category": "preference", "confidence": {confidence}}}"#
@@ -361,10 +355,7 @@ fn long_conversations_are_chunked_and_their_facts_merged() {
 #[test]
 fn a_failing_chunk_fails_the_extraction_and_is_named() {
     let overhead = extraction_prompt(DEFAULT_CATEGORIES, &[]).chars().count();
-    let config = LlmExtractorConfig {
-        max_prompt_chars: overhead + 1_000,
-        ..LlmExtractorConfig::default()
-    };
+    let config = LlmExtractorConfig::default().with_max_prompt_chars(overhead + 1_000);
     let client = Scripted::results([
         Ok(r#"{"facts": []}"#.to_owned()),
         Err(LlmError::Timeout {

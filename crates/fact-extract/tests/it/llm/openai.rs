@@ -117,13 +117,11 @@ fn handle(stream: TcpStream, answer: Answer, sender: &Sender<Request>) {
 }
 
 fn client(base_url: &str) -> OpenAiCompatibleLlm {
-    let config = OpenAiConfig {
-        base_url: base_url.to_owned(),
-        model: "test-model".to_owned(),
-        timeout: Duration::from_secs(10),
-        temperature: Some(0.2),
-        ..OpenAiConfig::default()
-    };
+    let config = OpenAiConfig::default()
+        .with_base_url(base_url.to_owned())
+        .with_model("test-model".to_owned())
+        .with_timeout(Duration::from_secs(10))
+        .with_temperature(Some(0.2));
     OpenAiCompatibleLlm::with_api_key(config, "sk-test")
 }
 
@@ -167,11 +165,9 @@ fn a_reply_is_the_first_choice_s_content() {
 #[test]
 fn the_temperature_can_be_left_out() {
     let (base_url, requests) = serve(Answer::Respond(200, completion("ok")));
-    let config = OpenAiConfig {
-        base_url,
-        temperature: None,
-        ..OpenAiConfig::default()
-    };
+    let config = OpenAiConfig::default()
+        .with_base_url(base_url)
+        .with_temperature(None);
     let client = OpenAiCompatibleLlm::with_api_key(config, "k");
     assert_eq!(client.complete("p").unwrap(), "ok");
     let body: Value = serde_json::from_slice(&requests.recv().unwrap().body).unwrap();
@@ -223,11 +219,9 @@ fn malformed_bodies_are_invalid_replies() {
 fn a_server_that_never_answers_times_out() {
     let (hold, until) = mpsc::channel();
     let (base_url, requests) = serve(Answer::Hang(until));
-    let config = OpenAiConfig {
-        base_url,
-        timeout: Duration::from_millis(300),
-        ..OpenAiConfig::default()
-    };
+    let config = OpenAiConfig::default()
+        .with_base_url(base_url)
+        .with_timeout(Duration::from_millis(300));
     let err = OpenAiCompatibleLlm::with_api_key(config, "k")
         .complete("p")
         .unwrap_err();
@@ -254,10 +248,8 @@ fn a_closed_port_is_a_transport_error() {
 
 #[test]
 fn the_key_comes_from_the_named_environment_variable() {
-    let config = OpenAiConfig {
-        api_key_env: "FACTMEM_TEST_UNSET_API_KEY_VARIABLE".to_owned(),
-        ..OpenAiConfig::default()
-    };
+    let config =
+        OpenAiConfig::default().with_api_key_env("FACTMEM_TEST_UNSET_API_KEY_VARIABLE".to_owned());
     let err = OpenAiCompatibleLlm::from_env(config).unwrap_err();
     assert_eq!(
         err.to_string(),
@@ -266,11 +258,9 @@ fn the_key_comes_from_the_named_environment_variable() {
     // Cargo sets CARGO_PKG_NAME for the tests it runs: a variable that is surely set,
     // without changing the process's environment.
     let (base_url, requests) = serve(Answer::Respond(200, completion("ok")));
-    let config = OpenAiConfig {
-        base_url,
-        api_key_env: "CARGO_PKG_NAME".to_owned(),
-        ..OpenAiConfig::default()
-    };
+    let config = OpenAiConfig::default()
+        .with_base_url(base_url)
+        .with_api_key_env("CARGO_PKG_NAME".to_owned());
     let client = OpenAiCompatibleLlm::from_env(config).unwrap();
     assert_eq!(client.complete("p").unwrap(), "ok");
     let expect = format!("Bearer {}", env!("CARGO_PKG_NAME"));

@@ -57,11 +57,7 @@ fn six_hundred_results_compacted_to_five_hundred_keep_the_newest_verbatim() {
 
 #[test]
 fn merge_by_subject_writes_one_summary_per_subject() {
-    let config = StoreConfig {
-        capacity: 4,
-        auto_compact: false,
-        ..StoreConfig::default()
-    };
+    let config = StoreConfig::default().with_capacity(4).with_auto_compact(false);
     let Some((store, _)) = store_with(config) else {
         return;
     };
@@ -87,11 +83,7 @@ fn merge_by_subject_writes_one_summary_per_subject() {
 
 #[test]
 fn lowest_confidence_first_drops_the_least_certain() {
-    let config = StoreConfig {
-        capacity: 2,
-        policy: CompactionPolicy::LowestConfidenceFirst,
-        ..StoreConfig::default()
-    };
+    let config = StoreConfig::default().with_capacity(2).with_policy(CompactionPolicy::LowestConfidenceFirst);
     let Some((store, _)) = store_with(config) else {
         return;
     };
@@ -118,10 +110,7 @@ fn lowest_confidence_first_drops_the_least_certain() {
 
 #[test]
 fn history_beyond_its_limit_is_dropped_oldest_first() {
-    let config = StoreConfig {
-        history_limit: 2,
-        ..StoreConfig::default()
-    };
+    let config = StoreConfig::default().with_history_limit(2);
     let Some((store, _)) = store_with(config) else {
         return;
     };
@@ -138,11 +127,7 @@ fn history_beyond_its_limit_is_dropped_oldest_first() {
 
 #[test]
 fn without_auto_compaction_the_store_grows() {
-    let config = StoreConfig {
-        capacity: 1,
-        auto_compact: false,
-        ..StoreConfig::default()
-    };
+    let config = StoreConfig::default().with_capacity(1).with_auto_compact(false);
     let Some((store, _)) = store_with(config) else {
         return;
     };

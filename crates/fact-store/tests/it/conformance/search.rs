@@ -9,10 +9,7 @@ use super::{fact, store_with, t};
 
 
 fn query() -> TermQuery<'static> {
-    TermQuery {
-        limit: 10,
-        ..TermQuery::default()
-    }
+    TermQuery::default().with_limit(10)
 }
 
 #[test]
@@ -70,31 +67,19 @@ fn filters_by_tag_and_source_task_and_limits() {
     };
     assert_eq!(subjects(query()).len(), 3);
     assert_eq!(
-        subjects(TermQuery {
-            tags: Some(&[Tag::Error]),
-            ..query()
-        }),
+        subjects(query().with_tags(&[Tag::Error])),
         ["c.rs", "a.rs"]
     );
     assert_eq!(
-        subjects(TermQuery {
-            exclude_source_task: Some("3"),
-            ..query()
-        }),
+        subjects(query().with_exclude_source_task("3")),
         ["b.rs", "a.rs"]
     );
     assert_eq!(
-        subjects(TermQuery {
-            limit: 1,
-            ..query()
-        }),
+        subjects(query().with_limit(1)),
         ["c.rs"]
     );
     assert!(
-        subjects(TermQuery {
-            limit: 0,
-            ..query()
-        })
+        subjects(query().with_limit(0))
         .is_empty()
     );
 }
@@ -110,10 +95,7 @@ fn invalidated_facts_leave_the_index_and_as_of_finds_them() {
     let then = search(
         &*store,
         "blocked",
-        TermQuery {
-            as_of: Some(t(5)),
-            ..query()
-        },
+        query().with_as_of(t(5)),
     );
     assert_eq!(then.len(), 1);
     assert_eq!(search(&*store, "completed", query()).len(), 1);
@@ -121,10 +103,7 @@ fn invalidated_facts_leave_the_index_and_as_of_finds_them() {
 
 #[test]
 fn heavy_churn_rebuilds_the_index_without_changing_answers() {
-    let config = StoreConfig {
-        auto_compact: false,
-        ..StoreConfig::default()
-    };
+    let config = StoreConfig::default().with_auto_compact(false);
     let Some((store, _)) = store_with(config) else {
         return;
     };
@@ -148,15 +127,11 @@ fn heavy_churn_rebuilds_the_index_without_changing_answers() {
     }
     for text in ["parser revision 2999", "lexer", "src file7 rs", "task"] {
         for limit in [1, 5, 1000] {
-            let indexed = search(&*store, text, TermQuery { limit, ..query() });
+            let indexed = search(&*store, text, query().with_limit(limit));
             let scanned = search(
                 &*store,
                 text,
-                TermQuery {
-                    limit,
-                    as_of: Some(Timestamp::MAX),
-                    ..query()
-                },
+                query().with_limit(limit).with_as_of(Timestamp::MAX),
             );
             assert_eq!(indexed, scanned, "{text:?} limit {limit}");
         }

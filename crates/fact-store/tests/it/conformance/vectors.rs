@@ -295,32 +295,15 @@ fn tags_and_the_source_task_filter_the_search() {
         .unwrap();
     let query = VectorQuery::new(MODEL, &[1.0, 0.0], 10);
     assert_eq!(objects(&found(&*store, &query)), ["a", "b", "c"]);
-    let errors = VectorQuery {
-        tags: Some(&[Tag::Error]),
-        ..query
-    };
+    let errors = query.with_tags(&[Tag::Error]);
     assert_eq!(objects(&found(&*store, &errors)), ["a", "c"]);
-    let not_task_1 = VectorQuery {
-        exclude_source_task: Some("1"),
-        ..query
-    };
+    let not_task_1 = query.with_exclude_source_task("1");
     assert_eq!(objects(&found(&*store, &not_task_1)), ["b", "c"]);
-    let both = VectorQuery {
-        tags: Some(&[Tag::Error]),
-        exclude_source_task: Some("1"),
-        limit: 1,
-        ..query
-    };
+    let both = query.with_tags(&[Tag::Error]).with_exclude_source_task("1").with_limit(1);
     assert_eq!(objects(&found(&*store, &both)), ["c"]);
-    let unknown_task = VectorQuery {
-        exclude_source_task: Some("never seen"),
-        ..query
-    };
+    let unknown_task = query.with_exclude_source_task("never seen");
     assert_eq!(found(&*store, &unknown_task).len(), 3);
-    let no_tag = VectorQuery {
-        tags: Some(&[Tag::Preference]),
-        ..query
-    };
+    let no_tag = query.with_tags(&[Tag::Preference]);
     assert!(found(&*store, &no_tag).is_empty());
 }
 
@@ -411,11 +394,7 @@ fn a_new_vector_replaces_the_old_one() {
 
 #[test]
 fn compaction_and_history_eviction_remove_the_embeddings_of_the_ids_they_drop() {
-    let config = StoreConfig {
-        capacity: 4,
-        history_limit: 1,
-        ..StoreConfig::default()
-    };
+    let config = StoreConfig::default().with_capacity(4).with_history_limit(1);
     let Some((store, _)) = store_with(config) else {
         return;
     };

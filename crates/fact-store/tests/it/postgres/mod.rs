@@ -54,10 +54,7 @@ pub(crate) fn fresh_scope(name: &str) -> String {
 
 /// Small pools: many stores run at once against one server.
 pub(crate) fn options() -> PgOptions {
-    PgOptions {
-        pool_size: 2,
-        ..PgOptions::default()
-    }
+    PgOptions::default().with_pool_size(2)
 }
 
 /// A store of a fresh scope on the test server.

@@ -22,10 +22,7 @@ fn open(url: &str, scope: &str, clock: &Arc<ManualClock>) -> PgFactStore {
 }
 
 fn search(store: &dyn SessionFactStore, text: &str) -> Vec<(String, f64)> {
-    let query = TermQuery {
-        limit: 10,
-        ..TermQuery::default()
-    };
+    let query = TermQuery::default().with_limit(10);
     crate::search(store, text, query)
 }
 
@@ -106,10 +103,7 @@ fn a_newer_schema_is_refused_and_left_untouched() {
     let Some(url) = server() else { return };
     // A schema of its own, so the shared one stays as it is.
     let schema = format!("factmem_newer_{}", std::process::id());
-    let options = PgOptions {
-        schema: schema.clone(),
-        ..options()
-    };
+    let options = options().with_schema(schema.clone());
     let scope = fresh_scope("newer");
     PgFactStore::connect_with(
         &url,
@@ -144,10 +138,7 @@ fn a_newer_schema_is_refused_and_left_untouched() {
 fn openers_racing_on_an_empty_database_migrate_it_once() {
     let Some(url) = server() else { return };
     let schema = format!("factmem_race_{}", std::process::id());
-    let options = PgOptions {
-        schema: schema.clone(),
-        ..options()
-    };
+    let options = options().with_schema(schema.clone());
     let stores: Vec<PgFactStore> = std::thread::scope(|threads| {
         let opening: Vec<_> = (0..8)
             .map(|n| {
@@ -304,10 +295,8 @@ fn opening_with_another_analyzer_reindexes_the_scope() {
         .unwrap();
     assert_eq!(search(&stemmed, "parse").len(), 1);
     drop(stemmed);
-    let plain_config = StoreConfig {
-        analyzer: fact_store::AnalyzerConfig { stemming: false },
-        ..StoreConfig::default()
-    };
+    let plain_config = StoreConfig::default()
+        .with_analyzer(fact_store::AnalyzerConfig::default().with_stemming(false));
     let plain =
         PgFactStore::connect_with(&url, &scope, plain_config, options(), clock.clone()).unwrap();
     assert!(search(&plain, "parse").is_empty());
@@ -317,10 +306,7 @@ fn opening_with_another_analyzer_reindexes_the_scope() {
 #[test]
 fn an_unreachable_server_or_a_bad_url_is_a_typed_error() {
     // No server needed: nothing listens on port 1.
-    let options = PgOptions {
-        connect_timeout: std::time::Duration::from_millis(500),
-        ..PgOptions::default()
-    };
+    let options = PgOptions::default().with_connect_timeout(std::time::Duration::from_millis(500));
     let err = PgFactStore::connect_with(
         "postgres://alice:s3cret@127.0.0.1:1/x",
         "s",
@@ -340,10 +326,7 @@ fn an_unreachable_server_or_a_bad_url_is_a_typed_error() {
     let err =
         PgFactStore::connect("postgres://[::1", "s", StoreConfig::default(), clock()).unwrap_err();
     assert_eq!(err.code(), "backend", "{err}");
-    let bad_schema = PgOptions {
-        schema: "x; DROP TABLE facts".into(),
-        ..PgOptions::default()
-    };
+    let bad_schema = PgOptions::default().with_schema("x; DROP TABLE facts");
     let err = PgFactStore::connect_with(
         "postgres://h/db",
         "s",
@@ -363,10 +346,7 @@ fn an_unreachable_server_or_a_bad_url_is_a_typed_error() {
 fn sslmode_require_asks_for_tls() {
     let Some(url) = server() else { return };
     let separator = if url.contains('?') { '&' } else { '?' };
-    let options = PgOptions {
-        connect_timeout: std::time::Duration::from_secs(2),
-        ..options()
-    };
+    let options = options().with_connect_timeout(std::time::Duration::from_secs(2));
     let err = PgFactStore::connect_with(
         &format!("{url}{separator}sslmode=require"),
         &fresh_scope("tls"),
@@ -447,10 +427,7 @@ fn a_version_1_schema_migrates_to_embeddings() {
     let Some(url) = server() else { return };
     // A schema of its own, brought back to version 1 as that build left it.
     let schema = format!("factmem_v1_{}", std::process::id());
-    let options = PgOptions {
-        schema: schema.clone(),
-        ..options()
-    };
+    let options = options().with_schema(schema.clone());
     let scope = fresh_scope("v1");
     let open = || {
         PgFactStore::connect_with(

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use fact_model::ManualClock;
-use fact_store::{PgOptions, SessionFactStore, StoreConfig};
+use fact_store::{SessionFactStore, StoreConfig};
 
 pub(crate) use crate::{fact, memory, store_from, t, valid_lines};
 
@@ -13,10 +13,7 @@ pub(crate) fn store_with(
     config: StoreConfig,
 ) -> Option<(Arc<dyn SessionFactStore>, Arc<ManualClock>)> {
     let url = crate::postgres::server()?;
-    let options = PgOptions {
-        search_cache: false,
-        ..crate::postgres::options()
-    };
+    let options = crate::postgres::options().with_search_cache(false);
     Some(store_from(|clock| {
         Arc::new(crate::postgres::open(&url, config, options, clock))
     }))

@@ -23,10 +23,7 @@ fn open(path: &Path, scope: &str, clock: &Arc<ManualClock>) -> SqliteFactStore {
 }
 
 fn search(store: &dyn SessionFactStore, text: &str) -> Vec<(String, f64)> {
-    let query = TermQuery {
-        limit: 10,
-        ..TermQuery::default()
-    };
+    let query = TermQuery::default().with_limit(10);
     crate::search(store, text, query)
 }
 
@@ -226,10 +223,7 @@ fn a_read_only_store_reads_and_refuses_writes_with_a_typed_error() {
     open(&path, "s", &clock)
         .add(vec![fact("a", "r", "o", 1, 0)])
         .unwrap();
-    let options = SqliteOptions {
-        read_only: true,
-        ..SqliteOptions::default()
-    };
+    let options = SqliteOptions::default().with_read_only(true);
     let store =
         SqliteFactStore::open_with(&path, "s", StoreConfig::default(), options, clock.clone())
             .unwrap();
@@ -314,10 +308,8 @@ fn opening_with_another_analyzer_reindexes_the_scope() {
         .unwrap();
     assert_eq!(search(&stemmed, "parse").len(), 1);
     drop(stemmed);
-    let plain_config = StoreConfig {
-        analyzer: fact_store::AnalyzerConfig { stemming: false },
-        ..StoreConfig::default()
-    };
+    let plain_config = StoreConfig::default()
+        .with_analyzer(fact_store::AnalyzerConfig::default().with_stemming(false));
     let plain = SqliteFactStore::open(&path, "s", plain_config, clock.clone()).unwrap();
     assert!(search(&plain, "parse").is_empty());
     assert_eq!(search(&plain, "parsers").len(), 1);

@@ -11,10 +11,7 @@ pub(crate) use crate::{fact, memory, store_from, t, valid_lines};
 pub(crate) fn store_with(
     config: StoreConfig,
 ) -> Option<(Arc<dyn SessionFactStore>, Arc<ManualClock>)> {
-    let options = SqliteOptions {
-        search_cache: false,
-        ..SqliteOptions::default()
-    };
+    let options = SqliteOptions::default().with_search_cache(false);
     Some(store_from(|clock| {
         Arc::new(crate::sqlite::OnDisk::open(config, options, clock))
     }))
