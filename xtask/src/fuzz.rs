@@ -1,5 +1,5 @@
-//! `cargo xtask fuzz --seconds N [TARGET]`: runs the cargo-fuzz targets of `fuzz/` (one, or
-//! all of them one after another) for N seconds each, and prints what each run did.
+//! `cargo xtask fuzz --seconds N [NAME]`: runs the cargo-fuzz targets of `fuzz/` (the one
+//! named, or all of them one after another) for N seconds each, and prints what each run did.
 //!
 //! ```sh
 //! cargo xtask fuzz --seconds 600 contract   # one target for ten minutes

@@ -12,7 +12,7 @@
 //!   [`bench_ref`].
 //! - `man`: the `facts` man pages into `target/man`; see [`man`].
 //! - `public-api [--bless]`: the committed public API snapshots; see [`public_api`].
-//! - `fuzz --seconds N [TARGET]`: the cargo-fuzz targets of `fuzz/` (nightly); see
+//! - `fuzz --seconds N [NAME]`: the cargo-fuzz targets of `fuzz/` (nightly); see
 //!   [`fuzz`].
 //! - `help`: print usage.
 //!
@@ -87,7 +87,7 @@ const COMMANDS: &[Subcommand] = &[
     },
     Subcommand {
         name: "fuzz",
-        synopsis: "--seconds N [TARGET]",
+        synopsis: "--seconds N [NAME]",
         summary: "run the cargo-fuzz targets N seconds each (nightly): executions, corpus, RSS",
         run: fuzz::run,
     },

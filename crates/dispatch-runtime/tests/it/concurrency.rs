@@ -38,9 +38,9 @@ use std::sync::{Arc, Mutex};
 
 use dispatch_runtime::{
     CompilePromptRequest, DispatchRuntimeManager, IngestOutputRequest, InitRunRequest,
-    MemoryService, Role, RuntimeBuilder, StoreFactory,
+    MemoryService, RuntimeBuilder, StoreFactory,
 };
-use fact_model::{Clock, ManualClock};
+use fact_model::{Clock, ManualClock, SourceRole};
 use fact_retrieve::FactQuery;
 use fact_store::{InMemorySessionFactStore, SessionFactStore, StoreConfig, StoreResult};
 use serde_json::{Value, json};
@@ -62,7 +62,7 @@ fn shared_types_are_send_and_sync() {
     check::<dyn fact_store::EpisodeStore>();
     check::<dyn fact_store::FactVectors>();
     check::<dyn fact_retrieve::FactRetriever>();
-    check::<dyn fact_retrieve::TokenCounter>();
+    check::<dyn fact_model::TokenCounter>();
     check::<dyn fact_extract::FactExtractor>();
     check::<dyn fact_extract::ConversationExtractor>();
     check::<dyn Clock>();
@@ -106,7 +106,7 @@ fn project() -> TempDir {
 #[derive(Debug, Clone)]
 enum Step {
     Init,
-    Compile(Role),
+    Compile(SourceRole),
     Implement,
     Review { approve: bool },
     History,
@@ -117,14 +117,14 @@ enum Step {
 fn task_steps() -> Vec<Step> {
     vec![
         Step::Init,
-        Step::Compile(Role::Implementer),
+        Step::Compile(SourceRole::Implementer),
         Step::Implement,
-        Step::Compile(Role::Reviewer),
+        Step::Compile(SourceRole::Reviewer),
         Step::Review { approve: false },
-        Step::Compile(Role::Implementer),
+        Step::Compile(SourceRole::Implementer),
         Step::Implement,
         Step::Review { approve: false },
-        Step::Compile(Role::Reviewer),
+        Step::Compile(SourceRole::Reviewer),
         Step::Review { approve: true },
         Step::History,
         Step::Query,
@@ -172,24 +172,12 @@ fn run_step(
     let run_id = format!("{spec}:{task}");
     let answer = match step {
         Step::Init => runtime
-            .init_run(InitRunRequest {
-                spec_name: spec.into(),
-                task_id: task.into(),
-                project_path: Some(dir.to_owned()),
-                run_id: None,
-                rebind: false,
-            })
+            .init_run(InitRunRequest::new(spec, task).with_project_path(dir.to_owned()))
             .map(
                 |r| json!({"run_id": r.run_id, "active": r.active_task_id, "warnings": r.warnings}),
             ),
         Step::Compile(role) => runtime
-            .compile_prompt(CompilePromptRequest {
-                run_id,
-                role: *role,
-                task_id: task.into(),
-                task_prompt: None,
-                max_output_tokens: None,
-            })
+            .compile_prompt(CompilePromptRequest::new(run_id, *role, task))
             .map(|r| serde_json::to_value(r).unwrap()),
         Step::Implement => {
             let result = json!({
@@ -199,13 +187,12 @@ fn run_step(
                 "tests": [{"command": format!("cargo test {spec}_t{task}"), "passed": true}],
             });
             runtime
-                .ingest_output(IngestOutputRequest {
+                .ingest_output(IngestOutputRequest::new(
                     run_id,
-                    role: Role::Implementer,
-                    task_id: task.into(),
-                    output: output(&result),
-                    max_output_tokens: None,
-                })
+                    SourceRole::Implementer,
+                    task,
+                    output(&result),
+                ))
                 .map(|r| serde_json::to_value(r).unwrap())
         }
         Step::Review { approve } => {
@@ -219,13 +206,12 @@ fn run_step(
                                    "fix": "return a typed error"}]})
             };
             runtime
-                .ingest_output(IngestOutputRequest {
+                .ingest_output(IngestOutputRequest::new(
                     run_id,
-                    role: Role::Reviewer,
-                    task_id: task.into(),
-                    output: output(&result),
-                    max_output_tokens: None,
-                })
+                    SourceRole::Reviewer,
+                    task,
+                    output(&result),
+                ))
                 .map(|r| serde_json::to_value(r).unwrap())
         }
         Step::History => runtime

@@ -14,15 +14,16 @@ use std::time::Instant;
 
 use dispatch_runtime::{
     CompilePromptRequest, ContractError, DispatchRuntimeManager, IngestOutputRequest, IngestStatus,
-    InitRunRequest, MemoryChange, MemoryService, NewMemory, NextAction, Role, parse_output,
-    protocol,
+    InitRunRequest, MemoryChange, MemoryService, NewMemory, NextAction, parse_output, protocol,
 };
 use fact_extract::{
     ConversationExtractor, LlmClient, LlmError, LlmExtractorConfig, LlmFactExtractor, Message,
     MessageRole, ReplyError, parse_reply,
 };
-use fact_model::{MAX_SUBJECT_CHARS, ManualClock, SessionFact, SourceRole, Tag, Timestamp};
-use fact_retrieve::{CharsPerToken, FactQuery};
+use fact_model::{
+    CharsPerToken, MAX_SUBJECT_CHARS, ManualClock, SessionFact, SourceRole, Tag, Timestamp,
+};
+use fact_retrieve::FactQuery;
 use fact_store::{
     InMemoryEpisodeStore, InMemorySessionFactStore, SessionFactStore, Snapshot, StoreConfig,
 };
@@ -69,13 +70,7 @@ fn runtime() -> DispatchRuntimeManager {
 
 fn init(runtime: &DispatchRuntimeManager, dir: &Path, task: &str) -> String {
     runtime
-        .init_run(InitRunRequest {
-            spec_name: "demo".into(),
-            task_id: task.into(),
-            project_path: Some(dir.to_owned()),
-            run_id: None,
-            rebind: false,
-        })
+        .init_run(InitRunRequest::new("demo", task).with_project_path(dir.to_owned()))
         .unwrap()
         .run_id
 }
@@ -87,18 +82,12 @@ fn block(result: &Value) -> String {
 fn ingest(
     runtime: &DispatchRuntimeManager,
     run: &str,
-    role: Role,
+    role: SourceRole,
     task: &str,
     output: String,
 ) -> dispatch_runtime::IngestOutputResponse {
     runtime
-        .ingest_output(IngestOutputRequest {
-            run_id: run.into(),
-            role,
-            task_id: task.into(),
-            output,
-            max_output_tokens: None,
-        })
+        .ingest_output(IngestOutputRequest::new(run, role, task, output))
         .unwrap()
 }
 
@@ -113,13 +102,11 @@ fn compile(
     task: &str,
 ) -> dispatch_runtime::CompilePromptResponse {
     runtime
-        .compile_prompt(CompilePromptRequest {
-            run_id: run.into(),
-            role: Role::Implementer,
-            task_id: task.into(),
-            task_prompt: None,
-            max_output_tokens: None,
-        })
+        .compile_prompt(CompilePromptRequest::new(
+            run,
+            SourceRole::Implementer,
+            task,
+        ))
         .unwrap()
 }
 
@@ -135,7 +122,7 @@ fn state(runtime: &DispatchRuntimeManager, run: &str) -> (Vec<SessionFact>, Valu
 
 fn contract_code(output: &str) -> &'static str {
     parse_output(
-        Role::Implementer,
+        SourceRole::Implementer,
         output,
         "1",
         1200,
@@ -162,7 +149,7 @@ fn empty_and_50_mb_outputs_are_contract_errors() {
     let output = block(&json!({"task_id": "1", "status": "completed", "summary": summary}));
     let started = Instant::now();
     let err = parse_output(
-        Role::Implementer,
+        SourceRole::Implementer,
         &output,
         "1",
         1200,
@@ -190,7 +177,7 @@ fn ingesting_empty_and_50_mb_outputs_fails_the_dispatch_and_keeps_what_was_recor
     let first = ingest(
         &runtime,
         &run,
-        Role::Implementer,
+        SourceRole::Implementer,
         "1",
         block(&implementer("1", &["src/parse.rs"])),
     );
@@ -208,7 +195,7 @@ fn ingesting_empty_and_50_mb_outputs_fails_the_dispatch_and_keeps_what_was_recor
     ] {
         let size = output.len();
         let started = Instant::now();
-        let answer = ingest(&runtime, &run, Role::Implementer, "1", output);
+        let answer = ingest(&runtime, &run, SourceRole::Implementer, "1", output);
         eprintln!("ingest_output of {size} bytes: {:?}", started.elapsed());
         assert_eq!(answer.status, IngestStatus::Failed);
         assert_eq!(answer.next_action, NextAction::HaltSchemaInvalidTerminal);
@@ -225,7 +212,7 @@ fn ingesting_empty_and_50_mb_outputs_fails_the_dispatch_and_keeps_what_was_recor
     let next = ingest(
         &runtime,
         &run,
-        Role::Implementer,
+        SourceRole::Implementer,
         "1",
         block(&implementer("1", &["src/parse.rs", "src/lex.rs"])),
     );
@@ -239,7 +226,7 @@ fn json_nested_100_000_deep_is_refused_by_every_parser() {
         // In the marked block.
         let output = format!("BEGIN_DISPATCH_RESULT\n{nested}\nEND_DISPATCH_RESULT");
         let err = parse_output(
-            Role::Implementer,
+            SourceRole::Implementer,
             &output,
             "1",
             usize::MAX,
@@ -256,7 +243,7 @@ fn json_nested_100_000_deep_is_refused_by_every_parser() {
             "BEGIN_DISPATCH_RESULT\n{{\"task_id\": \"1\", \"status\": \"completed\", \"summary\": \"s\", \"files_changed\": {nested}}}\nEND_DISPATCH_RESULT"
         );
         let err = parse_output(
-            Role::Implementer,
+            SourceRole::Implementer,
             &output,
             "1",
             usize::MAX,
@@ -327,13 +314,7 @@ fn nul_bytes_in_outputs_subjects_and_tasks_md_are_text() {
         .stores(sqlite_or_memory(&database))
         .build();
     let started = runtime
-        .init_run(InitRunRequest {
-            spec_name: "demo".into(),
-            task_id: "1".into(),
-            project_path: Some(dir.path().to_owned()),
-            run_id: None,
-            rebind: false,
-        })
+        .init_run(InitRunRequest::new("demo", "1").with_project_path(dir.path().to_owned()))
         .unwrap();
     assert_eq!(started.totals.total, 1);
     let run = started.run_id;
@@ -342,7 +323,7 @@ fn nul_bytes_in_outputs_subjects_and_tasks_md_are_text() {
         "\0prose\0\n{}\0",
         block(&implementer("1", &["src/a\u{0}b.rs", "src/parse.rs"]))
     );
-    let answer = ingest(&runtime, &run, Role::Implementer, "1", output);
+    let answer = ingest(&runtime, &run, SourceRole::Implementer, "1", output);
     assert_eq!(answer.status, IngestStatus::Recorded, "{:?}", answer.error);
     let history = runtime.fact_history("demo", "src/a\0b.rs").unwrap();
     assert_eq!(history.len(), 1, "the durable store keeps the NUL");
@@ -352,7 +333,7 @@ fn nul_bytes_in_outputs_subjects_and_tasks_md_are_text() {
     assert!(prompt.prompt.contains("Parse\0it"));
     // A raw NUL inside a JSON string is a control character: not JSON.
     let raw = "BEGIN_DISPATCH_RESULT\n{\"task_id\": \"1\", \"status\": \"completed\", \"summary\": \"a\0b\"}\nEND_DISPATCH_RESULT";
-    let answer = ingest(&runtime, &run, Role::Implementer, "1", raw.to_owned());
+    let answer = ingest(&runtime, &run, SourceRole::Implementer, "1", raw.to_owned());
     assert_eq!(answer.error.unwrap().code, "json_parse_failed");
     assert_eq!(
         runtime.fact_history("demo", "src/a\0b.rs").unwrap(),
@@ -361,13 +342,7 @@ fn nul_bytes_in_outputs_subjects_and_tasks_md_are_text() {
     // A NUL in a spec name is refused before any path is built; in a protocol line it is
     // not JSON.
     let err = runtime
-        .init_run(InitRunRequest {
-            spec_name: "de\0mo".into(),
-            task_id: "1".into(),
-            project_path: Some(dir.path().to_owned()),
-            run_id: None,
-            rebind: false,
-        })
+        .init_run(InitRunRequest::new("de\0mo", "1").with_project_path(dir.path().to_owned()))
         .unwrap_err();
     assert_eq!(err.code(), "invalid_spec_name");
     let answer = protocol::handle_line(&runtime, b"{\"action\": \0 \"get_telemetry\"}").unwrap();
@@ -403,13 +378,7 @@ fn a_tasks_md_of_100_000_tasks_runs_through_init_and_compile() {
     let runtime = runtime();
     let started = Instant::now();
     let answer = runtime
-        .init_run(InitRunRequest {
-            spec_name: "demo".into(),
-            task_id: "99999".into(),
-            project_path: Some(dir.path().to_owned()),
-            run_id: None,
-            rebind: false,
-        })
+        .init_run(InitRunRequest::new("demo", "99999").with_project_path(dir.path().to_owned()))
         .unwrap();
     eprintln!("init_run over 100,000 tasks: {:?}", started.elapsed());
     assert_eq!(answer.totals.total, 100_000);
@@ -422,13 +391,7 @@ fn a_tasks_md_of_100_000_tasks_runs_through_init_and_compile() {
     assert!(prompt.prompt_tokens <= prompt.prompt_token_budget);
     // A task that is not there is a typed error, the file's size notwithstanding.
     let err = runtime
-        .init_run(InitRunRequest {
-            spec_name: "demo".into(),
-            task_id: "100001".into(),
-            project_path: Some(dir.path().to_owned()),
-            run_id: None,
-            rebind: false,
-        })
+        .init_run(InitRunRequest::new("demo", "100001").with_project_path(dir.path().to_owned()))
         .unwrap_err();
     assert_eq!(err.code(), "task_not_found");
 }
@@ -460,13 +423,12 @@ fn a_tasks_md_of_one_10_mb_line_runs_through_init_and_compile() {
     for line in ["v".repeat(TEN_MB), format!("- [ ] {}", "v".repeat(TEN_MB))] {
         let dir = project(line.as_bytes());
         let err = runtime
-            .init_run(InitRunRequest {
-                spec_name: "demo".into(),
-                task_id: "1".into(),
-                project_path: Some(dir.path().to_owned()),
-                run_id: Some("other".into()),
-                rebind: true,
-            })
+            .init_run(
+                InitRunRequest::new("demo", "1")
+                    .with_project_path(dir.path().to_owned())
+                    .with_run_id("other")
+                    .with_rebind(true),
+            )
             .unwrap_err();
         assert_eq!(err.code(), "progress_ledger_invalid");
         assert!(
@@ -478,13 +440,12 @@ fn a_tasks_md_of_one_10_mb_line_runs_through_init_and_compile() {
     // Not UTF-8: a typed error naming the offset.
     let dir = project(b"- [ ] 1. ok\n\xff");
     let err = runtime
-        .init_run(InitRunRequest {
-            spec_name: "demo".into(),
-            task_id: "1".into(),
-            project_path: Some(dir.path().to_owned()),
-            run_id: Some("bytes".into()),
-            rebind: true,
-        })
+        .init_run(
+            InitRunRequest::new("demo", "1")
+                .with_project_path(dir.path().to_owned())
+                .with_run_id("bytes")
+                .with_rebind(true),
+        )
         .unwrap_err();
     assert_eq!(err.code(), "progress_ledger_invalid");
     assert!(err.to_string().contains("not UTF-8"), "{err}");
@@ -498,13 +459,15 @@ fn a_subject_of_10_000_combining_characters_is_clipped_stored_and_retrieved() {
     let run = init(&runtime, dir.path(), "1");
     // 20 KB of accents cost more than the default output budget: give it room.
     let answer = runtime
-        .ingest_output(IngestOutputRequest {
-            run_id: run.clone(),
-            role: Role::Implementer,
-            task_id: "1".into(),
-            output: block(&implementer("1", &[&subject, "src/parse.rs"])),
-            max_output_tokens: Some(100_000),
-        })
+        .ingest_output(
+            IngestOutputRequest::new(
+                run.clone(),
+                SourceRole::Implementer,
+                "1",
+                block(&implementer("1", &[&subject, "src/parse.rs"])),
+            )
+            .with_max_output_tokens(100_000),
+        )
         .unwrap();
     assert_eq!(answer.status, IngestStatus::Recorded, "{:?}", answer.error);
     // The extractor clips the path to the subject limit, on a char boundary.
@@ -517,13 +480,10 @@ fn a_subject_of_10_000_combining_characters_is_clipped_stored_and_retrieved() {
     // Another task's prompt retrieves it, its line clipped too.
     let run2 = init(&runtime, dir.path(), "2");
     let prompt = runtime
-        .compile_prompt(CompilePromptRequest {
-            run_id: run2,
-            role: Role::Implementer,
-            task_id: "2".into(),
-            task_prompt: Some(format!("Lex what {clipped} and src/parse.rs hold")),
-            max_output_tokens: None,
-        })
+        .compile_prompt(
+            CompilePromptRequest::new(run2, SourceRole::Implementer, "2")
+                .with_task_prompt(format!("Lex what {clipped} and src/parse.rs hold")),
+        )
         .unwrap();
     assert!(prompt.prompt_tokens <= prompt.prompt_token_budget);
     assert!(
@@ -601,10 +561,7 @@ fn confidences_nan_infinity_and_1e308_are_refused_and_minus_zero_is_zero() {
         .unwrap();
     for value in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1e308] {
         let err = memory
-            .add(NewMemory {
-                confidence: value,
-                ..NewMemory::new("user", "likes", "rust")
-            })
+            .add(NewMemory::new("user", "likes", "rust").with_confidence(value))
             .unwrap_err();
         assert_eq!(err.code(), "invalid_fact", "{value}");
         assert!(
@@ -628,10 +585,7 @@ fn confidences_nan_infinity_and_1e308_are_refused_and_minus_zero_is_zero() {
         "nothing accepted before was changed"
     );
     let zero = memory
-        .add(NewMemory {
-            confidence: -0.0,
-            ..NewMemory::new("user", "likes", "go")
-        })
+        .add(NewMemory::new("user", "likes", "go").with_confidence(-0.0))
         .unwrap();
     assert_eq!(zero.fact.confidence(), 0.0);
     assert_eq!(memory.list().len(), 2);

@@ -37,10 +37,7 @@ const NOW_SECS: i64 = 100;
 
 /// No compaction: every version written stays, so "no lost write" can be counted.
 fn config() -> StoreConfig {
-    StoreConfig {
-        auto_compact: false,
-        ..StoreConfig::default()
-    }
+    StoreConfig::default().with_auto_compact(false)
 }
 
 /// A fact of round `round`, from thread `thread`, valid from `t(secs)`.
@@ -102,14 +99,7 @@ fn work(store: &dyn SessionFactStore, round: usize, thread: usize) -> bool {
     maybe_yield(pattern, 1);
     // Read-your-writes: what this thread stored is there and found.
     assert!(store.get(open.id()).is_some_and(|f| f.is_valid()));
-    let found = store.search(
-        &TermQuery {
-            text: &own,
-            limit: 10,
-            ..TermQuery::default()
-        },
-        &Overlap,
-    );
+    let found = store.search(&TermQuery::new(&own, 10), &Overlap);
     let mut found: Vec<FactId> = found.iter().map(|s| s.fact.id()).collect();
     found.sort_unstable();
     let mut expected = vec![open.id(), note.id()];
@@ -235,14 +225,7 @@ fn check_round(store: &dyn SessionFactStore, round: usize, threads: usize, store
         assert!(f.superseded_by().is_some());
     }
     // The other connection sees the round's writes through its own search cache.
-    let found = store.search(
-        &TermQuery {
-            text: &shared_subject(round),
-            limit: 10,
-            ..TermQuery::default()
-        },
-        &Overlap,
-    );
+    let found = store.search(&TermQuery::new(&shared_subject(round), 10), &Overlap);
     assert_eq!(
         found.len(),
         1,
