@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use crate::{Error, cargo, no_args};
 
-/// Runs `cargo run -p facts -- man --out <target>/man`.
+/// Runs `cargo run -p factmem-cli -- man --out <target>/man`.
 pub(crate) fn run(args: &[String]) -> Result<(), Error> {
     no_args("man", args)?;
     let target = match std::env::var_os("CARGO_TARGET_DIR") {
@@ -21,7 +21,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), Error> {
         Error::Failed(format!("the man directory {} is not UTF-8", out.display()))
     })?;
     let status = cargo::command(&[
-        "run", "--quiet", "-p", "facts", "--", "man", "--out", out_arg,
+        "run", "--quiet", "-p", "factmem-cli", "--", "man", "--out", out_arg,
     ])
     .map_err(Error::Failed)?
     .status()

@@ -28,7 +28,7 @@ use serde_json::Value;
 
 use crate::{Error, cargo};
 
-/// The library crates whose public API is committed, by package name.
+/// The library crates whose public API is committed, by library name (see [`package`]).
 const CRATES: &[&str] = &[
     "fact-model",
     "fact-store",
@@ -239,6 +239,14 @@ fn target_dir() -> Result<PathBuf, Error> {
     Ok(Path::new(target).join("public-api"))
 }
 
+/// The package of the library `krate`: its name, except where crates.io already had it.
+fn package(krate: &str) -> &str {
+    match krate {
+        "ledger" => "factmem-ledger",
+        other => other,
+    }
+}
+
 /// Builds the rustdoc JSON of `krate` (all features) in `target` and renders it.
 fn current_api(krate: &str, target: &Path) -> Result<String, Error> {
     let target_arg = target.to_str().ok_or_else(|| {
@@ -255,7 +263,7 @@ fn current_api(krate: &str, target: &Path) -> Result<String, Error> {
         "--output-format",
         "json",
         "--package",
-        krate,
+        package(krate),
         "--lib",
         "--all-features",
         "--locked",

@@ -2,7 +2,7 @@
 //! the server's stdin until its response line is read back, with 1,000 memories in the
 //! SQLite database (issue goal: at most 2 ms).
 //!
-//! Run with `cargo bench -p facts --bench mcp`.
+//! Run with `cargo bench -p factmem-cli --bench mcp`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 

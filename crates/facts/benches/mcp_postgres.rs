@@ -3,7 +3,7 @@
 //! the spec's facts on the PostgreSQL server `FACTMEM_PG_URL` names (each prompt searches
 //! them for its `[Session Context]`).
 //!
-//! Run with `eval "$(.ci/pg-server start)"` then `cargo bench -p facts --bench mcp_postgres`;
+//! Run with `eval "$(.ci/pg-server start)"` then `cargo bench -p factmem-cli --bench mcp_postgres`;
 //! without `FACTMEM_PG_URL` it prints why and measures nothing. Every run uses a fresh
 //! spec and memory scope, so runs never see each other's facts.
 

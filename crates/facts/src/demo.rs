@@ -195,7 +195,7 @@ ticking tasks.md's checkboxes as an orchestrator does.
 const NEXT: &str = "\
 == try next
    Replay the protocol script the tests use (one JSON request per line, one answer per line):
-     cargo run -p facts -- replay crates/facts/tests/fixtures/replay.jsonl --project crates/facts/tests/fixtures/project
+     cargo run --bin facts -- replay crates/facts/tests/fixtures/replay.jsonl --project crates/facts/tests/fixtures/project
    Drive it yourself: `facts replay -` answers each stdin line as it arrives (a coprocess for an orchestrator).
    Connect an MCP client (one tool per action, over stdio):
      cargo install --path crates/facts

@@ -634,7 +634,7 @@ fn demo_runs_a_whole_session() {
     // What to try next, with exact commands.
     assert!(text.contains("== try next"), "{text}");
     assert!(text.contains(
-        "cargo run -p facts -- replay crates/facts/tests/fixtures/replay.jsonl --project crates/facts/tests/fixtures/project"
+        "cargo run --bin facts -- replay crates/facts/tests/fixtures/replay.jsonl --project crates/facts/tests/fixtures/project"
     ));
     assert!(text.contains("facts mcp --project PATH"), "{text}");
     let config = text

@@ -1,5 +1,5 @@
 //! Ledger benchmarks: parsing a generated 1,000-task tasks.md, and a cache hit on an
-//! unchanged file. Run with `cargo bench -p ledger`.
+//! unchanged file. Run with `cargo bench -p factmem-ledger`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -188,17 +188,17 @@ mod layering {
                 &[
                     ("fact-model", Normal),
                     ("fact-store", Normal),
-                    ("ledger", Dev),
+                    ("factmem-ledger", Dev),
                 ],
             ),
-            krate("ledger", true, &[("fact-model", Normal)]),
+            krate("factmem-ledger", true, &[("fact-model", Normal)]),
             krate(
                 "dispatch-runtime",
                 true,
                 &[
                     ("fact-store", Normal),
                     ("fact-extract", Normal),
-                    ("ledger", Build),
+                    ("factmem-ledger", Build),
                 ],
             ),
             krate(
@@ -242,7 +242,7 @@ mod layering {
             "1",
         );
         assert_one(
-            &violations_with("fact-model", "ledger", Dev),
+            &violations_with("fact-model", "factmem-ledger", Dev),
             "fact-model",
             "1",
         );
@@ -255,10 +255,10 @@ mod layering {
 
     #[test]
     fn rule_2_only_dispatch_runtime_combines_services() {
-        let violations = violations_with("fact-retrieve", "ledger", Normal);
+        let violations = violations_with("fact-retrieve", "factmem-ledger", Normal);
         assert_one(&violations, "fact-retrieve", "2");
         assert!(
-            violations[0].contains("`fact-store`, `ledger`"),
+            violations[0].contains("`fact-store`, `factmem-ledger`"),
             "{violations:?}"
         );
         assert_one(
@@ -281,20 +281,20 @@ mod layering {
             "5",
         );
         assert_one(
-            &violations_with("factmem-cli", "ledger", Build),
+            &violations_with("factmem-cli", "factmem-ledger", Build),
             "factmem-cli",
             "5",
         );
         // Tests of a binary may use the layers below.
         assert_eq!(
-            violations_with("factmem-cli", "ledger", Dev),
+            violations_with("factmem-cli", "factmem-ledger", Dev),
             Vec::<String>::new()
         );
     }
 
     #[test]
     fn rule_3_lower_layers_do_not_use_dispatch_runtime() {
-        for service in ["fact-store", "fact-extract", "fact-retrieve", "ledger"] {
+        for service in ["fact-store", "fact-extract", "fact-retrieve", "factmem-ledger"] {
             assert_one(
                 &violations_with(service, "dispatch-runtime", Dev),
                 service,
