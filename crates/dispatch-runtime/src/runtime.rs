@@ -56,13 +56,27 @@ struct SpecDocs {
 }
 
 impl SpecDocs {
-    fn read(dir: &std::path::Path) -> Self {
-        let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
-        SpecDocs {
+    /// The spec's documents in `dir`. A missing document is empty (requirements and design
+    /// are optional); one that exists but cannot be read (not UTF-8, no permission) is
+    /// empty too, with a warning for `init_run` to return, never silently.
+    fn read(dir: &std::path::Path) -> (Self, Vec<String>) {
+        let mut warnings = Vec::new();
+        let mut read = |name: &str| match std::fs::read_to_string(dir.join(name)) {
+            Ok(text) => text,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(error) => {
+                warnings.push(format!(
+                    "{name} cannot be read ({error}); the prompts go without it"
+                ));
+                String::new()
+            }
+        };
+        let docs = SpecDocs {
             requirements: read("requirements.md"),
             design: read("design.md"),
             tasks: read("tasks.md"),
-        }
+        };
+        (docs, warnings)
     }
 }
 
@@ -548,7 +562,7 @@ impl DispatchRuntimeManager {
                 tasks_path,
             });
         }
-        let warnings = progress
+        let mut warnings: Vec<String> = progress
             .diagnostics()
             .iter()
             .map(|d| format!("line {}: {}", d.line, d.message))
@@ -579,7 +593,8 @@ impl DispatchRuntimeManager {
         let mut ledger =
             kept.unwrap_or_else(|| TaskLedger::new(request.task_id.clone(), self.stall));
         ledger.apply_progress(&progress, self.clock.now());
-        let docs = SpecDocs::read(tasks_path.parent().unwrap_or(Path::new(".")));
+        let (docs, unreadable) = SpecDocs::read(tasks_path.parent().unwrap_or(Path::new(".")));
+        warnings.extend(unreadable);
         state.runs.insert(
             run_id.clone(),
             Run {

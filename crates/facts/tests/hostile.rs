@@ -530,9 +530,9 @@ fn nul_bytes_in_a_tasks_md_are_kept_as_text() {
     replay.exited(0);
 }
 
-/// requirements.md that is not UTF-8 does not stop a run, but it is read as empty: the
-/// only sign is `fallback_reason` naming `requirements_not_found` for a criterion the file
-/// holds (a weak diagnostic, reported in docs/robustness.md).
+/// requirements.md that is not UTF-8 does not stop a run: `init_run` warns that it cannot
+/// be read, and the prompt goes without its criteria (`fallback_reason` names
+/// `requirements_not_found`).
 #[test]
 fn a_requirements_md_that_is_not_utf8_does_not_stop_a_run() {
     let project = Project::new();
@@ -552,7 +552,13 @@ fn a_requirements_md_that_is_not_utf8_does_not_stop_a_run() {
     let replay = project.replay(&script);
     replay.exited(0);
     let answers = replay.lines();
-    assert_eq!(answers[0]["warnings"], json!([]), "{}", answers[0]);
+    let warnings = answers[0]["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{}", answers[0]);
+    let warning = warnings[0].as_str().unwrap();
+    assert!(
+        warning.starts_with("requirements.md cannot be read (") && warning.contains("UTF-8"),
+        "{warning}"
+    );
     let compiled = &answers[1];
     assert_eq!(compiled["ok"], true, "{compiled}");
     let reasons = compiled["fallback_reason"].as_str().unwrap();
