@@ -36,7 +36,7 @@ pub enum MemoryError {
     /// The text given as a fact id is not one.
     #[error("{id:?} is not a fact id (16 lowercase hex digits)")]
     InvalidId {
-        /// The text given.
+        /// The text given, clipped to 64 characters.
         id: String,
     },
     /// A new or changed fact is invalid.
@@ -598,10 +598,13 @@ impl MemoryService {
     }
 }
 
+/// The longest part of a rejected id an error repeats, in characters.
+const MAX_ECHOED_ID_CHARS: usize = 64;
+
 fn parse_id(id: &str) -> Result<FactId, MemoryError> {
-    id.trim()
-        .parse()
-        .map_err(|_| MemoryError::InvalidId { id: id.to_owned() })
+    id.trim().parse().map_err(|_| MemoryError::InvalidId {
+        id: fact_model::clip(id, MAX_ECHOED_ID_CHARS).into_owned(),
+    })
 }
 
 /// The first user message, on one line and clipped, as a title.

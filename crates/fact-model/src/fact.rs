@@ -103,7 +103,8 @@ pub enum FactError {
         actual: usize,
     },
     /// The confidence is not a finite number in `0..=1`.
-    #[error("`confidence` must be a finite number in 0..=1, got {value}")]
+    // Debug, not Display: 1e308 reads as `1e308`, not as 309 digits.
+    #[error("`confidence` must be a finite number in 0..=1, got {value:?}")]
     Confidence {
         /// The rejected value.
         value: f64,

@@ -135,7 +135,7 @@ fn confidences_that_are_not_numbers_in_zero_to_one_are_refused_on_the_wire() {
     for (text, expect) in [
         (
             "1e308",
-            "`confidence` must be a finite number in 0..=1, got 1000000000",
+            "`confidence` must be a finite number in 0..=1, got 1e308",
         ),
         ("-1e308", "`confidence` must be a finite number in 0..=1"),
         ("1e999", "number out of range"),
