@@ -7,8 +7,8 @@
 #![no_main]
 
 use arbitrary::Arbitrary;
-use dispatch_runtime::reexports::CharsPerToken;
-use dispatch_runtime::{Role, parse_output};
+use dispatch_runtime::parse_output;
+use dispatch_runtime::reexports::{CharsPerToken, SourceRole};
 use factmem_fuzz::{Doc, Json, OUTPUT_TEXT, Str, Vocab};
 use libfuzzer_sys::fuzz_target;
 
@@ -84,12 +84,12 @@ enum Input {
     },
 }
 
-/// The role, the one place the fuzz targets name `Role` (it is to merge into `SourceRole`).
-fn role(reviewer: bool) -> Role {
+/// The role: one of the two dispatch agents.
+fn role(reviewer: bool) -> SourceRole {
     if reviewer {
-        Role::Reviewer
+        SourceRole::Reviewer
     } else {
-        Role::Implementer
+        SourceRole::Implementer
     }
 }
 

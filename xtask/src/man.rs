@@ -21,7 +21,14 @@ pub(crate) fn run(args: &[String]) -> Result<(), Error> {
         Error::Failed(format!("the man directory {} is not UTF-8", out.display()))
     })?;
     let status = cargo::command(&[
-        "run", "--quiet", "-p", "factmem-cli", "--", "man", "--out", out_arg,
+        "run",
+        "--quiet",
+        "-p",
+        "factmem-cli",
+        "--",
+        "man",
+        "--out",
+        out_arg,
     ])
     .map_err(Error::Failed)?
     .status()

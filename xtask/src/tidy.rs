@@ -34,7 +34,12 @@ mod tests;
 const MODEL: &str = "fact-model";
 /// Middle-layer crates: each may use `fact-model`, but only `dispatch-runtime`
 /// may combine several of them.
-const SERVICES: &[&str] = &["fact-store", "fact-extract", "fact-retrieve", "factmem-ledger"];
+const SERVICES: &[&str] = &[
+    "fact-store",
+    "fact-extract",
+    "fact-retrieve",
+    "factmem-ledger",
+];
 /// The crate that wires the services together.
 const RUNTIME: &str = "dispatch-runtime";
 /// This crate: tooling, never a dependency of product code.

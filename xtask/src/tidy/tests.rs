@@ -294,7 +294,12 @@ mod layering {
 
     #[test]
     fn rule_3_lower_layers_do_not_use_dispatch_runtime() {
-        for service in ["fact-store", "fact-extract", "fact-retrieve", "factmem-ledger"] {
+        for service in [
+            "fact-store",
+            "fact-extract",
+            "fact-retrieve",
+            "factmem-ledger",
+        ] {
             assert_one(
                 &violations_with(service, "dispatch-runtime", Dev),
                 service,
