@@ -196,6 +196,13 @@ impl Project {
         facts(self.root(), &all, input)
     }
 
+    /// `facts mem --db DB add SUBJECT RELATION OBJECT`, which must succeed.
+    fn mem_add(&self, db: &Path, subject: &str, relation: &str, object: &str) {
+        let args = ["add", "--subject", subject, "--relation", relation];
+        self.mem(db, &[&args[..], &["--object", object]].concat(), b"")
+            .exited(0);
+    }
+
     /// `facts mcp --project ROOT [--db DB]`, initialized.
     fn mcp(&self, db: Option<&Path>) -> Mcp {
         let mut command = Command::new(BIN);
@@ -572,21 +579,7 @@ fn a_requirements_md_that_is_not_utf8_does_not_stop_a_run() {
 fn mem_archive_of_a_transcript_with_invalid_utf8_or_nul_bytes_is_a_usage_error() {
     let project = Project::new();
     let db = project.path("memory.db");
-    project
-        .mem(
-            &db,
-            &[
-                "add",
-                "--subject",
-                "user",
-                "--relation",
-                "likes",
-                "--object",
-                "tea",
-            ],
-            b"",
-        )
-        .exited(0);
+    project.mem_add(&db, "user", "likes", "tea");
 
     let not_utf8 = project.mem(
         &db,
@@ -630,21 +623,7 @@ fn mem_archive_of_a_transcript_with_invalid_utf8_or_nul_bytes_is_a_usage_error()
 fn a_model_command_that_answers_invalid_utf8_or_nul_is_an_llm_error() {
     let project = Project::new();
     let db = project.path("memory.db");
-    project
-        .mem(
-            &db,
-            &[
-                "add",
-                "--subject",
-                "user",
-                "--relation",
-                "likes",
-                "--object",
-                "tea",
-            ],
-            b"",
-        )
-        .exited(0);
+    project.mem_add(&db, "user", "likes", "tea");
     let transcript = project.path("chat.jsonl");
     std::fs::write(
         &transcript,
