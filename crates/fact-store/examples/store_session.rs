@@ -1,5 +1,5 @@
 //! A dispatch session, told through the store: run it with
-//! `cargo run -p fact-store --example session`.
+//! `cargo run -p fact-store --example store_session`.
 //!
 //! Three tasks go through implementer and reviewer; each result's facts are one batch.
 //! The example prints what is valid after each result, then the history of a file and of a
