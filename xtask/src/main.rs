@@ -5,8 +5,8 @@
 //!
 //! # Subcommands
 //!
-//! - `check`: the full CI gate (format, lint, test, docs, benches); see
-//!   [`check`].
+//! - `check`: the full CI gate (format, lint, test, docs, public API, benches,
+//!   packaging, cargo deny); see [`check`].
 //! - `eval locomo --data PATH`: the LoCoMo retrieval evaluation; see [`eval`].
 //! - `bench-ref --facts N`: ours side by side with the TypeScript reference; see
 //!   [`bench_ref`].
@@ -58,7 +58,7 @@ const COMMANDS: &[Subcommand] = &[
     Subcommand {
         name: "check",
         synopsis: "",
-        summary: "run every CI check: fmt, clippy, test, doc, bench build",
+        summary: "run every CI check: fmt, clippy, tests, docs, public API, benches, packaging, deny",
         run: check::run,
     },
     Subcommand {
@@ -149,11 +149,25 @@ fn print_usage() {
 /// The usage text, generated from [`COMMANDS`].
 fn usage() -> String {
     let mut text = String::from("Usage: cargo xtask <SUBCOMMAND> [ARGS]\n\nSubcommands:\n");
-    for command in COMMANDS {
-        let head = format!("{} {}", command.name, command.synopsis);
-        text.push_str(&format!("  {:<24}{}\n", head.trim_end(), command.summary));
+    let heads: Vec<String> = COMMANDS
+        .iter()
+        .map(|command| {
+            format!("{} {}", command.name, command.synopsis)
+                .trim_end()
+                .to_owned()
+        })
+        .collect();
+    // Summaries start two columns after the longest synopsis, so none runs into its own.
+    let width = heads
+        .iter()
+        .map(|head| head.chars().count())
+        .max()
+        .unwrap_or(0)
+        + 2;
+    for (head, command) in heads.iter().zip(COMMANDS) {
+        text.push_str(&format!("  {head:<width$}{}\n", command.summary));
     }
-    text.push_str(&format!("  {:<24}{}", "help", "print this message"));
+    text.push_str(&format!("  {:<width$}{}", "help", "print this message"));
     text
 }
 
