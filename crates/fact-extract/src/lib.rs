@@ -77,12 +77,13 @@ pub use crate::llm::{
     CommandLlm, ConversationExtraction, ConversationExtractor, DEFAULT_CATEGORIES,
     ERROR_TAIL_CHARS, EXTRACTION_GUIDE, EXTRACTION_REPLY_SHAPE, LlmClient, LlmError,
     LlmExtractorConfig, LlmFactExtractor, MAX_SUMMARY_CHARS, MAX_TITLE_CHARS, MIN_CHUNK_CHARS,
-    Message, MessageRole, ParsedReply, ReplyError, ReplyFact, chunk_transcript, extraction_prompt,
-    parse_reply, parse_transcript, render_transcript,
+    ParsedReply, ReplyError, ReplyFact, chunk_transcript, extraction_prompt, parse_reply,
+    parse_transcript, render_transcript,
 };
 #[cfg(feature = "openai")]
 pub use crate::llm::{OpenAiCompatibleLlm, OpenAiConfig};
 pub use crate::paths::paths_in;
+pub use fact_model::{Message, MessageRole};
 
 /// Longest object text a default rule writes, in characters (seed 001: "clipped 120 chars").
 pub const MAX_TEXT_CHARS: usize = 120;

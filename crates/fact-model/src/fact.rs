@@ -265,6 +265,7 @@ impl From<Tags> for Vec<Tag> {
 /// | `confidence` | finite, in `0..=1` (default 1.0) |
 /// | `statement` | optional, 1..=500 characters, not blank |
 /// | `superseded_by` | optional, the id of the fact that replaced this one; only with `valid_to` |
+/// | `recorded_at` | optional, when a store recorded this version (transaction time); never `valid_from` |
 /// | `id` | derived: [`FactId::for_triple`]; on the wire it may be omitted, and must match when given |
 ///
 /// # Examples
@@ -303,6 +304,7 @@ pub struct SessionFact {
     confidence: f64,
     statement: Option<String>,
     superseded_by: Option<FactId>,
+    recorded_at: Option<Timestamp>,
 }
 
 impl fmt::Debug for SessionFact {
@@ -319,6 +321,9 @@ impl fmt::Debug for SessionFact {
         }
         if let Some(by) = &self.superseded_by {
             s.field("superseded_by", by);
+        }
+        if let Some(at) = &self.recorded_at {
+            s.field("recorded_at", at);
         }
         s.finish()
     }
@@ -456,6 +461,7 @@ impl SessionFact {
             confidence: 1.0,
             statement: None,
             superseded_by: None,
+            recorded_at: None,
         })
     }
 
@@ -565,6 +571,36 @@ impl SessionFact {
     #[must_use]
     pub fn superseded_by(&self) -> Option<FactId> {
         self.superseded_by
+    }
+
+    /// When the version was recorded: the transaction time, as distinct from
+    /// [`valid_from`](Self::valid_from), the time the fact became true. A fact said in a
+    /// March conversation archived in November is valid from March and recorded in
+    /// November. `None` when whoever built the fact did not say (a store keeps what the
+    /// fact carries).
+    #[must_use]
+    pub fn recorded_at(&self) -> Option<Timestamp> {
+        self.recorded_at
+    }
+
+    /// The same fact, recorded at `at` (see [`recorded_at`](Self::recorded_at)).
+    ///
+    /// ```
+    /// # use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
+    /// # let t = |s: i64| Timestamp::from_unix_secs(s).unwrap();
+    /// let said = SessionFact::builder("user", "lives_in", "Berlin").tag(Tag::Context)
+    ///     .source("ep_1", SourceRole::Extractor).valid_from(t(10)).build()?;
+    /// let stored = said.recorded(t(99));
+    /// assert_eq!((stored.valid_from(), stored.recorded_at()), (t(10), Some(t(99))));
+    /// assert_eq!(stored.id(), said.id());
+    /// # Ok::<(), fact_model::FactError>(())
+    /// ```
+    #[must_use]
+    pub fn recorded(self, at: Timestamp) -> SessionFact {
+        SessionFact {
+            recorded_at: Some(at),
+            ..self
+        }
     }
 
     /// Whether the fact is still valid (not invalidated).
@@ -705,6 +741,7 @@ pub struct FactBuilder {
     confidence: f64,
     statement: Option<String>,
     superseded_by: Option<FactId>,
+    recorded_at: Option<Timestamp>,
 }
 
 /// The tags given to a builder, kept inline: the first four decide every outcome of
@@ -815,6 +852,7 @@ impl FactBuilder {
             confidence: 1.0,
             statement: None,
             superseded_by: None,
+            recorded_at: None,
         }
     }
 
@@ -884,6 +922,13 @@ impl FactBuilder {
         self
     }
 
+    /// Sets when a store recorded the fact (see [`SessionFact::recorded_at`]).
+    #[inline]
+    pub fn recorded_at(mut self, at: Timestamp) -> Self {
+        self.recorded_at = Some(at);
+        self
+    }
+
     /// Validates every field and builds the fact.
     ///
     /// # Errors
@@ -909,6 +954,7 @@ impl FactBuilder {
             confidence: self.confidence,
             statement: self.statement,
             superseded_by: self.superseded_by,
+            recorded_at: self.recorded_at,
         })
     }
 }
@@ -936,6 +982,9 @@ struct WireFact<T = TagList> {
     statement: Option<String>,
     #[serde(default, deserialize_with = "parsed_option::<_, FactId>")]
     superseded_by: Option<FactId>,
+    /// Absent is read as `null`.
+    #[serde(default, deserialize_with = "parsed_option::<_, WireTime>")]
+    recorded_at: Option<Timestamp>,
 }
 
 /// A value read from a JSON string through its `FromStr`, exactly as the `Deserialize` of
@@ -1110,6 +1159,8 @@ struct WireFactRef<'a> {
     statement: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     superseded_by: Option<HexId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    recorded_at: Option<Rfc3339>,
 }
 
 /// The 16 lowercase hex characters of `id`, as its `Display` writes them.
@@ -1278,6 +1329,7 @@ impl Serialize for SessionFact {
             confidence: self.confidence,
             statement: self.statement(),
             superseded_by: self.superseded_by.map(HexId),
+            recorded_at: self.recorded_at.map(Rfc3339),
         }
         .serialize(serializer)
     }
@@ -1329,6 +1381,7 @@ impl SessionFact {
             confidence: wire.confidence,
             statement: wire.statement,
             superseded_by: wire.superseded_by,
+            recorded_at: wire.recorded_at,
         })
     }
 }

@@ -15,6 +15,8 @@
 //! - [`FactSelector`]: which valid facts an invalidation ends.
 //! - [`clip`]: shortening text on `char` boundaries, used by every crate.
 //! - The dispatch contract: [`ImplementerResult`] and [`ReviewerResult`].
+//! - Conversations and what memory keeps beside facts: [`Message`], [`UserContext`],
+//!   [`MemoryHistory`], and [`normalize_entity`], one spelling per subject.
 //!
 //! ```
 //! use fact_model::{Clock, ManualClock, SessionFact, SourceRole, Tag};
@@ -39,8 +41,11 @@
 mod clip;
 mod clock;
 mod contract;
+mod conversation;
+mod entity;
 mod fact;
 mod id;
+mod profile;
 mod selector;
 mod tag;
 mod text;
@@ -53,12 +58,15 @@ pub use crate::contract::{
     Assessment, DispatchResult, ImplementerResult, ImplementerStatus, ReviewIssue, ReviewerResult,
     Severity, TestRun,
 };
+pub use crate::conversation::{Message, MessageRole};
+pub use crate::entity::{USER_ENTITY, normalize_entity};
 pub use crate::fact::{
     FactBuilder, FactError, FactUpdate, Field, MAX_OBJECT_CHARS, MAX_RELATION_CHARS,
     MAX_SOURCE_TASK_ID_CHARS, MAX_STATEMENT_CHARS, MAX_SUBJECT_CHARS, MAX_TAGS, SessionFact, Tags,
     fold_statement,
 };
 pub use crate::id::{FactId, ParseFactIdError};
+pub use crate::profile::{MemoryHistory, ProfileField, UserContext};
 pub use crate::selector::FactSelector;
 pub use crate::tag::{ParseSourceRoleError, ParseTagError, SourceRole, Tag};
 pub use crate::text::FactText;

@@ -1,30 +1,47 @@
-//! [`Episode`]: an archived conversation, and [`EpisodeStore`], where episodes are kept.
+//! [`Episode`]: an archived conversation, and [`EpisodeStore`], where episodes are kept and
+//! their messages searched.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::{PoisonError, RwLock};
 
-use fact_model::Timestamp;
+use fact_model::{Message, Timestamp};
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
-use crate::{Analyzer, AnalyzerConfig, StoreError, StoreResult};
+use crate::messages::{self, Candidate, MessageKey, MessageStats};
+use crate::{Analyzer, AnalyzerConfig, StoreError, StoreResult, TermWeighting};
+
+/// The most results any episode or message search returns, whatever limit it is given.
+pub const MAX_SEARCH_LIMIT: usize = 1_000;
 
 /// An archived conversation (seed 004): what happened, beside the facts of what is known.
 ///
-/// The id is a content address (`ep_` and 16 hex digits of the BLAKE3 hash of the creation
-/// time and transcript), so archiving the same transcript at the same instant twice names
-/// one episode. Facts extracted from an episode name it as their `source_task_id`.
+/// The conversation is kept once, as its messages, each with the time it was said (the
+/// time the transcript gave it, or the one its archive resolved: see
+/// `fact_extract::read_transcript`). Every message is searchable through the store's own
+/// index ([`EpisodeStore::search_messages`]).
+///
+/// The id is a content address (`ep_` and 16 hex digits of the BLAKE3 hash of the
+/// archive time and the messages), so archiving the same transcript at the same instant
+/// twice names one episode. Facts extracted from an episode name it as their
+/// `source_task_id`.
 ///
 /// ```
-/// use fact_model::Timestamp;
+/// use fact_model::{Message, MessageRole, Timestamp};
 /// use fact_store::Episode;
 ///
-/// let at = Timestamp::from_unix_secs(1_800_000_000)?;
-/// let episode = Episode::new("Test framework", "Chose pytest.", "user: pytest please", at);
+/// let said: Timestamp = "2026-03-01T09:00:00Z".parse()?;
+/// let archived: Timestamp = "2026-11-26T10:00:00Z".parse()?;
+/// let messages = vec![Message::new(MessageRole::User, "I moved to Berlin.").at(said)];
+/// let episode = Episode::new("Moving", "", messages, archived);
 /// assert!(episode.id.starts_with("ep_"));
 /// assert_eq!(episode.id.len(), 19);
-/// assert!(episode.extracted_at.is_none());
+/// assert_eq!(episode.started_at(), said);
+/// assert_eq!(
+///     episode.transcript(),
+///     "{\"role\":\"user\",\"content\":\"I moved to Berlin.\",\"timestamp\":\"2026-03-01T09:00:00Z\"}\n"
+/// );
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -35,12 +52,12 @@ pub struct Episode {
     pub title: String,
     /// A paragraph that says what the conversation decided.
     pub summary: String,
-    /// The conversation itself (JSON Lines of `{"role", "content"}`).
-    pub transcript: String,
+    /// The conversation, in order; turn `n` is `messages[n]`.
+    pub messages: Vec<Message>,
     /// Free-form labels.
     #[serde(default)]
     pub tags: Vec<String>,
-    /// When it was archived.
+    /// When it was archived (the time it was recorded, not the time it was said).
     pub created_at: Timestamp,
     /// When facts were last extracted from it; `None` until then (`facts mem backfill`
     /// picks those up).
@@ -49,45 +66,163 @@ pub struct Episode {
 }
 
 impl Episode {
-    /// An episode archived at `created_at`, with its content-addressed id.
+    /// An episode of `messages` archived at `created_at`, with its content-addressed id.
     pub fn new(
         title: impl Into<String>,
         summary: impl Into<String>,
-        transcript: impl Into<String>,
+        messages: Vec<Message>,
         created_at: Timestamp,
     ) -> Episode {
-        let transcript = transcript.into();
         Episode {
-            id: Episode::id_for(&transcript, created_at),
+            id: Episode::id_for(&messages, created_at),
             title: title.into(),
             summary: summary.into(),
-            transcript,
+            messages,
             tags: Vec::new(),
             created_at,
             extracted_at: None,
         }
     }
 
-    /// The id of the episode of `transcript` archived at `created_at`.
+    /// The id of the episode of `messages` archived at `created_at`: the BLAKE3 hash of
+    /// the length-prefixed archive time and, for each message, its role, content and
+    /// time (empty when it has none).
     #[must_use]
-    pub fn id_for(transcript: &str, created_at: Timestamp) -> String {
+    pub fn id_for(messages: &[Message], created_at: Timestamp) -> String {
         let mut hasher = blake3::Hasher::new();
-        let at = created_at.to_string();
-        for part in [at.as_str(), transcript] {
-            hasher.update(&(part.len() as u64).to_le_bytes());
-            hasher.update(part.as_bytes());
+        let mut part = |text: &str| {
+            hasher.update(&(text.len() as u64).to_le_bytes());
+            hasher.update(text.as_bytes());
+        };
+        part(&created_at.to_string());
+        for message in messages {
+            part(message.role.as_str());
+            part(&message.content);
+            part(
+                &message
+                    .timestamp
+                    .map(|at| at.to_string())
+                    .unwrap_or_default(),
+            );
         }
         let hex = hasher.finalize().to_hex();
         format!("ep_{}", hex.get(..16).unwrap_or_default())
     }
+
+    /// When the conversation started: its first message's time, else the archive time.
+    #[must_use]
+    pub fn started_at(&self) -> Timestamp {
+        self.messages
+            .iter()
+            .find_map(|m| m.timestamp)
+            .unwrap_or(self.created_at)
+    }
+
+    /// The conversation as JSON Lines, one message per line (the transcript format).
+    #[must_use]
+    pub fn transcript(&self) -> String {
+        let mut out = String::new();
+        for message in &self.messages {
+            if let Ok(line) = serde_json::to_string(message) {
+                out.push_str(&line);
+                out.push('\n');
+            }
+        }
+        out
+    }
+}
+
+/// What to search episodes' messages for; see [`EpisodeStore::search_messages`].
+///
+/// ```
+/// use fact_store::MessageQuery;
+///
+/// let query = MessageQuery::new("where does she live?", 5).with_context(2, 0.25);
+/// assert_eq!((query.limit, query.context, query.context_weight), (5, 2, 0.25));
+/// assert!(query.as_of.is_none());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct MessageQuery<'a> {
+    /// The query text; the store analyzes it as it analyzes messages.
+    pub text: &'a str,
+    /// The most messages to return (at most [`MAX_SEARCH_LIMIT`]).
+    pub limit: usize,
+    /// How many neighbouring messages on each side of a message, in its episode, lend it
+    /// their score (default [`DEFAULT_MESSAGE_CONTEXT`]): an answer often shares no word
+    /// with the question its neighbour asked.
+    pub context: usize,
+    /// The share of a neighbour's own score a message receives (default
+    /// [`DEFAULT_CONTEXT_WEIGHT`]); 0 scores every message alone.
+    pub context_weight: f64,
+    /// Search only messages said at or before this instant.
+    pub as_of: Option<Timestamp>,
+}
+
+/// The default [`MessageQuery::context`].
+pub const DEFAULT_MESSAGE_CONTEXT: usize = 1;
+/// The default [`MessageQuery::context_weight`].
+pub const DEFAULT_CONTEXT_WEIGHT: f64 = 0.3;
+
+impl<'a> MessageQuery<'a> {
+    /// A query for the `limit` best messages matching `text`, with the default context.
+    #[must_use]
+    pub fn new(text: &'a str, limit: usize) -> Self {
+        MessageQuery {
+            text,
+            limit,
+            context: DEFAULT_MESSAGE_CONTEXT,
+            context_weight: DEFAULT_CONTEXT_WEIGHT,
+            as_of: None,
+        }
+    }
+
+    /// Lets up to `context` neighbours on each side lend a message `weight` of their
+    /// score.
+    #[must_use]
+    pub fn with_context(mut self, context: usize, weight: f64) -> Self {
+        self.context = context;
+        self.context_weight = weight;
+        self
+    }
+
+    /// Searches only messages said at or before `as_of`.
+    #[must_use]
+    pub fn with_as_of(mut self, as_of: Timestamp) -> Self {
+        self.as_of = Some(as_of);
+        self
+    }
+
+    /// Returns at most `limit` messages.
+    #[must_use]
+    pub fn with_limit(mut self, limit: usize) -> Self {
+        self.limit = limit;
+        self
+    }
+}
+
+/// A message an [`EpisodeStore::search_messages`] found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MessageHit {
+    /// The episode it belongs to.
+    pub episode_id: String,
+    /// That episode's title.
+    pub episode_title: String,
+    /// Its position in the episode (`messages[turn]`), from 0.
+    pub turn: usize,
+    /// The message, with its time.
+    pub message: Message,
+    /// Its score: its own relevance plus what its neighbours lent it; greater than zero.
+    pub score: f64,
 }
 
 /// Where episodes are kept: one scope's episodes, like a fact store holds one scope's facts.
 ///
 /// Object safe, `Send + Sync`; every operation can fail, because a durable store reads and
-/// writes storage.
+/// writes storage. Every backend ranks alike: the conformance suite holds them to it.
 pub trait EpisodeStore: Send + Sync + fmt::Debug {
-    /// Stores an episode; an episode with the same id is replaced.
+    /// Stores an episode and indexes its messages; an episode with the same id is
+    /// replaced.
     ///
     /// # Errors
     ///
@@ -108,13 +243,42 @@ pub trait EpisodeStore: Send + Sync + fmt::Debug {
     /// A [`StoreError`] when a durable store cannot read.
     fn episodes(&self) -> StoreResult<Vec<Episode>>;
 
-    /// Up to `limit` episodes whose title or summary shares a term with `query`, best
-    /// first (more distinct query terms, then newer).
+    /// Up to `limit` (at most [`MAX_SEARCH_LIMIT`]) episodes whose title or summary
+    /// shares a term with `query`, best first (more distinct query terms, then newer).
     ///
     /// # Errors
     ///
     /// A [`StoreError`] when a durable store cannot read.
     fn search_episodes(&self, query: &str, limit: usize) -> StoreResult<Vec<Episode>>;
+
+    /// The messages that answer `query`, best first, scored by `weighting` (BM25 in
+    /// practice) over every message of the scope's episodes, each message a document:
+    ///
+    /// - a message's own score is the sum over the distinct query terms it holds of
+    ///   `term_weight(df, messages, query terms) × tf_weight(tf, length, average length)`,
+    ///   the statistics counting every stored message;
+    /// - each message then receives `context_weight ×` the own score of each of up to
+    ///   `context` neighbours on either side in its episode (a message no query term
+    ///   reaches may so be found beside one that holds them);
+    /// - messages are ordered by that score, then by newer episode, then by turn; only
+    ///   messages scoring above zero (and said by `as_of`, when given) are returned.
+    ///
+    /// # Errors
+    ///
+    /// A [`StoreError`] when a durable store cannot read.
+    fn search_messages(
+        &self,
+        query: &MessageQuery<'_>,
+        weighting: &dyn TermWeighting,
+    ) -> StoreResult<Vec<MessageHit>>;
+
+    /// Deletes the episode with this id and its messages, from the index too; returns
+    /// whether there was one.
+    ///
+    /// # Errors
+    ///
+    /// A [`StoreError`] when a durable store cannot write.
+    fn delete_episode(&self, id: &str) -> StoreResult<bool>;
 
     /// Records that facts were extracted from episode `id` at `at`.
     ///
@@ -137,94 +301,243 @@ pub trait EpisodeStore: Send + Sync + fmt::Debug {
 
 /// An [`EpisodeStore`] in memory, for tests and for runs without a database.
 ///
-/// Search analyzes titles and summaries with the default [`Analyzer`] and ranks by the
-/// number of distinct query terms an episode holds.
+/// Titles, summaries and messages are analyzed with the default [`Analyzer`]; messages are
+/// kept in an inverted index.
 ///
 /// ```
-/// use fact_model::Timestamp;
-/// use fact_store::{Episode, EpisodeStore, InMemoryEpisodeStore};
+/// use fact_model::{Message, MessageRole, Timestamp};
+/// use fact_store::{Episode, EpisodeStore, InMemoryEpisodeStore, MessageQuery};
+/// # #[derive(Debug)] struct Bm25;
+/// # impl fact_store::TermWeighting for Bm25 {
+/// #     fn term_weight(&self, df: usize, n: usize, _: usize) -> f64 { (1.0 + (n as f64 - df as f64 + 0.5) / (df as f64 + 0.5)).ln() }
+/// #     fn tf_weight(&self, tf: u32, _: u32, _: f64) -> f64 { f64::from(tf) }
+/// # }
 ///
 /// let store = InMemoryEpisodeStore::default();
 /// let at = Timestamp::from_unix_secs(1_800_000_000)?;
-/// store.put_episode(&Episode::new("Testing", "The user chose pytest.", "...", at))?;
+/// let messages = vec![
+///     Message::new(MessageRole::User, "Which test framework should we use?"),
+///     Message::new(MessageRole::Assistant, "pytest, with fixtures."),
+/// ];
+/// store.put_episode(&Episode::new("Testing", "The user chose pytest.", messages, at))?;
 /// assert_eq!(store.search_episodes("which test framework? pytest", 5)?.len(), 1);
-/// assert!(store.search_episodes("databases", 5)?.is_empty());
+/// let hits = store.search_messages(&MessageQuery::new("fixtures", 5), &Bm25)?;
+/// assert_eq!((hits[0].turn, hits[1].turn), (1, 0)); // the question rides on its answer
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct InMemoryEpisodeStore {
     analyzer: Analyzer,
-    episodes: RwLock<IndexMap<String, Episode>>,
+    inner: RwLock<Inner>,
+}
+
+/// The episodes and their message index.
+#[derive(Default)]
+struct Inner {
+    /// Episodes by id, with the number they were first stored under (insertion order,
+    /// as the SQL stores' row numbers).
+    episodes: IndexMap<String, (u64, Episode)>,
+    /// Episode number → id.
+    by_number: HashMap<u64, String>,
+    next_number: u64,
+    /// Term → every message holding it, with its term frequency.
+    postings: HashMap<String, Vec<(MessageKey, u32)>>,
+    /// Message → its length in terms.
+    lengths: HashMap<MessageKey, u32>,
+    stats: MessageStats,
 }
 
 impl Default for InMemoryEpisodeStore {
     fn default() -> Self {
         InMemoryEpisodeStore {
             analyzer: Analyzer::new(AnalyzerConfig::default()),
-            episodes: RwLock::new(IndexMap::new()),
+            inner: RwLock::new(Inner::default()),
         }
     }
 }
 
 impl fmt::Debug for InMemoryEpisodeStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let count = self
-            .episodes
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len();
+        let inner = self.inner.read().unwrap_or_else(PoisonError::into_inner);
         f.debug_struct("InMemoryEpisodeStore")
-            .field("episodes", &count)
+            .field("episodes", &inner.episodes.len())
+            .field("messages", &inner.stats.messages)
             .finish()
+    }
+}
+
+impl Inner {
+    /// Takes the messages of episode `number` out of the index.
+    fn unindex(&mut self, number: u64, episode: &Episode, analyzer: &Analyzer) {
+        for (turn, message) in episode.messages.iter().enumerate() {
+            let key = MessageKey::new(number, turn);
+            let terms = messages::message_terms(analyzer, message);
+            for term in messages::term_counts(&terms).keys() {
+                if let Some(list) = self.postings.get_mut(*term) {
+                    list.retain(|(k, _)| *k != key);
+                    if list.is_empty() {
+                        self.postings.remove(*term);
+                    }
+                }
+            }
+            self.lengths.remove(&key);
+            self.stats.remove(&terms);
+        }
+    }
+
+    fn index(&mut self, number: u64, episode: &Episode, analyzer: &Analyzer) {
+        for (turn, message) in episode.messages.iter().enumerate() {
+            let key = MessageKey::new(number, turn);
+            let terms = messages::message_terms(analyzer, message);
+            for (term, tf) in messages::term_counts(&terms) {
+                self.postings
+                    .entry(term.to_owned())
+                    .or_default()
+                    .push((key, tf));
+            }
+            self.lengths
+                .insert(key, u32::try_from(terms.len()).unwrap_or(u32::MAX));
+            self.stats.add(&terms);
+        }
+    }
+
+    fn message(&self, key: MessageKey) -> Option<(&Episode, &Message)> {
+        let id = self.by_number.get(&key.episode)?;
+        let (_, episode) = self.episodes.get(id)?;
+        let message = episode.messages.get(key.turn_index())?;
+        Some((episode, message))
+    }
+}
+
+impl InMemoryEpisodeStore {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Inner> {
+        self.inner.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Inner> {
+        self.inner.write().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
 impl EpisodeStore for InMemoryEpisodeStore {
     fn put_episode(&self, episode: &Episode) -> StoreResult<()> {
-        self.episodes
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(episode.id.clone(), episode.clone());
+        let mut inner = self.write();
+        let number = match inner.episodes.get(&episode.id) {
+            Some((number, old)) => {
+                let (number, old) = (*number, old.clone());
+                inner.unindex(number, &old, &self.analyzer);
+                number
+            }
+            None => {
+                let number = inner.next_number;
+                inner.next_number += 1;
+                inner.by_number.insert(number, episode.id.clone());
+                number
+            }
+        };
+        inner.index(number, episode, &self.analyzer);
+        inner
+            .episodes
+            .insert(episode.id.clone(), (number, episode.clone()));
         Ok(())
     }
 
     fn episode(&self, id: &str) -> StoreResult<Option<Episode>> {
-        let episodes = self.episodes.read().unwrap_or_else(PoisonError::into_inner);
-        Ok(episodes.get(id).cloned())
+        Ok(self.read().episodes.get(id).map(|(_, e)| e.clone()))
     }
 
     fn episodes(&self) -> StoreResult<Vec<Episode>> {
-        let episodes = self.episodes.read().unwrap_or_else(PoisonError::into_inner);
-        let mut all: Vec<Episode> = episodes.values().cloned().collect();
-        all.sort_by_key(|e| e.created_at);
-        Ok(all)
+        let inner = self.read();
+        let mut all: Vec<(u64, Episode)> = inner.episodes.values().cloned().collect();
+        all.sort_by_key(|(number, e)| (e.created_at, *number));
+        Ok(all.into_iter().map(|(_, e)| e).collect())
     }
 
     fn search_episodes(&self, query: &str, limit: usize) -> StoreResult<Vec<Episode>> {
         let terms: HashSet<String> = self.analyzer.analyze(query).into_iter().collect();
-        let episodes = self.episodes.read().unwrap_or_else(PoisonError::into_inner);
-        let mut scored: Vec<(usize, &Episode)> = episodes
+        let inner = self.read();
+        let scored = inner
+            .episodes
             .values()
-            .filter_map(|episode| {
+            .filter_map(|(number, episode)| {
                 let text = format!("{} {}", episode.title, episode.summary);
                 let held: HashSet<String> = self.analyzer.analyze(&text).into_iter().collect();
                 let score = terms.intersection(&held).count();
-                (score > 0).then_some((score, episode))
+                (score > 0).then(|| (score, *number, episode.clone()))
             })
             .collect();
-        scored.sort_by(|(a, x), (b, y)| b.cmp(a).then(y.created_at.cmp(&x.created_at)));
-        Ok(scored
-            .into_iter()
-            .take(limit)
-            .map(|(_, e)| e.clone())
-            .collect())
+        Ok(messages::rank_episodes(scored, limit))
+    }
+
+    fn search_messages(
+        &self,
+        query: &MessageQuery<'_>,
+        weighting: &dyn TermWeighting,
+    ) -> StoreResult<Vec<MessageHit>> {
+        let terms = messages::query_terms(&self.analyzer, query.text);
+        let inner = self.read();
+        let mut candidates: HashMap<MessageKey, Candidate> = HashMap::new();
+        let mut df = Vec::with_capacity(terms.len());
+        for (position, term) in terms.iter().enumerate() {
+            let postings = inner.postings.get(term.as_str());
+            df.push(postings.map_or(0, Vec::len));
+            for &(key, tf) in postings.into_iter().flatten() {
+                let Some((_, message)) = inner.message(key) else {
+                    continue;
+                };
+                let entry = candidates.entry(key).or_insert_with(|| Candidate {
+                    key,
+                    at: message.timestamp,
+                    doc_len: inner.lengths.get(&key).copied().unwrap_or(0),
+                    tfs: vec![0; terms.len()],
+                });
+                if let Some(slot) = entry.tfs.get_mut(position) {
+                    *slot = tf;
+                }
+            }
+        }
+        let ranked = messages::rank(
+            query,
+            weighting,
+            &df,
+            inner.stats,
+            candidates.into_values().collect(),
+        );
+        let mut hits = Vec::new();
+        for (key, score) in ranked {
+            if hits.len() >= query.limit.min(MAX_SEARCH_LIMIT) {
+                break;
+            }
+            let Some((episode, message)) = inner.message(key) else {
+                continue;
+            };
+            if !messages::said_by(message, query.as_of) {
+                continue;
+            }
+            hits.push(MessageHit {
+                episode_id: episode.id.clone(),
+                episode_title: episode.title.clone(),
+                turn: key.turn_index(),
+                message: message.clone(),
+                score,
+            });
+        }
+        Ok(hits)
+    }
+
+    fn delete_episode(&self, id: &str) -> StoreResult<bool> {
+        let mut inner = self.write();
+        let Some((number, episode)) = inner.episodes.shift_remove(id) else {
+            return Ok(false);
+        };
+        inner.unindex(number, &episode, &self.analyzer);
+        inner.by_number.remove(&number);
+        Ok(true)
     }
 
     fn mark_extracted(&self, id: &str, at: Timestamp) -> StoreResult<()> {
-        let mut episodes = self
+        let mut inner = self.write();
+        let (_, episode) = inner
             .episodes
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        let episode = episodes
             .get_mut(id)
             .ok_or_else(|| StoreError::EpisodeNotFound { id: id.to_owned() })?;
         episode.extracted_at = Some(at);

@@ -93,6 +93,23 @@ pub enum StoreError {
         /// What is wrong with it.
         reason: String,
     },
+    /// An alias would make the alias table lead from a name back to itself
+    /// (`mel → melanie → mel`), or name itself.
+    #[error("alias {alias:?} → {entity:?} would make a cycle of names")]
+    AliasCycle {
+        /// The alias being set (clipped to 64 characters).
+        alias: String,
+        /// The entity it was to name (clipped to 64 characters).
+        entity: String,
+    },
+    /// An alias or its entity is not a usable name.
+    #[error("alias {alias:?} refused: {reason}")]
+    InvalidAlias {
+        /// The alias (clipped to 64 characters).
+        alias: String,
+        /// Why.
+        reason: String,
+    },
     /// Any other failure of the storage backend.
     #[error("store backend failed: {message}")]
     Backend {
@@ -104,7 +121,8 @@ pub enum StoreError {
 impl StoreError {
     /// A short, stable code for the error, for protocols and exit codes: `not_found`,
     /// `invalid_update`, `duplicate_statement`, `snapshot_json`, `snapshot_version`,
-    /// `io`, `busy`, `corrupt`, `newer_schema`, `invalid_embedding` or `backend`.
+    /// `io`, `busy`, `corrupt`, `newer_schema`, `invalid_embedding`, `alias_cycle`,
+    /// `invalid_alias` or `backend`.
     ///
     /// ```
     /// use fact_store::StoreError;
@@ -124,6 +142,8 @@ impl StoreError {
             StoreError::Corrupt { .. } => "corrupt",
             StoreError::NewerSchema { .. } => "newer_schema",
             StoreError::InvalidEmbedding { .. } => "invalid_embedding",
+            StoreError::AliasCycle { .. } => "alias_cycle",
+            StoreError::InvalidAlias { .. } => "invalid_alias",
             StoreError::Backend { .. } => "backend",
         }
     }

@@ -105,7 +105,9 @@ mod compaction;
 mod episode;
 mod error;
 mod index;
+mod long_term;
 mod memory;
+mod messages;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod report;
@@ -114,15 +116,23 @@ mod snapshot;
 mod sql;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+mod transaction;
 mod vector;
 
 use std::fmt::Debug;
 
 use fact_model::{FactId, FactSelector, FactUpdate, SessionFact, Tag, Timestamp};
 
-pub use crate::episode::{Episode, EpisodeStore, InMemoryEpisodeStore};
+pub use crate::episode::{
+    DEFAULT_CONTEXT_WEIGHT, DEFAULT_MESSAGE_CONTEXT, Episode, EpisodeStore, InMemoryEpisodeStore,
+    MAX_SEARCH_LIMIT, MessageHit, MessageQuery,
+};
 pub use crate::error::{StoreError, StoreResult};
 pub use crate::index::{Analyzer, AnalyzerConfig, STOPWORDS, ScoredFact, TermQuery, TermWeighting};
+pub use crate::long_term::{
+    Alias, AliasChange, InMemoryLongTermStore, LongTermStore, MAX_ALIAS_DEPTH, MemoryReport,
+    MemoryWrite, ProfileEntry, check_alias, profile_changes,
+};
 pub use crate::memory::{
     COMPACTED_RELATION, CompactionPolicy, InMemorySessionFactStore, StoreConfig,
 };
@@ -136,6 +146,7 @@ pub use crate::snapshot::{SNAPSHOT_VERSION, Snapshot, SnapshotRecord};
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub use crate::sqlite::{SqliteFactStore, SqliteOptions};
+pub use crate::transaction::{NotEndedReason, Step, StepReport, Transaction, TransactionReport};
 pub use crate::vector::{
     EXACT_SEARCH_LIMIT, FactVectors, MAX_DIMENSION, MAX_MODEL_BYTES, VectorQuery,
 };
@@ -147,7 +158,7 @@ pub use crate::vector::{
 /// [`StoreResult`]; operations on a missing id return [`StoreError::NotFound`], and
 /// malformed input is skipped and reported, never stored.
 ///
-/// A backend implements the thirteen required methods; counts, the tag filter, the two
+/// A backend implements the fourteen required methods; counts, the tag filter, the two
 /// key invalidations and JSON snapshot import are provided on top of them (a backend may
 /// override a provided method with a faster one, never with other semantics). The
 /// conformance suite in `tests/it` runs the same behaviour tests and property tests
@@ -187,6 +198,36 @@ pub trait SessionFactStore: Send + Sync + Debug {
     /// # Ok::<(), fact_store::StoreError>(())
     /// ```
     fn add(&self, batch: Vec<SessionFact>) -> StoreResult<AddReport>;
+
+    /// Applies the steps of `transaction` in order, all or nothing: on a durable store in
+    /// one database transaction, then the automatic compaction, once. See
+    /// [`Transaction`] for the rules of each step, and for batches in order.
+    ///
+    /// # Errors
+    ///
+    /// A [`StoreError`] when a durable store cannot write; nothing of the transaction is
+    /// stored then.
+    ///
+    /// ```
+    /// # use fact_model::{FactSelector, SessionFact, SourceRole, Tag, Timestamp};
+    /// # use fact_store::{InMemorySessionFactStore, SessionFactStore, StepReport, Transaction};
+    /// # let at = |secs| Timestamp::from_unix_secs(secs).unwrap();
+    /// # let fact = |s: &str, r: &str, o: &str, task: &str| SessionFact::builder(s, r, o)
+    /// #     .tag(Tag::Decision).source(task, SourceRole::Reviewer)
+    /// #     .valid_from(at(0)).build().unwrap();
+    /// let store = InMemorySessionFactStore::default();
+    /// store.add(vec![fact("src/a.rs", "issue", "no tests", "2")])?;
+    /// // An approval: settle the task's issues and record it, as one write.
+    /// let report = store.apply(
+    ///     Transaction::new()
+    ///         .end_matching(FactSelector::from_task("issue", "2"))
+    ///         .add(vec![fact("task:2", "reviewed_as", "approved", "2")]),
+    /// )?;
+    /// assert!(matches!(&report.steps[0], StepReport::Ended { ids } if ids.len() == 1));
+    /// assert_eq!(store.valid_facts()[0].object(), "approved");
+    /// # Ok::<(), fact_store::StoreError>(())
+    /// ```
+    fn apply(&self, transaction: Transaction) -> StoreResult<TransactionReport>;
 
     /// Invalidates every valid fact `selector` picks, now; returns their ids.
     ///
@@ -571,6 +612,9 @@ macro_rules! forward_store {
     ($($ty:ty),*) => {$(
         impl<S: SessionFactStore + ?Sized> SessionFactStore for $ty {
             fn add(&self, batch: Vec<SessionFact>) -> StoreResult<AddReport> { (**self).add(batch) }
+            fn apply(&self, transaction: Transaction) -> StoreResult<TransactionReport> {
+                (**self).apply(transaction)
+            }
             fn invalidate_matching(&self, selector: &FactSelector) -> StoreResult<Vec<FactId>> {
                 (**self).invalidate_matching(selector)
             }

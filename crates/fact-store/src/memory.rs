@@ -45,8 +45,8 @@ use fact_model::{
 use self::state::State;
 use crate::{
     AddReport, Analyzer, AnalyzerConfig, CompactionReport, FactVectors, ImportReport,
-    SNAPSHOT_VERSION, ScoredFact, SessionFactStore, Snapshot, SnapshotRecord, StoreError,
-    StoreResult, TermQuery, TermWeighting,
+    SNAPSHOT_VERSION, ScoredFact, SessionFactStore, Snapshot, SnapshotRecord, Step, StepReport,
+    StoreError, StoreResult, TermQuery, TermWeighting, Transaction, TransactionReport,
 };
 
 /// The relation of the summary fact that [`CompactionPolicy::MergeBySubject`] writes.
@@ -277,6 +277,21 @@ impl InMemorySessionFactStore {
         Ok((store, report))
     }
 
+    /// The ids of the facts with a version from `source`, in first-stored order.
+    pub(crate) fn ids_from_source(&self, source: &str) -> Vec<FactId> {
+        let state = self.read();
+        let Some(task) = state.symbols.lookup(source) else {
+            return Vec::new();
+        };
+        let mut ids: Vec<FactId> = Vec::new();
+        for (_, r) in state.live() {
+            if r.task == task && !ids.contains(&r.id) {
+                ids.push(r.id);
+            }
+        }
+        ids
+    }
+
     // A panic while holding the lock cannot leave `State` half-updated in a way that
     // breaks memory safety, and no code here panics; recover the guard rather than
     // propagate poison to every later caller.
@@ -321,6 +336,39 @@ impl SessionFactStore for InMemorySessionFactStore {
 
     fn invalidate_matching(&self, selector: &FactSelector) -> StoreResult<Vec<FactId>> {
         Ok(self.invalidate_selected(selector))
+    }
+
+    fn apply(&self, transaction: Transaction) -> StoreResult<TransactionReport> {
+        let now = self.clock.now();
+        let mut state = self.write();
+        let mut report = TransactionReport::default();
+        let mut added = false;
+        for step in transaction.steps {
+            report.steps.push(match step {
+                Step::Add(batch) => {
+                    added = true;
+                    StepReport::Added(state.add_batch(batch))
+                }
+                Step::EndMatching(selector) => StepReport::Ended {
+                    ids: state.invalidate_selected(&selector, now),
+                },
+                Step::End { id, at, by } => state.end_one(id, at, by),
+                Step::Delete(id) => {
+                    let rids = state.versions_of(id);
+                    state.remove(&rids);
+                    StepReport::Deleted {
+                        id,
+                        versions: rids.len(),
+                    }
+                }
+            });
+        }
+        if added {
+            state.newest_input_batch = state.last_batch;
+        }
+        report.compaction = self.compact_if_needed(&mut state);
+        state.maintain();
+        Ok(report)
     }
 
     fn valid_facts(&self) -> Vec<SessionFact> {
@@ -389,7 +437,7 @@ impl SessionFactStore for InMemorySessionFactStore {
                 .filter_map(|(rid, r)| {
                     Some(SnapshotRecord {
                         batch: state.batch_of(rid),
-                        fact: state.fact_of(r)?,
+                        fact: state.fact_at(rid, r)?,
                     })
                 })
                 .collect(),

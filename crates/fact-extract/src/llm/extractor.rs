@@ -14,7 +14,9 @@ use serde::Serialize;
 
 use super::prompt::extraction_prompt;
 use super::reply::{ReplyFact, parse_reply};
-use super::transcript::{Message, chunk_transcript};
+use fact_model::Message;
+
+use super::transcript::chunk_transcript;
 use super::{LlmClient, LlmError};
 use crate::{Diagnostic, one_line};
 

@@ -31,7 +31,7 @@ pub use self::openai::{OpenAiCompatibleLlm, OpenAiConfig};
 pub use self::prompt::{EXTRACTION_GUIDE, EXTRACTION_REPLY_SHAPE, extraction_prompt};
 pub use self::reply::{ParsedReply, ReplyError, ReplyFact, parse_reply};
 pub use self::transcript::{
-    MIN_CHUNK_CHARS, Message, MessageRole, chunk_transcript, parse_transcript, render_transcript,
+    MIN_CHUNK_CHARS, chunk_transcript, parse_transcript, render_transcript,
 };
 
 /// Longest tail of a command's stderr or an HTTP error body kept in an [`LlmError`], in

@@ -2,7 +2,9 @@
 
 use fact_model::Tag;
 
-use super::transcript::{Message, render_transcript};
+use fact_model::Message;
+
+use super::transcript::render_transcript;
 
 /// What the model is asked to do and what makes a good fact: the first part of every
 /// extraction prompt.

@@ -1,86 +1,9 @@
-//! Conversation transcripts: [`Message`], reading them from JSON Lines, rendering them for
-//! a prompt, and splitting them into chunks that fit one.
+//! Conversation transcripts: reading [`Message`]s from JSON Lines, rendering them for a
+//! prompt, and splitting them into chunks that fit one.
 
-use std::fmt;
-
-use fact_model::char_len;
-use serde::{Deserialize, Serialize};
+use fact_model::{Message, MessageRole, char_len};
 
 use crate::Diagnostic;
-
-/// Who wrote a message of a conversation; snake_case on the wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MessageRole {
-    /// The person.
-    User,
-    /// The assistant answering them.
-    Assistant,
-    /// A system prompt or notice.
-    System,
-    /// The output of a tool the assistant called.
-    Tool,
-}
-
-impl MessageRole {
-    /// The wire name: `user`, `assistant`, `system` or `tool`.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MessageRole::User => "user",
-            MessageRole::Assistant => "assistant",
-            MessageRole::System => "system",
-            MessageRole::Tool => "tool",
-        }
-    }
-}
-
-impl fmt::Display for MessageRole {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// One message of a conversation.
-///
-/// ```
-/// use fact_extract::{Message, MessageRole};
-///
-/// let message: Message = serde_json::from_str(r#"{"role": "user", "content": "Use pytest."}"#)?;
-/// assert_eq!(message, Message::new(MessageRole::User, "Use pytest."));
-/// assert_eq!(message.render(), "user: Use pytest.\n");
-/// # Ok::<(), serde_json::Error>(())
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Message {
-    /// Who wrote it.
-    pub role: MessageRole,
-    /// What they wrote.
-    pub content: String,
-}
-
-impl Message {
-    /// A message by `role`.
-    #[must_use]
-    pub fn new(role: MessageRole, content: impl Into<String>) -> Self {
-        Message {
-            role,
-            content: content.into(),
-        }
-    }
-
-    /// The message as it appears in a prompt: `{role}: {content}` and a newline.
-    #[must_use]
-    pub fn render(&self) -> String {
-        format!("{}: {}\n", self.role, self.content)
-    }
-
-    /// The length of [`render`](Self::render), in characters, without rendering.
-    #[must_use]
-    pub fn rendered_chars(&self) -> usize {
-        overhead_chars(self.role) + char_len(&self.content)
-    }
-}
 
 /// Characters a rendered message adds to its content: `{role}: ` and the newline.
 fn overhead_chars(role: MessageRole) -> usize {
@@ -208,15 +131,24 @@ pub fn chunk_transcript(messages: &[Message], max_chars: usize) -> Vec<Vec<Messa
         chunks.extend(
             pieces
                 .into_iter()
-                .map(|piece| vec![Message::new(message.role, piece)]),
+                .map(|piece| vec![piece_of(message, piece)]),
         );
         used = overhead_chars(message.role) + char_len(&last);
-        current.push(Message::new(message.role, last));
+        current.push(piece_of(message, last));
     }
     if !current.is_empty() {
         chunks.push(current);
     }
     chunks
+}
+
+/// A piece of `message`'s content, with its role and time.
+fn piece_of(message: &Message, content: String) -> Message {
+    Message {
+        role: message.role,
+        content,
+        timestamp: message.timestamp,
+    }
 }
 
 /// `text` cut into pieces of `capacity` characters (the last may be shorter); at least

@@ -12,8 +12,9 @@ use super::{CompactionPolicy, StoreConfig};
 use crate::compaction::summarize;
 use crate::index::{TopK, scan_scores};
 use crate::{
-    AddReport, CompactionReport, ImportDiagnostic, ImportReport, ScoredFact, SkipReason, Skipped,
-    SnapshotRecord, StoreError, StoreResult, TermQuery, TermWeighting,
+    AddReport, CompactionReport, ImportDiagnostic, ImportReport, NotEndedReason, ScoredFact,
+    SkipReason, Skipped, SnapshotRecord, StepReport, StoreError, StoreResult, TermQuery,
+    TermWeighting,
 };
 
 /// Buffers `add` reuses from one batch to the next, so a batch allocates nothing of its
@@ -247,6 +248,24 @@ impl State {
             .into_iter()
             .filter_map(|rid| self.end_validity(rid, now, None))
             .collect()
+    }
+
+    /// [`Step::End`](crate::Step::End): ends the valid version of `id` at `at`, naming
+    /// `by`, unless a rule of the step says otherwise.
+    pub(super) fn end_one(&mut self, id: FactId, at: Timestamp, by: Option<FactId>) -> StepReport {
+        let not_ended = |reason| StepReport::NotEnded { id, reason };
+        let Some(rid) = self.valid_version(id) else {
+            return not_ended(NotEndedReason::NotValid);
+        };
+        if by.is_some_and(|by| self.valid_version(by).is_none()) {
+            return not_ended(NotEndedReason::SuccessorNotValid);
+        }
+        if self.record(rid).is_some_and(|r| r.valid_from > at) {
+            return not_ended(NotEndedReason::NewerThanEnd);
+        }
+        StepReport::Ended {
+            ids: self.end_validity(rid, at, by).into_iter().collect(),
+        }
     }
 
     pub(super) fn update(&mut self, id: FactId, update: &FactUpdate) -> StoreResult<SessionFact> {

@@ -39,6 +39,9 @@ const SUPERSEDED: u32 = 1 << 18;
 pub(super) const BIG_BATCH: u32 = 1 << 19;
 /// The record was removed (a hole until the next rebuild).
 const REMOVED: u32 = 1 << 20;
+/// The record has a `recorded_at`, kept in the store's side map (most dispatch facts do
+/// not, so it costs them nothing).
+const RECORDED: u32 = 1 << 21;
 
 /// Tag and role indexes fit 4 bits each in `meta`.
 const _: () = assert!(Tag::ALL.len() <= 16 && SourceRole::ALL.len() <= 16);
@@ -73,6 +76,7 @@ pub(super) struct Plain {
     pub(super) valid_to: Option<Timestamp>,
     pub(super) superseded_by: Option<FactId>,
     pub(super) confidence: f64,
+    pub(super) recorded_at: Option<Timestamp>,
 }
 
 fn encode_tags(tags: &Tags) -> u32 {
@@ -113,9 +117,13 @@ impl Record {
             record.superseded_by = by;
             record.meta |= SUPERSEDED;
         }
+        if plain.recorded_at.is_some() {
+            record.meta |= RECORDED;
+        }
         record
     }
 
+    /// The plain parts; `recorded_at` is the store's to fill in (see [`Self::has_recorded_at`]).
     pub(super) fn plain(&self) -> Plain {
         Plain {
             id: self.id,
@@ -125,7 +133,13 @@ impl Record {
             valid_to: self.valid_to(),
             superseded_by: self.superseded_by(),
             confidence: self.confidence,
+            recorded_at: None,
         }
+    }
+
+    /// Whether the store's side map holds the record's `recorded_at`.
+    pub(super) fn has_recorded_at(&self) -> bool {
+        self.meta & RECORDED != 0
     }
 
     pub(super) fn is_valid(&self) -> bool {

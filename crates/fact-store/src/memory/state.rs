@@ -74,6 +74,8 @@ pub(in crate::memory) struct State {
     pub(super) statements: Table,
     /// Batches that do not fit a record's 32 bits, by record number.
     big_batches: IntMap<u32, u64>,
+    /// `recorded_at` (µs) of the records that have one, by record number.
+    recorded: IntMap<u32, i64>,
     pub(super) analyzer: Analyzer,
     pub(super) terms: Terms,
     /// The embeddings of the stored fact ids, by model.
@@ -99,6 +101,7 @@ impl State {
             keys: Table::default(),
             statements: Table::default(),
             big_batches: IntMap::default(),
+            recorded: IntMap::default(),
             analyzer,
             terms: Terms::new(seed),
             vectors: ModelIndexes::default(),
@@ -161,8 +164,35 @@ impl State {
         };
     }
 
-    /// The fact a record stores, built through the `SessionFact` builder.
-    pub(super) fn fact_of(&self, r: &Record) -> Option<SessionFact> {
+    /// When record `rid` was recorded, if it says.
+    fn recorded_at(&self, rid: u32, r: &Record) -> Option<Timestamp> {
+        if !r.has_recorded_at() {
+            return None;
+        }
+        let micros = self.recorded.get(&rid).copied()?;
+        Timestamp::from_unix_micros(micros).ok()
+    }
+
+    /// The plain parts of record `rid`, its `recorded_at` included.
+    pub(super) fn plain_of(&self, rid: u32, r: &Record) -> Plain {
+        Plain {
+            recorded_at: self.recorded_at(rid, r),
+            ..r.plain()
+        }
+    }
+
+    /// The fact record `rid` stores, built through the `SessionFact` builder.
+    pub(super) fn fact_at(&self, rid: u32, r: &Record) -> Option<SessionFact> {
+        let fact = self.fact_of(r)?;
+        Some(match self.recorded_at(rid, r) {
+            Some(at) => fact.recorded(at),
+            None => fact,
+        })
+    }
+
+    /// The fact a record stores, without its `recorded_at` ([`fact_at`](Self::fact_at)
+    /// adds it), built through the `SessionFact` builder.
+    fn fact_of(&self, r: &Record) -> Option<SessionFact> {
         let text = |sym| self.symbols.get(sym);
         let mut builder = SessionFact::builder(text(r.subject), text(r.relation), text(r.object))
             .tags(r.tag_list())
@@ -185,14 +215,14 @@ impl State {
     }
 
     pub(super) fn fact(&self, rid: u32) -> Option<SessionFact> {
-        self.fact_of(self.records.get(rid)?)
+        self.fact_at(rid, self.records.get(rid)?)
     }
 
     /// The stored versions `keep` accepts, as facts, oldest first.
     pub(super) fn facts_where(&self, keep: impl Fn(&Record) -> bool) -> Vec<SessionFact> {
         self.live()
             .filter(|(_, r)| keep(r))
-            .filter_map(|(_, r)| self.fact_of(r))
+            .filter_map(|(rid, r)| self.fact_at(rid, r))
             .collect()
     }
 
@@ -348,6 +378,9 @@ impl State {
         self.symbols.set_subject_head(subject, rid);
         if small.is_none() {
             self.big_batches.insert(rid, batch);
+        }
+        if let Some(at) = plain.recorded_at {
+            self.recorded.insert(rid, at.unix_micros());
         }
         rid
     }
@@ -547,6 +580,7 @@ impl State {
                 record.set_removed();
             }
             self.big_batches.remove(&rid);
+            self.recorded.remove(&rid);
             self.removed += 1;
             ids.push(r.id);
             subjects.push(r.subject);
@@ -631,7 +665,8 @@ impl State {
                 self.symbols.intern(text(r.relation)),
             );
             let texts = [text(r.object), text(r.task)];
-            let new = self.insert_parts(key, texts, statement, &r.plain(), old.batch_of(rid));
+            let plain = old.plain_of(rid, r);
+            let new = self.insert_parts(key, texts, statement, &plain, old.batch_of(rid));
             if r.is_valid() {
                 self.index_valid(new, texts_of(&old.symbols, r));
             }
@@ -671,6 +706,7 @@ impl Plain {
             valid_to: fact.valid_to(),
             superseded_by: fact.superseded_by(),
             confidence: fact.confidence(),
+            recorded_at: fact.recorded_at(),
         }
     }
 }

@@ -184,7 +184,7 @@ fn versions(state: &State) -> Versions {
 fn check_state(state: &State) -> Result<(), TestCaseError> {
     let records: Vec<(u32, SessionFact, u64)> = state
         .live()
-        .map(|(rid, r)| (rid, state.fact_of(r).unwrap(), state.batch_of(rid)))
+        .map(|(rid, r)| (rid, state.fact_at(rid, r).unwrap(), state.batch_of(rid)))
         .collect();
     // For every (subject, relation), all valid facts come from one batch.
     let mut keys: HashMap<(&str, &str), Option<u64>> = HashMap::new();

@@ -21,6 +21,7 @@ pub(super) fn read_fact(row: &Row, at: usize) -> DbResult<SessionFact> {
         confidence: row.try_get(at + 8)?,
         statement: row.try_get(at + 9)?,
         superseded_by: row.try_get(at + 10)?,
+        recorded_at: row.try_get(at + 11)?,
     }
     .into_fact()
 }

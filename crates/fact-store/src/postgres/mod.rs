@@ -39,7 +39,7 @@ use crate::sql::vectors::VectorCache;
 use crate::{
     AddReport, Analyzer, AnalyzerConfig, CompactionReport, FactVectors, ImportReport,
     SNAPSHOT_VERSION, ScoredFact, SessionFactStore, Snapshot, SnapshotRecord, StoreConfig,
-    StoreError, StoreResult, TermQuery, TermWeighting,
+    StoreError, StoreResult, TermQuery, TermWeighting, Transaction, TransactionReport,
 };
 
 /// How a [`PgFactStore`] uses its server.
@@ -669,6 +669,11 @@ fn query(
 impl SessionFactStore for PgFactStore {
     fn add(&self, batch: Vec<SessionFact>) -> StoreResult<AddReport> {
         self.write(|writer| writer.add(batch.clone(), &self.config))
+    }
+
+    fn apply(&self, transaction: Transaction) -> StoreResult<TransactionReport> {
+        let now = self.clock.now();
+        self.write(|writer| writer.apply(transaction.clone(), now, &self.config))
     }
 
     fn invalidate_matching(&self, selector: &FactSelector) -> StoreResult<Vec<FactId>> {

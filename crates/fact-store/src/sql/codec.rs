@@ -13,10 +13,10 @@ use super::error::{DbError, DbResult};
 
 /// The fact columns every fact query selects, in the order of [`FactRow`]'s fields.
 pub(crate) const FACT_COLUMNS: &str = "subject, relation, object, tags, valid_from, valid_to, \
-     source_task_id, source_role, confidence, statement, superseded_by";
+     source_task_id, source_role, confidence, statement, superseded_by, recorded_at";
 
 /// The number of columns in [`FACT_COLUMNS`].
-pub(crate) const FACT_COLUMN_COUNT: usize = 11;
+pub(crate) const FACT_COLUMN_COUNT: usize = 12;
 
 /// The [`FACT_COLUMNS`] of one row, as the database gave them.
 #[derive(Debug)]
@@ -32,6 +32,7 @@ pub(crate) struct FactRow {
     pub(crate) confidence: f64,
     pub(crate) statement: Option<String>,
     pub(crate) superseded_by: Option<i64>,
+    pub(crate) recorded_at: Option<i64>,
 }
 
 impl FactRow {
@@ -54,6 +55,9 @@ impl FactRow {
         }
         if let Some(by) = self.superseded_by {
             builder = builder.superseded_by(id_from_sql(by)?);
+        }
+        if let Some(at) = self.recorded_at {
+            builder = builder.recorded_at(time_from_sql(at)?);
         }
         builder
             .build()

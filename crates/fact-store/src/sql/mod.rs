@@ -6,6 +6,7 @@
 
 pub(crate) mod codec;
 pub(crate) mod error;
+pub(crate) mod long_term;
 pub(crate) mod rules;
 pub(crate) mod search;
 pub(crate) mod vectors;

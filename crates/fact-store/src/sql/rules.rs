@@ -25,7 +25,8 @@ use super::error::{DbError, DbResult};
 use crate::compaction::summarize;
 use crate::{
     AddReport, Analyzer, CompactionPolicy, CompactionReport, ImportDiagnostic, ImportReport,
-    SkipReason, Skipped, SnapshotRecord, StoreConfig, StoreError,
+    NotEndedReason, SkipReason, Skipped, SnapshotRecord, Step, StepReport, StoreConfig, StoreError,
+    Transaction, TransactionReport,
 };
 
 /// A change to the set of valid facts, replayed on a search cache after the commit.
@@ -229,6 +230,12 @@ impl<'a, R: Rows> Writer<'a, R> {
             to_generation: state.generation,
             events,
         })
+    }
+
+    /// The transaction's rows, for what the rules do not cover (long-term memory's
+    /// aliases, profile and episodes: `sql::long_term`).
+    pub(crate) fn rows_mut(&mut self) -> &mut R {
+        &mut self.rows
     }
 
     fn valid(&self) -> usize {
@@ -555,6 +562,65 @@ impl<'a, R: Rows> Writer<'a, R> {
         Ok(report)
     }
 
+    /// `apply`: the steps of a transaction in order, then automatic compaction, once.
+    pub(crate) fn apply(
+        &mut self,
+        transaction: Transaction,
+        now: Timestamp,
+        config: &StoreConfig,
+    ) -> DbResult<TransactionReport> {
+        let mut report = TransactionReport::default();
+        let mut added = false;
+        for step in transaction.steps {
+            report.steps.push(match step {
+                Step::Add(batch) => {
+                    added = true;
+                    StepReport::Added(self.add_batch(batch)?)
+                }
+                Step::EndMatching(selector) => StepReport::Ended {
+                    ids: self.end_selected(&selector, now)?,
+                },
+                Step::End { id, at, by } => self.end_one(id, at, by)?,
+                Step::Delete(id) => {
+                    let seqs = self.rows.versions_of(id)?;
+                    self.remove(&seqs)?;
+                    StepReport::Deleted {
+                        id,
+                        versions: seqs.len(),
+                    }
+                }
+            });
+        }
+        if added {
+            self.state.newest_input_batch = self.state.last_batch;
+        }
+        report.compaction = self.compact_if_needed(config)?;
+        Ok(report)
+    }
+
+    /// [`Step::End`]: ends the valid version of `id` at `at`, naming `by`, unless a rule
+    /// of the step says otherwise (as `State::end_one` in memory).
+    fn end_one(&mut self, id: FactId, at: Timestamp, by: Option<FactId>) -> DbResult<StepReport> {
+        let not_ended = |reason| Ok(StepReport::NotEnded { id, reason });
+        let Some(seq) = self.valid_version(id)? else {
+            return not_ended(NotEndedReason::NotValid);
+        };
+        if let Some(by) = by
+            && self.valid_version(by)?.is_none()
+        {
+            return not_ended(NotEndedReason::SuccessorNotValid);
+        }
+        if self
+            .fact(seq)?
+            .is_some_and(|(fact, _)| fact.valid_from() > at)
+        {
+            return not_ended(NotEndedReason::NewerThanEnd);
+        }
+        Ok(StepReport::Ended {
+            ids: self.end_validity(seq, at, by)?.into_iter().collect(),
+        })
+    }
+
     /// `import`: the records of a snapshot, then automatic compaction.
     pub(crate) fn import(
         &mut self,
@@ -636,6 +702,14 @@ impl<'a, R: Rows> Writer<'a, R> {
         now: Timestamp,
         config: &StoreConfig,
     ) -> DbResult<Vec<FactId>> {
+        let ended = self.end_selected(selector, now)?;
+        // Invalidation grows history, which has a limit too.
+        self.compact_if_needed(config)?;
+        Ok(ended)
+    }
+
+    /// Ends the valid facts `selector` picks at `now`.
+    fn end_selected(&mut self, selector: &FactSelector, now: Timestamp) -> DbResult<Vec<FactId>> {
         let candidates: Vec<i64> = match &selector.subject {
             Some(subject) => self
                 .valid_for_key(subject, &selector.relation)?
@@ -656,8 +730,6 @@ impl<'a, R: Rows> Writer<'a, R> {
         for seq in picked {
             ended.extend(self.end_validity(seq, now, None)?);
         }
-        // Invalidation grows history, which has a limit too.
-        self.compact_if_needed(config)?;
         Ok(ended)
     }
 

@@ -21,6 +21,7 @@ pub(super) fn read_fact(row: &Row<'_>, at: usize) -> DbResult<SessionFact> {
         confidence: row.get(at + 8)?,
         statement: row.get(at + 9)?,
         superseded_by: row.get(at + 10)?,
+        recorded_at: row.get(at + 11)?,
     }
     .into_fact()
 }

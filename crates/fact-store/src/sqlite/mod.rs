@@ -42,7 +42,7 @@ use crate::sql::vectors::VectorCache;
 use crate::{
     AddReport, Analyzer, AnalyzerConfig, CompactionReport, FactVectors, ImportReport,
     SNAPSHOT_VERSION, ScoredFact, SessionFactStore, Snapshot, SnapshotRecord, StoreConfig,
-    StoreError, StoreResult, TermQuery, TermWeighting,
+    StoreError, StoreResult, TermQuery, TermWeighting, Transaction, TransactionReport,
 };
 
 /// How a [`SqliteFactStore`] uses its database file.
@@ -561,6 +561,11 @@ fn query_facts(conn: &Connection, sql: &str, params: impl Params) -> DbResult<Ve
 impl SessionFactStore for SqliteFactStore {
     fn add(&self, batch: Vec<SessionFact>) -> StoreResult<AddReport> {
         self.write(|writer| writer.add(batch, &self.config))
+    }
+
+    fn apply(&self, transaction: Transaction) -> StoreResult<TransactionReport> {
+        let now = self.clock.now();
+        self.write(|writer| writer.apply(transaction, now, &self.config))
     }
 
     fn invalidate_matching(&self, selector: &FactSelector) -> StoreResult<Vec<FactId>> {

@@ -1,9 +1,10 @@
 //! Integration tests of `fact-store`, through `dyn SessionFactStore` as callers use it.
 //!
-//! The conformance suite (`compaction`, `crud`, `search`, `snapshot`, `temporal`,
-//! `vectors`) is
-//! written once against `&dyn SessionFactStore` and compiled once per backend: each
-//! backend module below defines `store_with(config)` and expands `conformance_suite!()`,
+//! The conformance suite (`compaction`, `crud`, `long_term`, `search`, `snapshot`,
+//! `temporal`, `transaction`, `vectors`) is
+//! written once against `&dyn SessionFactStore` (and `&dyn LongTermStore`) and compiled
+//! once per backend: each backend module below defines `store_with(config)` and
+//! `long_term()` and expands `conformance_suite!()`,
 //! so a new backend passes the same tests by adding one module. `store_with` gives `None`
 //! when the backend cannot run here (no PostgreSQL server outside CI), and each test then
 //! returns at once. `properties` runs random
@@ -23,12 +24,16 @@ macro_rules! conformance_suite {
         mod compaction;
         #[path = "../conformance/crud.rs"]
         mod crud;
+        #[path = "../conformance/long_term.rs"]
+        mod long_term;
         #[path = "../conformance/search.rs"]
         mod search;
         #[path = "../conformance/snapshot.rs"]
         mod snapshot;
         #[path = "../conformance/temporal.rs"]
         mod temporal;
+        #[path = "../conformance/transaction.rs"]
+        mod transaction;
         #[path = "../conformance/vectors.rs"]
         mod vectors;
     };

@@ -3,7 +3,9 @@
 use std::sync::Arc;
 
 use fact_model::ManualClock;
-use fact_store::{InMemorySessionFactStore, SessionFactStore, StoreConfig};
+use fact_store::{
+    InMemoryLongTermStore, InMemorySessionFactStore, LongTermStore, SessionFactStore, StoreConfig,
+};
 
 pub(crate) use crate::{fact, memory, store_from, t, valid_lines};
 
@@ -17,6 +19,12 @@ pub(crate) fn store_with(
 
 pub(crate) fn store() -> Option<(Arc<dyn SessionFactStore>, Arc<ManualClock>)> {
     store_with(StoreConfig::default())
+}
+
+pub(crate) fn long_term() -> Option<(Arc<dyn LongTermStore>, Arc<ManualClock>)> {
+    let clock = Arc::new(ManualClock::new(t(0)));
+    let store = InMemoryLongTermStore::new(StoreConfig::default(), clock.clone());
+    Some((Arc::new(store), clock))
 }
 
 conformance_suite!();

@@ -1,0 +1,457 @@
+//! [`LongTermStore`]: everything long-term memory keeps about one scope (facts, episodes,
+//! entity aliases and the user's profile) and [`MemoryWrite`], a change of any of them
+//! that commits whole or not at all.
+//!
+//! The rules that decide (alias cycles, unchanged profile texts) are functions here,
+//! applied by every backend over its own rows: [`check_alias`] and [`profile_changes`].
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use fact_model::{
+    Clock, FactId, FactSelector, FactUpdate, ProfileField, SessionFact, SystemClock, Tag, Timestamp,
+};
+use indexmap::IndexMap;
+use serde::Serialize;
+
+use crate::{
+    AddReport, Analyzer, CompactionReport, Episode, EpisodeStore, FactVectors, ImportReport,
+    InMemoryEpisodeStore, InMemorySessionFactStore, MessageHit, MessageQuery, ScoredFact,
+    SessionFactStore, Snapshot, StoreConfig, StoreError, StoreResult, TermQuery, TermWeighting,
+    Transaction, TransactionReport,
+};
+
+/// The longest chain of aliases followed (an alias of an alias of …); a longer chain is
+/// refused as if it were a cycle.
+pub const MAX_ALIAS_DEPTH: usize = 32;
+
+/// Another name of an entity: facts about `alias` are stored and found under `entity`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Alias {
+    /// The other name, normalized (see `fact_model::normalize_entity`).
+    pub alias: String,
+    /// The entity it names.
+    pub entity: String,
+    /// When it was set.
+    pub at: Timestamp,
+}
+
+/// A change of the alias table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AliasChange {
+    /// `alias` names `entity` from `at` on (replacing what it named before).
+    Set {
+        /// The other name.
+        alias: String,
+        /// The entity.
+        entity: String,
+        /// When.
+        at: Timestamp,
+    },
+    /// `alias` names nothing any more.
+    Remove {
+        /// The name.
+        alias: String,
+    },
+}
+
+/// One version of one field of the user's profile: its text from `at` on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProfileEntry {
+    /// Which field.
+    pub field: ProfileField,
+    /// Its text (empty: cleared).
+    pub text: String,
+    /// When it took this text.
+    pub at: Timestamp,
+}
+
+/// Changes of long-term memory that commit together, in this order: the alias changes,
+/// the episodes to delete, the episode to store, the facts' [`Transaction`], the profile
+/// versions. On a durable store all of it is one database transaction.
+///
+/// ```
+/// use fact_model::{ProfileField, Timestamp};
+/// use fact_store::{AliasChange, InMemoryLongTermStore, LongTermStore, MemoryWrite, ProfileEntry};
+///
+/// let store = InMemoryLongTermStore::default();
+/// let at = Timestamp::from_unix_secs(1_800_000_000)?;
+/// let mut write = MemoryWrite::default();
+/// write.aliases.push(AliasChange::Set { alias: "mel".into(), entity: "melanie".into(), at });
+/// write.profile.push(ProfileEntry { field: ProfileField::Work, text: "Nurse".into(), at });
+/// store.commit(write)?;
+/// assert_eq!(store.aliases()?[0].entity, "melanie");
+/// assert_eq!(store.profile()?[0].text, "Nurse");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct MemoryWrite {
+    /// The facts' steps.
+    pub facts: Transaction,
+    /// An episode to store (inserted, or replacing the one with its id).
+    pub episode: Option<Episode>,
+    /// Episodes to delete, with their messages.
+    pub delete_episodes: Vec<String>,
+    /// Alias changes, in order.
+    pub aliases: Vec<AliasChange>,
+    /// New profile versions; one whose text equals the field's current text is no change.
+    pub profile: Vec<ProfileEntry>,
+}
+
+/// What a [`MemoryWrite`] did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct MemoryReport {
+    /// What the facts' transaction did.
+    pub facts: TransactionReport,
+    /// How many alias changes were applied.
+    pub aliases_changed: usize,
+    /// How many of the episodes to delete existed.
+    pub episodes_deleted: usize,
+    /// The profile fields that took a new text.
+    pub profile_changed: Vec<ProfileField>,
+}
+
+/// Long-term memory's storage: the facts ([`SessionFactStore`]), the episodes
+/// ([`EpisodeStore`]) and, beside them, the entity aliases and the user's profile, all
+/// of one scope, written together by [`commit`](Self::commit).
+///
+/// Implemented by [`InMemoryLongTermStore`] and by the SQL stores (`SqliteFactStore`,
+/// `PgFactStore`), where one object holds all of it. Object safe: hold it as
+/// `Arc<dyn LongTermStore>`, and give it where an `Arc<dyn SessionFactStore>` or an
+/// `Arc<dyn EpisodeStore>` is wanted (trait upcasting).
+pub trait LongTermStore: SessionFactStore + EpisodeStore {
+    /// Applies `write` whole, or nothing of it.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::AliasCycle`] or [`StoreError::InvalidAlias`] for an alias change the
+    /// rules refuse ([`check_alias`]), or a durable store's error; nothing changes then.
+    fn commit(&self, write: MemoryWrite) -> StoreResult<MemoryReport>;
+
+    /// Every alias, in the order they were set.
+    ///
+    /// # Errors
+    ///
+    /// A durable store's read error.
+    fn aliases(&self) -> StoreResult<Vec<Alias>>;
+
+    /// The current text of each profile field that has one (the latest version; empty
+    /// when it was cleared), in [`ProfileField::ALL`] order.
+    ///
+    /// # Errors
+    ///
+    /// A durable store's read error.
+    fn profile(&self) -> StoreResult<Vec<ProfileEntry>>;
+
+    /// Every profile version ever written, oldest first.
+    ///
+    /// # Errors
+    ///
+    /// A durable store's read error.
+    fn profile_history(&self) -> StoreResult<Vec<ProfileEntry>>;
+
+    /// The ids of every fact with a version whose `source_task_id` is `source` (an
+    /// episode id: the facts extracted from it), in first-stored order.
+    ///
+    /// # Errors
+    ///
+    /// A durable store's read error.
+    fn fact_ids_from_source(&self, source: &str) -> StoreResult<Vec<FactId>>;
+}
+
+/// Whether `alias` may name `entity`, given the table as `lookup` reads it (alias →
+/// entity): both must be non-blank, different, and `entity` must not lead back to
+/// `alias` through the table (at most [`MAX_ALIAS_DEPTH`] steps).
+///
+/// # Errors
+///
+/// [`StoreError::InvalidAlias`] for a blank name, [`StoreError::AliasCycle`] for a cycle.
+///
+/// ```
+/// use std::collections::HashMap;
+/// use fact_store::check_alias;
+///
+/// let table = HashMap::from([("mel".to_owned(), "melanie".to_owned())]);
+/// let lookup = |name: &str| Ok::<_, fact_store::StoreError>(table.get(name).cloned());
+/// assert!(check_alias("mellie", "mel", lookup).is_ok());
+/// assert_eq!(check_alias("melanie", "mel", lookup).unwrap_err().code(), "alias_cycle");
+/// assert_eq!(check_alias("x", "x", lookup).unwrap_err().code(), "alias_cycle");
+/// assert_eq!(check_alias(" ", "x", lookup).unwrap_err().code(), "invalid_alias");
+/// ```
+pub fn check_alias<E: From<StoreError>>(
+    alias: &str,
+    entity: &str,
+    mut lookup: impl FnMut(&str) -> Result<Option<String>, E>,
+) -> Result<(), E> {
+    if alias.trim().is_empty() || entity.trim().is_empty() {
+        return Err(StoreError::InvalidAlias {
+            alias: fact_model::clip(alias, 64).into_owned(),
+            reason: "an alias and its entity must not be blank".into(),
+        }
+        .into());
+    }
+    let cycle = || StoreError::AliasCycle {
+        alias: fact_model::clip(alias, 64).into_owned(),
+        entity: fact_model::clip(entity, 64).into_owned(),
+    };
+    let mut at = entity.to_owned();
+    for _ in 0..MAX_ALIAS_DEPTH {
+        if at == alias {
+            return Err(cycle().into());
+        }
+        match lookup(&at)? {
+            Some(next) => at = next,
+            None => return Ok(()),
+        }
+    }
+    Err(cycle().into())
+}
+
+/// The versions of `entries` that change their field: those whose text differs from the
+/// field's text before them (`current`, then the earlier entries), in order.
+pub fn profile_changes(current: &[ProfileEntry], entries: &[ProfileEntry]) -> Vec<ProfileEntry> {
+    let mut texts: HashMap<ProfileField, &str> = current
+        .iter()
+        .map(|entry| (entry.field, entry.text.as_str()))
+        .collect();
+    let mut changes = Vec::new();
+    for entry in entries {
+        let before = texts.get(&entry.field).copied().unwrap_or("");
+        if before != entry.text {
+            texts.insert(entry.field, &entry.text);
+            changes.push(entry.clone());
+        }
+    }
+    changes
+}
+
+/// The latest version of each field in `history` (oldest first), in
+/// [`ProfileField::ALL`] order.
+pub(crate) fn current_profile(history: &[ProfileEntry]) -> Vec<ProfileEntry> {
+    let mut latest: HashMap<ProfileField, &ProfileEntry> = HashMap::new();
+    for entry in history {
+        latest.insert(entry.field, entry);
+    }
+    ProfileField::ALL
+        .iter()
+        .filter_map(|field| latest.get(field).map(|entry| (*entry).clone()))
+        .collect()
+}
+
+/// A [`LongTermStore`] in memory: an [`InMemorySessionFactStore`] and an
+/// [`InMemoryEpisodeStore`], with the aliases and the profile beside them. Commits take
+/// one lock, so no reader of another commit sees half of one.
+pub struct InMemoryLongTermStore {
+    facts: InMemorySessionFactStore,
+    episodes: InMemoryEpisodeStore,
+    side: RwLock<Side>,
+    /// Held through a commit.
+    commit: Mutex<()>,
+}
+
+/// The aliases and profile versions.
+#[derive(Default)]
+struct Side {
+    aliases: IndexMap<String, Alias>,
+    profile: Vec<ProfileEntry>,
+}
+
+impl Default for InMemoryLongTermStore {
+    /// A store without capacity limits (long-term memory is not compacted behind the
+    /// user's back) and the system clock.
+    fn default() -> Self {
+        InMemoryLongTermStore::new(
+            StoreConfig::default()
+                .with_capacity(usize::MAX)
+                .with_history_limit(usize::MAX)
+                .with_auto_compact(false),
+            Arc::new(SystemClock),
+        )
+    }
+}
+
+impl fmt::Debug for InMemoryLongTermStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InMemoryLongTermStore")
+            .field("facts", &self.facts)
+            .field("episodes", &self.episodes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl InMemoryLongTermStore {
+    /// An empty store; its fact store is built with `config` and `clock`.
+    #[must_use]
+    pub fn new(config: StoreConfig, clock: Arc<dyn Clock>) -> Self {
+        InMemoryLongTermStore {
+            facts: InMemorySessionFactStore::new(config, clock),
+            episodes: InMemoryEpisodeStore::default(),
+            side: RwLock::new(Side::default()),
+            commit: Mutex::new(()),
+        }
+    }
+
+    fn side(&self) -> std::sync::RwLockReadGuard<'_, Side> {
+        self.side.read().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl LongTermStore for InMemoryLongTermStore {
+    fn commit(&self, write: MemoryWrite) -> StoreResult<MemoryReport> {
+        let _commit = self.commit.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut side = self.side.write().unwrap_or_else(PoisonError::into_inner);
+        // Check every alias change against the table as the earlier ones leave it, before
+        // anything changes: the only part of a commit that can be refused.
+        let mut aliases = side.aliases.clone();
+        for change in &write.aliases {
+            match change {
+                AliasChange::Set { alias, entity, at } => {
+                    check_alias(alias, entity, |name| {
+                        Ok::<_, StoreError>(aliases.get(name).map(|a| a.entity.clone()))
+                    })?;
+                    aliases.insert(
+                        alias.clone(),
+                        Alias {
+                            alias: alias.clone(),
+                            entity: entity.clone(),
+                            at: *at,
+                        },
+                    );
+                }
+                AliasChange::Remove { alias } => {
+                    aliases.shift_remove(alias);
+                }
+            }
+        }
+        let mut report = MemoryReport {
+            aliases_changed: write.aliases.len(),
+            ..MemoryReport::default()
+        };
+        side.aliases = aliases;
+        for id in &write.delete_episodes {
+            if self.episodes.delete_episode(id)? {
+                report.episodes_deleted += 1;
+            }
+        }
+        if let Some(episode) = &write.episode {
+            self.episodes.put_episode(episode)?;
+        }
+        report.facts = self.facts.apply(write.facts)?;
+        let current = current_profile(&side.profile);
+        for change in profile_changes(&current, &write.profile) {
+            report.profile_changed.push(change.field);
+            side.profile.push(change);
+        }
+        Ok(report)
+    }
+
+    fn aliases(&self) -> StoreResult<Vec<Alias>> {
+        Ok(self.side().aliases.values().cloned().collect())
+    }
+
+    fn profile(&self) -> StoreResult<Vec<ProfileEntry>> {
+        Ok(current_profile(&self.side().profile))
+    }
+
+    fn profile_history(&self) -> StoreResult<Vec<ProfileEntry>> {
+        Ok(self.side().profile.clone())
+    }
+
+    fn fact_ids_from_source(&self, source: &str) -> StoreResult<Vec<FactId>> {
+        Ok(self.facts.ids_from_source(source))
+    }
+}
+
+impl EpisodeStore for InMemoryLongTermStore {
+    fn put_episode(&self, episode: &Episode) -> StoreResult<()> {
+        self.episodes.put_episode(episode)
+    }
+
+    fn episode(&self, id: &str) -> StoreResult<Option<Episode>> {
+        self.episodes.episode(id)
+    }
+
+    fn episodes(&self) -> StoreResult<Vec<Episode>> {
+        self.episodes.episodes()
+    }
+
+    fn search_episodes(&self, query: &str, limit: usize) -> StoreResult<Vec<Episode>> {
+        self.episodes.search_episodes(query, limit)
+    }
+
+    fn search_messages(
+        &self,
+        query: &MessageQuery<'_>,
+        weighting: &dyn TermWeighting,
+    ) -> StoreResult<Vec<MessageHit>> {
+        self.episodes.search_messages(query, weighting)
+    }
+
+    fn delete_episode(&self, id: &str) -> StoreResult<bool> {
+        self.episodes.delete_episode(id)
+    }
+
+    fn mark_extracted(&self, id: &str, at: Timestamp) -> StoreResult<()> {
+        self.episodes.mark_extracted(id, at)
+    }
+}
+
+impl SessionFactStore for InMemoryLongTermStore {
+    fn add(&self, batch: Vec<SessionFact>) -> StoreResult<AddReport> {
+        self.facts.add(batch)
+    }
+    fn apply(&self, transaction: Transaction) -> StoreResult<TransactionReport> {
+        self.facts.apply(transaction)
+    }
+    fn invalidate_matching(&self, selector: &FactSelector) -> StoreResult<Vec<FactId>> {
+        self.facts.invalidate_matching(selector)
+    }
+    fn compact(&self, max_valid: usize) -> StoreResult<CompactionReport> {
+        self.facts.compact(max_valid)
+    }
+    fn update(&self, id: FactId, update: &FactUpdate) -> StoreResult<SessionFact> {
+        self.facts.update(id, update)
+    }
+    fn delete(&self, id: FactId) -> StoreResult<usize> {
+        self.facts.delete(id)
+    }
+    fn import(&self, snapshot: Snapshot) -> StoreResult<ImportReport> {
+        self.facts.import(snapshot)
+    }
+    fn valid_facts(&self) -> Vec<SessionFact> {
+        self.facts.valid_facts()
+    }
+    fn valid_at(&self, at: Timestamp) -> Vec<SessionFact> {
+        self.facts.valid_at(at)
+    }
+    fn history(&self, subject: &str) -> Vec<SessionFact> {
+        self.facts.history(subject)
+    }
+    fn get(&self, id: FactId) -> Option<SessionFact> {
+        self.facts.get(id)
+    }
+    fn export_snapshot(&self) -> Snapshot {
+        self.facts.export_snapshot()
+    }
+    fn analyzer(&self) -> &Analyzer {
+        self.facts.analyzer()
+    }
+    fn search(&self, query: &TermQuery<'_>, weighting: &dyn TermWeighting) -> Vec<ScoredFact> {
+        self.facts.search(query, weighting)
+    }
+    fn valid_facts_by_tags(&self, tags: &[Tag]) -> Vec<SessionFact> {
+        self.facts.valid_facts_by_tags(tags)
+    }
+    fn valid_count(&self) -> usize {
+        self.facts.valid_count()
+    }
+    fn stored_count(&self) -> usize {
+        self.facts.stored_count()
+    }
+    fn vectors(&self) -> Option<&dyn FactVectors> {
+        self.facts.vectors()
+    }
+}

@@ -1,0 +1,86 @@
+//! [`commit`]: a [`MemoryWrite`] in one write transaction of one scope, for every SQL
+//! store, over the rows a backend implements ([`MemoryRows`], beside the facts' [`Rows`]).
+//!
+//! The order is that of `InMemoryLongTermStore::commit`, and so are the rules
+//! ([`check_alias`], [`profile_changes`]): alias changes (each checked against the table
+//! as the earlier ones left it, in the same transaction), episodes deleted, the episode
+//! stored, the facts' transaction, the profile versions. Any error rolls all of it back.
+
+use fact_model::Timestamp;
+
+use super::error::DbResult;
+use super::rules::{Rows, Writer};
+use crate::long_term::current_profile;
+use crate::{
+    Alias, AliasChange, Analyzer, Episode, MemoryReport, MemoryWrite, ProfileEntry, StoreConfig,
+    check_alias, profile_changes,
+};
+
+/// The rows of long-term memory beside the facts, in one open write transaction of one
+/// scope. Each method is a few statements; none decides anything.
+pub(crate) trait MemoryRows {
+    /// The entity `alias` names, if it is one.
+    fn alias_entity(&mut self, alias: &str) -> DbResult<Option<String>>;
+    /// Sets (inserts or replaces) an alias.
+    fn set_alias(&mut self, alias: &Alias) -> DbResult<()>;
+    /// Removes an alias (nothing when it is none).
+    fn remove_alias(&mut self, alias: &str) -> DbResult<()>;
+    /// Every profile version, oldest first.
+    fn profile_versions(&mut self) -> DbResult<Vec<ProfileEntry>>;
+    /// Appends a profile version.
+    fn insert_profile(&mut self, entry: &ProfileEntry) -> DbResult<()>;
+    /// Stores an episode, replacing the one with its id, and indexes its messages
+    /// (analyzed with `analyzer`), keeping the scope's message statistics and document
+    /// frequencies.
+    fn put_episode(&mut self, episode: &Episode, analyzer: &Analyzer) -> DbResult<()>;
+    /// Deletes an episode and its messages, from the index and the statistics too;
+    /// whether there was one.
+    fn delete_episode(&mut self, id: &str) -> DbResult<bool>;
+}
+
+/// Applies `write` in the transaction of `writer`: see the module documentation.
+pub(crate) fn commit<R: Rows + MemoryRows>(
+    writer: &mut Writer<'_, R>,
+    write: MemoryWrite,
+    now: Timestamp,
+    config: &StoreConfig,
+    episode_analyzer: &Analyzer,
+) -> DbResult<MemoryReport> {
+    let MemoryWrite {
+        facts,
+        episode,
+        delete_episodes,
+        aliases,
+        profile,
+    } = write;
+    let mut report = MemoryReport {
+        aliases_changed: aliases.len(),
+        ..MemoryReport::default()
+    };
+    for change in aliases {
+        let rows = writer.rows_mut();
+        match change {
+            AliasChange::Set { alias, entity, at } => {
+                check_alias(&alias, &entity, |name| rows.alias_entity(name))?;
+                rows.set_alias(&Alias { alias, entity, at })?;
+            }
+            AliasChange::Remove { alias } => rows.remove_alias(&alias)?,
+        }
+    }
+    for id in &delete_episodes {
+        if writer.rows_mut().delete_episode(id)? {
+            report.episodes_deleted += 1;
+        }
+    }
+    if let Some(episode) = &episode {
+        writer.rows_mut().put_episode(episode, episode_analyzer)?;
+    }
+    report.facts = writer.apply(facts, now, config)?;
+    let rows = writer.rows_mut();
+    let current = current_profile(&rows.profile_versions()?);
+    for change in profile_changes(&current, &profile) {
+        rows.insert_profile(&change)?;
+        report.profile_changed.push(change.field);
+    }
+    Ok(report)
+}
