@@ -418,6 +418,31 @@ impl InMemoryEpisodeStore {
     }
 }
 
+impl InMemoryEpisodeStore {
+    /// Marks an episode extracted, with the title and summary `extracted` gives.
+    pub(crate) fn mark_extracted_with(
+        &self,
+        extracted: &crate::EpisodeExtracted,
+    ) -> StoreResult<()> {
+        let mut inner = self.write();
+        let (_, episode) =
+            inner
+                .episodes
+                .get_mut(&extracted.id)
+                .ok_or_else(|| StoreError::EpisodeNotFound {
+                    id: extracted.id.clone(),
+                })?;
+        episode.extracted_at = Some(extracted.at);
+        if let Some(title) = &extracted.title {
+            episode.title.clone_from(title);
+        }
+        if let Some(summary) = &extracted.summary {
+            episode.summary.clone_from(summary);
+        }
+        Ok(())
+    }
+}
+
 impl EpisodeStore for InMemoryEpisodeStore {
     fn put_episode(&self, episode: &Episode) -> StoreResult<()> {
         let mut inner = self.write();

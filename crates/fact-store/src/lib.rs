@@ -130,8 +130,8 @@ pub use crate::episode::{
 pub use crate::error::{StoreError, StoreResult};
 pub use crate::index::{Analyzer, AnalyzerConfig, STOPWORDS, ScoredFact, TermQuery, TermWeighting};
 pub use crate::long_term::{
-    Alias, AliasChange, InMemoryLongTermStore, LongTermStore, MAX_ALIAS_DEPTH, MemoryReport,
-    MemoryWrite, ProfileEntry, check_alias, profile_changes,
+    Alias, AliasChange, EpisodeExtracted, InMemoryLongTermStore, LongTermStore, MAX_ALIAS_DEPTH,
+    MemoryReport, MemoryWrite, ProfileEntry, check_alias, current_profile, profile_changes,
 };
 pub use crate::memory::{
     COMPACTED_RELATION, CompactionPolicy, InMemorySessionFactStore, StoreConfig,

@@ -68,9 +68,52 @@ pub struct ProfileEntry {
     pub at: Timestamp,
 }
 
+/// That facts were extracted from an episode: when, and the title and summary the model
+/// gave (`None` keeps the episode's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct EpisodeExtracted {
+    /// The episode.
+    pub id: String,
+    /// A new title.
+    pub title: Option<String>,
+    /// A new summary.
+    pub summary: Option<String>,
+    /// When the facts were extracted.
+    pub at: Timestamp,
+}
+
+impl EpisodeExtracted {
+    /// Marks episode `id` extracted at `at`, keeping its title and summary.
+    #[must_use]
+    pub fn new(id: impl Into<String>, at: Timestamp) -> Self {
+        EpisodeExtracted {
+            id: id.into(),
+            title: None,
+            summary: None,
+            at,
+        }
+    }
+
+    /// Gives the episode `title`.
+    #[must_use]
+    pub fn with_title(mut self, title: Option<String>) -> Self {
+        self.title = title;
+        self
+    }
+
+    /// Gives the episode `summary`.
+    #[must_use]
+    pub fn with_summary(mut self, summary: Option<String>) -> Self {
+        self.summary = summary;
+        self
+    }
+}
+
 /// Changes of long-term memory that commit together, in this order: the alias changes,
-/// the episodes to delete, the episode to store, the facts' [`Transaction`], the profile
-/// versions. On a durable store all of it is one database transaction.
+/// the episodes to delete, the episode to store, the facts' [`Transaction`], the episode
+/// marked extracted, the profile versions. On a durable store all of it is one database
+/// transaction.
 ///
 /// ```
 /// use fact_model::{ProfileField, Timestamp};
@@ -95,6 +138,8 @@ pub struct MemoryWrite {
     pub episode: Option<Episode>,
     /// Episodes to delete, with their messages.
     pub delete_episodes: Vec<String>,
+    /// An episode whose facts were extracted (its messages are not written again).
+    pub extracted: Option<EpisodeExtracted>,
     /// Alias changes, in order.
     pub aliases: Vec<AliasChange>,
     /// New profile versions; one whose text equals the field's current text is no change.
@@ -128,7 +173,9 @@ pub trait LongTermStore: SessionFactStore + EpisodeStore {
     /// # Errors
     ///
     /// [`StoreError::AliasCycle`] or [`StoreError::InvalidAlias`] for an alias change the
-    /// rules refuse ([`check_alias`]), or a durable store's error; nothing changes then.
+    /// rules refuse ([`check_alias`]), [`StoreError::EpisodeNotFound`] for an
+    /// [`extracted`](MemoryWrite::extracted) episode that is not stored, or a durable
+    /// store's error; nothing changes then.
     fn commit(&self, write: MemoryWrite) -> StoreResult<MemoryReport>;
 
     /// Every alias, in the order they were set.
@@ -160,6 +207,43 @@ pub trait LongTermStore: SessionFactStore + EpisodeStore {
     ///
     /// A durable store's read error.
     fn fact_ids_from_source(&self, source: &str) -> StoreResult<Vec<FactId>>;
+
+    /// The valid facts about `subject`, newest first, at most `limit`. Provided: the
+    /// valid versions of [`history`](SessionFactStore::history); backends override it
+    /// with a query that reads no more than `limit` facts.
+    ///
+    /// # Errors
+    ///
+    /// A durable store's read error.
+    fn valid_about(&self, subject: &str, limit: usize) -> StoreResult<Vec<SessionFact>> {
+        let mut valid: Vec<SessionFact> = self
+            .history(subject)
+            .into_iter()
+            .filter(SessionFact::is_valid)
+            .collect();
+        valid.reverse();
+        valid.truncate(limit);
+        Ok(valid)
+    }
+
+    /// The distinct relations of the valid facts about `subject`, in the order they first
+    /// appear, at most `limit`. Provided, from [`history`](SessionFactStore::history).
+    ///
+    /// # Errors
+    ///
+    /// A durable store's read error.
+    fn relations_of(&self, subject: &str, limit: usize) -> StoreResult<Vec<String>> {
+        let mut relations: Vec<String> = Vec::new();
+        for fact in self.history(subject) {
+            if relations.len() == limit {
+                break;
+            }
+            if fact.is_valid() && !relations.iter().any(|r| r == fact.relation()) {
+                relations.push(fact.relation().to_owned());
+            }
+        }
+        Ok(relations)
+    }
 }
 
 /// Whether `alias` may name `entity`, given the table as `lookup` reads it (alias →
@@ -229,8 +313,9 @@ pub fn profile_changes(current: &[ProfileEntry], entries: &[ProfileEntry]) -> Ve
 }
 
 /// The latest version of each field in `history` (oldest first), in
-/// [`ProfileField::ALL`] order.
-pub(crate) fn current_profile(history: &[ProfileEntry]) -> Vec<ProfileEntry> {
+/// [`ProfileField::ALL`] order: the profile as `history` leaves it.
+#[must_use]
+pub fn current_profile(history: &[ProfileEntry]) -> Vec<ProfileEntry> {
     let mut latest: HashMap<ProfileField, &ProfileEntry> = HashMap::new();
     for entry in history {
         latest.insert(entry.field, entry);
@@ -326,6 +411,16 @@ impl LongTermStore for InMemoryLongTermStore {
                 }
             }
         }
+        if let Some(extracted) = &write.extracted {
+            let deleted = write.delete_episodes.contains(&extracted.id);
+            let stored = write.episode.as_ref().is_some_and(|e| e.id == extracted.id)
+                || self.episodes.episode(&extracted.id)?.is_some();
+            if deleted || !stored {
+                return Err(StoreError::EpisodeNotFound {
+                    id: extracted.id.clone(),
+                });
+            }
+        }
         let mut report = MemoryReport {
             aliases_changed: write.aliases.len(),
             ..MemoryReport::default()
@@ -340,6 +435,9 @@ impl LongTermStore for InMemoryLongTermStore {
             self.episodes.put_episode(episode)?;
         }
         report.facts = self.facts.apply(write.facts)?;
+        if let Some(extracted) = &write.extracted {
+            self.episodes.mark_extracted_with(extracted)?;
+        }
         let current = current_profile(&side.profile);
         for change in profile_changes(&current, &write.profile) {
             report.profile_changed.push(change.field);

@@ -310,3 +310,36 @@ fn a_commit_applies_facts_episode_and_profile_together_or_not_at_all() {
     assert!(store.get(FactId::for_triple("user", "lives_in", "Berlin")).is_none());
     assert!(hits(&*store, &MessageQuery::new("Berlin", 10)).is_empty());
 }
+
+#[test]
+fn an_episode_is_marked_extracted_in_the_commit_of_its_facts() {
+    let Some((store, _)) = long_term() else {
+        return;
+    };
+    let [moving, _] = <[Episode; 2]>::try_from(episodes()).unwrap();
+    store.put_episode(&moving).unwrap();
+    let mut write = MemoryWrite::default();
+    write.extracted = Some(
+        fact_store::EpisodeExtracted::new(moving.id.clone(), t(2_000))
+            .with_summary(Some("Moved to Berlin.".into())),
+    );
+    store.commit(write).unwrap();
+    let got = store.episode(&moving.id).unwrap().unwrap();
+    assert_eq!(got.extracted_at, Some(t(2_000)));
+    assert_eq!((got.title.as_str(), got.summary.as_str()), ("Moving", "Moved to Berlin."));
+    assert_eq!(got.messages, moving.messages);
+    assert!(store.pending_extraction().unwrap().is_empty());
+    // Marking an episode that is not stored fails the whole commit.
+    let mut write = MemoryWrite::default();
+    write.extracted = Some(fact_store::EpisodeExtracted::new("ep_0000000000000000", t(1)));
+    write.profile = vec![ProfileEntry {
+        field: ProfileField::Personal,
+        text: "never written".into(),
+        at: t(1),
+    }];
+    assert!(matches!(
+        store.commit(write),
+        Err(StoreError::EpisodeNotFound { .. })
+    ));
+    assert!(store.profile().unwrap().is_empty());
+}
