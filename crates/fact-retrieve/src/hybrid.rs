@@ -9,7 +9,7 @@ use fact_store::{
 };
 
 use crate::dedup::fold_same_points;
-use crate::recall::render;
+use crate::recall::{related_episodes, render};
 use crate::retriever::within_budget;
 use crate::{
     Bm25, EmbedError, Embedder, FactQuery, FactRetriever, Recall, RecallQuery, Retrieval,
@@ -338,19 +338,33 @@ impl HybridRetriever {
         query: &RecallQuery<'_>,
         counter: &dyn TokenCounter,
     ) -> Result<Recall, HybridError> {
-        let fact_query = FactQuery::new("", query.text)
-            .with_max_facts(query.limit)
-            .with_max_tokens(query.max_tokens);
-        let facts = self
-            .rank(&fact_query)?
-            .into_iter()
-            .map(|found| ScoredFact {
-                fact: found.fact,
-                score: found.score,
-            })
-            .collect();
         let text = query_text(self.store.analyzer(), query.text);
-        let related = episodes.search_episodes(text, query.limit)?;
+        // The vector index holds what is valid now: a recall as of another instant ranks
+        // the facts valid then by their words.
+        let facts = match query.as_of {
+            Some(_) => {
+                let mut found = self.store.search(&query.facts(text), &*self.weighting);
+                found.sort_by(|a, b| {
+                    b.score
+                        .total_cmp(&a.score)
+                        .then(b.fact.valid_from().cmp(&a.fact.valid_from()))
+                });
+                found
+            }
+            None => {
+                let fact_query = FactQuery::new("", query.text)
+                    .with_max_facts(query.limit)
+                    .with_max_tokens(query.max_tokens);
+                self.rank(&fact_query)?
+                    .into_iter()
+                    .map(|found| ScoredFact {
+                        fact: found.fact,
+                        score: found.score,
+                    })
+                    .collect()
+            }
+        };
+        let related = related_episodes(episodes, query, text)?;
         Ok(render(facts, related, query.max_tokens, counter))
     }
 }

@@ -87,13 +87,15 @@ pub use crate::format::{
 pub use crate::hybrid::{
     DEFAULT_CANDIDATES, DEFAULT_VECTOR_WEIGHT, Fusion, HybridError, HybridRetriever,
 };
-pub use crate::memory::{MemoryData, MemoryFact, MemoryHistory, UserContext, format_memory};
+pub use crate::memory::{MemoryData, MemoryFact, format_memory};
 pub use crate::query::{MAX_QUERY_BYTES, MAX_QUERY_TERMS, query_terms, query_text};
 pub use crate::recall::{
-    MAX_EPISODE_SUMMARY_CHARS, RELATED_EPISODES_HEADER, RELEVANT_FACTS_HEADER, Recall, RecallQuery,
-    recall, recall_episode_line, recall_fact_line,
+    MAX_EPISODE_SUMMARY_CHARS, MAX_MESSAGE_LINE_CHARS, RELATED_EPISODES_HEADER,
+    RELEVANT_FACTS_HEADER, Recall, RecallQuery, RelatedEpisode, recall, recall_episode_line,
+    recall_fact_line, recall_message_line,
 };
 pub use crate::retriever::{FactQuery, FactRetriever, IndexRetriever, Retrieval, RetrievedFact};
 pub use crate::scoring::{Bm25, KeywordOverlap};
 #[cfg(feature = "tiktoken")]
 pub use crate::token::{BpeLoadError, BpeTokenCounter};
+pub use fact_model::{MemoryHistory, UserContext};

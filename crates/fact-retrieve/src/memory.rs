@@ -3,35 +3,9 @@
 
 use std::cmp::Ordering;
 
-use fact_model::{SessionFact, Tag};
+use fact_model::{MemoryHistory, SessionFact, Tag, UserContext};
 
 use fact_model::TokenCounter;
-
-/// What the user is about: the `User Context:` section of [`format_memory`].
-///
-/// Empty or blank fields are left out of the output.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct UserContext {
-    /// Work context, rendered as `- Work: …`.
-    pub work: String,
-    /// Personal context, rendered as `- Personal: …`.
-    pub personal: String,
-    /// What is top of mind, rendered as `- Top of mind: …`.
-    pub top_of_mind: String,
-}
-
-/// Summaries of earlier conversations: the `History:` section of [`format_memory`].
-///
-/// Empty or blank fields are left out of the output.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct MemoryHistory {
-    /// Recent history, rendered as `- Recent: …`.
-    pub recent: String,
-    /// Earlier history, rendered as `- Earlier: …`.
-    pub earlier: String,
-    /// Long-standing background, rendered as `- Background: …`.
-    pub background: String,
-}
 
 /// One remembered fact: a line of the `Facts:` section of [`format_memory`].
 ///
@@ -134,9 +108,9 @@ const TRUNCATION_MARKER: &str = "\n...";
 /// - Top of mind: {top_of_mind}
 ///
 /// History:
-/// - Recent: {recent}
-/// - Earlier: {earlier}
-/// - Background: {background}
+/// - Recent months: {recent_months}
+/// - Earlier context: {earlier_context}
+/// - Long-term background: {long_term_background}
 ///
 /// Facts:
 /// - [{category} | {confidence:.2}] {content}
@@ -234,9 +208,9 @@ impl Rendered {
         let history = section(
             "History:",
             &[
-                ("Recent", &data.history.recent),
-                ("Earlier", &data.history.earlier),
-                ("Background", &data.history.background),
+                ("Recent months", &data.history.recent_months),
+                ("Earlier context", &data.history.earlier_context),
+                ("Long-term background", &data.history.long_term_background),
             ],
         );
         let mut text = String::new();

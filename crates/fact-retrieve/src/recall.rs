@@ -1,8 +1,11 @@
 //! [`recall`]: the current facts and the episodes that answer a question, rendered as the
 //! `## Relevant Facts` and `## Related Episodes` sections of seed 004, within a token budget.
 
-use fact_model::{MAX_STATEMENT_CHARS, SessionFact, clip};
-use fact_store::{Episode, EpisodeStore, ScoredFact, SessionFactStore, StoreResult, TermQuery};
+use fact_model::{MAX_STATEMENT_CHARS, SessionFact, Timestamp, clip};
+use fact_store::{
+    EpisodeStore, MessageHit, MessageQuery, ScoredFact, SessionFactStore, StoreResult, TermQuery,
+};
+use serde::Serialize;
 
 use fact_model::TokenCounter;
 
@@ -22,30 +25,36 @@ pub const MAX_EPISODE_SUMMARY_CHARS: usize = 200;
 ///
 /// let query = RecallQuery::new("which test framework?").with_max_tokens(300);
 /// assert_eq!((query.limit, query.max_tokens), (10, 300));
+/// assert!(query.as_of.is_none());
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RecallQuery<'a> {
     /// The question or topic.
     pub text: &'a str,
-    /// The most facts, and separately the most episodes, to consider (default 10).
+    /// The most facts, and separately the most episode messages and the most episodes
+    /// found by title, to consider (default 10).
     pub limit: usize,
     /// The most tokens the rendered text may cost (default 2000, seed 002's budget).
     pub max_tokens: usize,
+    /// Recall as of this instant (valid time): the facts valid then, and the messages said
+    /// by then. `None`: what is valid now.
+    pub as_of: Option<Timestamp>,
 }
 
 impl<'a> RecallQuery<'a> {
-    /// A query with the default limit and budget.
+    /// A query with the default limit and budget, as of now.
     #[must_use]
     pub fn new(text: &'a str) -> Self {
         RecallQuery {
             text,
             limit: 10,
             max_tokens: 2000,
+            as_of: None,
         }
     }
 
-    /// Considers at most `limit` facts, and separately `limit` episodes.
+    /// Considers at most `limit` facts, and separately `limit` messages and episodes.
     #[must_use]
     pub fn with_limit(mut self, limit: usize) -> Self {
         self.limit = limit;
@@ -58,16 +67,61 @@ impl<'a> RecallQuery<'a> {
         self.max_tokens = max_tokens;
         self
     }
+
+    /// Recalls what was valid, and said, at `as_of`.
+    #[must_use]
+    pub fn with_as_of(mut self, as_of: Option<Timestamp>) -> Self {
+        self.as_of = as_of;
+        self
+    }
+
+    /// The message search of this recall, over `text` (the analyzed prefix of the
+    /// question).
+    pub(crate) fn messages<'t>(&self, text: &'t str) -> MessageQuery<'t> {
+        let query = MessageQuery::new(text, self.limit);
+        match self.as_of {
+            Some(as_of) => query.with_as_of(as_of),
+            None => query,
+        }
+    }
+
+    /// The fact search of this recall, over `text`.
+    pub(crate) fn facts<'t>(&self, text: &'t str) -> TermQuery<'t> {
+        let query = TermQuery::new(text, self.limit);
+        match self.as_of {
+            Some(as_of) => query.with_as_of(as_of),
+            None => query,
+        }
+    }
+}
+
+/// An episode a recall found: by the messages that answered (best first), or by its
+/// title and summary.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RelatedEpisode {
+    /// The episode's id (`ep_…`).
+    pub id: String,
+    /// Its title.
+    pub title: String,
+    /// When it took place: the time of its earliest message shown, else of its first
+    /// message.
+    pub at: Timestamp,
+    /// Its summary (empty when it has none).
+    pub summary: String,
+    /// The messages that answered, best first, as many as the budget allowed to render;
+    /// empty for an episode found by its title or summary alone.
+    pub messages: Vec<MessageHit>,
 }
 
 /// What [`recall`] found, and the text it rendered.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Recall {
-    /// The current facts that match, best first (relevance, then recency, then
-    /// confidence), as many as the budget allowed to render.
+    /// The facts that match, best first (relevance, then recency, then confidence), as
+    /// many as the budget allowed to render.
     pub facts: Vec<ScoredFact>,
-    /// The episodes whose title or summary match, best first, as many as fit.
-    pub episodes: Vec<Episode>,
+    /// The episodes whose messages (or else title or summary) match, best first, with
+    /// the messages that fit.
+    pub episodes: Vec<RelatedEpisode>,
     /// The `## Relevant Facts` and `## Related Episodes` sections; empty when nothing
     /// matched or nothing fits.
     pub text: String,
@@ -75,34 +129,48 @@ pub struct Recall {
     pub tokens: usize,
 }
 
-/// The current facts of `facts` and the episodes of `episodes` that answer `query`.
+/// The facts of `facts` and the episodes of `episodes` that answer `query`.
 ///
 /// The question is analyzed up to [`MAX_QUERY_BYTES`](crate::MAX_QUERY_BYTES) and
 /// [`MAX_QUERY_TERMS`](crate::MAX_QUERY_TERMS) ([`query_text`]), for the facts and the
 /// episodes alike.
 /// Facts are scored by BM25 over the store's own terms and ordered by score, then newer
-/// `valid_from`, then higher confidence; only valid (not superseded) facts are recalled.
-/// Lines are added best first while the text stays within `query.max_tokens`; a line
-/// that does not fit is left out whole, never cut.
+/// `valid_from`, then higher confidence; only facts valid now (or at `query.as_of`) are
+/// recalled. Episodes come from their messages ([`EpisodeStore::search_messages`], BM25,
+/// neighbouring messages lending each other score), grouped by episode in the order of
+/// their best message, then from their titles and summaries. Lines are added best first
+/// while the text stays within `query.max_tokens`; a line that does not fit is left out
+/// whole, never cut (message lines are clipped to [`MAX_MESSAGE_LINE_CHARS`] first).
 ///
 /// ```
-/// use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
+/// use fact_model::{Message, MessageRole, SessionFact, SourceRole, Tag, Timestamp};
 /// use fact_model::CharsPerToken;
 /// use fact_retrieve::{RecallQuery, recall};
-/// use fact_store::{InMemoryEpisodeStore, InMemorySessionFactStore, SessionFactStore};
+/// use fact_store::{Episode, EpisodeStore, InMemoryEpisodeStore, InMemorySessionFactStore, SessionFactStore};
 ///
+/// let said: Timestamp = "2026-02-15T10:00:00Z".parse()?;
 /// let store = InMemorySessionFactStore::default();
 /// let fact = SessionFact::builder("user", "prefers_test_framework", "pytest")
 ///     .tag(Tag::Preference)
 ///     .statement("User prefers pytest over unittest")
 ///     .source("ep_1", SourceRole::Extractor)
-///     .valid_from("2026-02-15T10:00:00Z".parse()?)
+///     .valid_from(said)
 ///     .build()?;
 /// store.add(vec![fact])?;
-/// let found = recall(&store, &InMemoryEpisodeStore::default(),
+/// let episodes = InMemoryEpisodeStore::default();
+/// let messages = vec![
+///     Message::new(MessageRole::User, "Which test framework should we use?").at(said),
+///     Message::new(MessageRole::Assistant, "pytest: fixtures beat setUp.").at(said),
+/// ];
+/// let episode = Episode::new("Testing", "", messages, "2026-11-26T00:00:00Z".parse()?);
+/// episodes.put_episode(&episode)?;
+/// let found = recall(&store, &episodes,
 ///     &RecallQuery::new("which test framework?"), &CharsPerToken::default())?;
-/// assert_eq!(found.text, "## Relevant Facts\n\
-///     - [preference] User prefers pytest over unittest (from 2026-02-15)");
+/// assert_eq!(found.text, format!("## Relevant Facts\n\
+///     - [preference] User prefers pytest over unittest (from 2026-02-15)\n\n## Related Episodes\n\
+///     - Testing on 2026-02-15 (entry: {})\n\
+///     \x20 > [2026-02-15] user: Which test framework should we use?\n\
+///     \x20 > [2026-02-15] assistant: pytest: fixtures beat setUp.", episode.id));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
@@ -117,16 +185,60 @@ pub fn recall(
 ) -> StoreResult<Recall> {
     // A long question is cut as a dispatch query is (see `query_text`).
     let text = query_text(facts.analyzer(), query.text);
-    let term_query = TermQuery::new(text, query.limit);
-    let mut found = facts.search(&term_query, &Bm25::default());
+    let mut found = facts.search(&query.facts(text), &Bm25::default());
     found.sort_by(|a, b| {
         b.score
             .total_cmp(&a.score)
             .then(b.fact.valid_from().cmp(&a.fact.valid_from()))
             .then(b.fact.confidence().total_cmp(&a.fact.confidence()))
     });
-    let related = episodes.search_episodes(text, query.limit)?;
+    let related = related_episodes(episodes, query, text)?;
     Ok(render(found, related, query.max_tokens, counter))
+}
+
+/// The episodes that answer `query` (over its analyzed prefix `text`): by their messages
+/// first, grouped by episode in the order of their best message, then by title and
+/// summary.
+pub(crate) fn related_episodes(
+    episodes: &dyn EpisodeStore,
+    query: &RecallQuery<'_>,
+    text: &str,
+) -> StoreResult<Vec<RelatedEpisode>> {
+    let hits = episodes.search_messages(&query.messages(text), &Bm25::default())?;
+    let mut related: Vec<RelatedEpisode> = Vec::new();
+    for hit in hits {
+        let at = hit.message.timestamp;
+        match related.iter_mut().find(|e| e.id == hit.episode_id) {
+            Some(episode) => {
+                if let Some(at) = at {
+                    episode.at = episode.at.min(at);
+                }
+                episode.messages.push(hit);
+            }
+            None => related.push(RelatedEpisode {
+                id: hit.episode_id.clone(),
+                title: hit.episode_title.clone(),
+                at: at.unwrap_or(Timestamp::UNIX_EPOCH),
+                summary: String::new(),
+                messages: vec![hit],
+            }),
+        }
+    }
+    if query.as_of.is_none() {
+        for episode in episodes.search_episodes(text, query.limit)? {
+            if related.iter().any(|e| e.id == episode.id) {
+                continue;
+            }
+            related.push(RelatedEpisode {
+                at: episode.started_at(),
+                id: episode.id,
+                title: episode.title,
+                summary: episode.summary,
+                messages: Vec::new(),
+            });
+        }
+    }
+    Ok(related)
 }
 
 /// One fact as a recall line: `- [category] statement (from YYYY-MM-DD)`; a fact without
@@ -155,17 +267,17 @@ pub fn recall_fact_line(fact: &SessionFact) -> String {
     format!("- [{category}] {} (from {})", one_line(&text), day(fact))
 }
 
-/// One episode as a recall line: `- title on YYYY-MM-DD (entry: ep_…): summary`.
+/// The longest message line of `## Related Episodes`, in characters (the text after the
+/// date and role is clipped to fit).
+pub const MAX_MESSAGE_LINE_CHARS: usize = 200;
+
+/// The head line of an episode in `## Related Episodes`:
+/// `- title on YYYY-MM-DD (entry: ep_…)`, then `: summary` when it has one.
 #[must_use]
-pub fn recall_episode_line(episode: &Episode) -> String {
-    let date = episode.created_at.to_string();
+pub fn recall_episode_line(episode: &RelatedEpisode) -> String {
     let summary = clip(&one_line(&episode.summary), MAX_EPISODE_SUMMARY_CHARS).into_owned();
     let title = one_line(&episode.title);
-    let mut line = format!(
-        "- {title} on {} (entry: {})",
-        date.get(..10).unwrap_or(&date),
-        episode.id
-    );
+    let mut line = format!("- {title} on {} (entry: {})", date(episode.at), episode.id);
     if !summary.is_empty() {
         line.push_str(": ");
         line.push_str(&summary);
@@ -173,9 +285,42 @@ pub fn recall_episode_line(episode: &Episode) -> String {
     line
 }
 
+/// A message line under its episode: `  > [YYYY-MM-DD] role: text`, at most
+/// [`MAX_MESSAGE_LINE_CHARS`] characters.
+///
+/// ```
+/// use fact_model::{Message, MessageRole};
+/// use fact_store::MessageHit;
+///
+/// let hit = MessageHit {
+///     episode_id: "ep_1".into(),
+///     episode_title: "Moving".into(),
+///     turn: 2,
+///     message: Message::new(MessageRole::User, "Berlin!\nThe flat is ours.")
+///         .at("2026-03-01T09:00:00Z".parse()?),
+///     score: 1.0,
+/// };
+/// assert_eq!(fact_retrieve::recall_message_line(&hit), "  > [2026-03-01] user: Berlin! The flat is ours.");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[must_use]
+pub fn recall_message_line(hit: &MessageHit) -> String {
+    let head = match hit.message.timestamp {
+        Some(at) => format!("  > [{}] {}: ", date(at), hit.message.role),
+        None => format!("  > {}: ", hit.message.role),
+    };
+    let room = MAX_MESSAGE_LINE_CHARS.saturating_sub(fact_model::char_len(&head));
+    format!("{head}{}", clip(&one_line(&hit.message.content), room))
+}
+
+/// `YYYY-MM-DD` of an instant.
+fn date(at: Timestamp) -> String {
+    let text = at.to_string();
+    text.get(..10).unwrap_or(&text).to_owned()
+}
+
 fn day(fact: &SessionFact) -> String {
-    let at = fact.valid_from().to_string();
-    at.get(..10).unwrap_or(&at).to_owned()
+    date(fact.valid_from())
 }
 
 /// Text on one line: runs of whitespace (newlines included) become one space.
@@ -185,50 +330,64 @@ fn one_line(text: &str) -> String {
 
 pub(crate) fn render(
     facts: Vec<ScoredFact>,
-    episodes: Vec<Episode>,
+    episodes: Vec<RelatedEpisode>,
     max_tokens: usize,
     counter: &dyn TokenCounter,
 ) -> Recall {
     let mut text = String::new();
     let mut kept_facts = Vec::new();
-    let mut kept_episodes = Vec::new();
-    let fits = |candidate: &str| counter.count(candidate) <= max_tokens;
-    // Appends `line` under `header` (written before the first line) when it fits.
-    let push = |text: &mut String, header: &str, first: bool, line: &str| -> bool {
-        let mut candidate = text.clone();
-        if first {
+    let mut kept_episodes: Vec<RelatedEpisode> = Vec::new();
+    // `text` with `lines` appended, the first under `header` when it opens the section.
+    let extended = |text: &str, header: Option<&str>, lines: &[&str]| -> String {
+        let mut candidate = text.to_owned();
+        if let Some(header) = header {
             if !candidate.is_empty() {
                 candidate.push_str("\n\n");
             }
             candidate.push_str(header);
         }
-        candidate.push('\n');
-        candidate.push_str(line);
-        let ok = fits(&candidate);
-        if ok {
-            *text = candidate;
+        for line in lines {
+            candidate.push('\n');
+            candidate.push_str(line);
         }
-        ok
+        candidate
     };
+    let fits = |candidate: &str| counter.count(candidate) <= max_tokens;
     for fact in facts {
-        if push(
-            &mut text,
-            RELEVANT_FACTS_HEADER,
-            kept_facts.is_empty(),
-            &recall_fact_line(&fact.fact),
-        ) {
+        let header = kept_facts.is_empty().then_some(RELEVANT_FACTS_HEADER);
+        let candidate = extended(&text, header, &[&recall_fact_line(&fact.fact)]);
+        if fits(&candidate) {
+            text = candidate;
             kept_facts.push(fact);
         }
     }
-    for episode in episodes {
-        if push(
-            &mut text,
-            RELATED_EPISODES_HEADER,
-            kept_episodes.is_empty(),
-            &recall_episode_line(&episode),
-        ) {
-            kept_episodes.push(episode);
+    for mut episode in episodes {
+        let hits = std::mem::take(&mut episode.messages);
+        let lines: Vec<String> = hits.iter().map(recall_message_line).collect();
+        let header = kept_episodes.is_empty().then_some(RELATED_EPISODES_HEADER);
+        // The episode's line goes in with its first message line, or alone when it was
+        // found by title.
+        let head = recall_episode_line(&episode);
+        let opening: Vec<&str> = std::iter::once(head.as_str())
+            .chain(lines.first().map(String::as_str))
+            .collect();
+        let candidate = extended(&text, header, &opening);
+        if !fits(&candidate) {
+            continue;
         }
+        text = candidate;
+        for (at, (line, hit)) in lines.iter().zip(hits).enumerate() {
+            if at == 0 {
+                episode.messages.push(hit);
+                continue;
+            }
+            let candidate = extended(&text, None, &[line]);
+            if fits(&candidate) {
+                text = candidate;
+                episode.messages.push(hit);
+            }
+        }
+        kept_episodes.push(episode);
     }
     let tokens = counter.count(&text);
     Recall {
