@@ -4,20 +4,7 @@
 //! turns change a fact twice, is more than one batch: its parts must not be seen (or
 //! lost) one without the other. A transaction is a list of [`Step`]s applied in order,
 //! on a durable store in one database transaction; the automatic compaction of the store
-//! runs once, after the last step.
-//!
-//! # Ordered batches
-//!
-//! Each [`Step::Add`] is one batch, with the rule of
-//! [`add`](crate::SessionFactStore::add): a fact of a later batch supersedes the valid
-//! fact of its `(subject, relation)` that an earlier batch stored, *within one
-//! transaction as across transactions*, while the facts of one batch never invalidate
-//! each other. So the facts a conversation yields, grouped by the turn that said them and
-//! added as one batch per turn in turn order, supersede in turn order ("lives in Paris" at
-//! turn 2, "moved to Berlin" at turn 7: Berlin is current, Paris ended at turn 7's time),
-//! and the facts of one turn stay together. A batch dated before the current truth of its
-//! key still arrives superseded, so an old conversation archived late never overturns
-//! what a newer one said.
+//! runs once, after the last step. [`Transaction`] says how its batches supersede.
 
 use fact_model::{FactId, FactSelector, SessionFact, Timestamp};
 use serde::Serialize;
@@ -55,7 +42,22 @@ pub enum Step {
     Delete(FactId),
 }
 
-/// Steps that commit together; see the [module documentation](self).
+/// Steps that commit together: a list of [`Step`]s applied in order, on a durable store in
+/// one database transaction, with the store's automatic compaction once, after the last
+/// step.
+///
+/// # Ordered batches
+///
+/// Each [`Step::Add`] is one batch, with the rule of
+/// [`add`](crate::SessionFactStore::add): a fact of a later batch supersedes the valid
+/// fact of its `(subject, relation)` that an earlier batch stored, *within one
+/// transaction as across transactions*, while the facts of one batch never invalidate
+/// each other. So the facts a conversation yields, grouped by the turn that said them and
+/// added as one batch per turn in turn order, supersede in turn order ("lives in Paris" at
+/// turn 2, "moved to Berlin" at turn 7: Berlin is current, Paris ended at turn 7's time),
+/// and the facts of one turn stay together. A batch dated before the current truth of its
+/// key still arrives superseded, so an old conversation archived late never overturns
+/// what a newer one said.
 ///
 /// ```
 /// use fact_model::{FactSelector, SessionFact, SourceRole, Tag, Timestamp};
@@ -88,6 +90,8 @@ impl Transaction {
     }
 
     /// Appends [`Step::Add`] of `batch`.
+    // A builder step named after the store's `add`, not an arithmetic `Add`.
+    #[allow(clippy::should_implement_trait)]
     #[must_use]
     pub fn add(mut self, batch: Vec<SessionFact>) -> Self {
         self.steps.push(Step::Add(batch));

@@ -208,6 +208,8 @@ pub(crate) fn offer(
 /// The episodes of a search, best first, at most `limit`: `(score, n, episode)` with the
 /// score the number of distinct query terms the episode holds and `n` its storage order;
 /// ranked as the in-memory store ranks them (score, then newer, then stored earlier).
+// SQLite ranks with `crate::messages::rank_episodes`; PostgreSQL still uses this one.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
 pub(crate) fn rank_episodes(
     mut scored: Vec<(usize, i64, crate::Episode)>,
     limit: usize,

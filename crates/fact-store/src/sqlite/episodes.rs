@@ -1,54 +1,159 @@
-//! The [`EpisodeStore`] of a [`SqliteFactStore`]: the `episodes` table of its scope.
+//! The [`EpisodeStore`] of a [`SqliteFactStore`]: the `episodes` table of its scope and
+//! the messages of each episode (`messages.rs`).
 //!
-//! Transcripts are stored as plain text and tags as a JSON array. `episode_fts` indexes
+//! An episode is a row of `episodes` (title, summary, tags as a JSON array, times) and
+//! its messages, kept once, as rows of `messages` ordered by turn. `episode_fts` indexes
 //! the analyzer's terms of each episode's title and summary (the default analyzer, as
 //! [`InMemoryEpisodeStore`](crate::InMemoryEpisodeStore) uses); `search_episodes` lets
-//! FTS5 find the episodes holding any query term and ranks them as the in-memory store
-//! does: more distinct query terms first, then newer, then the earlier stored.
+//! FTS5 find the episodes holding any query term and ranks them with the shared
+//! [`rank_episodes`]. Every write goes through the rows of one `BEGIN IMMEDIATE`
+//! transaction ([`MemoryRows`](crate::sql::long_term::MemoryRows)), as a long-term
+//! commit's episode writes do.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use fact_model::Timestamp;
-use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::SqliteFactStore;
+use super::messages::{index_messages, read_messages, search, unindex_messages};
+use crate::messages::rank_episodes;
 use crate::sql::codec::time_from_sql;
 use crate::sql::error::{DbError, DbResult};
-use crate::sql::search::rank_episodes;
-use crate::{Episode, EpisodeStore, StoreError, StoreResult};
+use crate::sql::long_term::MemoryRows;
+use crate::{
+    Analyzer, Episode, EpisodeStore, MessageHit, MessageQuery, StoreError, StoreResult,
+    TermWeighting,
+};
 
 /// The episode columns every episode query selects, in the order [`read_episode`] reads.
-const EPISODE_COLUMNS: &str = "id, title, summary, transcript, tags, created_at, extracted_at";
+const EPISODE_COLUMNS: &str = "n, id, title, summary, tags, created_at, extracted_at";
 
-fn read_episode(row: &Row<'_>, at: usize) -> DbResult<Episode> {
+/// The row number and the episode in columns `at..`, without its messages.
+fn read_episode(row: &Row<'_>, at: usize) -> DbResult<(i64, Episode)> {
     let tags: String = row.get(at + 4)?;
     let tags: Vec<String> = serde_json::from_str(&tags)
         .map_err(|e| DbError::Corrupt(format!("stored episode tags: {e}")))?;
     let extracted_at: Option<i64> = row.get(at + 6)?;
-    Ok(Episode {
-        id: row.get(at)?,
-        title: row.get(at + 1)?,
-        summary: row.get(at + 2)?,
-        transcript: row.get(at + 3)?,
+    let episode = Episode {
+        id: row.get(at + 1)?,
+        title: row.get(at + 2)?,
+        summary: row.get(at + 3)?,
+        messages: Vec::new(),
         tags,
         created_at: time_from_sql(row.get(at + 5)?)?,
         extracted_at: extracted_at.map(time_from_sql).transpose()?,
-    })
+    };
+    Ok((row.get(at)?, episode))
 }
 
+/// The episodes a query of [`EPISODE_COLUMNS`] selects (with `?1` the scope), with their
+/// messages.
 fn query_episodes(conn: &Connection, sql: &str, scope: i64) -> DbResult<Vec<Episode>> {
     let mut stmt = conn.prepare_cached(sql)?;
     let mut rows = stmt.query([scope])?;
-    let mut episodes = Vec::new();
+    let mut found = Vec::new();
     while let Some(row) = rows.next()? {
-        episodes.push(read_episode(row, 0)?);
+        found.push(read_episode(row, 0)?);
     }
-    Ok(episodes)
+    drop(rows);
+    found
+        .into_iter()
+        .map(|(n, mut episode)| {
+            episode.messages = read_messages(conn, scope, n)?;
+            Ok(episode)
+        })
+        .collect()
 }
 
 /// An FTS5 string literal.
 fn quoted(term: &str) -> String {
     format!("\"{}\"", term.replace('"', "\"\""))
+}
+
+/// The title and summary terms `episode_fts` indexes.
+fn title_document(episode: &Episode, analyzer: &Analyzer) -> String {
+    let text = format!("{} {}", episode.title, episode.summary);
+    analyzer.analyze(&text).join(" ")
+}
+
+/// Stores `episode` in `scope`, replacing the one with its id (which keeps its row number:
+/// its old messages leave the index, the new ones enter it).
+pub(super) fn put_episode(
+    conn: &Connection,
+    scope: i64,
+    episode: &Episode,
+    analyzer: &Analyzer,
+) -> DbResult<()> {
+    let tags = serde_json::to_string(&episode.tags).map_err(|e| {
+        DbError::Store(StoreError::Backend {
+            message: format!("episode tags: {e}"),
+        })
+    })?;
+    let existing: Option<i64> = conn
+        .prepare_cached("SELECT n FROM episodes WHERE scope = ?1 AND id = ?2")?
+        .query_row(params![scope, episode.id], |row| row.get(0))
+        .optional()?;
+    let created_at = episode.created_at.unix_micros();
+    let extracted_at = episode.extracted_at.map(Timestamp::unix_micros);
+    let n = match existing {
+        Some(n) => {
+            unindex_messages(conn, scope, n)?;
+            conn.prepare_cached(
+                "UPDATE episodes SET title = ?3, summary = ?4, tags = ?5, created_at = ?6, \
+                 extracted_at = ?7 WHERE scope = ?1 AND n = ?2",
+            )?
+            .execute(params![
+                scope,
+                n,
+                episode.title,
+                episode.summary,
+                tags,
+                created_at,
+                extracted_at,
+            ])?;
+            conn.prepare_cached("DELETE FROM episode_fts WHERE rowid = ?1")?
+                .execute([n])?;
+            n
+        }
+        None => {
+            conn.prepare_cached(
+                "INSERT INTO episodes (scope, id, title, summary, tags, created_at, \
+                 extracted_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?
+            .execute(params![
+                scope,
+                episode.id,
+                episode.title,
+                episode.summary,
+                tags,
+                created_at,
+                extracted_at,
+            ])?;
+            conn.last_insert_rowid()
+        }
+    };
+    conn.prepare_cached("INSERT INTO episode_fts (rowid, terms) VALUES (?1, ?2)")?
+        .execute(params![n, title_document(episode, analyzer)])?;
+    index_messages(conn, scope, n, &episode.messages, analyzer)
+}
+
+/// Deletes the episode `id` of `scope` with its messages, from both indexes; whether
+/// there was one.
+pub(super) fn delete_episode(conn: &Connection, scope: i64, id: &str) -> DbResult<bool> {
+    let existing: Option<i64> = conn
+        .prepare_cached("SELECT n FROM episodes WHERE scope = ?1 AND id = ?2")?
+        .query_row(params![scope, id], |row| row.get(0))
+        .optional()?;
+    let Some(n) = existing else {
+        return Ok(false);
+    };
+    unindex_messages(conn, scope, n)?;
+    conn.prepare_cached("DELETE FROM episode_fts WHERE rowid = ?1")?
+        .execute([n])?;
+    conn.prepare_cached("DELETE FROM episodes WHERE scope = ?1 AND n = ?2")?
+        .execute(params![scope, n])?;
+    Ok(true)
 }
 
 impl SqliteFactStore {
@@ -61,82 +166,44 @@ impl SqliteFactStore {
 
 impl EpisodeStore for SqliteFactStore {
     fn put_episode(&self, episode: &Episode) -> StoreResult<()> {
-        let text = format!("{} {}", episode.title, episode.summary);
-        let document = self.episode_analyzer.analyze(&text).join(" ");
-        let tags = serde_json::to_string(&episode.tags).map_err(|e| StoreError::Backend {
-            message: format!("episode tags: {e}"),
-        })?;
-        self.with_conn(|conn, scope| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let existing: Option<i64> = tx
-                .prepare_cached("SELECT n FROM episodes WHERE scope = ?1 AND id = ?2")?
-                .query_row(params![scope, episode.id], |row| row.get(0))
-                .optional()?;
-            let created_at = episode.created_at.unix_micros();
-            let extracted_at = episode.extracted_at.map(Timestamp::unix_micros);
-            let n = match existing {
-                Some(n) => {
-                    tx.prepare_cached(
-                        "UPDATE episodes SET title = ?2, summary = ?3, transcript = ?4, tags = ?5, \
-                         created_at = ?6, extracted_at = ?7 WHERE n = ?1",
-                    )?
-                    .execute(params![
-                        n,
-                        episode.title,
-                        episode.summary,
-                        episode.transcript,
-                        tags,
-                        created_at,
-                        extracted_at,
-                    ])?;
-                    tx.prepare_cached("DELETE FROM episode_fts WHERE rowid = ?1")?
-                        .execute([n])?;
-                    n
-                }
-                None => {
-                    tx.prepare_cached(
-                        "INSERT INTO episodes (scope, id, title, summary, transcript, tags, \
-                         created_at, extracted_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                    )?
-                    .execute(params![
-                        scope,
-                        episode.id,
-                        episode.title,
-                        episode.summary,
-                        episode.transcript,
-                        tags,
-                        created_at,
-                        extracted_at,
-                    ])?;
-                    tx.last_insert_rowid()
-                }
-            };
-            tx.prepare_cached("INSERT INTO episode_fts (rowid, terms) VALUES (?1, ?2)")?
-                .execute(params![n, document])?;
-            tx.commit()?;
-            Ok(())
+        self.write(|writer| {
+            writer
+                .rows_mut()
+                .put_episode(episode, &self.episode_analyzer)
         })
     }
 
     fn episode(&self, id: &str) -> StoreResult<Option<Episode>> {
         self.with_conn(|conn, scope| {
+            let tx = conn.transaction()?;
             let sql =
                 format!("SELECT {EPISODE_COLUMNS} FROM episodes WHERE scope = ?1 AND id = ?2");
-            let mut stmt = conn.prepare_cached(&sql)?;
-            let mut rows = stmt.query(params![scope, id])?;
-            match rows.next()? {
-                Some(row) => Ok(Some(read_episode(row, 0)?)),
-                None => Ok(None),
-            }
+            let found = tx
+                .prepare_cached(&sql)?
+                .query_row(params![scope, id], |row| Ok(read_episode(row, 0)))
+                .optional()?
+                .transpose()?;
+            let episode = match found {
+                Some((n, mut episode)) => {
+                    episode.messages = read_messages(&tx, scope, n)?;
+                    Some(episode)
+                }
+                None => None,
+            };
+            tx.commit()?;
+            Ok(episode)
         })
     }
 
     fn episodes(&self) -> StoreResult<Vec<Episode>> {
         self.with_conn(|conn, scope| {
+            let tx = conn.transaction()?;
             let sql = format!(
                 "SELECT {EPISODE_COLUMNS} FROM episodes WHERE scope = ?1 ORDER BY created_at, n"
             );
-            query_episodes(conn, &sql, scope)
+            let episodes = query_episodes(&tx, &sql, scope)?;
+            tx.commit()?;
+            Ok(episodes)
         })
     }
 
@@ -153,9 +220,10 @@ impl EpisodeStore for SqliteFactStore {
             .map(|term| quoted(term))
             .collect::<Vec<_>>()
             .join(" OR ");
-        let candidates = self.with_conn(|conn, scope| {
+        self.with_conn(|conn, scope| {
+            let tx = conn.transaction()?;
             let sql = format!(
-                "SELECT e.n, {} FROM episode_fts CROSS JOIN episodes AS e \
+                "SELECT {} FROM episode_fts CROSS JOIN episodes AS e \
                  ON e.n = episode_fts.rowid WHERE episode_fts MATCH ?1 AND e.scope = ?2",
                 EPISODE_COLUMNS
                     .split(", ")
@@ -163,25 +231,43 @@ impl EpisodeStore for SqliteFactStore {
                     .collect::<Vec<_>>()
                     .join(", ")
             );
-            let mut stmt = conn.prepare_cached(&sql)?;
-            let mut rows = stmt.query(params![expression, scope])?;
-            let mut candidates = Vec::new();
-            while let Some(row) = rows.next()? {
-                let n: i64 = row.get(0)?;
-                candidates.push((n, read_episode(row, 1)?));
+            let mut scored = Vec::new();
+            let mut numbers: HashMap<String, i64> = HashMap::new();
+            {
+                let mut stmt = tx.prepare_cached(&sql)?;
+                let mut rows = stmt.query(params![expression, scope])?;
+                while let Some(row) = rows.next()? {
+                    let (n, episode) = read_episode(row, 0)?;
+                    // FTS5 folds diacritics; the count uses the analyzer's own terms, as
+                    // in memory.
+                    let held = self.episode_terms(&episode);
+                    let score = terms.iter().filter(|term| held.contains(**term)).count();
+                    numbers.insert(episode.id.clone(), n);
+                    scored.push((score, u64::try_from(n).unwrap_or(0), episode));
+                }
             }
-            Ok(candidates)
-        })?;
-        // FTS5 folds diacritics; the count uses the analyzer's own terms, as in memory.
-        let scored = candidates
-            .into_iter()
-            .map(|(n, episode)| {
-                let held = self.episode_terms(&episode);
-                let score = terms.iter().filter(|term| held.contains(**term)).count();
-                (score, n, episode)
-            })
-            .collect();
-        Ok(rank_episodes(scored, limit))
+            // Only the winners' messages are read.
+            let mut ranked = rank_episodes(scored, limit);
+            for episode in &mut ranked {
+                if let Some(n) = numbers.get(&episode.id) {
+                    episode.messages = read_messages(&tx, scope, *n)?;
+                }
+            }
+            tx.commit()?;
+            Ok(ranked)
+        })
+    }
+
+    fn search_messages(
+        &self,
+        query: &MessageQuery<'_>,
+        weighting: &dyn TermWeighting,
+    ) -> StoreResult<Vec<MessageHit>> {
+        self.with_conn(|conn, scope| search(conn, scope, &self.episode_analyzer, query, weighting))
+    }
+
+    fn delete_episode(&self, id: &str) -> StoreResult<bool> {
+        self.write(|writer| writer.rows_mut().delete_episode(id))
     }
 
     fn mark_extracted(&self, id: &str, at: Timestamp) -> StoreResult<()> {
@@ -200,11 +286,14 @@ impl EpisodeStore for SqliteFactStore {
 
     fn pending_extraction(&self) -> StoreResult<Vec<Episode>> {
         self.with_conn(|conn, scope| {
+            let tx = conn.transaction()?;
             let sql = format!(
                 "SELECT {EPISODE_COLUMNS} FROM episodes WHERE scope = ?1 AND extracted_at IS NULL \
                  ORDER BY created_at, n"
             );
-            query_episodes(conn, &sql, scope)
+            let episodes = query_episodes(&tx, &sql, scope)?;
+            tx.commit()?;
+            Ok(episodes)
         })
     }
 }

@@ -5,13 +5,18 @@
 //! - `rows.rs`: the rows of one write transaction, for the temporal rules every SQL store
 //!   shares ([`crate::sql::rules`]).
 //! - `search.rs`: term search over the database's index, with the shared in-process cache.
-//! - `episodes.rs`: the [`EpisodeStore`](crate::EpisodeStore) implementation.
+//! - `episodes.rs`: the [`EpisodeStore`](crate::EpisodeStore) implementation, and
+//!   `messages.rs`: the episodes' messages, their index and message search.
+//! - `long_term.rs`: the [`LongTermStore`](crate::LongTermStore) implementation (aliases,
+//!   the profile, commits).
 //! - `vectors.rs`: the [`FactVectors`] implementation (embeddings as BLOBs).
 //! - `codec.rs` and `error.rs`: rows → facts, SQLite errors → [`StoreError`].
 
 mod codec;
 mod episodes;
 mod error;
+mod long_term;
+mod messages;
 mod rows;
 mod schema;
 mod search;
@@ -115,8 +120,8 @@ impl SqliteOptions {
     }
 }
 
-/// A durable [`SessionFactStore`] and [`EpisodeStore`](crate::EpisodeStore) over one scope
-/// of a SQLite database file.
+/// A durable [`SessionFactStore`], [`EpisodeStore`](crate::EpisodeStore) and
+/// [`LongTermStore`](crate::LongTermStore) over one scope of a SQLite database file.
 ///
 /// One file holds many scopes (`spec:todo-api`, `user:alice`); a store sees only its own:
 /// every table has a `scope` column, first in every index, and no query crosses scopes.
@@ -134,7 +139,8 @@ impl SqliteOptions {
 /// # Transactions and errors
 ///
 /// Each write (`add` with its automatic compaction, `invalidate_matching`, `compact`,
-/// `update`, `delete`, `import`, an episode write) is one `BEGIN IMMEDIATE` transaction: it
+/// `update`, `delete`, `import`, `apply`, an episode write, a long-term
+/// [`commit`](crate::LongTermStore::commit)) is one `BEGIN IMMEDIATE` transaction: it
 /// commits whole, or fails with a [`StoreError`] and leaves the store as it was. SQLite's
 /// errors map to [`StoreError::Busy`] (locked past the timeout), [`StoreError::Corrupt`]
 /// (damaged, or not a database), [`StoreError::Io`] (disk full, I/O, read-only, cannot
@@ -142,8 +148,9 @@ impl SqliteOptions {
 ///
 /// The read methods of [`SessionFactStore`] cannot fail by signature: when the database
 /// cannot be read, they log the error with `tracing::error!` and answer as an empty store
-/// would (no facts, `None`, zero, an empty snapshot). Writes and episode reads return the
-/// error.
+/// would (no facts, `None`, zero, an empty snapshot). Writes, episode and message reads,
+/// and the reads of [`LongTermStore`](crate::LongTermStore) (aliases, profile, facts by
+/// source) return the error.
 ///
 /// # Opening
 ///
@@ -164,6 +171,17 @@ impl SqliteOptions {
 /// the store's own writes update the cache as they commit, and a write by another
 /// connection makes the next search reload it. Without the cache, FTS5 finds the
 /// candidates and their stored term documents are scored (slower for common terms).
+///
+/// # Episodes and long-term memory
+///
+/// An episode is kept once, as its messages (rows ordered by turn, each with its time),
+/// and every message is indexed as FTS5 over its term document with the scope's message
+/// statistics beside it: [`search_messages`](crate::EpisodeStore::search_messages) lets
+/// FTS5 find the messages holding a query term and ranks them with the code every store
+/// shares, so it answers exactly as
+/// [`InMemoryEpisodeStore`](crate::InMemoryEpisodeStore) does. Entity aliases and the
+/// versions of the user's profile are tables of the scope too, written with the facts and
+/// episodes of a [`MemoryWrite`](crate::MemoryWrite) in one transaction.
 ///
 /// # Embeddings
 ///

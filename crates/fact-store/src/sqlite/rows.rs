@@ -22,8 +22,8 @@ use crate::sql::rules::{Document, KeyVersion, Link, Rows, ScopeState};
 
 /// A version, its batch and its term document, by seq (within the scope).
 const SELECT_FACT: &str = "SELECT subject, relation, object, tags, valid_from, valid_to, \
-     source_task_id, source_role, confidence, statement, superseded_by, batch, doc_len, terms \
-     FROM facts WHERE seq = ?1 AND scope = ?2";
+     source_task_id, source_role, confidence, statement, superseded_by, recorded_at, batch, \
+     doc_len, terms FROM facts WHERE seq = ?1 AND scope = ?2";
 
 /// A change of the full-text index, applied when the transaction commits.
 #[derive(Debug)]
@@ -51,6 +51,16 @@ impl<'a> SqliteRows<'a> {
             scope,
             fts: BTreeMap::new(),
         }
+    }
+
+    /// The open transaction, for the rows of long-term memory (`long_term.rs`).
+    pub(super) fn conn(&self) -> &rusqlite::Connection {
+        &self.tx
+    }
+
+    /// The scope written.
+    pub(super) fn scope(&self) -> i64 {
+        self.scope
     }
 
     fn seqs(&self, sql: &str, params: impl rusqlite::Params) -> DbResult<Vec<i64>> {
@@ -280,9 +290,9 @@ impl Rows for SqliteRows<'_> {
             .prepare_cached(
                 "INSERT INTO facts (scope, id, subject, relation, object, tags, valid_from, \
                  valid_to, source_task_id, source_role, confidence, statement, folded, \
-                 superseded_by, batch, key_order, doc_len, terms) \
+                 superseded_by, batch, key_order, doc_len, terms, recorded_at) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, \
-                 ?17, ?18)",
+                 ?17, ?18, ?19)",
             )?
             .execute(params![
                 self.scope,
@@ -303,6 +313,7 @@ impl Rows for SqliteRows<'_> {
                 link.map(|l| l.key_order),
                 link.map(|l| l.doc_len),
                 link.map(|l| l.document.as_str()),
+                fact.recorded_at().map(Timestamp::unix_micros),
             ])?;
         Ok(self.tx.last_insert_rowid())
     }

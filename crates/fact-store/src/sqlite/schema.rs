@@ -44,19 +44,45 @@
 //!   every row written: a replacement deletes the old row and inserts a new one, so an
 //!   in-process index loads only the rows after the newest it holds
 //!   (`embeddings_seq`). Deleting the last version of a fact deletes its rows.
+//!
+//! # Version 3
+//!
+//! - `facts.recorded_at`: when a store recorded the version (microseconds, `NULL` for
+//!   versions stored before), and `facts_source` (`scope, source_task_id`: the facts
+//!   extracted from an episode).
+//! - Episodes are kept once, as their messages: `messages` holds each message of each
+//!   episode (`episode` is the episode's row number `n`, `turn` its position, `role`,
+//!   `content`, `at` when it was said or `NULL`), with its term document (`doc_len`, and
+//!   `terms`: the episode analyzer's terms as message-term ids, `t5 t9 t5`); `(scope,
+//!   episode, turn)` is unique. `message_terms` holds each scope's message terms with
+//!   their ids and document frequency over the scope's messages (ids unique across
+//!   scopes, as in `terms`), `message_fts` is FTS5 over the term documents
+//!   (contentless, `rowid` = the message's row), and `scopes` gains `message_count` and
+//!   `message_len` (the scope's messages and their total length in terms): the
+//!   statistics of message search. The migration moves each episode's `transcript`
+//!   (JSON Lines of `{"role", "content"}` with an optional `timestamp`, `time` or
+//!   `created_at`) into `messages`, skipping with a warning the lines it cannot read,
+//!   and drops the `transcript` column.
+//! - `aliases`: each scope's entity aliases (`alias` → `entity`, set `at`), `seq` the
+//!   order they were first set (`aliases_order`); `(scope, alias)` is the key.
+//! - `profile`: every version of every profile field (`field`, `text`, `at`), `seq` the
+//!   order they were written (`profile_scope`).
 
+use fact_model::Message;
 use rusqlite::{Connection, TransactionBehavior};
 
+use super::messages::index_messages;
 use crate::sql::error::{DbError, DbResult};
+use crate::{Analyzer, AnalyzerConfig};
 
 /// `PRAGMA application_id` of a fact store database: "FMEM".
 pub(super) const APPLICATION_ID: i64 = 0x464D_454D;
 
 /// One migration: takes the database from version `n` to `n + 1`, inside a transaction.
-type Migration = fn(&Connection) -> rusqlite::Result<()>;
+type Migration = fn(&Connection) -> DbResult<()>;
 
 /// The migrations, by the version they start from.
-const MIGRATIONS: &[Migration] = &[to_version_1, to_version_2];
+pub(super) const MIGRATIONS: &[Migration] = &[to_version_1, to_version_2, to_version_3];
 
 /// The newest schema version this build knows.
 pub(super) const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
@@ -120,7 +146,7 @@ pub(super) fn migrate(conn: &mut Connection) -> DbResult<u32> {
     }
 }
 
-fn to_version_1(conn: &Connection) -> rusqlite::Result<()> {
+pub(super) fn to_version_1(conn: &Connection) -> DbResult<()> {
     conn.pragma_update(None, "application_id", APPLICATION_ID)?;
     conn.execute_batch(
         "CREATE TABLE scopes (
@@ -187,10 +213,11 @@ fn to_version_1(conn: &Connection) -> rusqlite::Result<()> {
         CREATE VIRTUAL TABLE episode_fts USING fts5(
             terms, content='', contentless_delete=1, tokenize=\"unicode61 tokenchars ':'\"
         );",
-    )
+    )?;
+    Ok(())
 }
 
-fn to_version_2(conn: &Connection) -> rusqlite::Result<()> {
+pub(super) fn to_version_2(conn: &Connection) -> DbResult<()> {
     conn.execute_batch(
         "CREATE TABLE embeddings (
             seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -202,5 +229,108 @@ fn to_version_2(conn: &Connection) -> rusqlite::Result<()> {
             UNIQUE (scope, fact, model)
         );
         CREATE INDEX embeddings_seq ON embeddings(scope, model, seq);",
-    )
+    )?;
+    Ok(())
+}
+
+fn to_version_3(conn: &Connection) -> DbResult<()> {
+    conn.execute_batch(
+        "ALTER TABLE facts ADD COLUMN recorded_at INTEGER;
+        CREATE INDEX facts_source ON facts(scope, source_task_id);
+        ALTER TABLE scopes ADD COLUMN message_count INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE scopes ADD COLUMN message_len INTEGER NOT NULL DEFAULT 0;
+        CREATE TABLE message_terms (
+            id INTEGER PRIMARY KEY,
+            scope INTEGER NOT NULL REFERENCES scopes(id),
+            term TEXT NOT NULL,
+            df INTEGER NOT NULL DEFAULT 0,
+            UNIQUE (scope, term)
+        );
+        CREATE TABLE messages (
+            id INTEGER PRIMARY KEY,
+            scope INTEGER NOT NULL REFERENCES scopes(id),
+            episode INTEGER NOT NULL,
+            turn INTEGER NOT NULL,
+            role TEXT NOT NULL,
+            content TEXT NOT NULL,
+            at INTEGER,
+            doc_len INTEGER NOT NULL,
+            terms TEXT NOT NULL,
+            UNIQUE (scope, episode, turn)
+        );
+        CREATE VIRTUAL TABLE message_fts USING fts5(
+            terms, content='', contentless_delete=1, detail=none, tokenize='ascii'
+        );
+        CREATE TABLE aliases (
+            scope INTEGER NOT NULL REFERENCES scopes(id),
+            alias TEXT NOT NULL,
+            entity TEXT NOT NULL,
+            at INTEGER NOT NULL,
+            seq INTEGER NOT NULL,
+            PRIMARY KEY (scope, alias)
+        ) WITHOUT ROWID;
+        CREATE INDEX aliases_order ON aliases(scope, seq);
+        CREATE TABLE profile (
+            seq INTEGER PRIMARY KEY,
+            scope INTEGER NOT NULL REFERENCES scopes(id),
+            field TEXT NOT NULL,
+            text TEXT NOT NULL,
+            at INTEGER NOT NULL
+        );
+        CREATE INDEX profile_scope ON profile(scope, seq);",
+    )?;
+    // Episodes are analyzed with the default configuration, whatever the scope's facts use.
+    let analyzer = Analyzer::new(AnalyzerConfig::default());
+    let episodes: Vec<(i64, i64, String, String)> = conn
+        .prepare("SELECT scope, n, id, transcript FROM episodes ORDER BY scope, n")?
+        .query_map([], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    for (scope, n, id, transcript) in episodes {
+        let messages = parse_transcript(&id, &transcript);
+        index_messages(conn, scope, n, &messages, &analyzer)?;
+    }
+    conn.execute_batch("ALTER TABLE episodes DROP COLUMN transcript;")?;
+    Ok(())
+}
+
+/// The messages of a version-2 transcript (JSON Lines), skipping blank lines and, with a
+/// warning, the lines that are not a message.
+fn parse_transcript(episode: &str, transcript: &str) -> Vec<Message> {
+    let mut messages = Vec::new();
+    for (number, line) in transcript.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Message>(line) {
+            Ok(message) => messages.push(message),
+            Err(error) => tracing::warn!(
+                episode,
+                line = number + 1,
+                %error,
+                "migrating to schema version 3: a transcript line that is not a message is \
+                 skipped"
+            ),
+        }
+    }
+    messages
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::indexing_slicing)]
+
+    use super::parse_transcript;
+
+    #[test]
+    fn transcript_lines_that_are_not_messages_are_skipped() {
+        let transcript = "{\"role\":\"user\",\"content\":\"hi\",\"time\":\"2026-03-01T09:00:00Z\"}\n\
+             user: not json\n\n{\"role\":\"robot\",\"content\":\"x\"}\n\
+             {\"role\":\"assistant\",\"content\":\"hello\"}";
+        let messages = parse_transcript("ep_1", transcript);
+        assert_eq!(messages.len(), 2);
+        assert!(messages[0].timestamp.is_some());
+        assert_eq!(messages[1].content, "hello");
+    }
 }

@@ -1,10 +1,14 @@
 //! Tests every durable store passes (SQLite, PostgreSQL), written once over the traits and
 //! called by each backend's `only` module with stores it opened: episodes, several stores
-//! writing one scope at once, a store's search cache following another's writes, and
-//! embeddings (durable, followed by other store objects, kept apart by scope).
+//! writing one scope at once, a store's search cache following another's writes, another
+//! store seeing long-term memory's writes, and embeddings (durable, followed by other
+//! store objects, kept apart by scope).
 
-use fact_model::{FactId, ManualClock};
-use fact_store::{Episode, EpisodeStore, SessionFactStore, StoreConfig, StoreError, TermQuery};
+use fact_model::{FactId, ManualClock, Message, MessageRole, ProfileField};
+use fact_store::{
+    AliasChange, Episode, EpisodeStore, LongTermStore, MemoryWrite, MessageQuery, ProfileEntry,
+    SessionFactStore, StoreConfig, StoreError, TermQuery, TermWeighting,
+};
 
 use crate::{fact, t};
 
@@ -21,6 +25,11 @@ pub(crate) fn roomy() -> StoreConfig {
         .with_history_limit(10_000)
 }
 
+/// A conversation of one message by the user, without a time.
+pub(crate) fn says(content: &str) -> Vec<Message> {
+    vec![Message::new(MessageRole::User, content)]
+}
+
 /// Episodes are stored, listed, searched, marked and replaced; `store` is empty.
 pub(crate) fn episodes_are_stored_searched_and_marked<S>(store: &S)
 where
@@ -29,20 +38,20 @@ where
     let mut testing = Episode::new(
         "Testing",
         "The user chose pytest over unittest.",
-        "user: pytest",
+        says("pytest"),
         t(10),
     );
     testing.tags = vec!["python".into(), "tests".into()];
     let databases = Episode::new(
         "Databases",
         "SQLite with FTS5 for memory.",
-        "user: sqlite",
+        says("sqlite"),
         t(20),
     );
     let both = Episode::new(
         "Tests and databases",
         "pytest fixtures for SQLite.",
-        "...",
+        Vec::new(),
         t(5),
     );
     for episode in [&testing, &databases, &both] {
@@ -202,6 +211,90 @@ pub(crate) fn a_search_cache_follows_writes_of_another_store(
     for text in ["parser", "lexer tokenizer", "task modified reviewed src"] {
         assert_eq!(search(reader, text), search(&reference, text), "{text}");
     }
+}
+
+/// Keyword overlap for messages: each distinct query term a message holds counts 1.
+#[derive(Debug)]
+struct Count;
+
+impl TermWeighting for Count {
+    fn term_weight(&self, _: usize, _: usize, _: usize) -> f64 {
+        1.0
+    }
+    fn tf_weight(&self, _: u32, _: u32, _: f64) -> f64 {
+        1.0
+    }
+}
+
+/// `writer` and `reader`, two store objects of one new scope: what one commits (an
+/// episode's messages, aliases, profile versions, a deleted episode) the other reads at
+/// once, and a search ranks its messages with the statistics both wrote.
+pub(crate) fn another_store_sees_long_term_writes(
+    writer: &dyn LongTermStore,
+    reader: &dyn LongTermStore,
+) {
+    let at = crate::t(100);
+    let moving = Episode::new(
+        "Moving",
+        "",
+        vec![
+            Message::new(MessageRole::User, "Where should the piano go?").at(at),
+            Message::new(MessageRole::Assistant, "By the window of the new flat.").at(at),
+        ],
+        crate::t(1_000),
+    );
+    let mut write = MemoryWrite::default();
+    write.episode = Some(moving.clone());
+    write.aliases = vec![AliasChange::Set {
+        alias: "mel".into(),
+        entity: "melanie".into(),
+        at,
+    }];
+    write.profile = vec![ProfileEntry {
+        field: ProfileField::Work,
+        text: "Nurse".into(),
+        at,
+    }];
+    writer.commit(write).unwrap();
+    assert_eq!(reader.episode(&moving.id).unwrap().unwrap(), moving);
+    let hits = reader
+        .search_messages(&MessageQuery::new("piano", 5), &Count)
+        .unwrap();
+    let turns: Vec<usize> = hits.iter().map(|hit| hit.turn).collect();
+    assert_eq!(turns, [0, 1], "the answer rides on the question: {hits:?}");
+    assert_eq!(hits[0].message, moving.messages[0]);
+    assert_eq!(hits[0].episode_id, moving.id);
+    assert_eq!(reader.aliases().unwrap()[0].entity, "melanie");
+    assert_eq!(reader.profile().unwrap()[0].text, "Nurse");
+    // The reader writes too: the writer sees it, and the statistics stay shared.
+    let pets = Episode::new(
+        "Pets",
+        "",
+        says("The piano scares the puppy."),
+        crate::t(1_001),
+    );
+    reader.put_episode(&pets).unwrap();
+    let mut write = MemoryWrite::default();
+    write.profile = vec![ProfileEntry {
+        field: ProfileField::Work,
+        text: "Head nurse".into(),
+        at: crate::t(200),
+    }];
+    reader.commit(write).unwrap();
+    assert_eq!(writer.profile_history().unwrap().len(), 2);
+    assert_eq!(writer.profile().unwrap()[0].text, "Head nurse");
+    let query = MessageQuery::new("piano puppy", 10);
+    let from_writer = writer.search_messages(&query, &Count).unwrap();
+    assert_eq!(from_writer, reader.search_messages(&query, &Count).unwrap());
+    assert_eq!(from_writer[0].episode_title, "Pets");
+    assert!(writer.delete_episode(&pets.id).unwrap());
+    assert!(reader.episode(&pets.id).unwrap().is_none());
+    assert!(
+        reader
+            .search_messages(&MessageQuery::new("puppy", 10), &Count)
+            .unwrap()
+            .is_empty()
+    );
 }
 
 // --- embeddings ---------------------------------------------------------------------------

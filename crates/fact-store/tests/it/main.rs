@@ -11,6 +11,8 @@
 //! operation sequences against every backend and the in-memory store side by side.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+// `[fact.clone()]` reads better in an assertion than `std::slice::from_ref(&fact)`.
+#![allow(clippy::cloned_ref_to_slice_refs)]
 // The conformance files are compiled once per backend on purpose.
 #![allow(clippy::duplicate_mod)]
 

@@ -1,20 +1,24 @@
 //! The conformance suite against `SqliteFactStore` with its defaults (search cache on),
 //! each store on a fresh temporary file; `only` holds the tests of what only a durable
-//! store has (reopening, scopes, files, episodes, several connections).
+//! store has (reopening, scopes, files, episodes, several connections, migrations).
 
 use std::sync::Arc;
 
 use fact_model::{Clock, FactId, FactSelector, FactUpdate, ManualClock, SessionFact, Timestamp};
 use fact_store::{
-    AddReport, Analyzer, CompactionReport, FactVectors, ImportReport, ScoredFact, SessionFactStore,
-    Snapshot, SqliteFactStore, SqliteOptions, StoreConfig, StoreResult, TermQuery, TermWeighting,
+    AddReport, Alias, Analyzer, CompactionReport, Episode, EpisodeStore, FactVectors, ImportReport,
+    LongTermStore, MemoryReport, MemoryWrite, MessageHit, MessageQuery, ProfileEntry, ScoredFact,
+    SessionFactStore, Snapshot, SqliteFactStore, SqliteOptions, StoreConfig, StoreResult,
+    TermQuery, TermWeighting, Transaction, TransactionReport,
 };
 
 pub(crate) use crate::{fact, memory, store_from, t, valid_lines};
 
 mod only;
 
-/// A store on a file in a temporary directory, which is removed with the store.
+/// A store on a file in a temporary directory, which is removed with the store; it
+/// forwards every trait of the store (`SessionFactStore`, `EpisodeStore`,
+/// `LongTermStore`), so it stands for it in every conformance test.
 #[derive(Debug)]
 pub(crate) struct OnDisk {
     // Dropped first: the connection closes before the directory goes.
@@ -44,6 +48,9 @@ impl OnDisk {
 impl SessionFactStore for OnDisk {
     fn add(&self, batch: Vec<SessionFact>) -> StoreResult<AddReport> {
         self.store.add(batch)
+    }
+    fn apply(&self, transaction: Transaction) -> StoreResult<TransactionReport> {
+        self.store.apply(transaction)
     }
     fn invalidate_matching(&self, selector: &FactSelector) -> StoreResult<Vec<FactId>> {
         self.store.invalidate_matching(selector)
@@ -90,6 +97,69 @@ impl SessionFactStore for OnDisk {
     fn vectors(&self) -> Option<&dyn FactVectors> {
         self.store.vectors()
     }
+}
+
+impl EpisodeStore for OnDisk {
+    fn put_episode(&self, episode: &Episode) -> StoreResult<()> {
+        self.store.put_episode(episode)
+    }
+    fn episode(&self, id: &str) -> StoreResult<Option<Episode>> {
+        self.store.episode(id)
+    }
+    fn episodes(&self) -> StoreResult<Vec<Episode>> {
+        self.store.episodes()
+    }
+    fn search_episodes(&self, query: &str, limit: usize) -> StoreResult<Vec<Episode>> {
+        self.store.search_episodes(query, limit)
+    }
+    fn search_messages(
+        &self,
+        query: &MessageQuery<'_>,
+        weighting: &dyn TermWeighting,
+    ) -> StoreResult<Vec<MessageHit>> {
+        self.store.search_messages(query, weighting)
+    }
+    fn delete_episode(&self, id: &str) -> StoreResult<bool> {
+        self.store.delete_episode(id)
+    }
+    fn mark_extracted(&self, id: &str, at: Timestamp) -> StoreResult<()> {
+        self.store.mark_extracted(id, at)
+    }
+    fn pending_extraction(&self) -> StoreResult<Vec<Episode>> {
+        self.store.pending_extraction()
+    }
+}
+
+impl LongTermStore for OnDisk {
+    fn commit(&self, write: MemoryWrite) -> StoreResult<MemoryReport> {
+        self.store.commit(write)
+    }
+    fn aliases(&self) -> StoreResult<Vec<Alias>> {
+        self.store.aliases()
+    }
+    fn profile(&self) -> StoreResult<Vec<ProfileEntry>> {
+        self.store.profile()
+    }
+    fn profile_history(&self) -> StoreResult<Vec<ProfileEntry>> {
+        self.store.profile_history()
+    }
+    fn fact_ids_from_source(&self, source: &str) -> StoreResult<Vec<FactId>> {
+        self.store.fact_ids_from_source(source)
+    }
+}
+
+/// A long-term store on a fresh file with `options`, configured as the in-memory
+/// reference is (`StoreConfig::default()`), over a manual clock at `t(0)`.
+pub(crate) fn long_term_with(
+    options: SqliteOptions,
+) -> Option<(Arc<dyn LongTermStore>, Arc<ManualClock>)> {
+    let clock = Arc::new(ManualClock::new(t(0)));
+    let store = OnDisk::open(StoreConfig::default(), options, clock.clone());
+    Some((Arc::new(store), clock))
+}
+
+pub(crate) fn long_term() -> Option<(Arc<dyn LongTermStore>, Arc<ManualClock>)> {
+    long_term_with(SqliteOptions::default())
 }
 
 pub(crate) fn store_with(

@@ -1,18 +1,19 @@
 //! What only the durable store has: reopening a file, scopes sharing one file, files that
 //! are not (or not yet) fact stores, read-only files, episodes, and several connections
-//! writing at once.
+//! writing at once. (Migrations from older schemas are tested in `src/sqlite/tests.rs`,
+//! which can build a database with the statements of each older version.)
 
 use std::path::Path;
 use std::sync::Arc;
 
-use fact_model::{FactId, FactSelector, ManualClock};
+use fact_model::{FactId, FactSelector, ManualClock, ProfileField};
 use fact_store::{
-    Episode, EpisodeStore, SessionFactStore, SqliteFactStore, SqliteOptions, StoreConfig,
-    StoreError, TermQuery,
+    AliasChange, Episode, EpisodeStore, LongTermStore, MemoryWrite, MessageQuery, ProfileEntry,
+    SessionFactStore, SqliteFactStore, SqliteOptions, StoreConfig, StoreError, TermQuery,
 };
 
 use super::{fact, t};
-use crate::durable;
+use crate::{Overlap, durable};
 
 fn clock() -> Arc<ManualClock> {
     Arc::new(ManualClock::new(t(0)))
@@ -140,11 +141,36 @@ fn scopes_of_one_file_see_nothing_of_each_other() {
     assert_eq!(alice.history("task:1").len(), 2);
     // Episodes too.
     let at = t(0);
-    spec.put_episode(&Episode::new("Parser", "The parser is done.", "...", at))
-        .unwrap();
+    spec.put_episode(&Episode::new(
+        "Parser",
+        "The parser is done.",
+        durable::says("The parser is done."),
+        at,
+    ))
+    .unwrap();
     assert!(alice.episodes().unwrap().is_empty());
     assert!(alice.search_episodes("parser", 5).unwrap().is_empty());
     assert_eq!(spec.search_episodes("parser", 5).unwrap().len(), 1);
+    let parser = MessageQuery::new("parser", 5);
+    assert!(alice.search_messages(&parser, &Overlap).unwrap().is_empty());
+    assert_eq!(spec.search_messages(&parser, &Overlap).unwrap().len(), 1);
+    // Aliases and the profile too.
+    let mut write = MemoryWrite::default();
+    write.aliases = vec![AliasChange::Set {
+        alias: "mel".into(),
+        entity: "melanie".into(),
+        at,
+    }];
+    write.profile = vec![ProfileEntry {
+        field: ProfileField::Work,
+        text: "Nurse".into(),
+        at,
+    }];
+    spec.commit(write).unwrap();
+    assert!(alice.aliases().unwrap().is_empty());
+    assert!(alice.profile_history().unwrap().is_empty());
+    assert_eq!(spec.aliases().unwrap().len(), 1);
+    assert_eq!(alice.fact_ids_from_source("1").unwrap().len(), 2);
 }
 
 #[test]
@@ -232,7 +258,7 @@ fn a_read_only_store_reads_and_refuses_writes_with_a_typed_error() {
     let err = store.add(vec![fact("b", "r", "o", 1, 1)]).unwrap_err();
     assert_eq!(err.code(), "io", "{err}");
     let err = store
-        .put_episode(&Episode::new("x", "y", "z", t(0)))
+        .put_episode(&Episode::new("x", "y", durable::says("z"), t(0)))
         .unwrap_err();
     assert_eq!(err.code(), "io", "{err}");
     assert_eq!(store.valid_count(), 1);
@@ -353,41 +379,12 @@ fn scopes_of_one_file_do_not_see_each_other_s_vectors() {
 }
 
 #[test]
-fn a_version_1_database_migrates_to_embeddings() {
+fn another_connection_sees_messages_aliases_and_profile() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("facts.db");
     let clock = clock();
-    {
-        let store = open(&path, "s", &clock);
-        store
-            .add(vec![fact("src/a.rs", "modified_by", "task:1", 1, 0)])
-            .unwrap();
-    }
-    // Back to version 1 as that build left it: no `embeddings` table.
-    {
-        let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.execute_batch(
-            "DROP TABLE embeddings; DELETE FROM sqlite_sequence WHERE name = 'embeddings';
-             PRAGMA user_version = 1;",
-        )
-        .unwrap();
-    }
-    let store = open(&path, "s", &clock);
-    let version: u32 = rusqlite::Connection::open(&path)
-        .unwrap()
-        .pragma_query_value(None, "user_version", |row| row.get(0))
-        .unwrap();
-    assert_eq!(version, SqliteFactStore::SCHEMA_VERSION);
-    assert_eq!(SqliteFactStore::SCHEMA_VERSION, 2);
-    assert_eq!(store.valid_count(), 1);
-    let id = FactId::for_triple("src/a.rs", "modified_by", "task:1");
-    let vectors = store.vectors().unwrap();
-    assert_eq!(vectors.unembedded(durable::MODEL, 10).len(), 1);
-    assert_eq!(
-        vectors
-            .put_embeddings(durable::MODEL, vec![(id, vec![0.5, 0.5])])
-            .unwrap(),
-        1
+    durable::another_store_sees_long_term_writes(
+        &open(&path, "user:alice", &clock),
+        &open(&path, "user:alice", &clock),
     );
-    assert_eq!(durable::nearest(&store, &[1.0, 1.0]), ["task:1"]);
 }

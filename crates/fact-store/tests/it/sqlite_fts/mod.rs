@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use fact_model::ManualClock;
-use fact_store::{SessionFactStore, SqliteOptions, StoreConfig};
+use fact_store::{LongTermStore, SessionFactStore, SqliteOptions, StoreConfig};
 
 pub(crate) use crate::{fact, memory, store_from, t, valid_lines};
 
@@ -19,6 +19,10 @@ pub(crate) fn store_with(
 
 pub(crate) fn store() -> Option<(Arc<dyn SessionFactStore>, Arc<ManualClock>)> {
     store_with(StoreConfig::default())
+}
+
+pub(crate) fn long_term() -> Option<(Arc<dyn LongTermStore>, Arc<ManualClock>)> {
+    crate::sqlite::long_term_with(SqliteOptions::default().with_search_cache(false))
 }
 
 conformance_suite!();
