@@ -461,6 +461,14 @@ impl LongTermStore for InMemoryLongTermStore {
     fn fact_ids_from_source(&self, source: &str) -> StoreResult<Vec<FactId>> {
         Ok(self.facts.ids_from_source(source))
     }
+
+    fn valid_about(&self, subject: &str, limit: usize) -> StoreResult<Vec<SessionFact>> {
+        Ok(self.facts.valid_about(subject, limit))
+    }
+
+    fn relations_of(&self, subject: &str, limit: usize) -> StoreResult<Vec<String>> {
+        Ok(self.facts.relations_of(subject, limit))
+    }
 }
 
 impl EpisodeStore for InMemoryLongTermStore {

@@ -277,6 +277,21 @@ impl InMemorySessionFactStore {
         Ok((store, report))
     }
 
+    /// The valid facts about `subject`, newest first, at most `limit`.
+    pub(crate) fn valid_about(&self, subject: &str, limit: usize) -> Vec<SessionFact> {
+        let state = self.read();
+        state
+            .valid_about(subject, limit)
+            .into_iter()
+            .filter_map(|rid| state.fact(rid))
+            .collect()
+    }
+
+    /// The distinct relations of the valid facts about `subject`, at most `limit`.
+    pub(crate) fn relations_of(&self, subject: &str, limit: usize) -> Vec<String> {
+        self.read().relations_of(subject, limit)
+    }
+
     /// The ids of the facts with a version from `source`, in first-stored order.
     pub(crate) fn ids_from_source(&self, source: &str) -> Vec<FactId> {
         let state = self.read();
@@ -284,8 +299,9 @@ impl InMemorySessionFactStore {
             return Vec::new();
         };
         let mut ids: Vec<FactId> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         for (_, r) in state.live() {
-            if r.task == task && !ids.contains(&r.id) {
+            if r.task == task && seen.insert(r.id) {
                 ids.push(r.id);
             }
         }

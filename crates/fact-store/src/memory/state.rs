@@ -282,6 +282,49 @@ impl State {
         rids
     }
 
+    /// The valid versions about `subject`, newest first, at most `limit`; and, with
+    /// `relations`, the distinct relations of every valid version (not only the first
+    /// `limit`), in the order they first appear, at most `limit`.
+    pub(super) fn valid_about(&self, subject: &str, limit: usize) -> Vec<u32> {
+        let Some(sym) = self.symbols.lookup(subject) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        let mut at = self.symbols.subject_head(sym);
+        for _ in 0..=self.records.len() {
+            if out.len() >= limit {
+                break;
+            }
+            let Some(r) = self.records.get(at) else { break };
+            if r.is_valid() && !r.is_removed() {
+                out.push(at);
+            }
+            at = r.prev_subject;
+        }
+        out
+    }
+
+    /// The distinct relations of the valid versions about `subject`, oldest first, at most
+    /// `limit`.
+    pub(super) fn relations_of(&self, subject: &str, limit: usize) -> Vec<String> {
+        let mut relations: Vec<u32> = Vec::new();
+        for rid in self.history(subject) {
+            if relations.len() >= limit {
+                break;
+            }
+            if let Some(r) = self.records.get(rid)
+                && r.is_valid()
+                && !relations.contains(&r.relation)
+            {
+                relations.push(r.relation);
+            }
+        }
+        relations
+            .into_iter()
+            .map(|sym| self.symbols.get(sym).to_owned())
+            .collect()
+    }
+
     /// The valid record of the key `(subject, relation)` that joined it last.
     fn key_head(&self, subject: u32, relation: u32) -> Option<u32> {
         self.keys.find(self.key_tag(subject, relation), |rid| {

@@ -4,7 +4,8 @@
 //! The order is that of `InMemoryLongTermStore::commit`, and so are the rules
 //! ([`check_alias`], [`profile_changes`]): alias changes (each checked against the table
 //! as the earlier ones left it, in the same transaction), episodes deleted, the episode
-//! stored, the facts' transaction, the profile versions. Any error rolls all of it back.
+//! stored, the facts' transaction, the episode marked extracted, the profile versions. Any
+//! error rolls all of it back.
 
 use fact_model::Timestamp;
 
@@ -12,8 +13,8 @@ use super::error::DbResult;
 use super::rules::{Rows, Writer};
 use crate::long_term::current_profile;
 use crate::{
-    Alias, AliasChange, Analyzer, Episode, MemoryReport, MemoryWrite, ProfileEntry, StoreConfig,
-    check_alias, profile_changes,
+    Alias, AliasChange, Analyzer, Episode, EpisodeExtracted, MemoryReport, MemoryWrite,
+    ProfileEntry, StoreConfig, StoreError, check_alias, profile_changes,
 };
 
 /// The rows of long-term memory beside the facts, in one open write transaction of one
@@ -36,6 +37,14 @@ pub(crate) trait MemoryRows {
     /// Deletes an episode and its messages, from the index and the statistics too;
     /// whether there was one.
     fn delete_episode(&mut self, id: &str) -> DbResult<bool>;
+    /// Marks an episode extracted, with a new title and summary when given (its messages
+    /// untouched); whether there was one.
+    /// `analyzer` analyzes the new title and summary for the episode search.
+    fn mark_extracted(
+        &mut self,
+        extracted: &EpisodeExtracted,
+        analyzer: &Analyzer,
+    ) -> DbResult<bool>;
 }
 
 /// Applies `write` in the transaction of `writer`: see the module documentation.
@@ -50,6 +59,7 @@ pub(crate) fn commit<R: Rows + MemoryRows>(
         facts,
         episode,
         delete_episodes,
+        extracted,
         aliases,
         profile,
     } = write;
@@ -77,6 +87,14 @@ pub(crate) fn commit<R: Rows + MemoryRows>(
     }
     report.facts = writer.apply(facts, now, config)?;
     let rows = writer.rows_mut();
+    if let Some(extracted) = &extracted
+        && !rows.mark_extracted(extracted, episode_analyzer)?
+    {
+        return Err(StoreError::EpisodeNotFound {
+            id: extracted.id.clone(),
+        }
+        .into());
+    }
     let current = current_profile(&rows.profile_versions()?);
     for change in profile_changes(&current, &profile) {
         rows.insert_profile(&change)?;

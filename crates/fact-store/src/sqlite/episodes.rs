@@ -138,6 +138,30 @@ pub(super) fn put_episode(
     index_messages(conn, scope, n, &episode.messages, analyzer)
 }
 
+/// Indexes the title and summary of episode `id` of `scope` again (after they changed).
+pub(super) fn reindex_title(
+    conn: &Connection,
+    scope: i64,
+    id: &str,
+    analyzer: &Analyzer,
+) -> DbResult<()> {
+    let found: Option<(i64, String, String)> = conn
+        .prepare_cached("SELECT n, title, summary FROM episodes WHERE scope = ?1 AND id = ?2")?
+        .query_row(params![scope, id], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+        })
+        .optional()?;
+    let Some((n, title, summary)) = found else {
+        return Ok(());
+    };
+    conn.prepare_cached("DELETE FROM episode_fts WHERE rowid = ?1")?
+        .execute([n])?;
+    let document = analyzer.analyze(&format!("{title} {summary}")).join(" ");
+    conn.prepare_cached("INSERT INTO episode_fts (rowid, terms) VALUES (?1, ?2)")?
+        .execute(params![n, document])?;
+    Ok(())
+}
+
 /// Deletes the episode `id` of `scope` with its messages, from both indexes; whether
 /// there was one.
 pub(super) fn delete_episode(conn: &Connection, scope: i64, id: &str) -> DbResult<bool> {

@@ -12,11 +12,12 @@ use super::SqliteFactStore;
 use super::episodes;
 use super::rows::SqliteRows;
 use crate::long_term::current_profile;
-use crate::sql::codec::{id_from_sql, time_from_sql};
+use crate::sql::codec::{FACT_COLUMNS, id_from_sql, time_from_sql};
 use crate::sql::error::{DbError, DbResult};
 use crate::sql::long_term::{MemoryRows, commit};
 use crate::{
-    Alias, Analyzer, Episode, LongTermStore, MemoryReport, MemoryWrite, ProfileEntry, StoreResult,
+    Alias, Analyzer, Episode, EpisodeExtracted, LongTermStore, MemoryReport, MemoryWrite,
+    ProfileEntry, SessionFact, StoreResult,
 };
 
 impl MemoryRows for SqliteRows<'_> {
@@ -86,6 +87,30 @@ impl MemoryRows for SqliteRows<'_> {
     fn delete_episode(&mut self, id: &str) -> DbResult<bool> {
         episodes::delete_episode(self.conn(), self.scope(), id)
     }
+
+    fn mark_extracted(
+        &mut self,
+        extracted: &EpisodeExtracted,
+        analyzer: &Analyzer,
+    ) -> DbResult<bool> {
+        let changed = self
+            .conn()
+            .prepare_cached(
+                "UPDATE episodes SET extracted_at = ?3, title = coalesce(?4, title), \
+                 summary = coalesce(?5, summary) WHERE scope = ?1 AND id = ?2",
+            )?
+            .execute(params![
+                self.scope(),
+                extracted.id,
+                extracted.at.unix_micros(),
+                extracted.title,
+                extracted.summary
+            ])?;
+        if changed > 0 && (extracted.title.is_some() || extracted.summary.is_some()) {
+            episodes::reindex_title(self.conn(), self.scope(), &extracted.id, analyzer)?;
+        }
+        Ok(changed > 0)
+    }
 }
 
 /// Every profile version of `scope`, oldest first.
@@ -134,6 +159,31 @@ impl LongTermStore for SqliteFactStore {
 
     fn profile(&self) -> StoreResult<Vec<ProfileEntry>> {
         Ok(current_profile(&self.profile_history()?))
+    }
+
+    fn valid_about(&self, subject: &str, limit: usize) -> StoreResult<Vec<SessionFact>> {
+        let sql = format!(
+            "SELECT {FACT_COLUMNS} FROM facts WHERE scope = ?1 AND subject = ?2 \
+             AND valid_to IS NULL ORDER BY seq DESC LIMIT ?3"
+        );
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.with_conn(|conn, scope| super::query_facts(conn, &sql, params![scope, subject, limit]))
+    }
+
+    fn relations_of(&self, subject: &str, limit: usize) -> StoreResult<Vec<String>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.with_conn(|conn, scope| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT relation FROM facts WHERE scope = ?1 AND subject = ?2 \
+                 AND valid_to IS NULL GROUP BY relation ORDER BY min(seq) LIMIT ?3",
+            )?;
+            let mut rows = stmt.query(params![scope, subject, limit])?;
+            let mut relations = Vec::new();
+            while let Some(row) = rows.next()? {
+                relations.push(row.get(0)?);
+            }
+            Ok(relations)
+        })
     }
 
     fn profile_history(&self) -> StoreResult<Vec<ProfileEntry>> {

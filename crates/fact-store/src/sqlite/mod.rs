@@ -566,7 +566,11 @@ impl SqliteFactStore {
 }
 
 /// The facts a query selects with [`FACT_COLUMNS`] first.
-fn query_facts(conn: &Connection, sql: &str, params: impl Params) -> DbResult<Vec<SessionFact>> {
+pub(super) fn query_facts(
+    conn: &Connection,
+    sql: &str,
+    params: impl Params,
+) -> DbResult<Vec<SessionFact>> {
     let mut stmt = conn.prepare_cached(sql)?;
     let mut rows = stmt.query(params)?;
     let mut facts = Vec::new();

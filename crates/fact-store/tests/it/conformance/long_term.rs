@@ -343,3 +343,40 @@ fn an_episode_is_marked_extracted_in_the_commit_of_its_facts() {
     ));
     assert!(store.profile().unwrap().is_empty());
 }
+
+#[test]
+fn a_subjects_newest_valid_facts_and_its_relations() {
+    let Some((store, _)) = long_term() else {
+        return;
+    };
+    let fact = |relation: &str, object: &str, secs| {
+        SessionFact::builder("user", relation, object)
+            .tag(Tag::Context)
+            .source("ep_1", SourceRole::Extractor)
+            .valid_from(t(secs))
+            .build()
+            .unwrap()
+    };
+    store.add(vec![fact("lives_in", "Paris", 1), fact("speaks", "French", 1)]).unwrap();
+    store.add(vec![fact("lives_in", "Berlin", 2)]).unwrap();
+    store.add(vec![fact("prefers_editor", "vim", 3)]).unwrap();
+    store
+        .add(vec![SessionFact::builder("anna", "lives_in", "Rome")
+            .tag(Tag::Context)
+            .source("ep_1", SourceRole::Extractor)
+            .valid_from(t(4))
+            .build()
+            .unwrap()])
+        .unwrap();
+    let objects = |facts: Vec<SessionFact>| -> Vec<String> {
+        facts.into_iter().map(|f| f.object().to_owned()).collect()
+    };
+    assert_eq!(objects(store.valid_about("user", 10).unwrap()), ["vim", "Berlin", "French"]);
+    assert_eq!(objects(store.valid_about("user", 2).unwrap()), ["vim", "Berlin"]);
+    assert!(store.valid_about("nobody", 10).unwrap().is_empty());
+    assert_eq!(
+        store.relations_of("user", 10).unwrap(),
+        ["speaks", "lives_in", "prefers_editor"]
+    );
+    assert_eq!(store.relations_of("user", 1).unwrap(), ["speaks"]);
+}
