@@ -55,7 +55,9 @@ pub enum Step {
     Delete(FactId),
 }
 
-/// Steps that commit together; see the [module documentation](self).
+/// Steps that commit together, applied in order by
+/// [`apply`](crate::SessionFactStore::apply): each [`Step::Add`] is a batch, which
+/// supersedes what an earlier batch stored, in this transaction or before it.
 ///
 /// ```
 /// use fact_model::{FactSelector, SessionFact, SourceRole, Tag, Timestamp};
@@ -88,6 +90,8 @@ impl Transaction {
     }
 
     /// Appends [`Step::Add`] of `batch`.
+    // A builder step named after `SessionFactStore::add`, not `std::ops::Add`.
+    #[allow(clippy::should_implement_trait)]
     #[must_use]
     pub fn add(mut self, batch: Vec<SessionFact>) -> Self {
         self.steps.push(Step::Add(batch));
