@@ -5,12 +5,17 @@
 //! - `rows.rs`: the rows of one write transaction, for the temporal rules every SQL store
 //!   shares ([`crate::sql::rules`]).
 //! - `search.rs`: term search over the GIN index, with the shared in-process cache.
-//! - `episodes.rs`: the [`EpisodeStore`](crate::EpisodeStore) implementation.
+//! - `episodes.rs`: the [`EpisodeStore`](crate::EpisodeStore) implementation (episodes
+//!   kept as their messages, message search).
+//! - `long_term.rs`: the rows of long-term memory in a write transaction (aliases,
+//!   profile versions, messages and their index) and the
+//!   [`LongTermStore`](crate::LongTermStore) implementation.
 //! - `vectors.rs`: the [`FactVectors`] implementation (embeddings as `bytea`).
 //! - `pool.rs`: the connection pool; `codec.rs`: rows → facts.
 
 mod codec;
 mod episodes;
+mod long_term;
 mod pool;
 mod rows;
 mod schema;
@@ -135,18 +140,22 @@ impl PgOptions {
     }
 }
 
-/// A durable [`SessionFactStore`] and [`EpisodeStore`](crate::EpisodeStore) over one scope
-/// of a PostgreSQL database, shared by every process that connects to it.
+/// A durable [`SessionFactStore`], [`EpisodeStore`](crate::EpisodeStore) and
+/// [`LongTermStore`](crate::LongTermStore) over one scope of a PostgreSQL database, shared
+/// by every process that connects to it.
 ///
 /// The semantics are exactly those of [`InMemorySessionFactStore`](crate::InMemorySessionFactStore)
-/// and of the SQLite store: the temporal rules are the SQLite store's own code
-/// (`sql/rules.rs`) over PostgreSQL rows, and the conformance suite holds all three to
-/// the same results, score for score.
+/// (and [`InMemoryLongTermStore`](crate::InMemoryLongTermStore)) and of the SQLite store:
+/// the temporal rules are the SQLite store's own code (`sql/rules.rs`) over PostgreSQL
+/// rows, a long-term memory commit follows `sql/long_term.rs`, messages are ranked by the
+/// code every store shares, and the conformance suite holds all three to the same
+/// results, score for score.
 ///
 /// # Many writers
 ///
-/// Each write (`add` with its automatic compaction, `invalidate_matching`, `compact`,
-/// `update`, `delete`, `import`, an episode write) is one transaction. It begins by
+/// Each write (`add` with its automatic compaction, `apply`, `invalidate_matching`,
+/// `compact`, `update`, `delete`, `import`, an episode write, a long-term memory
+/// [`commit`](crate::LongTermStore::commit)) is one transaction. It begins by
 /// locking its scope's row, so writers of one scope take turns whatever machine they run
 /// on, and writers of different scopes never wait for each other. The database enforces
 /// the temporal invariants itself: a partial unique index allows one valid version per
@@ -170,7 +179,8 @@ impl PgOptions {
 ///
 /// The read methods of [`SessionFactStore`] cannot fail by signature: when the server
 /// cannot answer, they log the error with `tracing::error!` and answer as an empty store
-/// would. Writes and episode reads return the error.
+/// would. Writes, episode and message reads and the reads of long-term memory return the
+/// error.
 ///
 /// # Search
 ///

@@ -13,6 +13,7 @@ use postgres::types::ToSql;
 use postgres::{Row, Statement, Transaction};
 
 use super::codec::read_fact;
+use super::long_term::Db;
 use crate::sql::codec::{
     FACT_COLUMN_COUNT, FACT_COLUMNS, batch_from_sql, batch_to_sql, id_from_sql, id_to_sql,
     tags_to_sql, time_from_sql,
@@ -98,6 +99,12 @@ impl<'a> PgRows<'a> {
             Some((id, key)) => prefetched.forget(id, &key),
             None => self.prefetched = None,
         }
+    }
+
+    /// The transaction's statements, and the scope, for the rows of long-term memory
+    /// (`long_term.rs`).
+    pub(super) fn db(&mut self) -> (Db<'_, 'a>, i64) {
+        (Db::new(&mut self.tx, self.statements), self.scope)
     }
 
     fn query(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> DbResult<Vec<Row>> {
@@ -491,9 +498,9 @@ impl Rows for PgRows<'_> {
         let rows = self.query(
             "INSERT INTO facts (scope, id, subject, relation, object, tags, valid_from, \
              valid_to, source_task_id, source_role, confidence, statement, folded, \
-             superseded_by, batch, key_order, doc_len, terms, changed_generation) \
+             superseded_by, batch, key_order, doc_len, terms, changed_generation, recorded_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
-             $17, $18, $19) RETURNING seq",
+             $17, $18, $19, $20) RETURNING seq",
             &[
                 &scope,
                 &id_to_sql(fact.id()),
@@ -514,6 +521,7 @@ impl Rows for PgRows<'_> {
                 &link.map(|l| l.doc_len),
                 &link.map(|l| l.document.as_str()),
                 &generation,
+                &fact.recorded_at().map(Timestamp::unix_micros),
             ],
         )?;
         match rows.first() {

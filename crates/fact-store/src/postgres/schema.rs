@@ -47,16 +47,53 @@
 //!   `seq` grows in commit order and an in-process index loads only the rows after the
 //!   newest it holds (`embeddings_seq`). Deleting the last version of a fact deletes its
 //!   rows in the same transaction.
+//!
+//! # Version 3
+//!
+//! Long-term memory ([`LongTermStore`](crate::LongTermStore)) beside the facts:
+//!
+//! - `facts.recorded_at` (microseconds; `NULL` for the rows written before, which read back
+//!   as facts without a recorded time) and `facts_source` over `(scope, source_task_id)`
+//!   (the facts extracted from an episode; a source task id has at most 200 characters, so
+//!   it is indexed by value).
+//! - Episodes are kept once, as their messages: `messages (scope, episode, turn)` (the
+//!   episode's row number `n`, the message's place in it) with `role`, `content`, `at`
+//!   (microseconds, `NULL` when the transcript gave no time), `doc_len` (the message's
+//!   length in analyzed terms, repeats counted) and `terms`, its term document as this
+//!   scope's message-term ids (`t12 t7 t12`), from which `terms_tsv` is generated with a GIN
+//!   index over `(scope, terms_tsv)`: the candidates of a message search, as the facts'
+//!   term documents are (positions stripped: only membership is asked, and the counts come
+//!   from `terms`). `episodes.transcript` is gone: the migration moves each transcript
+//!   (JSON Lines of `{"role", "content"}` with an optional `timestamp`, `time` or
+//!   `created_at`) into `messages`, one row per line it can parse (a line it cannot parse
+//!   is skipped with a warning), then drops the column.
+//! - `message_terms (scope, id)`: the scope's analyzed message terms with their document
+//!   frequency `df` (how many messages hold the term). A term is unique within its scope
+//!   by `term_key`, the BLAKE3 digest of the term (32 bytes, computed by the store): a
+//!   word has no length limit and a B-tree entry holds at most about 2.7 kB.
+//! - `scopes.message_count` and `scopes.message_len`: the scope's number of messages and
+//!   their total length in analyzed terms. A write of messages holds the scope's row lock
+//!   (as a write of facts does), so the statistics, the document frequencies and the rows
+//!   always agree.
+//! - `aliases (scope, alias_key)`: `alias` (its BLAKE3 digest `alias_key`, for the same
+//!   reason), `entity`, `at` and `seq`, the order in which the alias was first set (an
+//!   identity that replacing an alias keeps, so the aliases list in that order).
+//! - `profile (scope, seq)`: every version of a profile field (`field`, `text`, `at`),
+//!   `seq` giving their order.
 
+use fact_model::Message;
 use postgres::Client;
 
+use super::long_term::{Db, index_messages};
+use super::rows::Statements;
 use crate::sql::error::{DbError, DbResult};
+use crate::{Analyzer, AnalyzerConfig};
 
 /// One migration: takes the database from version `n` to `n + 1`, inside a transaction.
-type Migration = fn(&mut postgres::Transaction<'_>) -> Result<(), postgres::Error>;
+type Migration = fn(&mut postgres::Transaction<'_>) -> DbResult<()>;
 
 /// The migrations, by the version they start from.
-const MIGRATIONS: &[Migration] = &[to_version_1, to_version_2];
+const MIGRATIONS: &[Migration] = &[to_version_1, to_version_2, to_version_3];
 
 /// The newest schema version this build knows.
 pub(super) const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
@@ -116,7 +153,7 @@ fn current_version(tx: &mut postgres::Transaction<'_>, schema: &str) -> DbResult
         .map_err(|_| DbError::Corrupt(format!("schema version {version} is not a version")))
 }
 
-fn to_version_1(tx: &mut postgres::Transaction<'_>) -> Result<(), postgres::Error> {
+fn to_version_1(tx: &mut postgres::Transaction<'_>) -> DbResult<()> {
     // Both extensions are "trusted" (PostgreSQL 13+): a database owner may create them.
     // btree_gist: the exclusion constraint mixes `=` and `<>` on integers; btree_gin: the
     // full-text index leads with `scope`. They live in a schema of their own, shared by
@@ -205,10 +242,11 @@ fn to_version_1(tx: &mut postgres::Transaction<'_>) -> Result<(), postgres::Erro
         CREATE INDEX episodes_id ON episodes (scope, id_hash);
         CREATE INDEX episodes_created ON episodes (scope, created_at, n);
         CREATE INDEX episodes_terms ON episodes USING gin (scope, terms);",
-    )
+    )?;
+    Ok(())
 }
 
-fn to_version_2(tx: &mut postgres::Transaction<'_>) -> Result<(), postgres::Error> {
+fn to_version_2(tx: &mut postgres::Transaction<'_>) -> DbResult<()> {
     tx.batch_execute(
         "CREATE TABLE embeddings (
             scope BIGINT NOT NULL REFERENCES scopes(id),
@@ -221,5 +259,142 @@ fn to_version_2(tx: &mut postgres::Transaction<'_>) -> Result<(), postgres::Erro
         );
         ALTER TABLE embeddings ALTER COLUMN vector SET STORAGE EXTERNAL;
         CREATE INDEX embeddings_seq ON embeddings (scope, model, seq);",
-    )
+    )?;
+    Ok(())
+}
+
+/// How many episodes the move of transcripts reads at once.
+const MOVE_PAGE: i64 = 100;
+
+fn to_version_3(tx: &mut postgres::Transaction<'_>) -> DbResult<()> {
+    tx.batch_execute(
+        "ALTER TABLE facts ADD COLUMN recorded_at BIGINT;
+        CREATE INDEX facts_source ON facts (scope, source_task_id);
+        ALTER TABLE scopes ADD COLUMN message_count BIGINT NOT NULL DEFAULT 0,
+            ADD COLUMN message_len BIGINT NOT NULL DEFAULT 0;
+        CREATE TABLE message_terms (
+            scope BIGINT NOT NULL REFERENCES scopes(id),
+            id BIGINT GENERATED ALWAYS AS IDENTITY,
+            term TEXT NOT NULL,
+            term_key BYTEA NOT NULL,
+            df BIGINT NOT NULL DEFAULT 0,
+            PRIMARY KEY (scope, id)
+        );
+        CREATE UNIQUE INDEX message_terms_term ON message_terms (scope, term_key);
+        CREATE TABLE messages (
+            scope BIGINT NOT NULL,
+            episode BIGINT NOT NULL,
+            turn INTEGER NOT NULL,
+            role TEXT NOT NULL,
+            content TEXT NOT NULL,
+            at BIGINT,
+            doc_len BIGINT NOT NULL,
+            terms TEXT NOT NULL,
+            terms_tsv TSVECTOR GENERATED ALWAYS AS
+                (strip(to_tsvector('simple', terms))) STORED,
+            PRIMARY KEY (scope, episode, turn),
+            FOREIGN KEY (scope, episode) REFERENCES episodes (scope, n)
+        );
+        CREATE INDEX messages_terms ON messages USING gin (scope, terms_tsv);
+        CREATE TABLE aliases (
+            scope BIGINT NOT NULL REFERENCES scopes(id),
+            alias_key BYTEA NOT NULL,
+            alias TEXT NOT NULL,
+            entity TEXT NOT NULL,
+            at BIGINT NOT NULL,
+            seq BIGINT GENERATED ALWAYS AS IDENTITY,
+            PRIMARY KEY (scope, alias_key)
+        );
+        CREATE INDEX aliases_seq ON aliases (scope, seq);
+        CREATE TABLE profile (
+            scope BIGINT NOT NULL REFERENCES scopes(id),
+            seq BIGINT GENERATED ALWAYS AS IDENTITY,
+            field TEXT NOT NULL,
+            text TEXT NOT NULL,
+            at BIGINT NOT NULL,
+            PRIMARY KEY (scope, seq)
+        );",
+    )?;
+    move_transcripts(tx)?;
+    tx.batch_execute("ALTER TABLE episodes DROP COLUMN transcript;")?;
+    Ok(())
+}
+
+/// Moves every episode's transcript into `messages`, indexed as a write of the episode
+/// indexes it, a page of episodes at a time (in `(scope, n)` order).
+fn move_transcripts(tx: &mut postgres::Transaction<'_>) -> DbResult<()> {
+    let analyzer = Analyzer::new(AnalyzerConfig::default());
+    let mut statements = Statements::new();
+    let mut after: (i64, i64) = (i64::MIN, i64::MIN);
+    loop {
+        let page = tx.query(
+            "SELECT scope, n, id, transcript FROM episodes WHERE (scope, n) > ($1, $2) \
+             ORDER BY scope, n LIMIT $3",
+            &[&after.0, &after.1, &MOVE_PAGE],
+        )?;
+        if page.is_empty() {
+            return Ok(());
+        }
+        for row in &page {
+            let (scope, n): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
+            let (id, transcript): (String, String) = (row.try_get(2)?, row.try_get(3)?);
+            let messages = parse_transcript(&id, &transcript);
+            index_messages(
+                &mut Db::new(tx, &mut statements),
+                scope,
+                n,
+                &messages,
+                &analyzer,
+            )?;
+            after = (scope, n);
+        }
+    }
+}
+
+/// The messages of a stored transcript: one per JSON line that parses as a
+/// [`Message`]; blank lines are skipped, and so (with a warning) are the others.
+fn parse_transcript(episode: &str, transcript: &str) -> Vec<Message> {
+    let mut messages = Vec::new();
+    for (index, line) in transcript.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Message>(line) {
+            Ok(message) => messages.push(message),
+            Err(error) => tracing::warn!(
+                episode,
+                line = index + 1,
+                %error,
+                "a transcript line is not a message; it is left out of the episode's messages"
+            ),
+        }
+    }
+    messages
+}
+
+#[cfg(test)]
+mod tests {
+    use fact_model::MessageRole;
+
+    use super::*;
+
+    #[test]
+    fn transcripts_parse_line_by_line_and_skip_what_is_no_message() {
+        let transcript = "{\"role\":\"user\",\"content\":\"I moved.\",\"time\":\"2026-03-01T09:00:00Z\"}\n\
+            \n\
+            user: not JSON\n\
+            {\"role\":\"robot\",\"content\":\"?\"}\n\
+            {\"role\":\"assistant\",\"content\":\"Where to?\"}";
+        let messages = parse_transcript("ep_1", transcript);
+        assert_eq!(messages.len(), 2);
+        assert_eq!(messages.first().map(|m| m.role), Some(MessageRole::User));
+        assert_eq!(
+            messages.first().and_then(|m| m.timestamp),
+            "2026-03-01T09:00:00Z".parse().ok()
+        );
+        assert_eq!(
+            messages.get(1).map(|m| m.content.as_str()),
+            Some("Where to?")
+        );
+    }
 }

@@ -226,6 +226,8 @@ impl Prepared {
     }
 
     /// The dimension as a column value.
+    // SQLite binds it; PostgreSQL casts in SQL.
+    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
     pub(crate) fn dimension_sql(&self) -> i64 {
         i64::try_from(self.dimension).unwrap_or(i64::MAX)
     }

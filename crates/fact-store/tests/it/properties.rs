@@ -389,7 +389,7 @@ mod postgres {
     use fact_model::{FactId, FactSelector, FactUpdate, SessionFact, Timestamp};
     use fact_store::{
         AddReport, Analyzer, CompactionReport, ImportReport, PgFactStore, ScoredFact, Snapshot,
-        StoreResult, TermQuery, TermWeighting,
+        StoreResult, TermQuery, TermWeighting, Transaction, TransactionReport,
     };
 
     use super::*;
@@ -406,6 +406,9 @@ mod postgres {
     impl SessionFactStore for Split {
         fn add(&self, batch: Vec<SessionFact>) -> StoreResult<AddReport> {
             self.writer.add(batch)
+        }
+        fn apply(&self, transaction: Transaction) -> StoreResult<TransactionReport> {
+            self.writer.apply(transaction)
         }
         fn invalidate_matching(&self, selector: &FactSelector) -> StoreResult<Vec<FactId>> {
             self.writer.invalidate_matching(selector)

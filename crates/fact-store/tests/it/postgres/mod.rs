@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Once};
 
 use fact_model::{Clock, ManualClock};
-use fact_store::{PgFactStore, PgOptions, SessionFactStore, StoreConfig};
+use fact_store::{LongTermStore, PgFactStore, PgOptions, SessionFactStore, StoreConfig};
 
 pub(crate) use crate::{fact, memory, store_from, t, valid_lines};
 
@@ -78,6 +78,20 @@ pub(crate) fn store_with(
 
 pub(crate) fn store() -> Option<(Arc<dyn SessionFactStore>, Arc<ManualClock>)> {
     store_with(StoreConfig::default())
+}
+
+/// A long-term store of a fresh scope, configured as the in-memory suite's.
+pub(crate) fn long_term_with(
+    options: PgOptions,
+) -> Option<(Arc<dyn LongTermStore>, Arc<ManualClock>)> {
+    let url = server()?;
+    let clock = Arc::new(ManualClock::new(t(0)));
+    let store = open(&url, StoreConfig::default(), options, clock.clone());
+    Some((Arc::new(store), clock))
+}
+
+pub(crate) fn long_term() -> Option<(Arc<dyn LongTermStore>, Arc<ManualClock>)> {
+    long_term_with(options())
 }
 
 conformance_suite!();

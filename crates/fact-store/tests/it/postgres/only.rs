@@ -4,10 +4,13 @@
 
 use std::sync::Arc;
 
-use fact_model::{FactId, ManualClock, SessionFact, SourceRole, Tag};
+use fact_model::{
+    FactId, ManualClock, Message, MessageRole, ProfileField, SessionFact, SourceRole, Tag,
+};
 use fact_store::{
-    Episode, EpisodeStore, PgFactStore, PgOptions, SessionFactStore, StoreConfig, StoreError,
-    TermQuery,
+    AliasChange, Episode, EpisodeStore, InMemoryEpisodeStore, LongTermStore, MemoryWrite,
+    MessageHit, MessageQuery, PgFactStore, PgOptions, ProfileEntry, SessionFactStore, StoreConfig,
+    StoreError, TermQuery, TermWeighting,
 };
 
 use super::{fact, fresh_scope, options, server, t};
@@ -19,6 +22,40 @@ fn clock() -> Arc<ManualClock> {
 
 fn open(url: &str, scope: &str, clock: &Arc<ManualClock>) -> PgFactStore {
     PgFactStore::connect_with(url, scope, StoreConfig::default(), options(), clock.clone()).unwrap()
+}
+
+/// BM25 with the usual constants (as the conformance suite's).
+#[derive(Debug)]
+struct Bm25;
+
+impl TermWeighting for Bm25 {
+    fn term_weight(&self, df: usize, docs: usize, _: usize) -> f64 {
+        let (df, docs) = (df as f64, docs as f64);
+        (1.0 + (docs - df + 0.5) / (df + 0.5)).ln().max(0.0)
+    }
+    fn tf_weight(&self, tf: u32, len: u32, avg: f64) -> f64 {
+        let tf = f64::from(tf);
+        let relative = if avg > 0.0 { f64::from(len) / avg } else { 1.0 };
+        tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * relative))
+    }
+}
+
+/// What a message search finds, comparable across stores.
+fn found(store: &dyn EpisodeStore, query: &MessageQuery<'_>) -> Vec<(String, usize, Message, f64)> {
+    store
+        .search_messages(query, &Bm25)
+        .unwrap()
+        .into_iter()
+        .map(|hit: MessageHit| (hit.episode_id, hit.turn, hit.message, hit.score))
+        .collect()
+}
+
+fn assert_same_hits(got: &[(String, usize, Message, f64)], want: &[(String, usize, Message, f64)]) {
+    assert_eq!(got.len(), want.len(), "{got:?} vs {want:?}");
+    for (a, b) in got.iter().zip(want) {
+        assert_eq!((&a.0, a.1, &a.2), (&b.0, b.1, &b.2), "{got:?} vs {want:?}");
+        assert!((a.3 - b.3).abs() < 1e-9, "{got:?} vs {want:?}");
+    }
 }
 
 fn search(store: &dyn SessionFactStore, text: &str) -> Vec<(String, f64)> {
@@ -92,10 +129,14 @@ fn scopes_of_one_database_see_nothing_of_each_other() {
         alice.delete(lexer),
         Err(StoreError::NotFound { .. })
     ));
-    spec.put_episode(&Episode::new("Parser", "The parser is done.", "...", t(0)))
+    let said = vec![Message::new(MessageRole::User, "Is the parser done?").at(t(0))];
+    spec.put_episode(&Episode::new("Parser", "The parser is done.", said, t(0)))
         .unwrap();
     assert!(alice.episodes().unwrap().is_empty());
     assert_eq!(spec.search_episodes("parser", 5).unwrap().len(), 1);
+    let query = MessageQuery::new("parser", 5);
+    assert_eq!(spec.search_messages(&query, &Bm25).unwrap().len(), 1);
+    assert!(alice.search_messages(&query, &Bm25).unwrap().is_empty());
 }
 
 #[test]
@@ -443,6 +484,7 @@ fn a_version_1_schema_migrates_to_embeddings() {
         .add(vec![fact("src/a.rs", "modified_by", "task:1", 1, 0)])
         .unwrap();
     let mut raw = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    back_to_version_2(&mut raw, &schema);
     raw.batch_execute(&format!(
         "DROP TABLE {schema}.embeddings; UPDATE {schema}.schema_version SET version = 1;"
     ))
@@ -453,7 +495,6 @@ fn a_version_1_schema_migrates_to_embeddings() {
         .unwrap()
         .get(0);
     assert_eq!(u32::try_from(version).unwrap(), PgFactStore::SCHEMA_VERSION);
-    assert_eq!(PgFactStore::SCHEMA_VERSION, 2);
     assert_eq!(store.valid_count(), 1);
     let id = FactId::for_triple("src/a.rs", "modified_by", "task:1");
     let vectors = store.vectors().unwrap();
@@ -468,4 +509,280 @@ fn a_version_1_schema_migrates_to_embeddings() {
     drop(store);
     raw.batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
         .unwrap();
+}
+
+/// Takes the store schema `schema`, empty of episodes and long-term memory, back to
+/// version 2 as that build left it: no message tables, aliases or profile, no
+/// `recorded_at`, transcripts as text in `episodes.transcript`.
+fn back_to_version_2(raw: &mut postgres::Client, schema: &str) {
+    raw.batch_execute(&format!(
+        "DROP TABLE {schema}.messages, {schema}.message_terms, {schema}.aliases, {schema}.profile;
+         DROP INDEX {schema}.facts_source;
+         ALTER TABLE {schema}.facts DROP COLUMN recorded_at;
+         ALTER TABLE {schema}.scopes DROP COLUMN message_count, DROP COLUMN message_len;
+         ALTER TABLE {schema}.episodes ADD COLUMN transcript TEXT NOT NULL DEFAULT '';
+         ALTER TABLE {schema}.episodes ALTER COLUMN transcript DROP DEFAULT;
+         UPDATE {schema}.schema_version SET version = 2;"
+    ))
+    .unwrap();
+}
+
+#[test]
+fn a_version_2_schema_moves_its_transcripts_into_searchable_messages() {
+    let Some(url) = server() else { return };
+    // A schema of its own, brought back to version 2 (`back_to_version_2`), with
+    // transcripts as JSON Lines in `episodes.transcript`.
+    let schema = format!("factmem_v2_{}", std::process::id());
+    let options = options().with_schema(schema.clone());
+    let scope = fresh_scope("v2");
+    let open = || {
+        PgFactStore::connect_with(
+            &url,
+            &scope,
+            StoreConfig::default(),
+            options.clone(),
+            clock(),
+        )
+        .unwrap()
+    };
+    let recorded = fact("user", "lives_in", "Berlin", 1, 0).recorded(t(5));
+    open()
+        .add(vec![
+            recorded.clone(),
+            fact("user", "owns", "a beagle", 1, 0),
+        ])
+        .unwrap();
+    let mut raw = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    back_to_version_2(&mut raw, &schema);
+    let scope_id: i64 = raw
+        .query_one(
+            &format!("SELECT id FROM {schema}.scopes WHERE name = $1"),
+            &[&scope],
+        )
+        .unwrap()
+        .get(0);
+    // Times under each name a transcript may give them, a line without one, a blank line
+    // and two lines that are no message (skipped, with a warning).
+    let moving = concat!(
+        r#"{"role":"user","content":"I live in Paris, but not for long.","timestamp":"2027-01-15T08:01:40Z"}"#,
+        "\n",
+        r#"{"role":"assistant","content":"Where are you going?","time":"2027-01-15T08:01:41Z"}"#,
+        "\n\nuser: not JSON at all\n",
+        r#"{"role":"user","content":"Berlin! The flat on Torstrasse is ours.","created_at":"2027-01-15T08:01:42Z"}"#,
+        "\n",
+        r#"{"role":"robot","content":"beep"}"#,
+        "\n",
+        r#"{"role":"assistant","content":"Congratulations on the new flat."}"#,
+        "\n",
+    );
+    let pets = concat!(
+        r#"{"role":"user","content":"We adopted a puppy named Oscar, he hates the flat's stairs.","timestamp":"2027-01-15T08:03:20Z"}"#,
+        "\n",
+    );
+    let insert = format!(
+        "INSERT INTO {schema}.episodes (scope, id, title, summary, transcript, tags, \
+         created_at, extracted_at, terms) VALUES ($1, $2, $3, $4, $5, '[\"home\"]', $6, NULL, $7)"
+    );
+    for (id, title, transcript, created, terms) in [
+        (
+            "ep_00000000000000aa",
+            "Moving",
+            moving,
+            t(1_000),
+            vec!["move"],
+        ),
+        ("ep_00000000000000bb", "Pets", pets, t(1_001), vec!["pet"]),
+    ] {
+        raw.execute(
+            &insert,
+            &[
+                &scope_id,
+                &id,
+                &title,
+                &"",
+                &transcript,
+                &created.unix_micros(),
+                &terms,
+            ],
+        )
+        .unwrap();
+    }
+
+    let store = open();
+    let version: i32 = raw
+        .query_one(&format!("SELECT version FROM {schema}.schema_version"), &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(u32::try_from(version).unwrap(), PgFactStore::SCHEMA_VERSION);
+    assert_eq!(PgFactStore::SCHEMA_VERSION, 3);
+    // Transcripts are kept once: as messages.
+    let transcript_columns: i64 = raw
+        .query_one(
+            "SELECT count(*) FROM information_schema.columns WHERE table_schema = $1 \
+             AND table_name = 'episodes' AND column_name = 'transcript'",
+            &[&schema],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(transcript_columns, 0);
+    // The facts are all there, without the recorded time the old schema did not keep.
+    assert_eq!(store.valid_count(), 2);
+    assert_eq!(store.get(recorded.id()).unwrap().recorded_at(), None);
+    assert!(
+        store
+            .valid_facts()
+            .iter()
+            .all(|f| f.recorded_at().is_none())
+    );
+
+    let episodes = store.episodes().unwrap();
+    let titles: Vec<&str> = episodes.iter().map(|e| e.title.as_str()).collect();
+    assert_eq!(titles, ["Moving", "Pets"]);
+    let moved = &episodes[0];
+    assert_eq!(moved.tags, ["home"]);
+    let said: Vec<(&str, Option<fact_model::Timestamp>)> = moved
+        .messages
+        .iter()
+        .map(|m| (m.content.as_str(), m.timestamp))
+        .collect();
+    assert_eq!(
+        said,
+        [
+            ("I live in Paris, but not for long.", Some(t(100))),
+            ("Where are you going?", Some(t(101))),
+            ("Berlin! The flat on Torstrasse is ours.", Some(t(102))),
+            ("Congratulations on the new flat.", None),
+        ]
+    );
+    assert_eq!(moved.started_at(), t(100));
+    assert_eq!(store.search_episodes("moving", 5).unwrap().len(), 1);
+
+    // Searchable, with their times, ranked as an in-memory store holding the same
+    // episodes ranks them (so the migration's statistics and frequencies are right).
+    let memory = InMemoryEpisodeStore::default();
+    for episode in &episodes {
+        memory.put_episode(episode).unwrap();
+    }
+    for text in ["flat", "Torstrasse", "puppy stairs", "Where are you going?"] {
+        for context in [0, 1] {
+            let query = MessageQuery::new(text, 10).with_context(context, 0.3);
+            assert_same_hits(&found(&store, &query), &found(&memory, &query));
+        }
+    }
+    let query = MessageQuery::new("Torstrasse", 1).with_context(0, 0.0);
+    let hit = &found(&store, &query)[0];
+    assert_eq!((hit.0.as_str(), hit.1), ("ep_00000000000000aa", 2));
+    assert_eq!(hit.2.timestamp, Some(t(102)));
+    let query = MessageQuery::new("flat", 10).with_as_of(t(150));
+    assert_same_hits(&found(&store, &query), &found(&memory, &query));
+    // The migrated scope goes on as any other: a new episode, a deleted one.
+    let new = Episode::new(
+        "Work",
+        "",
+        vec![Message::new(MessageRole::User, "The flat is near the hospital.").at(t(300))],
+        t(1_002),
+    );
+    store.put_episode(&new).unwrap();
+    memory.put_episode(&new).unwrap();
+    assert!(store.delete_episode("ep_00000000000000bb").unwrap());
+    assert!(memory.delete_episode("ep_00000000000000bb").unwrap());
+    let query = MessageQuery::new("flat hospital stairs", 10);
+    assert_same_hits(&found(&store, &query), &found(&memory, &query));
+    drop(store);
+    raw.batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
+        .unwrap();
+}
+
+#[test]
+fn two_stores_of_one_scope_see_each_other_s_messages_aliases_and_profile() {
+    let Some(url) = server() else { return };
+    let scope = fresh_scope("long-term-shared");
+    let clock = clock();
+    // Two stores, two pools: as two processes would.
+    let (a, b) = (open(&url, &scope, &clock), open(&url, &scope, &clock));
+    let episode = Episode::new(
+        "Moving",
+        "The user moved to Berlin.",
+        vec![
+            Message::new(MessageRole::User, "Where should I live?").at(t(1)),
+            Message::new(MessageRole::Assistant, "Berlin has good flats.").at(t(2)),
+        ],
+        t(10),
+    );
+    let mut write = MemoryWrite::default();
+    write.episode = Some(episode.clone());
+    write.aliases = vec![AliasChange::Set {
+        alias: "mel".into(),
+        entity: "melanie".into(),
+        at: t(3),
+    }];
+    write.profile = vec![ProfileEntry {
+        field: ProfileField::Work,
+        text: "Nurse".into(),
+        at: t(3),
+    }];
+    a.commit(write).unwrap();
+    assert_eq!(b.episode(&episode.id).unwrap().unwrap(), episode);
+    let query = MessageQuery::new("flats", 5).with_context(1, 0.3);
+    let seen_by_b = found(&b, &query);
+    assert_eq!(seen_by_b.len(), 2);
+    assert_same_hits(&seen_by_b, &found(&a, &query));
+    assert_eq!(b.aliases().unwrap()[0].entity, "melanie");
+    assert_eq!(b.profile().unwrap()[0].text, "Nurse");
+    // And back: b writes, a sees.
+    let mut write = MemoryWrite::default();
+    write.aliases = vec![AliasChange::Set {
+        alias: "mel".into(),
+        entity: "melanie smith".into(),
+        at: t(4),
+    }];
+    write.profile = vec![ProfileEntry {
+        field: ProfileField::Work,
+        text: "Head nurse".into(),
+        at: t(4),
+    }];
+    write.delete_episodes = vec![episode.id.clone()];
+    assert_eq!(b.commit(write).unwrap().episodes_deleted, 1);
+    assert_eq!(a.aliases().unwrap()[0].entity, "melanie smith");
+    assert_eq!(a.profile().unwrap()[0].text, "Head nurse");
+    assert_eq!(a.profile_history().unwrap().len(), 2);
+    assert!(found(&a, &query).is_empty());
+    assert!(a.episodes().unwrap().is_empty());
+    // A cycle through the other store's alias is refused.
+    let mut write = MemoryWrite::default();
+    write.aliases = vec![AliasChange::Set {
+        alias: "melanie smith".into(),
+        entity: "mel".into(),
+        at: t(5),
+    }];
+    assert_eq!(a.commit(write).unwrap_err().code(), "alias_cycle");
+}
+
+#[test]
+fn words_and_aliases_longer_than_an_index_entry_are_stored_and_found() {
+    let Some(url) = server() else { return };
+    let store = open(&url, &fresh_scope("long-memory"), &clock());
+    // One word of 8,000 characters: longer than any B-tree entry may be.
+    let word = "q".repeat(8_000);
+    let episode = Episode::new(
+        "Blob",
+        "",
+        vec![Message::new(
+            MessageRole::Tool,
+            format!("output {word} done"),
+        )],
+        t(1),
+    );
+    store.put_episode(&episode).unwrap();
+    let query = MessageQuery::new(&word, 5);
+    assert_eq!(found(&store, &query).len(), 1);
+    let alias = "a".repeat(8_000);
+    let mut write = MemoryWrite::default();
+    write.aliases = vec![AliasChange::Set {
+        alias: alias.clone(),
+        entity: "x".repeat(8_000),
+        at: t(2),
+    }];
+    store.commit(write).unwrap();
+    assert_eq!(store.aliases().unwrap()[0].alias, alias);
 }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use fact_model::ManualClock;
-use fact_store::{SessionFactStore, StoreConfig};
+use fact_store::{LongTermStore, SessionFactStore, StoreConfig};
 
 pub(crate) use crate::{fact, memory, store_from, t, valid_lines};
 
@@ -21,6 +21,10 @@ pub(crate) fn store_with(
 
 pub(crate) fn store() -> Option<(Arc<dyn SessionFactStore>, Arc<ManualClock>)> {
     store_with(StoreConfig::default())
+}
+
+pub(crate) fn long_term() -> Option<(Arc<dyn LongTermStore>, Arc<ManualClock>)> {
+    crate::postgres::long_term_with(crate::postgres::options().with_search_cache(false))
 }
 
 conformance_suite!();
