@@ -103,6 +103,7 @@ pub(crate) struct Candidate {
     pub(crate) tfs: Vec<u32>,
 }
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 impl Candidate {
     /// A candidate from its stored term text (the analyzed terms joined by spaces), for
     /// the query's `terms`.
@@ -287,6 +288,7 @@ mod tests {
         assert_eq!(ranked.len(), 1);
     }
 
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
     #[test]
     fn candidates_count_their_terms_from_the_stored_text() {
         let terms = vec!["berlin".to_owned(), "move".to_owned()];

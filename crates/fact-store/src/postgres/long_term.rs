@@ -11,18 +11,19 @@
 
 use std::collections::HashMap;
 
-use fact_model::{FactId, Message, ProfileField, Timestamp};
+use fact_model::{FactId, Message, ProfileField, SessionFact, Timestamp};
 use postgres::types::ToSql;
 use postgres::{Row, Transaction};
 
 use super::PgFactStore;
 use super::rows::{PgRows, Statements, prepared};
 use crate::messages;
-use crate::sql::codec::{id_from_sql, parse_term, time_from_sql};
+use crate::sql::codec::{FACT_COLUMNS, id_from_sql, parse_term, time_from_sql};
 use crate::sql::error::{DbError, DbResult};
 use crate::sql::long_term::MemoryRows;
 use crate::{
-    Alias, Analyzer, Episode, LongTermStore, MemoryReport, MemoryWrite, ProfileEntry, StoreResult,
+    Alias, Analyzer, Episode, EpisodeExtracted, LongTermStore, MemoryReport, MemoryWrite,
+    ProfileEntry, StoreResult,
 };
 
 /// Statements in one open transaction, prepared once per connection.
@@ -420,6 +421,43 @@ impl MemoryRows for PgRows<'_> {
         )?;
         Ok(true)
     }
+
+    fn mark_extracted(
+        &mut self,
+        extracted: &EpisodeExtracted,
+        analyzer: &Analyzer,
+    ) -> DbResult<bool> {
+        let (mut db, scope) = self.db();
+        let row = db.query_opt(
+            "UPDATE episodes SET extracted_at = $3, title = coalesce($4, title), \
+             summary = coalesce($5, summary) WHERE scope = $1 AND id = $2 \
+             RETURNING n, title, summary",
+            &[
+                &scope,
+                &extracted.id,
+                &extracted.at.unix_micros(),
+                &extracted.title,
+                &extracted.summary,
+            ],
+        )?;
+        let Some(row) = row else {
+            return Ok(false);
+        };
+        if extracted.title.is_some() || extracted.summary.is_some() {
+            // The title and summary terms `search_episodes` matches, made anew.
+            let n: i64 = row.try_get(0)?;
+            let title: String = row.try_get(1)?;
+            let summary: String = row.try_get(2)?;
+            let mut terms = analyzer.analyze(&format!("{title} {summary}"));
+            terms.sort_unstable();
+            terms.dedup();
+            db.execute(
+                "UPDATE episodes SET terms = $3 WHERE scope = $1 AND n = $2",
+                &[&scope, &n, &terms],
+            )?;
+        }
+        Ok(true)
+    }
 }
 
 impl LongTermStore for PgFactStore {
@@ -448,6 +486,35 @@ impl LongTermStore for PgFactStore {
 
     fn profile(&self) -> StoreResult<Vec<ProfileEntry>> {
         Ok(crate::long_term::current_profile(&self.profile_history()?))
+    }
+
+    fn valid_about(&self, subject: &str, limit: usize) -> StoreResult<Vec<SessionFact>> {
+        let sql = format!(
+            "SELECT {FACT_COLUMNS} FROM facts WHERE scope = $1 AND subject = $2 \
+             AND valid_to IS NULL ORDER BY seq DESC LIMIT $3"
+        );
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.with_conn(|conn, scope| {
+            super::query(conn, &sql, &[&scope, &subject, &limit])?
+                .iter()
+                .map(|row| super::codec::read_fact(row, 0))
+                .collect()
+        })
+    }
+
+    fn relations_of(&self, subject: &str, limit: usize) -> StoreResult<Vec<String>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.with_conn(|conn, scope| {
+            super::query(
+                conn,
+                "SELECT relation FROM facts WHERE scope = $1 AND subject = $2 \
+                 AND valid_to IS NULL GROUP BY relation ORDER BY min(seq) LIMIT $3",
+                &[&scope, &subject, &limit],
+            )?
+            .iter()
+            .map(|row| Ok(row.try_get(0)?))
+            .collect()
+        })
     }
 
     fn profile_history(&self) -> StoreResult<Vec<ProfileEntry>> {

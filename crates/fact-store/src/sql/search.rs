@@ -205,28 +205,6 @@ pub(crate) fn offer(
     Ok(())
 }
 
-/// The episodes of a search, best first, at most `limit`: `(score, n, episode)` with the
-/// score the number of distinct query terms the episode holds and `n` its storage order;
-/// ranked as the in-memory store ranks them (score, then newer, then stored earlier).
-// SQLite ranks with `crate::messages::rank_episodes`; PostgreSQL still uses this one.
-#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
-pub(crate) fn rank_episodes(
-    mut scored: Vec<(usize, i64, crate::Episode)>,
-    limit: usize,
-) -> Vec<crate::Episode> {
-    scored.retain(|(score, _, _)| *score > 0);
-    scored.sort_by(|(a, n, x), (b, m, y)| {
-        b.cmp(a)
-            .then(y.created_at.cmp(&x.created_at))
-            .then(n.cmp(m))
-    });
-    scored
-        .into_iter()
-        .take(limit)
-        .map(|(_, _, episode)| episode)
-        .collect()
-}
-
 /// Scores candidates of the database path from their stored term documents.
 pub(crate) struct Scorer {
     /// The query's terms the scope's valid facts hold, in query order, with their weights.

@@ -756,6 +756,12 @@ fn two_stores_of_one_scope_see_each_other_s_messages_aliases_and_profile() {
         at: t(5),
     }];
     assert_eq!(a.commit(write).unwrap_err().code(), "alias_cycle");
+    // The checks every durable store shares.
+    let scope = fresh_scope("long-term-durable");
+    crate::durable::another_store_sees_long_term_writes(
+        &open(&url, &scope, &clock),
+        &open(&url, &scope, &clock),
+    );
 }
 
 #[test]
