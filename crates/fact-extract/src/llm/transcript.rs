@@ -207,10 +207,12 @@ fn read_line(line: &str) -> Result<Message, LineProblem> {
         }
         Err(error) => return Err(LineProblem::NotMessage(error.to_string())),
     };
-    let time = TIME_FIELDS
+    // Every time field is taken out, so that serde sees none of them.
+    let times: Vec<Value> = TIME_FIELDS
         .iter()
         .filter_map(|name| object.remove(*name))
-        .find(|value| !value.is_null());
+        .collect();
+    let time = times.into_iter().find(|value| !value.is_null());
     let mut message: Message = serde_json::from_value(Value::Object(object))
         .map_err(|error| LineProblem::NotMessage(error.to_string()))?;
     message.timestamp = match time {
