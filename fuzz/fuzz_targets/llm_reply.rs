@@ -19,8 +19,8 @@ use std::sync::{Arc, OnceLock};
 
 use arbitrary::Arbitrary;
 use fact_extract::{
-    ConversationExtractor, KnownMemory, LlmClient, LlmError, LlmExtractorConfig,
-    LlmFactExtractor, MAX_PROFILE_CHARS, Message, MessageRole, parse_reply,
+    ConversationExtractor, KnownMemory, LlmClient, LlmError, LlmExtractorConfig, LlmFactExtractor,
+    MAX_PROFILE_CHARS, Message, MessageRole, parse_reply,
 };
 use fact_model::{FactId, ManualClock, ProfileField, SessionFact, SourceRole, Tag, Timestamp};
 use factmem_fuzz::{Doc, Json, Key, Vocab, render_object};
@@ -269,7 +269,12 @@ fn check_reply(text: &str) {
         ProfileField::Personal,
         ProfileField::TopOfMind,
     ];
-    assert!(reply.user_context.iter().all(|(field, _)| context.contains(field)));
+    assert!(
+        reply
+            .user_context
+            .iter()
+            .all(|(field, _)| context.contains(field))
+    );
     assert!(
         reply
             .history
