@@ -18,11 +18,17 @@
 //!
 //! - [`ConversationExtractor`] is the object-safe contract; [`LlmFactExtractor`] implements
 //!   it by prompting an [`LlmClient`] ([`extraction_prompt`]) chunk by chunk
-//!   ([`chunk_transcript`]), reading replies leniently ([`parse_reply`]) and checking every
-//!   fact's category and confidence; what it skips becomes a [`Diagnostic`].
+//!   ([`chunk_transcript`]), with the facts memory already holds ([`KnownMemory`]) listed
+//!   by short id, reading replies leniently ([`parse_reply`]) and checking every fact's
+//!   category, confidence and turn and every id it names; what it skips becomes a
+//!   [`Diagnostic`]. Besides new facts, a conversation yields the known facts it
+//!   supersedes or removes, aliases and profile texts ([`ConversationExtraction`]);
+//!   `docs/extraction-contract.md` is the contract with the model in full.
 //! - Clients: [`CommandLlm`] runs a shell command; `OpenAiCompatibleLlm` (feature
 //!   `openai`) calls a chat-completions endpoint. Failures are [`LlmError`]s.
-//! - [`parse_transcript`] reads a conversation from JSON Lines into [`Message`]s.
+//! - [`read_transcript`] reads a conversation from JSON Lines into dated [`Message`]s,
+//!   refusing bad input with a [`TranscriptError`]; [`parse_transcript`] is its lenient
+//!   sibling.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -75,10 +81,12 @@ use serde::Serialize;
 pub use crate::extractor::RuleBasedFactExtractor;
 pub use crate::llm::{
     CommandLlm, ConversationExtraction, ConversationExtractor, DEFAULT_CATEGORIES,
-    ERROR_TAIL_CHARS, EXTRACTION_GUIDE, EXTRACTION_REPLY_SHAPE, LlmClient, LlmError,
-    LlmExtractorConfig, LlmFactExtractor, MAX_SUMMARY_CHARS, MAX_TITLE_CHARS, MIN_CHUNK_CHARS,
-    ParsedReply, ReplyError, ReplyFact, chunk_transcript, extraction_prompt, parse_reply,
-    parse_transcript, render_transcript,
+    ERROR_TAIL_CHARS, EXTRACTION_GUIDE, EXTRACTION_REPLY_SHAPE, ExtractedAlias, ExtractedFact,
+    KnownMemory, LlmClient, LlmError, LlmExtractorConfig, LlmFactExtractor, MAX_PROFILE_CHARS,
+    MAX_SUMMARY_CHARS, MAX_TITLE_CHARS, MAX_TRANSCRIPT_BYTES, MIN_CHUNK_CHARS, MIN_SHORT_ID_CHARS,
+    ParsedReply, REPLY_SECTIONS, ReplyError, ReplyFact, Transcript, TranscriptChunk,
+    TranscriptError, TranscriptOptions, chunk_transcript, extraction_prompt, parse_reply,
+    parse_transcript, read_transcript, render_transcript,
 };
 #[cfg(feature = "openai")]
 pub use crate::llm::{OpenAiCompatibleLlm, OpenAiConfig};

@@ -1,7 +1,9 @@
 //! Extraction of facts from conversations by a language model: the [`LlmClient`] contract,
 //! its [`LlmError`], and the pieces around it.
 //!
-//! - `transcript.rs`: [`Message`], [`parse_transcript`], [`chunk_transcript`].
+//! - `transcript.rs`: [`read_transcript`] (strict, every message dated) and
+//!   [`parse_transcript`] (lenient), [`chunk_transcript`] into [`TranscriptChunk`]s.
+//! - `known.rs`: [`KnownMemory`], the facts memory already holds, with short ids.
 //! - `prompt.rs`: [`extraction_prompt`], the instructions the model receives.
 //! - `reply.rs`: [`parse_reply`], the lenient reader of the model's JSON.
 //! - `extractor.rs`: [`LlmFactExtractor`], the [`ConversationExtractor`] that ties them
@@ -11,6 +13,7 @@
 
 mod command;
 mod extractor;
+mod known;
 #[cfg(feature = "openai")]
 mod openai;
 mod prompt;
@@ -23,15 +26,18 @@ use std::time::Duration;
 
 pub use self::command::CommandLlm;
 pub use self::extractor::{
-    ConversationExtraction, ConversationExtractor, DEFAULT_CATEGORIES, LlmExtractorConfig,
-    LlmFactExtractor, MAX_SUMMARY_CHARS, MAX_TITLE_CHARS,
+    ConversationExtraction, ConversationExtractor, DEFAULT_CATEGORIES, ExtractedAlias,
+    ExtractedFact, LlmExtractorConfig, LlmFactExtractor, MAX_PROFILE_CHARS, MAX_SUMMARY_CHARS,
+    MAX_TITLE_CHARS,
 };
+pub use self::known::{KnownMemory, MIN_SHORT_ID_CHARS};
 #[cfg(feature = "openai")]
 pub use self::openai::{OpenAiCompatibleLlm, OpenAiConfig};
 pub use self::prompt::{EXTRACTION_GUIDE, EXTRACTION_REPLY_SHAPE, extraction_prompt};
-pub use self::reply::{ParsedReply, ReplyError, ReplyFact, parse_reply};
+pub use self::reply::{ParsedReply, REPLY_SECTIONS, ReplyError, ReplyFact, parse_reply};
 pub use self::transcript::{
-    MIN_CHUNK_CHARS, chunk_transcript, parse_transcript, render_transcript,
+    MAX_TRANSCRIPT_BYTES, MIN_CHUNK_CHARS, Transcript, TranscriptChunk, TranscriptError,
+    TranscriptOptions, chunk_transcript, parse_transcript, read_transcript, render_transcript,
 };
 
 /// Longest tail of a command's stderr or an HTTP error body kept in an [`LlmError`], in

@@ -1,6 +1,6 @@
 //! Integration tests of `fact-extract`: data-driven checks of every rule, isolation of
-//! failing rules, a property test over arbitrary results, and conversation extraction by
-//! an LLM (`llm`).
+//! failing rules, a property test over arbitrary results, conversation extraction by an
+//! LLM (`llm`), and the extraction contract's page (`docs`).
 
 #![allow(
     clippy::unwrap_used,
@@ -9,6 +9,7 @@
     clippy::panic
 )]
 
+mod docs;
 mod isolation;
 mod llm;
 mod properties;

@@ -1,16 +1,17 @@
 //! `CommandLlm` against real commands: echo through `cat`, failures, a timeout, bad
-//! output, and a whole extraction through a command that prints a canned reply.
+//! output, and whole extractions through a command that prints a canned reply (the grown
+//! reply contract carried unchanged).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use fact_extract::{
-    CommandLlm, ConversationExtractor, ERROR_TAIL_CHARS, LlmClient, LlmError, LlmExtractorConfig,
-    LlmFactExtractor,
+    CommandLlm, ConversationExtractor, ERROR_TAIL_CHARS, KnownMemory, LlmClient, LlmError,
+    LlmExtractorConfig, LlmFactExtractor,
 };
-use fact_model::ManualClock;
+use fact_model::{ManualClock, ProfileField};
 
-use super::{conversation, fact_lines};
+use super::{conversation, dated_conversation, fact_lines, known, t};
 
 fn run(command: &str, prompt: &str) -> Result<String, LlmError> {
     CommandLlm::new(command, Duration::from_secs(10)).complete(prompt)
@@ -130,7 +131,7 @@ fn a_command_that_prints_a_reply_drives_an_extraction() {
         LlmExtractorConfig::default(),
     );
     let extraction = extractor
-        .extract_conversation(&conversation(), "chat-3")
+        .extract_conversation(&conversation(), "chat-3", &KnownMemory::default())
         .unwrap();
     assert_eq!(
         fact_lines(&extraction),
@@ -139,4 +140,57 @@ fn a_command_that_prints_a_reply_drives_an_extraction() {
         ]
     );
     assert_eq!(extraction.title.as_deref(), Some("Tests"));
+}
+
+#[test]
+fn a_command_carries_the_whole_reply_contract() {
+    let known = known();
+    let ids = known.short_ids();
+    let reply = format!(
+        r#"{{"facts": [{{"subject": "user", "predicate": "lives_in", "object": "Berlin",
+   "content": "User moved to Berlin", "category": "context", "confidence": 0.9,
+   "turn": 2, "supersedes": ["{paris}"]}}],
+ "facts_to_remove": ["{car}"],
+ "aliases": [{{"alias": "Mel", "entity": "Melanie"}}],
+ "user_context": {{"personal": "Lives in Berlin; has a sister, Melanie."}},
+ "history": {{"recent_months": "Moved from Paris to Berlin in March 2026."}}}}"#,
+        paris = ids[0],
+        car = ids[1],
+    );
+    let command = format!("cat >/dev/null; cat <<'REPLY'\n{reply}\nREPLY");
+    let extractor = LlmFactExtractor::new(
+        Arc::new(CommandLlm::new(command, Duration::from_secs(10))),
+        Arc::new(ManualClock::new(crate::at())),
+        LlmExtractorConfig::default(),
+    );
+    let extraction = extractor
+        .extract_conversation(&dated_conversation(), "chat-3", &known)
+        .unwrap();
+    assert_eq!(
+        fact_lines(&extraction),
+        ["user | lives_in | Berlin | context | 0.9 | User moved to Berlin"]
+    );
+    let berlin = &extraction.facts[0];
+    assert_eq!(berlin.fact.valid_from(), t("2026-03-02T10:00:00Z"));
+    assert_eq!(berlin.supersedes, [known.facts[0].id()]);
+    assert_eq!(extraction.remove, [known.facts[1].id()]);
+    assert_eq!(extraction.aliases[0].alias, "mel");
+    assert_eq!(
+        extraction.profile,
+        [
+            (
+                ProfileField::Personal,
+                "Lives in Berlin; has a sister, Melanie.".to_owned()
+            ),
+            (
+                ProfileField::RecentMonths,
+                "Moved from Paris to Berlin in March 2026.".to_owned()
+            ),
+        ]
+    );
+    assert!(
+        extraction.diagnostics.is_empty(),
+        "{:?}",
+        extraction.diagnostics
+    );
 }

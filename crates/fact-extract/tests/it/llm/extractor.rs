@@ -4,8 +4,9 @@
 use std::time::Duration;
 
 use fact_extract::{
-    ConversationExtractor, DEFAULT_CATEGORIES, EXTRACTION_GUIDE, EXTRACTION_REPLY_SHAPE, LlmError,
-    LlmExtractorConfig, Message, MessageRole, extraction_prompt,
+    ConversationExtractor, DEFAULT_CATEGORIES, EXTRACTION_GUIDE, EXTRACTION_REPLY_SHAPE,
+    KnownMemory, LlmError, LlmExtractorConfig, Message, MessageRole, TranscriptChunk,
+    extraction_prompt,
 };
 use fact_model::{
     MAX_OBJECT_CHARS, MAX_STATEMENT_CHARS, MAX_SUBJECT_CHARS, SourceRole, Tag, fold_statement,
@@ -26,11 +27,17 @@ const PYTEST: &str =
 #[test]
 fn a_plain_reply_becomes_facts_with_source_time_title_and_summary() {
     let extraction = check(&reply_with(PYTEST_FIELDS), &[PYTEST], &[]);
-    let fact = &extraction.facts[0];
+    let fact = &extraction.facts[0].fact;
     assert_eq!(fact.source_task_id(), "chat-1");
     assert_eq!(fact.source_role(), SourceRole::Extractor);
+    // The messages carry no time: the clock's reading dates the fact and records it.
     assert_eq!(fact.valid_from(), crate::at());
+    assert_eq!(fact.recorded_at(), Some(crate::at()));
     assert!(fact.is_valid());
+    assert_eq!(extraction.facts[0].turn, None);
+    assert!(extraction.facts[0].supersedes.is_empty());
+    assert!(extraction.remove.is_empty() && extraction.aliases.is_empty());
+    assert!(extraction.profile.is_empty());
     assert_eq!(extraction.title.as_deref(), Some("Testing"));
     assert_eq!(extraction.summary.as_deref(), Some("Chose pytest."));
 }
@@ -64,7 +71,9 @@ fn a_garbage_reply_is_a_diagnostic_not_an_error() {
     check(
         r#"{"title": "x"}"#,
         &[],
-        &[r#"llm.reply: the reply's JSON object has no "facts" array"#],
+        &[
+            r#"llm.reply: the reply's JSON object has none of "facts", "facts_to_remove", "aliases" (arrays), "user_context", "history" (objects)"#,
+        ],
     );
 }
 
@@ -133,7 +142,7 @@ fn confidence_below_the_threshold_or_out_of_range_is_skipped() {
     let client = Scripted::new([reply.as_str()]);
     let config = LlmExtractorConfig::default().with_min_confidence(0.2);
     let extraction = extractor(client, config)
-        .extract_conversation(&conversation(), "chat-1")
+        .extract_conversation(&conversation(), "chat-1", &KnownMemory::default())
         .unwrap();
     assert_eq!(extraction.facts.len(), 1);
     assert_eq!(extraction.diagnostics.len(), 3);
@@ -169,7 +178,7 @@ fn over_long_fields_are_clipped_not_dropped() {
         &[],
     );
     assert_eq!(
-        extraction.facts[0].object().chars().count(),
+        extraction.facts[0].fact.object().chars().count(),
         MAX_OBJECT_CHARS
     );
     // Multi-byte text is cut on char boundaries.
@@ -184,7 +193,7 @@ fn over_long_fields_are_clipped_not_dropped() {
         )],
         &[],
     );
-    assert!(extraction.facts[0].object().ends_with("..."));
+    assert!(extraction.facts[0].fact.object().ends_with("..."));
 }
 
 #[test]
@@ -226,12 +235,16 @@ fn duplicates_merge_keeping_the_higher_confidence() {
 fn the_prompt_explains_facts_categories_and_the_reply_shape() {
     let client = Scripted::new([]);
     extractor(client.clone(), LlmExtractorConfig::default())
-        .extract_conversation(&conversation(), "chat-1")
+        .extract_conversation(&conversation(), "chat-1", &KnownMemory::default())
         .unwrap();
     let prompts = client.prompts();
     assert_eq!(
         prompts,
-        [extraction_prompt(DEFAULT_CATEGORIES, &conversation())]
+        [extraction_prompt(
+            DEFAULT_CATEGORIES,
+            &KnownMemory::default(),
+            &TranscriptChunk::new(0, conversation())
+        )]
     );
     let prompt = &prompts[0];
     for needle in [
@@ -246,8 +259,16 @@ fn the_prompt_explains_facts_categories_and_the_reply_shape() {
         "(subject, predicate)",
         "- preference: ",
         "- observation: ",
-        r#"{"title": "...", "summary": "one paragraph", "facts": [{"subject": "user", "predicate": "prefers_test_framework", "object": "pytest", "statement": "User prefers pytest over unittest", "category": "preference", "confidence": 0.9}]}"#,
-        "<transcript>\nuser: Let's write the tests with pytest, not unittest.\nassistant: Done: tests/test_parser.py uses pytest.\n</transcript>\n",
+        r#"{"title": "...", "summary": "one paragraph", "facts": [{"subject": "user", "predicate": "prefers_test_framework", "object": "pytest", "content": "User prefers pytest over unittest", "category": "preference", "confidence": 0.9, "turn": 3, "supersedes": ["<id of a known fact>"]}], "facts_to_remove": ["<id of a known fact>"], "aliases": [{"alias": "Mel", "entity": "Melanie"}], "user_context": {"work": "...", "personal": "...", "top_of_mind": "..."}, "history": {"recent_months": "...", "earlier_context": "...", "long_term_background": "..."}}"#,
+        "\"turn\"",
+        "\"supersedes\"",
+        "\"facts_to_remove\"",
+        "\"aliases\"",
+        "\"user_context\"",
+        "\"history\"",
+        "Never invent or guess an id",
+        "Known facts: none, so leave out \"supersedes\" and \"facts_to_remove\".\n",
+        "<transcript>\n[0] user: Let's write the tests with pytest, not unittest.\n[1] assistant: Done: tests/test_parser.py uses pytest.\n</transcript>\n",
     ] {
         assert!(prompt.contains(needle), "the prompt lacks {needle:?}");
     }
@@ -255,7 +276,11 @@ fn the_prompt_explains_facts_categories_and_the_reply_shape() {
         assert!(prompt.contains(&format!("\n- {tag}: ")), "{tag}");
     }
     // Only the configured categories are offered.
-    let narrow = extraction_prompt(&[Tag::Goal], &[]);
+    let narrow = extraction_prompt(
+        &[Tag::Goal],
+        &KnownMemory::default(),
+        &TranscriptChunk::default(),
+    );
     assert!(narrow.contains("- goal: ") && !narrow.contains("- preference: "));
 }
 
@@ -263,7 +288,7 @@ fn the_prompt_explains_facts_categories_and_the_reply_shape() {
 fn an_empty_conversation_asks_nothing() {
     let client = Scripted::new([]);
     let extraction = extractor(client.clone(), LlmExtractorConfig::default())
-        .extract_conversation(&[], "chat-1")
+        .extract_conversation(&[], "chat-1", &KnownMemory::default())
         .unwrap();
     assert!(client.prompts().is_empty());
     assert_eq!(extraction, Default::default());
@@ -288,7 +313,13 @@ fn long_conversation() -> Vec<Message> {
 
 #[test]
 fn long_conversations_are_chunked_and_their_facts_merged() {
-    let overhead = extraction_prompt(DEFAULT_CATEGORIES, &[]).chars().count();
+    let overhead = extraction_prompt(
+        DEFAULT_CATEGORIES,
+        &KnownMemory::default(),
+        &TranscriptChunk::default(),
+    )
+    .chars()
+    .count();
     let config = LlmExtractorConfig::default().with_max_prompt_chars(overhead + 1_000);
     let vim = |confidence: f64, statement: &str| {
         format!(
@@ -311,24 +342,25 @@ fn long_conversations_are_chunked_and_their_facts_merged() {
     ];
     let client = Scripted::new(replies.iter().map(String::as_str));
     let extraction = extractor(client.clone(), config.clone())
-        .extract_conversation(&long_conversation(), "chat-9")
+        .extract_conversation(&long_conversation(), "chat-9", &KnownMemory::default())
         .unwrap();
     let prompts = client.prompts();
     assert!(prompts.len() >= 5, "{} prompts", prompts.len());
     for prompt in &prompts {
         assert!(prompt.chars().count() <= config.max_prompt_chars);
     }
-    // Every message is in exactly one prompt, in order.
+    // Every message is in exactly one prompt, in order, with its turn.
     let all: String = prompts.concat();
     let mut from = 0;
-    for message in long_conversation() {
+    for (turn, message) in long_conversation().iter().enumerate() {
+        let rendered = format!("[{turn}] {}: {}\n", message.role, message.content);
         let at = all
             .get(from..)
             .unwrap()
-            .find(&message.render())
+            .find(&rendered)
             .expect("message in a prompt");
         from += at + 1;
-        assert_eq!(all.matches(&message.render()).count(), 1);
+        assert_eq!(all.matches(&rendered).count(), 1);
     }
     assert_eq!(
         fact_lines(&extraction),
@@ -354,7 +386,13 @@ fn long_conversations_are_chunked_and_their_facts_merged() {
 
 #[test]
 fn a_failing_chunk_fails_the_extraction_and_is_named() {
-    let overhead = extraction_prompt(DEFAULT_CATEGORIES, &[]).chars().count();
+    let overhead = extraction_prompt(
+        DEFAULT_CATEGORIES,
+        &KnownMemory::default(),
+        &TranscriptChunk::default(),
+    )
+    .chars()
+    .count();
     let config = LlmExtractorConfig::default().with_max_prompt_chars(overhead + 1_000);
     let client = Scripted::results([
         Ok(r#"{"facts": []}"#.to_owned()),
@@ -363,7 +401,7 @@ fn a_failing_chunk_fails_the_extraction_and_is_named() {
         }),
     ]);
     let err = extractor(client.clone(), config)
-        .extract_conversation(&long_conversation(), "chat-9")
+        .extract_conversation(&long_conversation(), "chat-9", &KnownMemory::default())
         .unwrap_err();
     let LlmError::InChunk { chunk, chunks, .. } = &err else {
         panic!("{err:?}");
@@ -384,7 +422,11 @@ fn the_extractor_is_a_trait_object() {
     let boxed: Box<dyn ConversationExtractor> =
         Box::new(extractor(Scripted::new([]), LlmExtractorConfig::default()));
     let shared: std::sync::Arc<dyn ConversationExtractor> = std::sync::Arc::new(boxed);
-    assert!(shared.extract_conversation(&conversation(), "c").is_ok());
+    assert!(
+        shared
+            .extract_conversation(&conversation(), "c", &KnownMemory::default())
+            .is_ok()
+    );
 }
 
 fn field() -> impl Strategy<Value = serde_json::Value> {
@@ -427,14 +469,14 @@ proptest! {
     ) {
         let reply = format!("{prose}{}", serde_json::json!({ "facts": facts }));
         let extraction = extractor(Scripted::new([reply.as_str()]), LlmExtractorConfig::default())
-            .extract_conversation(&conversation(), "chat-1")
+            .extract_conversation(&conversation(), "chat-1", &KnownMemory::default())
             .unwrap();
         // Every reply fact is kept, merged into a kept one, or reported.
         prop_assert!(extraction.facts.len() + extraction.diagnostics.len() <= facts.len());
         prop_assert_eq!(extraction.facts.is_empty(), extraction.diagnostics.len() == facts.len());
         let mut ids = std::collections::HashSet::new();
         let mut statements = std::collections::HashSet::new();
-        for fact in &extraction.facts {
+        for fact in extraction.facts.iter().map(|f| &f.fact) {
             // Each fact survives the model's own validation again.
             let json = serde_json::to_value(fact).unwrap();
             prop_assert_eq!(&serde_json::from_value::<fact_model::SessionFact>(json).unwrap(), fact);
@@ -450,7 +492,7 @@ proptest! {
     #[test]
     fn any_reply_text_is_handled_without_panic(text in any::<String>()) {
         let extraction = extractor(Scripted::new([text.as_str()]), LlmExtractorConfig::default())
-            .extract_conversation(&conversation(), "chat-1")
+            .extract_conversation(&conversation(), "chat-1", &KnownMemory::default())
             .unwrap();
         if !text.contains('{') {
             prop_assert!(extraction.facts.is_empty());

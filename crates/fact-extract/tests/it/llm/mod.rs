@@ -1,10 +1,13 @@
-//! Tests of conversation extraction: transcripts, replies, the LLM extractor against a
-//! scripted client, and the real clients (a shell command, an HTTP server).
+//! Tests of conversation extraction: transcripts, prompts, replies, the LLM extractor
+//! against a scripted client (the reply contract in `contract`), and the real clients (a
+//! shell command, an HTTP server).
 
 mod command;
+mod contract;
 mod extractor;
 #[cfg(feature = "openai")]
 mod openai;
+mod prompt;
 mod reply;
 mod transcript;
 
@@ -12,10 +15,10 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use fact_extract::{
-    ConversationExtraction, ConversationExtractor, LlmClient, LlmError, LlmExtractorConfig,
-    LlmFactExtractor, Message, MessageRole,
+    ConversationExtraction, ConversationExtractor, KnownMemory, LlmClient, LlmError,
+    LlmExtractorConfig, LlmFactExtractor, Message, MessageRole,
 };
-use fact_model::ManualClock;
+use fact_model::{ManualClock, SessionFact, SourceRole, Tag, Timestamp};
 
 use super::at;
 
@@ -75,12 +78,68 @@ pub(crate) fn conversation() -> Vec<Message> {
     ]
 }
 
+/// `text` as a timestamp.
+pub(crate) fn t(text: &str) -> Timestamp {
+    text.parse().unwrap()
+}
+
+/// A conversation whose messages carry times, some of them: a move from Paris to Berlin,
+/// a car sold, a nickname. Turns 0 to 5.
+pub(crate) fn dated_conversation() -> Vec<Message> {
+    vec![
+        Message::new(MessageRole::User, "Hi! Quick update on my life.")
+            .at(t("2026-03-01T09:00:00Z")),
+        Message::new(MessageRole::Assistant, "Sure, go ahead."),
+        Message::new(MessageRole::User, "I moved from Paris to Berlin last week.")
+            .at(t("2026-03-02T10:00:00Z")),
+        Message::new(MessageRole::Assistant, "Congratulations on the move!"),
+        Message::new(
+            MessageRole::User,
+            "Also, I sold my car. Mel helped me move.",
+        )
+        .at(t("2026-03-03T11:00:00Z")),
+        Message::new(MessageRole::User, "Melanie is my sister."),
+    ]
+}
+
+/// A known fact about the user, from an earlier session.
+pub(crate) fn known_fact(relation: &str, object: &str, statement: &str) -> SessionFact {
+    SessionFact::builder("user", relation, object)
+        .tag(Tag::Context)
+        .source("ep_0", SourceRole::Extractor)
+        .statement(statement)
+        .valid_from(t("2026-01-10T08:00:00Z"))
+        .build()
+        .unwrap()
+}
+
+/// What memory knows before [`dated_conversation`]: where the user lives, their car and
+/// editor, and the predicates in use.
+pub(crate) fn known() -> KnownMemory {
+    KnownMemory::new(
+        vec![
+            known_fact("lives_in", "Paris", "User lives in Paris"),
+            known_fact("owns_car", "a Volvo", "User owns a Volvo"),
+            known_fact("prefers_editor", "vim", "User prefers vim"),
+        ],
+        vec![(
+            "user".to_owned(),
+            vec![
+                "lives_in".to_owned(),
+                "owns_car".to_owned(),
+                "prefers_editor".to_owned(),
+            ],
+        )],
+    )
+}
+
 /// The facts as `subject | relation | object | tags | confidence` lines, with
 /// ` | statement` when there is one.
 pub(crate) fn fact_lines(extraction: &ConversationExtraction) -> Vec<String> {
     extraction
         .facts
         .iter()
+        .map(|f| &f.fact)
         .map(|f| {
             let tags: Vec<&str> = f.tags().as_slice().iter().map(|t| t.as_str()).collect();
             let mut line = format!(
@@ -114,7 +173,7 @@ pub(crate) fn diagnostic_lines(extraction: &ConversationExtraction) -> Vec<Strin
 pub(crate) fn check(reply: &str, facts: &[&str], diagnostics: &[&str]) -> ConversationExtraction {
     let client = Scripted::new([reply]);
     let extraction = extractor(client.clone(), LlmExtractorConfig::default())
-        .extract_conversation(&conversation(), "chat-1")
+        .extract_conversation(&conversation(), "chat-1", &KnownMemory::default())
         .unwrap();
     assert_eq!(fact_lines(&extraction), facts, "facts of {reply}");
     assert_eq!(
@@ -124,4 +183,20 @@ pub(crate) fn check(reply: &str, facts: &[&str], diagnostics: &[&str]) -> Conver
     );
     assert_eq!(client.prompts().len(), 1);
     extraction
+}
+
+/// Extracts from `transcript` with one scripted `reply`, knowing `known`, with the
+/// default config; returns the extraction and the prompt the model was sent.
+pub(crate) fn extract_with(
+    known: &KnownMemory,
+    transcript: &[Message],
+    reply: &str,
+) -> (ConversationExtraction, String) {
+    let client = Scripted::new([reply]);
+    let extraction = extractor(client.clone(), LlmExtractorConfig::default())
+        .extract_conversation(transcript, "chat-2", known)
+        .unwrap();
+    let prompts = client.prompts();
+    assert_eq!(prompts.len(), 1);
+    (extraction, prompts.into_iter().next().unwrap())
 }

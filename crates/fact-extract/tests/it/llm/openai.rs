@@ -7,7 +7,7 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread;
 use std::time::Duration;
 
-use fact_extract::{LlmClient, LlmError, OpenAiCompatibleLlm, OpenAiConfig};
+use fact_extract::{LlmClient, LlmError, OpenAiCompatibleLlm, OpenAiConfig, parse_reply};
 use serde_json::{Value, json};
 
 /// A request as the server saw it.
@@ -160,6 +160,21 @@ fn a_reply_is_the_first_choice_s_content() {
             "temperature": 0.2,
         })
     );
+}
+
+#[test]
+fn the_whole_reply_contract_passes_through_unchanged() {
+    let content = r#"{"facts": [{"subject": "user", "predicate": "lives_in", "object": "Berlin", "content": "User moved to Berlin", "category": "context", "confidence": 0.9, "turn": 2, "supersedes": ["a1b2c3d4"]}], "facts_to_remove": ["e5f6a7b8"], "aliases": [{"alias": "Mel", "entity": "Melanie"}], "user_context": {"work": "Engineer", "personal": "Berlin", "top_of_mind": "The move"}, "history": {"recent_months": "Moved", "earlier_context": "Paris", "long_term_background": "France"}}"#;
+    let (base_url, _requests) = serve(Answer::Respond(200, completion(content)));
+    let reply = client(&base_url).complete("Extract the facts.").unwrap();
+    assert_eq!(reply, content);
+    let parsed = parse_reply(&reply).unwrap();
+    assert_eq!(parsed.facts[0].turn, Some(2));
+    assert_eq!(parsed.facts[0].supersedes, ["a1b2c3d4"]);
+    assert_eq!(parsed.facts_to_remove, ["e5f6a7b8"]);
+    assert_eq!(parsed.aliases.len(), 1);
+    assert_eq!((parsed.user_context.len(), parsed.history.len()), (3, 3));
+    assert!(parsed.notes.is_empty() && parsed.rejected.is_empty());
 }
 
 #[test]
