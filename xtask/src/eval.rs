@@ -56,6 +56,9 @@ struct Options {
     retriever: Retriever,
     /// The samples evaluated, by index, inclusive (`--samples 0-4`); all when `None`.
     samples: Option<(usize, usize)>,
+    /// `--memory`: the sessions archived as episodes and the questions asked through
+    /// `recall` (`eval_memory.rs`).
+    memory: bool,
 }
 
 /// How facts are ranked.
@@ -117,6 +120,7 @@ fn parse(args: &[String]) -> Result<Options, Error> {
         store: Store::Memory,
         retriever: Retriever::Lexical,
         samples: None,
+        memory: false,
     };
     let mut hybrid = false;
     let mut model = None;
@@ -139,6 +143,7 @@ fn parse(args: &[String]) -> Result<Options, Error> {
         };
         match flag.as_str() {
             "--data" => options.data = value()?,
+            "--memory" => options.memory = true,
             "--corpus" => {
                 options.corpus = match value()?.as_str() {
                     "observations" => Corpus::Observations,
@@ -231,6 +236,23 @@ fn parse(args: &[String]) -> Result<Options, Error> {
             other => return Err(usage(format!("unknown flag `{other}`"))),
         }
     }
+    if options.memory {
+        // The memory's own recall: facts by meaning too when a model is given.
+        if let Some(model) = model {
+            options.retriever = Retriever::Hybrid {
+                model,
+                fusion: Fusion::default(),
+                min_similarity: 0.0,
+                candidates: DEFAULT_CANDIDATES,
+            };
+        }
+        if options.data.is_empty() {
+            return Err(usage(
+                "`eval locomo` needs `--data PATH` (e.g. ../shared/eval/locomo10.json)".into(),
+            ));
+        }
+        return Ok(options);
+    }
     if hybrid {
         let Some(model) = model else {
             return Err(usage(
@@ -276,7 +298,7 @@ fn pg_url(env: impl Fn(&str) -> Option<String>) -> Result<String, Error> {
 
 /// A scope no other run (of this process or another) uses: `eval:` and the process id,
 /// the time and `sample`.
-fn fresh_scope(sample: usize) -> String {
+pub(crate) fn fresh_scope(sample: usize) -> String {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
@@ -301,7 +323,27 @@ pub(crate) fn run(args: &[String]) -> Result<(), Error> {
     let samples = data
         .as_array()
         .ok_or_else(|| Error::Failed(format!("{} is not a JSON array of samples", options.data)))?;
-    let report = evaluate(samples, &options)?;
+    let report = if options.memory {
+        let backend = match &options.store {
+            Store::Memory => crate::eval_memory::Backend::Memory,
+            Store::Sqlite => crate::eval_memory::Backend::Sqlite,
+            Store::Postgres(url) => crate::eval_memory::Backend::Postgres(url.clone()),
+        };
+        let model = match &options.retriever {
+            Retriever::Hybrid { model, .. } => Some(model.clone()),
+            Retriever::Lexical => None,
+        };
+        crate::eval_memory::evaluate(
+            samples,
+            &crate::eval_memory::MemoryOptions {
+                backend,
+                samples: options.samples,
+                model,
+            },
+        )?
+    } else {
+        evaluate(samples, &options)?
+    };
     let mut stdout = std::io::stdout().lock();
     std::io::Write::write_all(&mut stdout, format!("{report}\n").as_bytes())
         .map_err(|e| Error::Failed(format!("cannot write the result: {e}")))
@@ -608,6 +650,7 @@ mod tests {
             store: Store::Memory,
             retriever: Retriever::Lexical,
             samples: None,
+            memory: false,
         }
     }
 

@@ -7,7 +7,8 @@
 //!
 //! - `check`: the full CI gate (format, lint, test, docs, public API, benches,
 //!   packaging, cargo deny); see [`check`].
-//! - `eval locomo --data PATH`: the LoCoMo retrieval evaluation; see [`eval`].
+//! - `eval locomo --data PATH`: the LoCoMo retrieval evaluation; see [`eval`]; with
+//!   `--memory`, asked of the memory through `recall` ([`eval_memory`]).
 //! - `bench-ref --facts N`: ours side by side with the TypeScript reference; see
 //!   [`bench_ref`].
 //! - `man`: the `facts` man pages into `target/man`; see [`man`].
@@ -30,6 +31,7 @@ mod bench_ref;
 mod cargo;
 mod check;
 mod eval;
+mod eval_memory;
 mod fuzz;
 mod man;
 mod public_api;

@@ -316,7 +316,7 @@ pub fn open_memory_on(
                 memory_config(),
                 clock.clone(),
             )?);
-            Ok(MemoryService::new(store.clone(), store, clock))
+            Ok(MemoryService::new(store, clock))
         }
     }
 }
@@ -350,7 +350,7 @@ pub fn open_memory(path: &Path, scope: &str, clock: Arc<dyn Clock>) -> StoreResu
         memory_config(),
         clock.clone(),
     )?);
-    Ok(MemoryService::new(store.clone(), store, clock))
+    Ok(MemoryService::new(store, clock))
 }
 
 /// The local sentence-embedding model in `dir` (feature `onnx`:
@@ -369,7 +369,7 @@ pub fn open_memory(path: &Path, scope: &str, clock: Arc<dyn Clock>) -> StoreResu
 /// let embedder = durable::open_embedder(Path::new("models/minilm"))?;
 /// let memory = durable::open_memory_on(&database, "default", Arc::new(SystemClock))?
 ///     .with_embedder(embedder)?; // embeds the facts stored without it
-/// let recalled = memory.recall("which pet does she own?", 10, 2000)?;
+/// let recalled = memory.recall("which pet does she own?", 10, 2000, None)?;
 /// println!("{}", recalled.text);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

@@ -71,6 +71,7 @@ mod contract;
 #[cfg_attr(docsrs, doc(cfg(any(feature = "sqlite", feature = "postgres"))))]
 pub mod durable;
 mod memory;
+pub mod memory_protocol;
 pub mod prompt;
 pub mod protocol;
 mod runtime;
@@ -80,7 +81,9 @@ pub use crate::contract::{
     parse_output, validate_schema,
 };
 pub use crate::memory::{
-    AddOutcome, ArchiveReport, MemoryChange, MemoryError, MemoryService, NewMemory,
+    AddOutcome, AliasOutcome, ArchiveReport, ArchiveRequest, DEFAULT_KNOWN_FACTS,
+    DEFAULT_KNOWN_TOKENS, ForgetReport, KnownBudget, MemoryChange, MemoryChanges, MemoryContext,
+    MemoryError, MemoryService, NewMemory,
 };
 pub use crate::runtime::{
     Compaction, CompactionStage, CompilePromptRequest, CompilePromptResponse,
@@ -94,24 +97,25 @@ pub use crate::runtime::{
 /// this crate alone.
 pub mod reexports {
     pub use fact_extract::{
-        CommandLlm, ConversationExtraction, ConversationExtractor, LlmClient, LlmError,
-        LlmExtractorConfig, LlmFactExtractor, Message,
+        CommandLlm, ConversationExtraction, ConversationExtractor, KnownMemory, LlmClient,
+        LlmError, LlmExtractorConfig, LlmFactExtractor, MAX_TRANSCRIPT_BYTES, Message, MessageRole,
     };
     pub use fact_model::{
-        CharsPerToken, Clock, DispatchResult, FactId, ManualClock, SessionFact, SourceRole,
-        SystemClock, Tag, Timestamp, TokenCounter,
+        CharsPerToken, Clock, DispatchResult, FactId, ManualClock, MemoryHistory, ProfileField,
+        SessionFact, SourceRole, SystemClock, Tag, Timestamp, TokenCounter, UserContext,
+        normalize_entity,
     };
     #[cfg(feature = "tiktoken")]
     pub use fact_retrieve::BpeTokenCounter;
-    pub use fact_retrieve::{EmbedError, Embedder, HybridError, Recall};
+    pub use fact_retrieve::{EmbedError, Embedder, HybridError, Recall, RelatedEpisode};
     #[cfg(feature = "onnx")]
     pub use fact_retrieve::{OnnxEmbedder, OnnxOptions};
     #[cfg(feature = "sqlite")]
     #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
     pub use fact_store::SqliteFactStore;
     pub use fact_store::{
-        AddReport, Episode, EpisodeStore, ScoredFact, SessionFactStore, SkipReason, StoreConfig,
-        StoreError,
+        AddReport, Alias, Episode, EpisodeStore, InMemoryLongTermStore, LongTermStore, MessageHit,
+        ProfileEntry, ScoredFact, SessionFactStore, SkipReason, StoreConfig, StoreError,
     };
     #[cfg(feature = "postgres")]
     #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]

@@ -335,7 +335,7 @@ struct FactHistoryResponse {
 }
 
 #[cfg(feature = "schema")]
-mod schema {
+pub(crate) mod schema {
     use serde_json::{Map, Value};
 
     /// The schema of a response whose success fields are `T`'s: the envelope's `ok`, `id`
@@ -372,7 +372,7 @@ mod schema {
 
     /// The schema of `T` as a JSON object, without the `$schema`, `title` and top-level
     /// `description` keys: the action's own description says what it does.
-    pub(super) fn object<T: schemars::JsonSchema>() -> Map<String, Value> {
+    pub(crate) fn object<T: schemars::JsonSchema>() -> Map<String, Value> {
         let mut schema = match schemars::schema_for!(T).to_value() {
             Value::Object(object) => object,
             _ => Map::new(),

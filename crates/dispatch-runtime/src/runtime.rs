@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use fact_extract::{Extraction, FactExtractor, RuleBasedFactExtractor, relation};
 use fact_model::{
-    Assessment, Clock, DispatchResult, ImplementerStatus, SessionFact, SourceRole, SystemClock,
+    Assessment, Clock, DispatchResult, ImplementerStatus, Message, MessageRole, SessionFact,
+    SourceRole, SystemClock,
 };
 use fact_model::{CharsPerToken, TokenCounter};
 use fact_retrieve::{FactQuery, FactRetriever, IndexRetriever};
@@ -928,15 +929,22 @@ impl DispatchRuntimeManager {
             self.spec(&mut state, spec_name)?.store.valid_facts()
         };
         let store_error = |source| RuntimeError::Store { source };
-        let transcript: String = valid
+        // The session as messages: one line per valid fact, said when it became valid.
+        let messages: Vec<Message> = valid
             .iter()
-            .filter_map(|f| serde_json::to_string(f).ok())
-            .map(|line| line + "\n")
+            .map(|f| {
+                let mut line = format!("{} {} {}", f.subject(), f.relation(), f.object());
+                if let Some(statement) = f.statement() {
+                    line.push_str(": ");
+                    line.push_str(statement);
+                }
+                Message::new(MessageRole::System, line).at(f.valid_from())
+            })
             .collect();
         let mut episode = Episode::new(
             format!("spec {spec_name}: dispatch session"),
             session_summary(spec_name, &valid),
-            transcript,
+            messages,
             self.clock.now(),
         );
         episode.tags = vec![format!("spec:{spec_name}"), "dispatch".to_owned()];

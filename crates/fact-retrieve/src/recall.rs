@@ -219,7 +219,7 @@ pub(crate) fn related_episodes(
                 id: hit.episode_id.clone(),
                 title: hit.episode_title.clone(),
                 at: at.unwrap_or(Timestamp::UNIX_EPOCH),
-                summary: String::new(),
+                summary: hit.episode_summary.clone(),
                 messages: vec![hit],
             }),
         }
@@ -295,6 +295,7 @@ pub fn recall_episode_line(episode: &RelatedEpisode) -> String {
 /// let hit = MessageHit {
 ///     episode_id: "ep_1".into(),
 ///     episode_title: "Moving".into(),
+///     episode_summary: String::new(),
 ///     turn: 2,
 ///     message: Message::new(MessageRole::User, "Berlin!\nThe flat is ours.")
 ///         .at("2026-03-01T09:00:00Z".parse()?),

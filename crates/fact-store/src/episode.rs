@@ -208,6 +208,8 @@ pub struct MessageHit {
     pub episode_id: String,
     /// That episode's title.
     pub episode_title: String,
+    /// That episode's summary (empty when it has none).
+    pub episode_summary: String,
     /// Its position in the episode (`messages[turn]`), from 0.
     pub turn: usize,
     /// The message, with its time.
@@ -541,6 +543,7 @@ impl EpisodeStore for InMemoryEpisodeStore {
             hits.push(MessageHit {
                 episode_id: episode.id.clone(),
                 episode_title: episode.title.clone(),
+                episode_summary: episode.summary.clone(),
                 turn: key.turn_index(),
                 message: message.clone(),
                 score,

@@ -430,7 +430,7 @@ fn serve_mcp(
         // Once, at start: a model that cannot be loaded stops the server.
         memory = mem::with_embedder(memory, &dir)?;
     }
-    let memory = mcp::Memory::new(memory, clock, allow_llm_cmd);
+    let memory = mcp::Memory::new(memory, allow_llm_cmd);
     Ok(mcp::serve(runtime, Some(memory), transport)?)
 }
 

@@ -45,8 +45,10 @@ const INSTRUCTIONS: &str = "A temporal fact memory for dispatch orchestration. P
 /// What the server adds about the memory tools, when it serves them.
 const MEMORY_INSTRUCTIONS: &str = " Long-term memory: memory_add remembers a fact (a newer \
     fact with the same subject and relation supersedes the old one), memory_recall and \
-    memory_search find what is remembered, memory_history shows how a subject's facts \
-    changed, memory_archive keeps a whole conversation.";
+    memory_search find what is remembered (as_of asks about an earlier time), \
+    memory_history shows how a subject's facts changed, memory_archive keeps a whole \
+    conversation with its dates, memory_context holds the user's context and history, \
+    memory_alias names an entity twice, memory_forget deletes for good.";
 
 /// What the server adds when the memory tools have an embedding model.
 const SEMANTIC_INSTRUCTIONS: &str = " memory_recall matches by meaning as well as by words, \

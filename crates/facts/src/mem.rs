@@ -26,8 +26,6 @@
 //! failure (the message names its code), 2 usage or invalid input (also a model directory
 //! that is missing), 3 an unknown id.
 
-pub(crate) mod view;
-
 use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -36,17 +34,18 @@ use std::time::Duration;
 
 use clap::{ArgGroup, Args, Subcommand};
 use dispatch_runtime::durable::{self, Database};
+use dispatch_runtime::memory_protocol::{self as wire, MAX_TRANSCRIPT_BYTES};
 use dispatch_runtime::reexports::{
-    Clock, CommandLlm, ConversationExtractor, LlmError, LlmExtractorConfig, LlmFactExtractor,
-    SessionFact, Tag, Timestamp,
+    Clock, ConversationExtractor, LlmError, LlmFactExtractor, ProfileField, SessionFact, Tag,
+    Timestamp,
 };
 use dispatch_runtime::{
-    ArchiveReport, MemoryChange, MemoryError, MemoryService, NewMemory, reexports,
+    AddOutcome, ArchiveReport, ArchiveRequest, ForgetReport, MemoryChange, MemoryChanges,
+    MemoryContext, MemoryError, MemoryService, NewMemory, reexports,
 };
 use serde_json::{Value, json};
 
 use crate::Failure;
-use view::AddSummary;
 
 /// Exit code of a store or model failure.
 const EXIT_FAILURE: u8 = 1;
@@ -115,7 +114,11 @@ enum MemCommand {
         confidence: f64,
     },
     /// List the current facts, oldest first.
-    List,
+    List {
+        /// The facts valid at this instant (RFC 3339) instead of now.
+        #[arg(long, value_name = "TIME")]
+        as_of: Option<Timestamp>,
+    },
     /// Show one fact, current or not.
     Show {
         /// The fact's id (16 hex digits).
@@ -152,11 +155,18 @@ enum MemCommand {
         /// At most this many facts.
         #[arg(long, default_value_t = 10)]
         limit: usize,
+        /// Search the facts valid at this instant (RFC 3339) instead of now.
+        #[arg(long, value_name = "TIME")]
+        as_of: Option<Timestamp>,
     },
-    /// Every version of the facts about a subject, oldest first.
+    /// Every version of the facts about a subject (and its aliases), by the time they
+    /// became true.
     History {
         /// The subject (`user`).
         subject: String,
+        /// Only the versions that had begun by this instant (RFC 3339).
+        #[arg(long, value_name = "TIME")]
+        as_of: Option<Timestamp>,
     },
     /// The facts and episodes that answer a question, as `## Relevant Facts` and
     /// `## Related Episodes`.
@@ -174,22 +184,33 @@ enum MemCommand {
         /// without it are embedded first).
         #[arg(long)]
         hybrid: bool,
+        /// Recall what was true, and said, at this instant (RFC 3339).
+        #[arg(long, value_name = "TIME")]
+        as_of: Option<Timestamp>,
     },
-    /// Every current fact as a `Facts:` block for a system prompt (by confidence).
+    /// The memory as a system-prompt block: User Context:, History: and Facts: (by
+    /// confidence).
     Format {
         /// The most tokens the block may cost.
         #[arg(long, default_value_t = DEFAULT_MAX_TOKENS)]
         max_tokens: usize,
+        /// The memory as it was at this instant (RFC 3339).
+        #[arg(long, value_name = "TIME")]
+        as_of: Option<Timestamp>,
     },
     /// Archive a conversation as an episode; with --llm-cmd, extract its facts.
     Archive {
-        /// JSON Lines of {"role": "user"|"assistant"|"system"|"tool", "content": "..."};
+        /// JSON Lines of {"role": "user"|"assistant"|"system"|"tool", "content": "...",
+        /// "timestamp": "RFC 3339" (optional; also `time`, `created_at`)}, at most 8 MiB;
         /// `-` reads stdin.
         #[arg(long, value_name = "FILE")]
         transcript: PathBuf,
         /// The episode's title (default: the first user message).
         #[arg(long)]
         title: Option<String>,
+        /// When the conversation took place (RFC 3339), for messages without a time.
+        #[arg(long, value_name = "TIME")]
+        session_time: Option<Timestamp>,
         /// A shell command line that answers an extraction prompt on stdin with JSON on
         /// stdout (`llm -m claude-haiku`, `claude -p`).
         #[arg(long, value_name = "CMD")]
@@ -208,6 +229,65 @@ enum MemCommand {
         #[arg(long, default_value_t = DEFAULT_TIMEOUT_SECS,
               value_parser = clap::value_parser!(u64).range(1..))]
         timeout_secs: u64,
+    },
+    /// Show the user context and history (seed 002), or set them.
+    Context {
+        #[command(subcommand)]
+        set: Option<ContextCommand>,
+    },
+    /// Make ALIAS another name of ENTITY (facts about it go to the entity); `--list`
+    /// lists the aliases, `--remove ALIAS` removes one.
+    #[command(group(ArgGroup::new("alias_action").args(["list", "remove", "alias"])))]
+    Alias {
+        /// The other name (`Mel`).
+        #[arg(requires = "entity")]
+        alias: Option<String>,
+        /// The entity it names (`Melanie`).
+        entity: Option<String>,
+        /// List the aliases (also without arguments).
+        #[arg(long)]
+        list: bool,
+        /// Remove this alias.
+        #[arg(long, value_name = "ALIAS")]
+        remove: Option<String>,
+    },
+    /// Delete for good: an episode and every fact extracted from it, or every fact about a
+    /// subject and its aliases.
+    #[command(group(ArgGroup::new("what").required(true).args(["episode", "subject"])))]
+    Forget {
+        /// The episode (`ep_…`).
+        #[arg(long, value_name = "ID")]
+        episode: Option<String>,
+        /// The subject (`user`, `melanie`).
+        #[arg(long, value_name = "SUBJECT")]
+        subject: Option<String>,
+    },
+}
+
+/// `facts mem context set`.
+#[derive(Debug, Subcommand)]
+enum ContextCommand {
+    /// Set fields of the user context and history (the old texts stay in the history).
+    #[command(group(ArgGroup::new("fields").required(true).multiple(true)))]
+    Set {
+        /// Work: role, team, projects.
+        #[arg(long, group = "fields")]
+        work: Option<String>,
+        /// Personal: family, place, interests.
+        #[arg(long, group = "fields")]
+        personal: Option<String>,
+        /// What is on the user's mind now.
+        #[arg(long, group = "fields")]
+        top_of_mind: Option<String>,
+        /// The recent months.
+        #[arg(long, group = "fields")]
+        recent_months: Option<String>,
+        /// Earlier context.
+        #[arg(long, group = "fields")]
+        earlier_context: Option<String>,
+        /// Long-term background.
+        #[arg(long, group = "fields")]
+        long_term_background: Option<String>,
     },
 }
 
@@ -266,7 +346,10 @@ impl From<MemoryError> for MemFailure {
         let code = error.code();
         let exit = match (&error, code) {
             (_, "not_found") => EXIT_NOT_FOUND,
-            (MemoryError::Store(_), "invalid_update" | "duplicate_statement") => EXIT_USAGE,
+            (
+                MemoryError::Store(_),
+                "invalid_update" | "duplicate_statement" | "alias_cycle" | "invalid_alias",
+            ) => EXIT_USAGE,
             (
                 MemoryError::Store(_) | MemoryError::Extraction { .. } | MemoryError::Embedding(_),
                 _,
@@ -296,7 +379,7 @@ pub(crate) fn run(args: MemArgs, clock: Arc<dyn Clock>) -> Result<(), Failure> {
         Ok(answer) if json => Some(pretty(&answer.json)),
         Ok(answer) => (!answer.text.is_empty()).then(|| answer.text.clone()),
         Err(failure) if json => Some(pretty(
-            &json!({"error": view::error(failure.code, &failure.message)}),
+            &json!({"error": {"code": failure.code, "message": failure.message}}),
         )),
         Err(_) => None,
     };
@@ -351,19 +434,19 @@ fn execute(args: MemArgs, clock: Arc<dyn Clock>) -> Result<Answer, MemFailure> {
                 .with_source(CLI_SOURCE);
             new.statement = statement;
             let outcome = memory.add(new)?;
-            Ok(Answer::new(
-                view::add(&outcome),
-                add_text(&AddSummary::of(&outcome)),
-            ))
+            Ok(Answer::new(wire::add_answer(&outcome), add_text(&outcome)))
         }
-        MemCommand::List => {
-            let facts = memory.list();
+        MemCommand::List { as_of } => {
+            let facts = memory.list(as_of)?;
             let text = if facts.is_empty() {
                 "no facts".to_owned()
             } else {
                 fact_table(facts.iter().map(|f| (None, f)))
             };
-            Ok(Answer::new(json!({ "facts": facts }), text))
+            Ok(Answer::new(
+                json!({ "count": facts.len(), "facts": facts }),
+                text,
+            ))
         }
         MemCommand::Show { id } => {
             let fact = memory.get(&id)?;
@@ -406,56 +489,64 @@ fn execute(args: MemArgs, clock: Arc<dyn Clock>) -> Result<Answer, MemFailure> {
                 format!("deleted {} ({versions} version{plural})", id.trim()),
             ))
         }
-        MemCommand::Search { query, limit } => {
+        MemCommand::Search {
+            query,
+            limit,
+            as_of,
+        } => {
             let query = query.join(" ");
-            let found = memory.search(&query, limit);
+            let found = memory.search(&query, limit, as_of)?;
             let text = if found.is_empty() {
                 format!("no facts match {query:?}")
             } else {
                 fact_table(found.iter().map(|s| (Some(s.score), &s.fact)))
             };
             Ok(Answer::new(
-                json!({"query": query, "results": view::scored(&found)}),
+                json!({"query": query, "results": wire::scored(&found)}),
                 text,
             ))
         }
-        MemCommand::History { subject } => {
-            let versions = memory.history(&subject);
+        MemCommand::History { subject, as_of } => {
+            let versions = memory.history(&subject, as_of)?;
             let text = if versions.is_empty() {
                 format!("no facts about {subject:?}")
             } else {
                 history_text(&versions)
             };
-            Ok(Answer::new(view::history(&subject, &versions), text))
+            Ok(Answer::new(wire::history_answer(&subject, &versions), text))
         }
         MemCommand::Recall {
             query,
             max_tokens,
             limit,
             hybrid: _,
+            as_of,
         } => {
             let query = query.join(" ");
-            let recall = memory.recall(&query, limit, max_tokens)?;
+            let recall = memory.recall(&query, limit, max_tokens, as_of)?;
             let text = recall.text.clone();
-            Ok(Answer::new(view::recall(&query, &recall), text))
+            Ok(Answer::new(wire::recall_answer(&query, &recall), text))
         }
-        MemCommand::Format { max_tokens } => {
-            let text = memory.format(max_tokens);
+        MemCommand::Format { max_tokens, as_of } => {
+            let text = memory.format(max_tokens, as_of)?;
             Ok(Answer::new(json!({ "text": text }), text))
         }
         MemCommand::Archive {
             transcript,
             title,
+            session_time,
             llm_cmd,
             timeout_secs,
         } => {
             let text = read_transcript(&transcript)?;
             let extractor = llm_cmd.map(|cmd| extractor(cmd, timeout_secs, clock));
-            let report = memory.archive(
-                &text,
-                title.as_deref(),
-                extractor.as_ref().map(|e| e as &dyn ConversationExtractor),
-            )?;
+            let mut request = ArchiveRequest::new(&text)
+                .with_session_time(session_time)
+                .with_extractor(extractor.as_ref().map(|e| e as &dyn ConversationExtractor));
+            if let Some(title) = title.as_deref() {
+                request = request.with_title(title);
+            }
+            let report = memory.archive(request)?;
             let text = archive_text(&report);
             Ok(Answer::new(json!(report), text))
         }
@@ -470,6 +561,99 @@ fn execute(args: MemArgs, clock: Arc<dyn Clock>) -> Result<Answer, MemFailure> {
             let reports = memory.backfill(&extractor, &mut progress)?;
             let text = backfill_text(&reports);
             Ok(Answer::new(json!({ "episodes": reports }), text))
+        }
+        MemCommand::Context { set: None } => {
+            let context = memory.context()?;
+            let text = context_text(&context);
+            Ok(Answer::new(json!(context), text))
+        }
+        MemCommand::Context {
+            set:
+                Some(ContextCommand::Set {
+                    work,
+                    personal,
+                    top_of_mind,
+                    recent_months,
+                    earlier_context,
+                    long_term_background,
+                }),
+        } => {
+            let fields: Vec<(ProfileField, String)> = [
+                (ProfileField::Work, work),
+                (ProfileField::Personal, personal),
+                (ProfileField::TopOfMind, top_of_mind),
+                (ProfileField::RecentMonths, recent_months),
+                (ProfileField::EarlierContext, earlier_context),
+                (ProfileField::LongTermBackground, long_term_background),
+            ]
+            .into_iter()
+            .filter_map(|(field, text)| text.map(|text| (field, text)))
+            .collect();
+            let changed = memory.set_context(fields)?;
+            let text = if changed.is_empty() {
+                "unchanged".to_owned()
+            } else {
+                let names: Vec<&str> = changed.iter().map(|f| f.as_str()).collect();
+                format!("set {}", names.join(", "))
+            };
+            Ok(Answer::new(json!({ "changed": changed }), text))
+        }
+        MemCommand::Alias {
+            alias: Some(alias),
+            entity: Some(entity),
+            ..
+        } => {
+            let outcome = memory.set_alias(&alias, &entity)?;
+            let mut text = format!("{} is {}", outcome.alias, outcome.entity);
+            if !outcome.merged.is_empty() {
+                text.push_str(&format!(
+                    "\nmoved {} current fact(s) to {}",
+                    outcome.merged.len(),
+                    outcome.entity
+                ));
+            }
+            Ok(Answer::new(json!(outcome), text))
+        }
+        MemCommand::Alias {
+            remove: Some(alias),
+            ..
+        } => {
+            if !memory.remove_alias(&alias)? {
+                return Err(MemoryError::NotFound {
+                    id: reexports::normalize_entity(&alias),
+                }
+                .into());
+            }
+            let removed = reexports::normalize_entity(&alias);
+            let text = format!("removed alias {removed}");
+            Ok(Answer::new(json!({ "removed": removed }), text))
+        }
+        MemCommand::Alias { .. } => {
+            let aliases = memory.aliases()?;
+            let text = if aliases.is_empty() {
+                "no aliases".to_owned()
+            } else {
+                let rows: Vec<Vec<String>> = aliases
+                    .iter()
+                    .map(|a| vec![a.alias.clone(), "→".to_owned(), a.entity.clone()])
+                    .collect();
+                table(&rows)
+            };
+            Ok(Answer::new(wire::aliases_answer(&aliases), text))
+        }
+        MemCommand::Forget { episode, subject } => {
+            let report = match (episode, subject) {
+                (Some(episode), _) => memory.forget_episode(&episode)?,
+                (None, Some(subject)) => memory.forget_subject(&subject)?,
+                (None, None) => {
+                    return Err(MemFailure::usage(
+                        "invalid_request",
+                        "give --episode ID or --subject SUBJECT",
+                    ));
+                }
+            };
+            let text = forget_text(&report);
+            Ok(Answer::new(json!(report), text))
         }
     }
 }
@@ -582,9 +766,8 @@ fn open(
 }
 
 /// The conversation extractor over a model command.
-pub(crate) fn extractor(cmd: String, timeout_secs: u64, clock: Arc<dyn Clock>) -> LlmFactExtractor {
-    let llm = CommandLlm::new(cmd, Duration::from_secs(timeout_secs));
-    LlmFactExtractor::new(Arc::new(llm), clock, LlmExtractorConfig::default())
+fn extractor(cmd: String, timeout_secs: u64, clock: Arc<dyn Clock>) -> LlmFactExtractor {
+    wire::command_extractor(cmd, Duration::from_secs(timeout_secs), clock)
 }
 
 /// An extractor that remembers the last episode it was asked about, for progress lines.
@@ -615,32 +798,50 @@ impl<E: ConversationExtractor> ConversationExtractor for Watched<E> {
         &self,
         transcript: &[reexports::Message],
         source_id: &str,
+        known: &reexports::KnownMemory,
     ) -> Result<reexports::ConversationExtraction, LlmError> {
         source_id.clone_into(&mut self.last.lock().unwrap_or_else(PoisonError::into_inner));
-        self.inner.extract_conversation(transcript, source_id)
+        self.inner
+            .extract_conversation(transcript, source_id, known)
     }
 }
 
-/// The transcript at `path` (`-`: stdin), which must be UTF-8.
+/// The transcript at `path` (`-`: stdin), which must be UTF-8 and at most
+/// [`MAX_TRANSCRIPT_BYTES`] long; no more than one byte past the limit is read.
 fn read_transcript(path: &Path) -> Result<String, MemFailure> {
+    let limit = u64::try_from(MAX_TRANSCRIPT_BYTES).unwrap_or(u64::MAX);
     let (name, bytes) = if path == Path::new("-") {
         let mut bytes = Vec::new();
         std::io::stdin()
             .lock()
+            .take(limit + 1)
             .read_to_end(&mut bytes)
             .map_err(|e| {
                 MemFailure::usage("invalid_transcript", format!("cannot read stdin: {e}"))
             })?;
         ("stdin".to_owned(), bytes)
     } else {
-        let bytes = std::fs::read(path).map_err(|e| {
+        let cannot = |e: std::io::Error| {
             MemFailure::usage(
                 "invalid_transcript",
                 format!("cannot read transcript {}: {e}", path.display()),
             )
-        })?;
+        };
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .and_then(|file| file.take(limit + 1).read_to_end(&mut bytes))
+            .map_err(cannot)?;
         (path.display().to_string(), bytes)
     };
+    if bytes.len() > MAX_TRANSCRIPT_BYTES {
+        return Err(MemFailure::usage(
+            "transcript_too_large",
+            format!(
+                "transcript {name} is over the limit of {MAX_TRANSCRIPT_BYTES} bytes \
+                 (8 MiB): split the conversation into several archives"
+            ),
+        ));
+    }
     String::from_utf8(bytes).map_err(|e| {
         MemFailure::usage(
             "invalid_transcript",
@@ -754,41 +955,55 @@ fn show_text(fact: &SessionFact) -> String {
             format!("{} ({})", fact.source_task_id(), fact.source_role()),
         ],
         vec!["valid from".to_owned(), when(fact.valid_from())],
+        vec![
+            "recorded".to_owned(),
+            fact.recorded_at().map_or_else(|| "-".to_owned(), when),
+        ],
         vec!["state".to_owned(), state(fact)],
     ]);
     table(&rows)
 }
 
-fn add_text(summary: &AddSummary) -> String {
-    let mut lines = vec![match (summary.status, summary.existing) {
-        ("added", _) => format!("added {}", summary.id),
-        ("already_current", _) => format!("already current {}", summary.id),
-        ("arrived_superseded", _) => format!(
-            "arrived superseded {} (a newer fact of its subject and relation is current)",
-            summary.id
-        ),
+fn add_text(outcome: &AddOutcome) -> String {
+    let id = outcome.fact.id();
+    let (status, existing) = wire::add_status(outcome);
+    let mut lines = vec![match (status, existing) {
+        ("added", _) => format!("added {id}"),
+        ("already_current", _) => format!("already current {id}"),
+        ("arrived_superseded", _) => {
+            format!("arrived superseded {id} (a newer fact of its subject and relation is current)")
+        }
         ("duplicate", Some(existing)) => {
             format!("duplicate skipped: {existing} already holds this statement")
         }
-        (status, _) => format!("{status} {}", summary.id),
+        (status, _) => format!("{status} {id}"),
     }];
     lines.extend(
-        summary
-            .superseded
+        outcome
+            .report
+            .invalidated
             .iter()
             .map(|id| format!("superseded {id}")),
     );
     lines.join("\n")
 }
 
+/// One line per version: id, `from DATE` (when it became true), the relation and
+/// object, its state, and `recorded DATE` when memory learned it later.
 fn history_text(versions: &[SessionFact]) -> String {
     let rows: Vec<Vec<String>> = versions
         .iter()
         .map(|fact| {
+            let mut said = format!("from {}", day(fact.valid_from()));
+            if let Some(recorded) = fact.recorded_at()
+                && day(recorded) != day(fact.valid_from())
+            {
+                said.push_str(&format!(" (recorded {})", day(recorded)));
+            }
             vec![
                 fact.id().to_string(),
-                when(fact.valid_from()),
-                format!("{} {}", fact.relation(), fact.object()),
+                said,
+                format!("{} {} {}", fact.subject(), fact.relation(), fact.object()),
                 state(fact),
             ]
         })
@@ -796,14 +1011,23 @@ fn history_text(versions: &[SessionFact]) -> String {
     table(&rows)
 }
 
-/// `N added, M superseded, ...`: the counts of an add report that are not zero.
-fn facts_line(report: &reexports::AddReport) -> String {
+/// `YYYY-MM-DD` of an instant.
+fn day(at: Timestamp) -> String {
+    let text = at.to_string();
+    text.get(..10).unwrap_or(&text).to_owned()
+}
+
+/// `N added, M superseded, ...`: the counts of what a reply changed that are not zero.
+fn facts_line(changes: &MemoryChanges) -> String {
     let counts = [
-        (report.added.len(), "added"),
-        (report.invalidated.len(), "superseded"),
-        (report.refreshed.len(), "already current"),
-        (report.arrived_superseded.len(), "arrived superseded"),
-        (report.skipped.len(), "skipped"),
+        (changes.added.len(), "added"),
+        (changes.superseded.len(), "superseded"),
+        (changes.removed.len(), "removed"),
+        (changes.refreshed.len(), "already current"),
+        (changes.arrived_superseded.len(), "arrived superseded"),
+        (changes.skipped, "skipped"),
+        (changes.aliases.len(), "aliases"),
+        (changes.profile.len(), "context fields"),
     ];
     let parts: Vec<String> = counts
         .iter()
@@ -823,10 +1047,17 @@ fn archive_text(report: &ArchiveReport) -> String {
         "archived {} {:?} ({} message{plural})",
         report.episode_id, report.title, report.messages
     )];
-    match &report.facts {
-        Some(facts) => {
-            lines.push(format!("facts: {}", facts_line(facts)));
-            lines.extend(facts.added.iter().map(|id| format!("  added {id}")));
+    match &report.changes {
+        Some(changes) => {
+            lines.push(format!("facts: {}", facts_line(changes)));
+            lines.extend(changes.added.iter().map(|id| format!("  added {id}")));
+            lines.extend(
+                changes
+                    .superseded
+                    .iter()
+                    .map(|id| format!("  superseded {id}")),
+            );
+            lines.extend(changes.removed.iter().map(|id| format!("  removed {id}")));
         }
         None => lines.push(
             "facts: not extracted (give --llm-cmd, or run `facts mem backfill --llm-cmd CMD`)"
@@ -845,7 +1076,7 @@ fn backfill_text(reports: &[ArchiveReport]) -> String {
         .iter()
         .map(|report| {
             let facts = report
-                .facts
+                .changes
                 .as_ref()
                 .map_or_else(|| "none".to_owned(), facts_line);
             vec![report.episode_id.clone(), format!("facts: {facts}")]
@@ -857,6 +1088,43 @@ fn backfill_text(reports: &[ArchiveReport]) -> String {
         reports.len(),
         table(&rows)
     )
+}
+
+/// The user context and history, one field a line, with the date it was set.
+fn context_text(context: &MemoryContext) -> String {
+    if context.versions.is_empty() {
+        return "no user context or history yet (facts mem context set --work TEXT …)".to_owned();
+    }
+    let rows: Vec<Vec<String>> = context
+        .versions
+        .iter()
+        .map(|entry| {
+            vec![
+                entry.field.as_str().to_owned(),
+                day(entry.at),
+                entry.text.clone(),
+            ]
+        })
+        .collect();
+    table(&rows)
+}
+
+fn forget_text(report: &ForgetReport) -> String {
+    let mut lines = Vec::new();
+    for episode in &report.episodes {
+        lines.push(format!("deleted episode {episode} and its messages"));
+    }
+    let plural = if report.facts.len() == 1 { "" } else { "s" };
+    lines.push(format!(
+        "deleted {} fact{plural} ({} versions)",
+        report.facts.len(),
+        report.versions
+    ));
+    lines.extend(report.facts.iter().map(|id| format!("  {id}")));
+    for alias in &report.aliases {
+        lines.push(format!("removed alias {alias}"));
+    }
+    lines.join("\n")
 }
 
 #[cfg(test)]
@@ -912,10 +1180,12 @@ mod tests {
             max_tokens: DEFAULT_MAX_TOKENS,
             limit: 10,
             hybrid,
+            as_of: None,
         };
         let archive = |llm_cmd: Option<&str>| MemCommand::Archive {
             transcript: PathBuf::from("-"),
             title: None,
+            session_time: None,
             llm_cmd: llm_cmd.map(str::to_owned),
             timeout_secs: DEFAULT_TIMEOUT_SECS,
         };
@@ -923,7 +1193,10 @@ mod tests {
         assert_eq!(model_dir(dir(), &recall(false)).unwrap(), None);
         assert_eq!(model_dir(dir(), &archive(Some("llm"))).unwrap(), dir());
         assert_eq!(model_dir(dir(), &archive(None)).unwrap(), None);
-        assert_eq!(model_dir(dir(), &MemCommand::List).unwrap(), None);
+        assert_eq!(
+            model_dir(dir(), &MemCommand::List { as_of: None }).unwrap(),
+            None
+        );
         let backfill = MemCommand::Backfill {
             llm_cmd: "llm".to_owned(),
             timeout_secs: DEFAULT_TIMEOUT_SECS,

@@ -596,8 +596,8 @@ fn mem_archive_of_a_transcript_with_invalid_utf8_or_nul_bytes_is_a_usage_error()
         b"{\"role\": \"user\", \"content\": \"a\0b\"}\n",
     );
     nul.exited(2).says(
-        "facts: the transcript holds no message: transcript: line 1: control character \
-         (\\u0000-\\u001F) found while parsing a string at line 1 column 31",
+        "facts: the transcript holds no message (1 line(s) not read, the first: line 1: \
+         control character (\\u0000-\\u001F) found while parsing a string at line 1 column 31)",
     );
 
     let nul_file = project.path("nul.jsonl");
@@ -609,7 +609,7 @@ fn mem_archive_of_a_transcript_with_invalid_utf8_or_nul_bytes_is_a_usage_error()
             b"",
         )
         .exited(2)
-        .says("facts: the transcript holds no message: transcript: line 1: expected value");
+        .says("facts: the transcript holds no message (1 line(s) not read, the first: line 1: expected value");
 
     let list = project.mem(&db, &["list"], b"");
     list.exited(0);

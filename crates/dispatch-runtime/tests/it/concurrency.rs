@@ -512,7 +512,7 @@ fn eight_threads_on_postgres_stores_give_the_sequential_results() {
 /// The server `FACTMEM_PG_URL` names; `None` (with one note) when it is unset, a failure
 /// under `CI=true`.
 #[cfg(feature = "postgres")]
-fn pg_server() -> Option<String> {
+pub(crate) fn pg_server() -> Option<String> {
     if let Ok(url) = std::env::var("FACTMEM_PG_URL")
         && !url.is_empty()
     {

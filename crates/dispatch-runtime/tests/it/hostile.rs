@@ -17,15 +17,15 @@ use dispatch_runtime::{
     InitRunRequest, MemoryChange, MemoryService, NewMemory, NextAction, parse_output, protocol,
 };
 use fact_extract::{
-    ConversationExtractor, LlmClient, LlmError, LlmExtractorConfig, LlmFactExtractor, Message,
-    MessageRole, ReplyError, parse_reply,
+    ConversationExtractor, KnownMemory, LlmClient, LlmError, LlmExtractorConfig, LlmFactExtractor,
+    Message, MessageRole, ReplyError, parse_reply,
 };
 use fact_model::{
     CharsPerToken, MAX_SUBJECT_CHARS, ManualClock, SessionFact, SourceRole, Tag, Timestamp,
 };
 use fact_retrieve::FactQuery;
 use fact_store::{
-    InMemoryEpisodeStore, InMemorySessionFactStore, SessionFactStore, Snapshot, StoreConfig,
+    InMemoryLongTermStore, InMemorySessionFactStore, SessionFactStore, Snapshot, StoreConfig,
 };
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -293,7 +293,7 @@ fn json_nested_100_000_deep_is_refused_by_every_parser() {
             assert!(
                 matches!(
                     err,
-                    ReplyError::Invalid(_) | ReplyError::NoFacts | ReplyError::NoJson
+                    ReplyError::Invalid(_) | ReplyError::NoSections | ReplyError::NoJson
                 ),
                 "{err:?}"
             );
@@ -518,17 +518,13 @@ fn a_subject_of_10_000_combining_characters_is_clipped_stored_and_retrieved() {
         err.to_string()
             .contains("`subject` is 10000 characters long; the limit is 200")
     );
-    assert_eq!(memory.list().len(), 1);
-    assert!(memory.history(&subject).is_empty());
+    assert_eq!(memory.list(None).unwrap().len(), 1);
+    assert!(memory.history(&subject, None).unwrap().is_empty());
 }
 
 fn memory_service() -> MemoryService {
     MemoryService::new(
-        Arc::new(InMemorySessionFactStore::new(
-            StoreConfig::default(),
-            clock(),
-        )),
-        Arc::new(InMemoryEpisodeStore::default()),
+        Arc::new(InMemoryLongTermStore::new(StoreConfig::default(), clock())),
         clock(),
     )
 }
@@ -580,7 +576,7 @@ fn confidences_nan_infinity_and_1e308_are_refused_and_minus_zero_is_zero() {
         assert_eq!(err.code(), "invalid_fact", "update to {value}");
     }
     assert_eq!(
-        memory.list(),
+        memory.list(None).unwrap(),
         std::slice::from_ref(&kept.fact),
         "nothing accepted before was changed"
     );
@@ -588,7 +584,7 @@ fn confidences_nan_infinity_and_1e308_are_refused_and_minus_zero_is_zero() {
         .add(NewMemory::new("user", "likes", "go").with_confidence(-0.0))
         .unwrap();
     assert_eq!(zero.fact.confidence(), 0.0);
-    assert_eq!(memory.list().len(), 2);
+    assert_eq!(memory.list(None).unwrap().len(), 2);
 
     // A snapshot: the bad records are skipped and named, the good ones imported.
     let store = InMemorySessionFactStore::new(StoreConfig::default(), clock());
@@ -649,7 +645,7 @@ fn confidences_nan_infinity_and_1e308_are_refused_and_minus_zero_is_zero() {
     assert_eq!(parsed.facts.len(), 5);
     assert!(parsed.facts[0].confidence.unwrap().is_nan());
     let extraction = llm_extract(&reply);
-    let objects: Vec<&str> = extraction.facts.iter().map(|f| f.object()).collect();
+    let objects: Vec<&str> = extraction.facts.iter().map(|f| f.fact.object()).collect();
     assert_eq!(objects, ["e"], "{:?}", extraction.diagnostics);
     assert_eq!(
         extraction.diagnostics.len(),
@@ -676,7 +672,11 @@ fn llm_extract(reply: &str) -> fact_extract::ConversationExtraction {
         LlmExtractorConfig::default(),
     );
     extractor
-        .extract_conversation(&[Message::new(MessageRole::User, "Use tabs.")], "chat-1")
+        .extract_conversation(
+            &[Message::new(MessageRole::User, "Use tabs.")],
+            "chat-1",
+            &KnownMemory::default(),
+        )
         .unwrap()
 }
 
@@ -720,7 +720,7 @@ fn fact_ids_with_whitespace_or_of_the_wrong_length_are_invalid_ids() {
         "not_found"
     );
     assert_eq!(
-        memory.list(),
+        memory.list(None).unwrap(),
         std::slice::from_ref(&kept),
         "nothing was deleted"
     );

@@ -10,6 +10,7 @@
 mod concurrency;
 mod contract;
 mod hostile;
+mod maintenance;
 mod memory;
 mod prompt;
 mod protocol;

@@ -4,21 +4,31 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use dispatch_runtime::{MemoryChange, MemoryError, MemoryService, NewMemory};
+use dispatch_runtime::{ArchiveRequest, MemoryChange, MemoryError, MemoryService, NewMemory};
 use fact_extract::{
     ConversationExtractor, LlmClient, LlmError, LlmExtractorConfig, LlmFactExtractor,
 };
 use fact_model::{ManualClock, Tag};
-use fact_store::{InMemoryEpisodeStore, InMemorySessionFactStore};
+use fact_store::{InMemoryLongTermStore, StoreConfig};
 
 fn service() -> (MemoryService, Arc<ManualClock>) {
     let clock = Arc::new(ManualClock::new("2026-02-15T10:00:00Z".parse().unwrap()));
-    let memory = MemoryService::new(
-        Arc::new(InMemorySessionFactStore::default()),
-        Arc::new(InMemoryEpisodeStore::default()),
-        clock.clone(),
-    );
+    let store = InMemoryLongTermStore::new(StoreConfig::default(), clock.clone());
+    let memory = MemoryService::new(Arc::new(store), clock.clone());
     (memory, clock)
+}
+
+/// `TRANSCRIPT` archived with `extractor`, when given.
+fn archive(
+    memory: &MemoryService,
+    title: Option<&str>,
+    extractor: Option<&dyn ConversationExtractor>,
+) -> Result<dispatch_runtime::ArchiveReport, MemoryError> {
+    let mut request = ArchiveRequest::new(TRANSCRIPT).with_extractor(extractor);
+    if let Some(title) = title {
+        request = request.with_title(title);
+    }
+    memory.archive(request)
 }
 
 fn preference(object: &str, statement: &str) -> NewMemory {
@@ -76,15 +86,15 @@ fn a_newer_preference_supersedes_and_history_keeps_both() {
         .add(preference("pytest", "User prefers pytest over unittest"))
         .unwrap();
     assert_eq!(second.report.invalidated, [first.fact.id()]);
-    let history = memory.history("user");
+    let history = memory.history("user", None).unwrap();
     assert_eq!(history.len(), 2);
     assert_eq!(history[0].superseded_by(), Some(second.fact.id()));
-    assert_eq!(memory.list().len(), 1);
+    assert_eq!(memory.list(None).unwrap().len(), 1);
     // Another preference of the same user has its own predicate and supersedes nothing.
     let editor =
         NewMemory::new("user", "prefers_editor", "helix").with_statement("User edits in Helix");
     assert!(memory.add(editor).unwrap().report.invalidated.is_empty());
-    assert_eq!(memory.list().len(), 2);
+    assert_eq!(memory.list(None).unwrap().len(), 2);
 }
 
 #[test]
@@ -154,9 +164,9 @@ fn recall_renders_facts_then_episodes_within_the_budget() {
         .add(preference("pytest", "User prefers pytest over unittest"))
         .unwrap();
     let llm = extractor(vec![Ok(REPLY.into())], clock.clone());
-    memory.archive(TRANSCRIPT, None, Some(&llm)).unwrap();
+    archive(&memory, None, Some(&llm)).unwrap();
     let found = memory
-        .recall("which test framework, pytest or unittest?", 10, 2000)
+        .recall("which test framework, pytest or unittest?", 10, 2000, None)
         .unwrap();
     assert_eq!(
         found.text,
@@ -166,15 +176,17 @@ fn recall_renders_facts_then_episodes_within_the_budget() {
          - Let's use pytest, not unittest, for the RLM project. on 2026-02-15 (entry: "
             .to_owned()
             + &found.episodes[0].id
-            + "): The user chose pytest over unittest."
+            + "): The user chose pytest over unittest.\n  \
+            > [2026-02-15] user: Let's use pytest, not unittest, for the RLM project.\n  \
+            > [2026-02-15] assistant: Done: the suite now runs under pytest."
     );
     let tight = memory
-        .recall("which test framework, pytest or unittest?", 10, 25)
+        .recall("which test framework, pytest or unittest?", 10, 25, None)
         .unwrap();
     assert!(tight.tokens <= 25 && tight.episodes.is_empty(), "{tight:?}");
     assert!(
         memory
-            .recall("databases", 10, 2000)
+            .recall("databases", 10, 2000, None)
             .unwrap()
             .text
             .is_empty()
@@ -185,28 +197,22 @@ fn recall_renders_facts_then_episodes_within_the_budget() {
 fn archiving_extracts_facts_above_the_threshold_from_the_episode() {
     let (memory, clock) = service();
     let llm = extractor(vec![Ok(REPLY.into())], clock);
-    let report = memory
-        .archive(TRANSCRIPT, Some("RLM tests"), Some(&llm))
-        .unwrap();
+    let report = archive(&memory, Some("RLM tests"), Some(&llm)).unwrap();
     assert_eq!(report.messages, 2);
-    let facts = report.facts.unwrap();
+    let facts = report.changes.unwrap();
     assert_eq!(facts.added.len(), 1, "the 0.3-confidence fact is skipped");
     assert!(
         report.diagnostics.iter().any(|d| d.contains("confidence")),
         "{:?}",
         report.diagnostics
     );
-    let fact = &memory.list()[0];
+    let fact = &memory.list(None).unwrap()[0];
     assert_eq!(
         fact.source_task_id(),
         report.episode_id,
         "a fact names its episode"
     );
-    let episode = memory
-        .episodes()
-        .episode(&report.episode_id)
-        .unwrap()
-        .unwrap();
+    let episode = memory.store().episode(&report.episode_id).unwrap().unwrap();
     assert_eq!(episode.title, "RLM tests");
     assert_eq!(episode.summary, "The user chose pytest over unittest.");
     assert!(episode.extracted_at.is_some());
@@ -221,12 +227,10 @@ fn a_failing_model_keeps_the_episode_for_backfill() {
         })],
         clock.clone(),
     );
-    let error = memory
-        .archive(TRANSCRIPT, None, Some(&failing))
-        .unwrap_err();
+    let error = archive(&memory, None, Some(&failing)).unwrap_err();
     assert_eq!(error.code(), "extraction_failed");
-    assert_eq!(memory.episodes().pending_extraction().unwrap().len(), 1);
-    assert!(memory.list().is_empty());
+    assert_eq!(memory.store().pending_extraction().unwrap().len(), 1);
+    assert!(memory.list(None).unwrap().is_empty());
 
     let working = extractor(vec![Ok(REPLY.into())], clock);
     let mut seen = Vec::new();
@@ -238,24 +242,26 @@ fn a_failing_model_keeps_the_episode_for_backfill() {
         .unwrap();
     assert_eq!(reports.len(), 1);
     assert_eq!(seen, [(1, 1)]);
-    assert_eq!(memory.list().len(), 1);
-    assert!(memory.episodes().pending_extraction().unwrap().is_empty());
+    assert_eq!(memory.list(None).unwrap().len(), 1);
+    assert!(memory.store().pending_extraction().unwrap().is_empty());
 }
 
 #[test]
 fn an_empty_or_broken_transcript_is_a_clear_error() {
     let (memory, _) = service();
     assert_eq!(
-        memory.archive("", None, None).unwrap_err().code(),
+        memory.archive(ArchiveRequest::new("")).unwrap_err().code(),
         "empty_transcript"
     );
-    let error = memory.archive("not json\n", None, None).unwrap_err();
+    let error = memory
+        .archive(ArchiveRequest::new("not json\n"))
+        .unwrap_err();
     assert!(error.to_string().contains("line 1"), "{error}");
     // Without an extractor the episode is archived and left pending.
-    let report = memory.archive(TRANSCRIPT, None, None).unwrap();
-    assert!(report.facts.is_none());
+    let report = archive(&memory, None, None).unwrap();
+    assert!(report.changes.is_none());
     assert_eq!(
-        memory.episodes().pending_extraction().unwrap()[0].id,
+        memory.store().pending_extraction().unwrap()[0].id,
         report.episode_id
     );
 }
@@ -266,7 +272,7 @@ fn format_lists_facts_by_confidence() {
     memory
         .add(preference("pytest", "User prefers pytest"))
         .unwrap();
-    let text = memory.format(2000);
+    let text = memory.format(2000, None).unwrap();
     assert!(
         text.contains("- [preference | 0.90] User prefers pytest"),
         "{text}"

@@ -231,9 +231,9 @@ fn search_messages(
                 )
             })
             .unzip();
-        let mut rows: HashMap<MessageKey, (String, String, Message)> = HashMap::new();
+        let mut rows: HashMap<MessageKey, (String, String, String, Message)> = HashMap::new();
         for row in db.query(
-            "SELECT m.episode, m.turn, m.role, m.content, m.at, e.id, e.title \
+            "SELECT m.episode, m.turn, m.role, m.content, m.at, e.id, e.title, e.summary \
              FROM unnest($2::BIGINT[], $3::INTEGER[]) AS k(episode, turn) \
              JOIN messages AS m ON m.scope = $1 AND m.episode = k.episode AND m.turn = k.turn \
              JOIN episodes AS e ON e.scope = $1 AND e.n = m.episode",
@@ -245,14 +245,20 @@ fn search_messages(
             let key = MessageKey::new(episode_key(episode)?, turn);
             rows.insert(
                 key,
-                (row.try_get(5)?, row.try_get(6)?, read_message(&row, 2)?),
+                (
+                    row.try_get(5)?,
+                    row.try_get(6)?,
+                    row.try_get(7)?,
+                    read_message(&row, 2)?,
+                ),
             );
         }
         for (key, score) in round {
             if hits.len() >= limit {
                 break;
             }
-            let Some((episode_id, episode_title, message)) = rows.remove(key) else {
+            let Some((episode_id, episode_title, episode_summary, message)) = rows.remove(key)
+            else {
                 continue;
             };
             if !messages::said_by(&message, query.as_of) {
@@ -261,6 +267,7 @@ fn search_messages(
             hits.push(MessageHit {
                 episode_id,
                 episode_title,
+                episode_summary,
                 turn: key.turn_index(),
                 message,
                 score: *score,

@@ -261,7 +261,7 @@ pub(super) fn search(
     let mut hits = Vec::new();
     {
         let mut read = tx.prepare_cached(
-            "SELECT m.role, m.content, m.at, e.id, e.title FROM messages AS m \
+            "SELECT m.role, m.content, m.at, e.id, e.title, e.summary FROM messages AS m \
              JOIN episodes AS e ON e.n = m.episode AND e.scope = ?1 \
              WHERE m.scope = ?1 AND m.episode = ?2 AND m.turn = ?3",
         )?;
@@ -283,6 +283,7 @@ pub(super) fn search(
             hits.push(MessageHit {
                 episode_id: row.get(3)?,
                 episode_title: row.get(4)?,
+                episode_summary: row.get(5)?,
                 turn: key.turn_index(),
                 message,
                 score,

@@ -1,0 +1,723 @@
+//! [`MemoryService`]: long-term conversational memory (seeds 002 and 004) composed from
+//! trait objects: one scope of a [`LongTermStore`] (facts, episodes, aliases, the user's
+//! profile), an optional conversation extractor, a clock and a token counter.
+//!
+//! Memory keeps itself true as conversations arrive:
+//!
+//! - **Time from the conversation.** A fact is valid from the time of the message that said
+//!   it, and recorded when it was archived (`recorded_at`); `as_of` questions ask about
+//!   valid time.
+//! - **Updates judged against what is known.** Before the model is asked, the facts the
+//!   store already holds about the conversation (`known.rs`) are listed in its prompt; the
+//!   reply may supersede or remove them by id, and a reply is applied in one commit
+//!   (`archive.rs`).
+//! - **Entities.** Subjects are normalized ([`normalize_entity`]) and aliases resolved
+//!   (`entities.rs`), so "Mel", "Melanie" and "melanie" are one subject.
+//! - **Episodes you can search.** Every message is indexed; recall shows the lines that
+//!   answered, with their dates.
+//!
+//! Conversations are archived as episodes first and their facts extracted second, so a
+//! failing model never costs an archived conversation: `backfill` extracts later.
+
+mod archive;
+mod entities;
+mod known;
+
+use std::sync::Arc;
+
+use fact_extract::{ConversationExtractor, LlmError, TranscriptError};
+use fact_model::{
+    CharsPerToken, Clock, FactError, FactId, FactUpdate, MemoryHistory, ProfileField, SessionFact,
+    SourceRole, Tag, Timestamp, TokenCounter, UserContext, normalize_entity,
+};
+use fact_retrieve::{
+    Bm25, Embedder, HybridError, HybridRetriever, MemoryData, MemoryFact, Recall, RecallQuery,
+    format_memory, recall,
+};
+use fact_store::{
+    AddReport, Alias, AliasChange, LongTermStore, MemoryWrite, ProfileEntry, ScoredFact,
+    StoreError, TermQuery,
+};
+use serde::Serialize;
+
+pub use self::archive::{ArchiveReport, ArchiveRequest, ForgetReport, MemoryChanges};
+pub use self::known::{DEFAULT_KNOWN_FACTS, DEFAULT_KNOWN_TOKENS, KnownBudget};
+
+use self::entities::Entities;
+
+/// Why a memory operation failed. [`code`](Self::code) names it for the CLI and MCP.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum MemoryError {
+    /// The store could not read or write, or refused a change (an alias cycle).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// No fact, episode or subject has this id or name.
+    #[error("no fact, episode or subject {id}")]
+    NotFound {
+        /// The id or name asked for, clipped to 64 characters.
+        id: String,
+    },
+    /// The text given as a fact id is not one.
+    #[error("{id:?} is not a fact id (16 lowercase hex digits)")]
+    InvalidId {
+        /// The text given, clipped to 64 characters.
+        id: String,
+    },
+    /// A new or changed fact is invalid.
+    #[error("invalid fact: {0}")]
+    InvalidFact(#[from] FactError),
+    /// The transcript cannot be archived: too large, empty, or with a time that does not
+    /// parse or lies in the future.
+    #[error(transparent)]
+    Transcript(#[from] TranscriptError),
+    /// Extraction needs a model and none is configured.
+    #[error("no LLM is configured for fact extraction (give --llm-cmd)")]
+    NoExtractor,
+    /// The embedding model failed (or the store refused its vectors). What the call wrote
+    /// before is kept: a fact whose embedding failed is stored, found by its words, and
+    /// embedded when a service with the embedder next starts
+    /// ([`MemoryService::with_embedder`]).
+    #[error("embedding failed: {0}")]
+    Embedding(#[from] HybridError),
+    /// The model failed; the episode stays archived, without facts, for a later backfill.
+    #[error("episode {episode_id} is archived, but extracting its facts failed: {source}")]
+    Extraction {
+        /// The archived episode.
+        episode_id: String,
+        /// What the model did.
+        source: LlmError,
+    },
+}
+
+impl MemoryError {
+    /// A short, stable code: `not_found`, `invalid_id`, `invalid_fact`, `no_extractor`,
+    /// `extraction_failed`, the transcript's code ([`TranscriptError::code`]), the store's
+    /// own code ([`StoreError::code`]), or for [`MemoryError::Embedding`] the
+    /// [`HybridError::code`].
+    #[must_use]
+    pub fn code(&self) -> &'static str {
+        match self {
+            MemoryError::Store(error) => error.code(),
+            MemoryError::NotFound { .. } => "not_found",
+            MemoryError::InvalidId { .. } => "invalid_id",
+            MemoryError::InvalidFact(_) => "invalid_fact",
+            MemoryError::Transcript(error) => error.code(),
+            MemoryError::NoExtractor => "no_extractor",
+            MemoryError::Extraction { .. } => "extraction_failed",
+            MemoryError::Embedding(error) => error.code(),
+        }
+    }
+
+    fn not_found(id: &str) -> MemoryError {
+        MemoryError::NotFound {
+            id: fact_model::clip(id, MAX_ECHOED_ID_CHARS).into_owned(),
+        }
+    }
+}
+
+/// A fact to remember, as a person or an agent states it.
+///
+/// ```
+/// use dispatch_runtime::NewMemory;
+/// use dispatch_runtime::reexports::Tag;
+///
+/// let memory = NewMemory::new("user", "prefers_test_framework", "pytest")
+///     .with_statement("User prefers pytest over unittest")
+///     .with_category(Tag::Preference)
+///     .with_confidence(0.9)
+///     .with_source("cli");
+/// assert_eq!((memory.category, memory.source.as_str()), (Tag::Preference, "cli"));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct NewMemory {
+    /// What it is about (`user`, `project:rlm`); normalized and resolved through the
+    /// aliases when stored.
+    pub subject: String,
+    /// A specific predicate (`prefers_test_framework`): a newer fact with the same subject
+    /// and relation supersedes this one.
+    pub relation: String,
+    /// The value (`pytest`).
+    pub object: String,
+    /// One sentence; two facts whose statements differ only in case and spacing are one.
+    pub statement: Option<String>,
+    /// The category (default `knowledge`; any [`Tag`]).
+    pub category: Tag,
+    /// How sure, in `0..=1` (default 1.0).
+    pub confidence: f64,
+    /// Who states it (`cli`, `mcp`, an episode id).
+    pub source: String,
+    /// Since when it is true (default: now).
+    pub valid_from: Option<Timestamp>,
+}
+
+impl NewMemory {
+    /// A fact with a `knowledge` category, confidence 1.0 and source `manual`, true from
+    /// now.
+    #[must_use]
+    pub fn new(
+        subject: impl Into<String>,
+        relation: impl Into<String>,
+        object: impl Into<String>,
+    ) -> Self {
+        NewMemory {
+            subject: subject.into(),
+            relation: relation.into(),
+            object: object.into(),
+            statement: None,
+            category: Tag::Knowledge,
+            confidence: 1.0,
+            source: "manual".into(),
+            valid_from: None,
+        }
+    }
+
+    /// States the fact in one sentence.
+    #[must_use]
+    pub fn with_statement(mut self, statement: impl Into<String>) -> Self {
+        self.statement = Some(statement.into());
+        self
+    }
+
+    /// Files the fact under `category`.
+    #[must_use]
+    pub fn with_category(mut self, category: Tag) -> Self {
+        self.category = category;
+        self
+    }
+
+    /// Holds the fact with `confidence`, in `0..=1` (checked when it is added).
+    #[must_use]
+    pub fn with_confidence(mut self, confidence: f64) -> Self {
+        self.confidence = confidence;
+        self
+    }
+
+    /// Names who states the fact (`cli`, `mcp`, an episode id).
+    #[must_use]
+    pub fn with_source(mut self, source: impl Into<String>) -> Self {
+        self.source = source.into();
+        self
+    }
+
+    /// Makes the fact true from `at` instead of now.
+    #[must_use]
+    pub fn with_valid_from(mut self, at: Timestamp) -> Self {
+        self.valid_from = Some(at);
+        self
+    }
+}
+
+/// What [`MemoryService::add`] did: the fact as built, and the store's report (added,
+/// duplicate statement skipped, or already valid; and which facts it superseded).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AddOutcome {
+    /// The fact that was offered (its subject normalized and resolved).
+    pub fact: SessionFact,
+    /// What the store did with it.
+    pub report: AddReport,
+}
+
+/// The fields [`MemoryService::update`] may change; `None` keeps a field.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MemoryChange {
+    /// A new statement.
+    pub statement: Option<String>,
+    /// A new object: the triple changes, so a new fact supersedes the old one (history
+    /// keeps both).
+    pub object: Option<String>,
+    /// A new category.
+    pub category: Option<Tag>,
+    /// A new confidence.
+    pub confidence: Option<f64>,
+}
+
+/// The user context and history of a scope (seed 002), with every field's current
+/// version.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct MemoryContext {
+    /// The `User Context:` section.
+    pub user_context: UserContext,
+    /// The `History:` section.
+    pub history: MemoryHistory,
+    /// The current version of each field that has one, with its time.
+    pub versions: Vec<ProfileEntry>,
+}
+
+/// What [`MemoryService::set_alias`] did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AliasOutcome {
+    /// The alias, normalized.
+    pub alias: String,
+    /// The entity it names, normalized.
+    pub entity: String,
+    /// The current facts that were stored under the alias and now are under the entity
+    /// (new versions; the old ones end, superseded by them).
+    pub merged: Vec<FactId>,
+}
+
+/// Long-term memory over one scope: CRUD, search, history, recall, formatting, the user's
+/// context and history, aliases, archiving conversations, backfilling and forgetting.
+///
+/// ```
+/// use std::sync::Arc;
+/// use dispatch_runtime::{MemoryService, NewMemory};
+/// use fact_model::{ManualClock, Tag};
+/// use fact_store::InMemoryLongTermStore;
+///
+/// let clock = Arc::new(ManualClock::default());
+/// let memory = MemoryService::new(Arc::new(InMemoryLongTermStore::default()), clock);
+/// let mut fact = NewMemory::new("User", "prefers_test_framework", "pytest");
+/// fact.statement = Some("User prefers pytest over unittest".into());
+/// fact.category = Tag::Preference;
+/// assert_eq!(memory.add(fact)?.fact.subject(), "user");
+/// let found = memory.recall("what test framework does the user like?", 10, 500, None)?;
+/// assert!(found.text.contains("[preference] User prefers pytest over unittest"));
+/// # Ok::<(), dispatch_runtime::MemoryError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct MemoryService {
+    store: Arc<dyn LongTermStore>,
+    extractor: Option<Arc<dyn ConversationExtractor>>,
+    clock: Arc<dyn Clock>,
+    counter: Arc<dyn TokenCounter>,
+    /// Set by [`with_embedder`](Self::with_embedder): recall is hybrid and new facts are
+    /// embedded as they are stored.
+    hybrid: Option<Arc<HybridRetriever>>,
+    budget: KnownBudget,
+}
+
+impl MemoryService {
+    /// A service over `store`, counting tokens as four characters each and with no
+    /// extractor.
+    #[must_use]
+    pub fn new(store: Arc<dyn LongTermStore>, clock: Arc<dyn Clock>) -> Self {
+        MemoryService {
+            store,
+            extractor: None,
+            clock,
+            counter: Arc::new(CharsPerToken::default()),
+            hybrid: None,
+            budget: KnownBudget::default(),
+        }
+    }
+
+    /// Extracts conversation facts with `extractor` when archiving.
+    #[must_use]
+    pub fn with_extractor(mut self, extractor: Arc<dyn ConversationExtractor>) -> Self {
+        self.extractor = Some(extractor);
+        self
+    }
+
+    /// Measures budgets with `counter`.
+    #[must_use]
+    pub fn with_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
+        self.counter = counter;
+        self
+    }
+
+    /// Lists at most `budget` of the known facts in an extraction prompt.
+    #[must_use]
+    pub fn with_known_budget(mut self, budget: KnownBudget) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// Makes memory semantic: facts are embedded by `embedder` as they are stored (in
+    /// batches), and [`recall`](Self::recall) ranks by words and meaning together
+    /// ([`HybridRetriever`] with its default fusion). Facts of the store that have no
+    /// embedding by this model yet (stored before, or by a writer without the model) are
+    /// embedded now, so this can take a while once on a large store.
+    ///
+    /// # Errors
+    ///
+    /// [`MemoryError::Embedding`] when the store keeps no embeddings or the catch-up
+    /// fails; what it embedded before the failure stays stored.
+    pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Result<Self, MemoryError> {
+        let hybrid = HybridRetriever::new(self.store.clone(), embedder)?;
+        hybrid.embed_missing()?;
+        self.hybrid = Some(Arc::new(hybrid));
+        Ok(self)
+    }
+
+    /// The hybrid retriever, when [`with_embedder`](Self::with_embedder) set one.
+    #[must_use]
+    pub fn hybrid(&self) -> Option<&Arc<HybridRetriever>> {
+        self.hybrid.as_ref()
+    }
+
+    /// The store.
+    #[must_use]
+    pub fn store(&self) -> &Arc<dyn LongTermStore> {
+        &self.store
+    }
+
+    /// The clock.
+    #[must_use]
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// Embeds the facts of `batch` that `added` lists.
+    fn embed_added(&self, batch: &[SessionFact], added: &[FactId]) -> Result<(), MemoryError> {
+        let Some(hybrid) = &self.hybrid else {
+            return Ok(());
+        };
+        let added: Vec<SessionFact> = batch
+            .iter()
+            .filter(|fact| added.contains(&fact.id()))
+            .cloned()
+            .collect();
+        if !added.is_empty() {
+            hybrid.embed_facts(&added)?;
+        }
+        Ok(())
+    }
+
+    /// The alias table, read once for an operation.
+    fn entities(&self) -> Result<Entities, MemoryError> {
+        Ok(Entities::new(self.store.aliases()?))
+    }
+
+    /// Remembers a fact, valid from now (or its `valid_from`), under its subject
+    /// normalized and resolved through the aliases; a valid fact of the same subject and
+    /// relation is superseded.
+    ///
+    /// # Errors
+    ///
+    /// [`MemoryError::InvalidFact`] or the store's error.
+    pub fn add(&self, new: NewMemory) -> Result<AddOutcome, MemoryError> {
+        let now = self.clock.now();
+        let subject = self.entities()?.resolve(&new.subject);
+        let mut builder = SessionFact::builder(subject, new.relation, new.object)
+            .tag(new.category)
+            .confidence(new.confidence)
+            .source(new.source, SourceRole::User)
+            .valid_from(new.valid_from.unwrap_or(now))
+            .recorded_at(now);
+        if let Some(statement) = new.statement {
+            builder = builder.statement(statement);
+        }
+        let fact = builder.build()?;
+        let report = self.store.add(vec![fact.clone()])?;
+        self.embed_added(std::slice::from_ref(&fact), &report.added)?;
+        Ok(AddOutcome { fact, report })
+    }
+
+    /// Every current fact (or every fact valid at `as_of`), oldest first.
+    ///
+    /// # Errors
+    ///
+    /// The store's read error.
+    pub fn list(&self, as_of: Option<Timestamp>) -> Result<Vec<SessionFact>, MemoryError> {
+        Ok(match as_of {
+            Some(at) => self.store.valid_at(at),
+            None => self.store.valid_facts(),
+        })
+    }
+
+    /// The latest version of the fact with this id (given as text), current or not.
+    ///
+    /// # Errors
+    ///
+    /// [`MemoryError::InvalidId`] or [`MemoryError::NotFound`].
+    pub fn get(&self, id: &str) -> Result<SessionFact, MemoryError> {
+        let parsed = parse_id(id)?;
+        self.store
+            .get(parsed)
+            .ok_or_else(|| MemoryError::not_found(id))
+    }
+
+    /// Changes a fact. A new object makes a new fact (valid from now) that supersedes the
+    /// old one; other changes edit the fact in place.
+    ///
+    /// # Errors
+    ///
+    /// [`MemoryError::InvalidId`], [`MemoryError::NotFound`], [`MemoryError::InvalidFact`]
+    /// or the store's error.
+    pub fn update(&self, id: &str, change: MemoryChange) -> Result<SessionFact, MemoryError> {
+        let old = self.get(id)?;
+        let Some(object) = change.object else {
+            let update = FactUpdate {
+                statement: change.statement,
+                tags: change.category.map(|tag| vec![tag]),
+                confidence: change.confidence,
+            };
+            let updated = self.store.update(old.id(), &update).map_err(|e| match e {
+                StoreError::InvalidUpdate { source, .. } => MemoryError::InvalidFact(source),
+                other => MemoryError::Store(other),
+            })?;
+            // A new statement is new text to embed.
+            if let Some(hybrid) = &self.hybrid
+                && updated.statement() != old.statement()
+            {
+                hybrid.embed_facts(std::slice::from_ref(&updated))?;
+            }
+            return Ok(updated);
+        };
+        let now = self.clock.now();
+        let category = change
+            .category
+            .or_else(|| old.tags().as_slice().first().copied())
+            .unwrap_or(Tag::Knowledge);
+        let mut builder = SessionFact::builder(old.subject(), old.relation(), object)
+            .tag(category)
+            .confidence(change.confidence.unwrap_or(old.confidence()))
+            .source(old.source_task_id(), old.source_role())
+            .valid_from(now.max(old.valid_from()))
+            .recorded_at(now);
+        // The old statement described the old object; keep it only when asked to.
+        if let Some(statement) = change.statement {
+            builder = builder.statement(statement);
+        }
+        let new = builder.build()?;
+        let report = self.store.add(vec![new.clone()])?;
+        self.embed_added(std::slice::from_ref(&new), &report.added)?;
+        Ok(self.store.get(new.id()).unwrap_or(new))
+    }
+
+    /// Deletes every version of a fact; returns how many.
+    ///
+    /// # Errors
+    ///
+    /// [`MemoryError::InvalidId`], [`MemoryError::NotFound`] or the store's error.
+    pub fn delete(&self, id: &str) -> Result<usize, MemoryError> {
+        let parsed = parse_id(id)?;
+        self.store.delete(parsed).map_err(|e| match e {
+            StoreError::NotFound { .. } => MemoryError::not_found(id),
+            other => MemoryError::Store(other),
+        })
+    }
+
+    /// The current facts (or those valid at `as_of`) that match `query`, best first (BM25
+    /// over the store's terms). A query that names an alias or an aliased entity also
+    /// searches for its other names.
+    ///
+    /// # Errors
+    ///
+    /// The store's read error.
+    pub fn search(
+        &self,
+        query: &str,
+        limit: usize,
+        as_of: Option<Timestamp>,
+    ) -> Result<Vec<ScoredFact>, MemoryError> {
+        let text = self.entities()?.expand_query(self.store.analyzer(), query);
+        let mut term_query = TermQuery::new(&text, limit);
+        if let Some(at) = as_of {
+            term_query = term_query.with_as_of(at);
+        }
+        Ok(self.store.search(&term_query, &Bm25::default()))
+    }
+
+    /// Every version of the facts about `subject` (normalized, resolved through the
+    /// aliases; the versions stored under its aliases included), ordered by `valid_from`;
+    /// superseded versions carry `valid_to` and `superseded_by`. With `as_of`, the
+    /// versions that had begun by then.
+    ///
+    /// # Errors
+    ///
+    /// The store's read error.
+    pub fn history(
+        &self,
+        subject: &str,
+        as_of: Option<Timestamp>,
+    ) -> Result<Vec<SessionFact>, MemoryError> {
+        let entities = self.entities()?;
+        let mut versions = Vec::new();
+        for name in entities.names_of(subject) {
+            versions.extend(self.store.history(&name));
+        }
+        if let Some(at) = as_of {
+            versions.retain(|v| v.valid_from() <= at);
+        }
+        versions.sort_by_key(|v| v.valid_from());
+        Ok(versions)
+    }
+
+    /// The current facts (or those valid at `as_of`) and the episode messages that answer
+    /// `query`, rendered within `max_tokens` (see [`fact_retrieve::recall`]); facts
+    /// ranked by words and meaning ([`HybridRetriever::recall`]) when the service has an
+    /// embedder. A query that names an alias also recalls its entity's facts.
+    ///
+    /// # Errors
+    ///
+    /// The store's error, or [`MemoryError::Embedding`] when the model fails on the
+    /// query.
+    pub fn recall(
+        &self,
+        query: &str,
+        limit: usize,
+        max_tokens: usize,
+        as_of: Option<Timestamp>,
+    ) -> Result<Recall, MemoryError> {
+        let text = self.entities()?.expand_query(self.store.analyzer(), query);
+        let query = RecallQuery::new(&text)
+            .with_limit(limit)
+            .with_max_tokens(max_tokens)
+            .with_as_of(as_of);
+        if let Some(hybrid) = &self.hybrid {
+            return Ok(hybrid.recall(&*self.store, &query, &*self.counter)?);
+        }
+        Ok(recall(&*self.store, &*self.store, &query, &*self.counter)?)
+    }
+
+    /// The user context and history (each field's current text) with their versions.
+    ///
+    /// # Errors
+    ///
+    /// The store's read error.
+    pub fn context(&self) -> Result<MemoryContext, MemoryError> {
+        self.context_as_of(None)
+    }
+
+    fn context_as_of(&self, as_of: Option<Timestamp>) -> Result<MemoryContext, MemoryError> {
+        let versions = match as_of {
+            None => self.store.profile()?,
+            Some(at) => {
+                let mut history = self.store.profile_history()?;
+                history.retain(|entry| entry.at <= at);
+                fact_store::current_profile(&history)
+            }
+        };
+        let mut context = MemoryContext::default();
+        for entry in &versions {
+            entry.field.set(
+                &mut context.user_context,
+                &mut context.history,
+                entry.text.clone(),
+            );
+        }
+        context.versions = versions;
+        Ok(context)
+    }
+
+    /// Sets fields of the user context and history by hand, from now; a field whose text
+    /// does not change keeps its version. Returns the fields that changed.
+    ///
+    /// # Errors
+    ///
+    /// The store's error.
+    pub fn set_context(
+        &self,
+        fields: Vec<(ProfileField, String)>,
+    ) -> Result<Vec<ProfileField>, MemoryError> {
+        let at = self.clock.now();
+        let mut write = MemoryWrite::default();
+        write.profile = fields
+            .into_iter()
+            .map(|(field, text)| ProfileEntry {
+                field,
+                text: one_line(&text),
+                at,
+            })
+            .collect();
+        Ok(self.store.commit(write)?.profile_changed)
+    }
+
+    /// Every current fact (or those valid at `as_of`) in seed 002's layout: `User
+    /// Context:`, `History:` and `Facts:` (by confidence), within `max_tokens` (facts
+    /// trimmed lowest confidence first, then a character cut marked `\n...`).
+    ///
+    /// # Errors
+    ///
+    /// The store's read error.
+    pub fn format(
+        &self,
+        max_tokens: usize,
+        as_of: Option<Timestamp>,
+    ) -> Result<String, MemoryError> {
+        let context = self.context_as_of(as_of)?;
+        let data = MemoryData {
+            user: context.user_context,
+            history: context.history,
+            facts: self
+                .list(as_of)?
+                .iter()
+                .map(MemoryFact::from_session_fact)
+                .collect(),
+        };
+        Ok(format_memory(&data, max_tokens, &*self.counter))
+    }
+
+    /// Every alias, in the order set.
+    ///
+    /// # Errors
+    ///
+    /// The store's read error.
+    pub fn aliases(&self) -> Result<Vec<Alias>, MemoryError> {
+        Ok(self.store.aliases()?)
+    }
+
+    /// Makes `alias` another name of `entity` (both normalized): the current facts stored
+    /// under the alias move to the entity (a new version each, superseding the old one,
+    /// so supersession works across the names), and later facts about the alias are
+    /// stored under the entity. One commit.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::AliasCycle`] or [`StoreError::InvalidAlias`] (in
+    /// [`MemoryError::Store`]) when the alias would lead back to itself or a name is
+    /// blank; nothing changes then.
+    pub fn set_alias(&self, alias: &str, entity: &str) -> Result<AliasOutcome, MemoryError> {
+        let now = self.clock.now();
+        let alias = normalize_entity(alias);
+        let entity = normalize_entity(entity);
+        let mut write = MemoryWrite::default();
+        write.aliases.push(AliasChange::Set {
+            alias: alias.clone(),
+            entity: entity.clone(),
+            at: now,
+        });
+        let (steps, moved) = archive::merge_alias(&*self.store, &alias, &entity, now)?;
+        write.facts = steps;
+        let report = self.store.commit(write)?;
+        let merged: Vec<FactId> = report
+            .facts
+            .steps
+            .iter()
+            .filter_map(|step| match step {
+                fact_store::StepReport::Added(added) => Some(added.added.clone()),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        self.embed_added(&moved, &merged)?;
+        Ok(AliasOutcome {
+            alias,
+            entity,
+            merged,
+        })
+    }
+
+    /// Removes an alias (normalized); whether there was one. Facts stay where they are.
+    ///
+    /// # Errors
+    ///
+    /// The store's error.
+    pub fn remove_alias(&self, alias: &str) -> Result<bool, MemoryError> {
+        let alias = normalize_entity(alias);
+        if !self.store.aliases()?.iter().any(|a| a.alias == alias) {
+            return Ok(false);
+        }
+        let mut write = MemoryWrite::default();
+        write.aliases.push(AliasChange::Remove { alias });
+        self.store.commit(write)?;
+        Ok(true)
+    }
+}
+
+/// The longest part of a rejected id an error repeats, in characters.
+const MAX_ECHOED_ID_CHARS: usize = 64;
+
+fn parse_id(id: &str) -> Result<FactId, MemoryError> {
+    id.trim().parse().map_err(|_| MemoryError::InvalidId {
+        id: fact_model::clip(id, MAX_ECHOED_ID_CHARS).into_owned(),
+    })
+}
+
+/// Text on one line: runs of whitespace (newlines included) become one space.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}

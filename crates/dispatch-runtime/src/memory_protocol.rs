@@ -1,0 +1,706 @@
+//! The memory tools' wire format: one JSON request in, one JSON answer out, for every front
+//! end of long-term memory (`facts mcp`'s memory tools; `facts mem --json` answers with the
+//! same shapes). The binaries keep no knowledge of it: they hand [`handle`] a tool name and
+//! its arguments, and ([`tools`], feature `schema`) list the tools with their schemas.
+//!
+//! A success is `{"ok": true, …fields}`, a failure `{"ok": false, "error": {"code",
+//! "message"}}` with the code of [`MemoryError::code`], `invalid_request` for arguments
+//! that do not fit, or `llm_cmd_not_allowed`. Times are RFC 3339 strings; `as_of` asks
+//! about valid time (what was true then). The reference for people is `docs/protocol.md`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use fact_extract::{CommandLlm, LlmExtractorConfig, LlmFactExtractor};
+use fact_model::{Clock, FactId, ProfileField, SessionFact, Tag, Timestamp};
+use fact_retrieve::Recall;
+use fact_store::{Alias, ScoredFact, SkipReason};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+
+use crate::protocol::{self, code};
+use crate::{AddOutcome, ArchiveRequest, MemoryChange, MemoryError, MemoryService, NewMemory};
+
+/// The default token budget of `memory_recall` and `memory_format` (seed 002).
+pub const DEFAULT_MAX_TOKENS: usize = 2000;
+/// The default number of facts of `memory_search`, and of facts and messages of
+/// `memory_recall`.
+pub const DEFAULT_LIMIT: usize = 10;
+/// The default time a model command may take per call, in seconds.
+pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
+/// The largest `transcript` a `memory_archive` call takes, in bytes (the transcript's own
+/// limit, [`fact_extract::MAX_TRANSCRIPT_BYTES`]).
+pub const MAX_TRANSCRIPT_BYTES: usize = fact_extract::MAX_TRANSCRIPT_BYTES;
+/// The code of a call that names a model command a server does not run.
+pub const LLM_CMD_NOT_ALLOWED: &str = "llm_cmd_not_allowed";
+
+/// What a front end allows its callers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Policy {
+    /// Whether a call may name a model command (`llm_cmd`) the server runs.
+    pub allow_llm_cmd: bool,
+    /// The source recorded on facts added through these tools (`mcp`, `cli`).
+    pub source: &'static str,
+}
+
+impl Policy {
+    /// Facts added are attributed to `source`; no command a caller names is run.
+    #[must_use]
+    pub fn new(source: &'static str) -> Self {
+        Policy {
+            allow_llm_cmd: false,
+            source,
+        }
+    }
+
+    /// Runs the model commands callers name (`true`).
+    #[must_use]
+    pub fn with_allow_llm_cmd(mut self, allow: bool) -> Self {
+        self.allow_llm_cmd = allow;
+        self
+    }
+}
+
+/// The extractor of a model command: `cmd` run by `sh -c`, reading the prompt on stdin and
+/// answering on stdout, killed after `timeout`; facts dated by `clock`, with the default
+/// extraction settings.
+#[must_use]
+pub fn command_extractor(
+    cmd: String,
+    timeout: Duration,
+    clock: Arc<dyn Clock>,
+) -> LlmFactExtractor {
+    LlmFactExtractor::new(
+        Arc::new(CommandLlm::new(cmd, timeout)),
+        clock,
+        LlmExtractorConfig::default(),
+    )
+}
+
+macro_rules! request {
+    ($(#[$meta:meta])* struct $name:ident { $($body:tt)* }) => {
+        $(#[$meta])*
+        #[derive(Debug, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+        struct $name { $($body)* }
+    };
+}
+
+request! {
+    /// `memory_add`: a fact to remember.
+    struct Add {
+        /// What the fact is about: `user`, `project:rlm` (normalized; an alias is stored
+        /// under its entity).
+        subject: String,
+        /// A specific predicate, such as `prefers_test_framework`: a newer fact with the
+        /// same subject and relation supersedes the older one.
+        relation: String,
+        /// The value: `pytest`.
+        object: String,
+        /// One sentence stating the fact: `User prefers pytest over unittest`.
+        #[serde(default)]
+        statement: Option<String>,
+        /// The category (default `knowledge`).
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(schema_with = "schema::category"))]
+        category: Option<Tag>,
+        /// How sure, from 0 to 1 (default 1).
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(range(min = 0.0, max = 1.0)))]
+        confidence: Option<f64>,
+        /// Since when it is true, RFC 3339 (default now).
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(schema_with = "schema::time"))]
+        valid_from: Option<Timestamp>,
+    }
+}
+
+request! {
+    /// `memory_get` and `memory_delete`: a fact by its id.
+    struct ById {
+        /// The fact's id: 16 hex digits.
+        id: String,
+    }
+}
+
+request! {
+    /// `memory_list`: the current facts.
+    struct List {
+        /// The facts valid at this instant (RFC 3339) instead of now.
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(schema_with = "schema::time"))]
+        as_of: Option<Timestamp>,
+    }
+}
+
+request! {
+    /// `memory_update`: a change of a fact.
+    struct Update {
+        /// The fact's id: 16 hex digits.
+        id: String,
+        /// A new statement.
+        #[serde(default)]
+        statement: Option<String>,
+        /// A new object: a new fact supersedes this one.
+        #[serde(default)]
+        object: Option<String>,
+        /// A new category.
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(schema_with = "schema::category"))]
+        category: Option<Tag>,
+        /// A new confidence, from 0 to 1.
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(range(min = 0.0, max = 1.0)))]
+        confidence: Option<f64>,
+    }
+}
+
+request! {
+    /// `memory_search`: words to search the facts for.
+    struct Search {
+        /// The words to search for.
+        query: String,
+        /// At most this many facts (default 10, at most 1000).
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 1000)))]
+        limit: Option<usize>,
+        /// Search the facts valid at this instant (RFC 3339) instead of now.
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(schema_with = "schema::time"))]
+        as_of: Option<Timestamp>,
+    }
+}
+
+request! {
+    /// `memory_recall`: a question to recall facts and conversations for.
+    struct RecallArgs {
+        /// The question or topic.
+        query: String,
+        /// The most tokens the recalled text may cost (default 2000).
+        #[serde(default)]
+        max_tokens: Option<usize>,
+        /// At most this many facts, and this many messages (default 10, at most 1000).
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 1000)))]
+        limit: Option<usize>,
+        /// Recall what was true, and said, at this instant (RFC 3339).
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(schema_with = "schema::time"))]
+        as_of: Option<Timestamp>,
+    }
+}
+
+request! {
+    /// `memory_history`: a subject whose facts to trace.
+    struct History {
+        /// The subject: `user` (normalized; its aliases' facts included).
+        subject: String,
+        /// Only the versions that had begun by this instant (RFC 3339).
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(schema_with = "schema::time"))]
+        as_of: Option<Timestamp>,
+    }
+}
+
+request! {
+    /// `memory_format`: the memory as prompt text.
+    struct Format {
+        /// The most tokens the text may cost (default 2000).
+        #[serde(default)]
+        max_tokens: Option<usize>,
+        /// The memory as it was at this instant (RFC 3339).
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(schema_with = "schema::time"))]
+        as_of: Option<Timestamp>,
+    }
+}
+
+request! {
+    /// `memory_archive`: a conversation to archive.
+    struct Archive {
+        /// The conversation: JSON Lines of `{"role": "user"|"assistant"|"system"|"tool",
+        /// "content": "...", "timestamp": "RFC 3339" (optional; also `time`,
+        /// `created_at`)}`, at most 8 MiB.
+        transcript: String,
+        /// The episode's title (default: the first user message).
+        #[serde(default)]
+        title: Option<String>,
+        /// When the conversation took place (RFC 3339), for messages without a time.
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(schema_with = "schema::time"))]
+        session_time: Option<Timestamp>,
+        /// A shell command line that answers an extraction prompt on stdin with JSON on
+        /// stdout; accepted only when the server was started with `--allow-llm-cmd`.
+        /// Without it (and without a server-side model), the conversation is archived
+        /// without facts (`memory_backfill` extracts them later).
+        #[serde(default)]
+        llm_cmd: Option<String>,
+        /// How long the command may take per call, in seconds (default 120).
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(range(min = 1)))]
+        timeout_secs: Option<u64>,
+    }
+}
+
+request! {
+    /// `memory_backfill`: extract the facts of conversations archived without them.
+    struct Backfill {
+        /// The model command (see `memory_archive`); needs `--allow-llm-cmd`.
+        llm_cmd: String,
+        /// How long the command may take per call, in seconds (default 120).
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(range(min = 1)))]
+        timeout_secs: Option<u64>,
+    }
+}
+
+request! {
+    /// A tool without arguments.
+    struct NoArgs {}
+}
+
+request! {
+    /// `memory_set_context`: fields of the user context and history to set.
+    struct SetContext {
+        /// Work: role, team, projects.
+        #[serde(default)]
+        work: Option<String>,
+        /// Personal: family, place, interests.
+        #[serde(default)]
+        personal: Option<String>,
+        /// What is on the user's mind now.
+        #[serde(default)]
+        top_of_mind: Option<String>,
+        /// The recent months.
+        #[serde(default)]
+        recent_months: Option<String>,
+        /// Earlier context.
+        #[serde(default)]
+        earlier_context: Option<String>,
+        /// Long-term background.
+        #[serde(default)]
+        long_term_background: Option<String>,
+    }
+}
+
+request! {
+    /// `memory_alias`: another name of an entity.
+    struct SetAlias {
+        /// The other name: `Mel`.
+        alias: String,
+        /// The entity it names: `Melanie`.
+        entity: String,
+    }
+}
+
+request! {
+    /// `memory_unalias`: an alias to remove.
+    struct Unalias {
+        /// The alias.
+        alias: String,
+    }
+}
+
+request! {
+    /// `memory_forget`: what to delete for good, with everything derived from it.
+    struct Forget {
+        /// An episode: it, its messages, and every fact extracted from it.
+        #[serde(default)]
+        episode: Option<String>,
+        /// A subject: every version of every fact about it and its aliases, and the aliases.
+        #[serde(default)]
+        subject: Option<String>,
+    }
+}
+
+/// Answers a memory tool call on `service`; `None` when `tool` is not a memory tool.
+///
+/// ```
+/// use std::sync::Arc;
+/// use dispatch_runtime::MemoryService;
+/// use dispatch_runtime::memory_protocol::{Policy, handle};
+/// use fact_model::ManualClock;
+/// use fact_store::InMemoryLongTermStore;
+/// use serde_json::json;
+///
+/// let memory = MemoryService::new(Arc::new(InMemoryLongTermStore::default()), Arc::new(ManualClock::default()));
+/// let policy = Policy::new("mcp");
+/// let added = handle(&memory, &policy, "memory_add",
+///     json!({"subject": "User", "relation": "lives_in", "object": "Berlin"})).unwrap();
+/// assert_eq!((added["ok"].clone(), added["status"].clone()), (json!(true), json!("added")));
+/// assert_eq!(added["fact"]["subject"], "user");
+/// let bad = handle(&memory, &policy, "memory_get", json!({"id": "nope"})).unwrap();
+/// assert_eq!(bad["error"]["code"], "invalid_id");
+/// assert!(handle(&memory, &policy, "init_run", json!({})).is_none());
+/// ```
+#[must_use]
+pub fn handle(
+    service: &MemoryService,
+    policy: &Policy,
+    tool: &str,
+    arguments: Value,
+) -> Option<Value> {
+    let answer = match tool {
+        "memory_add" => parse(arguments).and_then(|a| add(service, policy, a)),
+        "memory_get" => parse(arguments).and_then(|a: ById| {
+            let fact = service.get(&a.id).map_err(failed)?;
+            Ok(json!({"fact": fact}))
+        }),
+        "memory_list" => parse(arguments).and_then(|a: List| {
+            let facts = service.list(a.as_of).map_err(failed)?;
+            Ok(json!({"count": facts.len(), "facts": facts}))
+        }),
+        "memory_update" => parse(arguments).and_then(|a| update(service, a)),
+        "memory_delete" => parse(arguments).and_then(|a: ById| {
+            let versions = service.delete(&a.id).map_err(failed)?;
+            Ok(json!({"deleted": a.id.trim(), "versions": versions}))
+        }),
+        "memory_search" => parse(arguments).and_then(|a: Search| {
+            let limit = clamp_limit(a.limit);
+            let found = service.search(&a.query, limit, a.as_of).map_err(failed)?;
+            Ok(json!({"query": a.query, "results": scored(&found)}))
+        }),
+        "memory_recall" => parse(arguments).and_then(|a: RecallArgs| {
+            let found = service
+                .recall(
+                    &a.query,
+                    clamp_limit(a.limit),
+                    a.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+                    a.as_of,
+                )
+                .map_err(failed)?;
+            Ok(recall_answer(&a.query, &found))
+        }),
+        "memory_history" => parse(arguments).and_then(|a: History| {
+            let versions = service.history(&a.subject, a.as_of).map_err(failed)?;
+            Ok(history_answer(&a.subject, &versions))
+        }),
+        "memory_format" => parse(arguments).and_then(|a: Format| {
+            let text = service
+                .format(a.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS), a.as_of)
+                .map_err(failed)?;
+            Ok(json!({"text": text}))
+        }),
+        "memory_archive" => parse(arguments).and_then(|a| archive(service, policy, a)),
+        "memory_backfill" => parse(arguments).and_then(|a| backfill(service, policy, a)),
+        "memory_context" => parse(arguments).and_then(|_: NoArgs| {
+            let context = service.context().map_err(failed)?;
+            Ok(json!(context))
+        }),
+        "memory_set_context" => parse(arguments).and_then(|a| set_context(service, a)),
+        "memory_aliases" => parse(arguments).and_then(|_: NoArgs| {
+            let aliases = service.aliases().map_err(failed)?;
+            Ok(aliases_answer(&aliases))
+        }),
+        "memory_alias" => parse(arguments).and_then(|a: SetAlias| {
+            let outcome = service.set_alias(&a.alias, &a.entity).map_err(failed)?;
+            Ok(json!(outcome))
+        }),
+        "memory_unalias" => parse(arguments).and_then(|a: Unalias| {
+            let removed = service.remove_alias(&a.alias).map_err(failed)?;
+            if !removed {
+                return Err(failed(MemoryError::NotFound {
+                    id: fact_model::clip(&a.alias, 64).into_owned(),
+                }));
+            }
+            Ok(json!({"removed": fact_model::normalize_entity(&a.alias)}))
+        }),
+        "memory_forget" => parse(arguments).and_then(|a| forget(service, a)),
+        _ => return None,
+    };
+    Some(match answer {
+        Ok(body) => ok(body),
+        Err(error) => error,
+    })
+}
+
+/// The names of the memory tools, in the order [`tools`] lists them.
+pub const TOOL_NAMES: &[&str] = &[
+    "memory_add",
+    "memory_get",
+    "memory_list",
+    "memory_update",
+    "memory_delete",
+    "memory_search",
+    "memory_recall",
+    "memory_history",
+    "memory_format",
+    "memory_archive",
+    "memory_backfill",
+    "memory_context",
+    "memory_set_context",
+    "memory_aliases",
+    "memory_alias",
+    "memory_unalias",
+    "memory_forget",
+];
+
+/// Every error code a memory tool can answer, beside the store's (`store_*` codes of
+/// [`fact_store::StoreError::code`]) and the transcript's.
+pub const ERROR_CODES: &[&str] = &[
+    code::INVALID_REQUEST,
+    LLM_CMD_NOT_ALLOWED,
+    "not_found",
+    "invalid_id",
+    "invalid_fact",
+    "no_extractor",
+    "extraction_failed",
+    "empty_transcript",
+    "transcript_too_large",
+    "invalid_timestamp",
+    "future_timestamp",
+    "alias_cycle",
+    "invalid_alias",
+    "duplicate_statement",
+    "invalid_update",
+];
+
+fn clamp_limit(limit: Option<usize>) -> usize {
+    limit
+        .unwrap_or(DEFAULT_LIMIT)
+        .clamp(1, fact_store::MAX_SEARCH_LIMIT)
+}
+
+fn add(service: &MemoryService, policy: &Policy, add: Add) -> Result<Value, Value> {
+    let mut new = NewMemory::new(add.subject, add.relation, add.object)
+        .with_category(add.category.unwrap_or(Tag::Knowledge))
+        .with_confidence(add.confidence.unwrap_or(1.0))
+        .with_source(policy.source);
+    new.statement = add.statement;
+    new.valid_from = add.valid_from;
+    service.add(new).map(|o| add_answer(&o)).map_err(failed)
+}
+
+fn update(service: &MemoryService, update: Update) -> Result<Value, Value> {
+    let before = service.get(&update.id).map_err(failed)?;
+    let change = MemoryChange {
+        statement: update.statement,
+        object: update.object,
+        category: update.category,
+        confidence: update.confidence,
+    };
+    let fact = service.update(&update.id, change).map_err(failed)?;
+    let superseded = (fact.id() != before.id()).then(|| before.id());
+    Ok(json!({"fact": fact, "superseded": superseded}))
+}
+
+/// The extractor a call names, when the policy allows it.
+fn named_extractor(
+    service: &MemoryService,
+    policy: &Policy,
+    cmd: Option<String>,
+    timeout_secs: Option<u64>,
+) -> Result<Option<LlmFactExtractor>, Value> {
+    match cmd {
+        None => Ok(None),
+        Some(_) if !policy.allow_llm_cmd => Err(protocol::error(
+            LLM_CMD_NOT_ALLOWED,
+            "this server runs no command a client names: start it with --allow-llm-cmd to \
+             accept llm_cmd, or archive without llm_cmd and extract later with `facts mem \
+             backfill --llm-cmd CMD`",
+        )),
+        Some(cmd) => Ok(Some(command_extractor(
+            cmd,
+            Duration::from_secs(timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS).max(1)),
+            service.clock().clone(),
+        ))),
+    }
+}
+
+fn archive(service: &MemoryService, policy: &Policy, archive: Archive) -> Result<Value, Value> {
+    let extractor = named_extractor(service, policy, archive.llm_cmd, archive.timeout_secs)?;
+    let mut request = ArchiveRequest::new(&archive.transcript)
+        .with_session_time(archive.session_time)
+        .with_extractor(extractor.as_ref().map(|e| e as _));
+    if let Some(title) = archive.title.as_deref() {
+        request = request.with_title(title);
+    }
+    let report = service.archive(request).map_err(failed)?;
+    Ok(json!(report))
+}
+
+fn backfill(service: &MemoryService, policy: &Policy, backfill: Backfill) -> Result<Value, Value> {
+    let Some(extractor) = named_extractor(
+        service,
+        policy,
+        Some(backfill.llm_cmd),
+        backfill.timeout_secs,
+    )?
+    else {
+        return Err(failed(MemoryError::NoExtractor));
+    };
+    let reports = service
+        .backfill(&extractor, &mut |_, _| {})
+        .map_err(failed)?;
+    Ok(json!({"episodes": reports}))
+}
+
+fn set_context(service: &MemoryService, set: SetContext) -> Result<Value, Value> {
+    let fields: Vec<(ProfileField, String)> = [
+        (ProfileField::Work, set.work),
+        (ProfileField::Personal, set.personal),
+        (ProfileField::TopOfMind, set.top_of_mind),
+        (ProfileField::RecentMonths, set.recent_months),
+        (ProfileField::EarlierContext, set.earlier_context),
+        (ProfileField::LongTermBackground, set.long_term_background),
+    ]
+    .into_iter()
+    .filter_map(|(field, text)| text.map(|text| (field, text)))
+    .collect();
+    if fields.is_empty() {
+        return Err(protocol::error(
+            code::INVALID_REQUEST,
+            "memory_set_context needs at least one field to set",
+        ));
+    }
+    let changed = service.set_context(fields).map_err(failed)?;
+    Ok(json!({"changed": changed}))
+}
+
+fn forget(service: &MemoryService, forget: Forget) -> Result<Value, Value> {
+    let report = match (forget.episode, forget.subject) {
+        (Some(episode), None) => service.forget_episode(&episode),
+        (None, Some(subject)) => service.forget_subject(&subject),
+        _ => {
+            return Err(protocol::error(
+                code::INVALID_REQUEST,
+                "memory_forget needs exactly one of `episode` and `subject`",
+            ));
+        }
+    }
+    .map_err(failed)?;
+    Ok(json!(report))
+}
+
+/// What happened to the one fact of an `add`: `added`, `already_current`,
+/// `arrived_superseded`, `duplicate` (with the current fact that holds the statement) or
+/// `skipped`.
+#[must_use]
+pub fn add_status(outcome: &AddOutcome) -> (&'static str, Option<FactId>) {
+    let id = outcome.fact.id();
+    let report = &outcome.report;
+    if report.added.contains(&id) {
+        ("added", None)
+    } else if report.refreshed.contains(&id) {
+        ("already_current", None)
+    } else if report.arrived_superseded.contains(&id) {
+        ("arrived_superseded", None)
+    } else {
+        match report
+            .skipped
+            .iter()
+            .find(|s| s.id == id)
+            .map(|s| &s.reason)
+        {
+            Some(SkipReason::DuplicateStatement { existing }) => ("duplicate", Some(*existing)),
+            _ => ("skipped", None),
+        }
+    }
+}
+
+/// An `add`: `{"status", "id", "existing_id", "superseded", "fact"}`.
+#[must_use]
+pub fn add_answer(outcome: &AddOutcome) -> Value {
+    let (status, existing) = add_status(outcome);
+    json!({
+        "status": status,
+        "id": outcome.fact.id(),
+        "existing_id": existing,
+        "superseded": outcome.report.invalidated,
+        "fact": outcome.fact,
+    })
+}
+
+/// Facts with their search scores, best first: `[{"score", "fact"}]`.
+#[must_use]
+pub fn scored(found: &[ScoredFact]) -> Value {
+    found
+        .iter()
+        .map(|s| json!({"score": s.score, "fact": s.fact}))
+        .collect()
+}
+
+/// A recall: `{"query", "text", "tokens", "facts", "episodes"}`; each episode with the
+/// messages that answered (`{"turn", "role", "content", "timestamp", "score"}`).
+#[must_use]
+pub fn recall_answer(query: &str, recall: &Recall) -> Value {
+    let episodes: Vec<Value> = recall
+        .episodes
+        .iter()
+        .map(|e| {
+            let messages: Vec<Value> = e
+                .messages
+                .iter()
+                .map(|hit| {
+                    json!({
+                        "turn": hit.turn,
+                        "role": hit.message.role,
+                        "content": hit.message.content,
+                        "timestamp": hit.message.timestamp,
+                        "score": hit.score,
+                    })
+                })
+                .collect();
+            json!({
+                "id": e.id,
+                "title": e.title,
+                "at": e.at,
+                "summary": e.summary,
+                "messages": messages,
+            })
+        })
+        .collect();
+    json!({
+        "query": query,
+        "text": recall.text,
+        "tokens": recall.tokens,
+        "facts": scored(&recall.facts),
+        "episodes": episodes,
+    })
+}
+
+/// Every version of a subject's facts: `{"subject", "versions"}`.
+#[must_use]
+pub fn history_answer(subject: &str, versions: &[SessionFact]) -> Value {
+    json!({"subject": subject, "versions": versions})
+}
+
+/// The alias table: `{"aliases": [{"alias", "entity", "at"}]}`.
+#[must_use]
+pub fn aliases_answer(aliases: &[Alias]) -> Value {
+    json!({"aliases": aliases})
+}
+
+/// The arguments of a call, or an `invalid_request` answer.
+fn parse<T: DeserializeOwned>(arguments: Value) -> Result<T, Value> {
+    let arguments = match arguments {
+        Value::Null => Value::Object(Map::new()),
+        other => other,
+    };
+    serde_json::from_value(arguments)
+        .map_err(|e| protocol::error(code::INVALID_REQUEST, e.to_string()))
+}
+
+/// `{"ok": true}` merged with `body`'s fields.
+fn ok(body: Value) -> Value {
+    let mut object = Map::new();
+    object.insert("ok".into(), Value::Bool(true));
+    if let Value::Object(fields) = body {
+        object.extend(fields);
+    }
+    Value::Object(object)
+}
+
+/// A memory error as a failure carrying its code.
+fn failed(error: MemoryError) -> Value {
+    protocol::error(error.code(), error.to_string())
+}
+
+#[cfg(feature = "schema")]
+pub use self::schema::{MemoryTool, tools};
+
+#[cfg(feature = "schema")]
+mod schema;
