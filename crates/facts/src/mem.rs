@@ -1114,11 +1114,13 @@ fn forget_text(report: &ForgetReport) -> String {
     for episode in &report.episodes {
         lines.push(format!("deleted episode {episode} and its messages"));
     }
-    let plural = if report.facts.len() == 1 { "" } else { "s" };
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
     lines.push(format!(
-        "deleted {} fact{plural} ({} versions)",
+        "deleted {} fact{} ({} version{})",
         report.facts.len(),
-        report.versions
+        plural(report.facts.len()),
+        report.versions,
+        plural(report.versions)
     ));
     lines.extend(report.facts.iter().map(|id| format!("  {id}")));
     for alias in &report.aliases {
