@@ -245,7 +245,7 @@ fn hybrid_recall_embeds_facts_stored_without_the_model_and_archived_facts() {
         OsStr::new("--embedder"),
         model.as_os_str(),
     ]);
-    assert_eq!(archived["facts"]["added"].as_array().unwrap().len(), 1);
+    assert_eq!(archived["changes"]["added"].as_array().unwrap().len(), 1);
 
     let recall = |question: &str| {
         mem.json(&[

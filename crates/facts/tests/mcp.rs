@@ -301,7 +301,7 @@ fn memory_tools_are_served_only_with_a_database_and_round_trip() {
                "title": "Moving"}),
     );
     assert_eq!(archived["isError"], false, "{archived}");
-    assert_eq!(archived["structuredContent"]["facts"], Value::Null);
+    assert_eq!(archived["structuredContent"]["changes"], Value::Null);
     assert!(
         archived["structuredContent"]["episode_id"]
             .as_str()
@@ -390,7 +390,7 @@ fn memory_archive_runs_the_model_command_when_the_server_allows_it() {
     assert_eq!(archived["isError"], false, "{archived}");
     let episode = archived["structuredContent"]["episode_id"].clone();
     assert_eq!(
-        archived["structuredContent"]["facts"]["added"]
+        archived["structuredContent"]["changes"]["added"]
             .as_array()
             .unwrap()
             .len(),

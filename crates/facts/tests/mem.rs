@@ -426,7 +426,7 @@ fn archive_with_a_model_command_extracts_facts_that_recall_finds_with_the_episod
     let episode = archived["episode_id"].as_str().unwrap().to_owned();
     assert!(episode.starts_with("ep_"), "{archived}");
     assert_eq!(archived["messages"], 2);
-    assert_eq!(archived["facts"]["added"].as_array().unwrap().len(), 1);
+    assert_eq!(archived["changes"]["added"].as_array().unwrap().len(), 1);
     // The model read the conversation on stdin.
     let prompt = std::fs::read_to_string(mem.path("prompt.txt")).unwrap();
     assert!(prompt.contains("Use pytest for the tests"), "{prompt}");
@@ -462,7 +462,7 @@ fn archive_without_a_model_then_backfill_extracts_with_progress_on_stderr() {
     let transcript = mem.transcript();
     let archived = mem.json(&["archive", "--transcript", &transcript]);
     let episode = archived["episode_id"].as_str().unwrap().to_owned();
-    assert_eq!(archived["facts"], Value::Null);
+    assert_eq!(archived["changes"], Value::Null);
     assert!(mem.json(&["list"])["facts"].as_array().unwrap().is_empty());
 
     // A failing model keeps the episode for a later backfill: exit 1, the code named.
@@ -486,7 +486,7 @@ fn archive_without_a_model_then_backfill_extracts_with_progress_on_stderr() {
     let report: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(report["episodes"][0]["episode_id"], episode.as_str());
     assert_eq!(
-        report["episodes"][0]["facts"]["added"]
+        report["episodes"][0]["changes"]["added"]
             .as_array()
             .unwrap()
             .len(),
