@@ -607,3 +607,786 @@ fn a_file_that_is_not_a_database_is_a_store_error_that_exits_1() {
             .starts_with("not a database")
     );
 }
+
+// Memory that keeps itself true: time from the conversation, updates judged against what
+// memory holds, the user context, aliases, forgetting, and input refused whole. The
+// conversations and replies are in `tests/fixtures/memory/` (its README says what each
+// holds); `tests/postgres.rs` runs the key scenarios on a server.
+
+/// The text of `tests/fixtures/memory/NAME`.
+fn fixture(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/memory")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The path of `tests/fixtures/memory/NAME`, as an argument.
+fn fixture_path(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/memory")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+impl Mem {
+    /// The prompt the fake model read last.
+    fn prompt(&self) -> String {
+        std::fs::read_to_string(self.path("prompt.txt")).unwrap()
+    }
+
+    /// Runs a command with `--json` that must fail; its exit code and error document.
+    fn failure(&self, args: &[&str]) -> (Option<i32>, Value) {
+        let mut args = args.to_vec();
+        args.push("--json");
+        let output = self.run(&args);
+        assert!(!output.status.success(), "{args:?} succeeded");
+        let document: Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", stderr(&output)));
+        (output.status.code(), document)
+    }
+
+    /// Archives the fixture conversation `name` with the fake model answering `reply`;
+    /// returns the report.
+    fn archive_fixture(&self, name: &str, reply: &str, extra: &[&str]) -> Value {
+        let llm = self.fake_llm(reply);
+        let transcript = fixture_path(name);
+        let mut args = vec!["archive", "--transcript", &transcript, "--llm-cmd", &llm];
+        args.extend_from_slice(extra);
+        self.json(&args)
+    }
+
+    /// The ids of the current facts with this relation.
+    fn ids_of(&self, relation: &str) -> Vec<String> {
+        self.json(&["list"])["facts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["relation"] == relation)
+            .map(|f| f["id"].as_str().unwrap().to_owned())
+            .collect()
+    }
+}
+
+/// The `relation object` pairs of the facts of a `--json` answer's `key`.
+fn pairs(answer: &Value, key: &str) -> Vec<String> {
+    answer[key]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let f = if f["fact"].is_object() { &f["fact"] } else { f };
+            format!(
+                "{} {}",
+                f["relation"].as_str().unwrap(),
+                f["object"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+/// `YYYY-MM-DD` of an RFC 3339 string.
+fn day(at: &Value) -> &str {
+    &at.as_str().unwrap()[..10]
+}
+
+#[test]
+fn a_fact_is_true_from_when_it_was_said_and_recorded_when_it_was_archived() {
+    let mem = Mem::new();
+    // A fact remembered today, for contrast: said and recorded on one day.
+    let today_id = mem.add("user", "prefers_editor", "helix", &[]);
+    let archived = mem.archive_fixture(
+        "greyhound.jsonl",
+        &fixture("greyhound.reply.json"),
+        &["--session-time", "2026-02-20T10:00:00Z"],
+    );
+    // The first message has no time: the session's. The others have the time of the
+    // second, converted to UTC, which the third inherits.
+    assert_eq!(archived["started_at"], "2026-02-20T10:00:00Z", "{archived}");
+    assert_eq!(archived["messages"], 3);
+    let luna = archived["changes"]["added"][0].as_str().unwrap().to_owned();
+    let prompt = mem.prompt();
+    for line in [
+        "[0] user (2026-02-20): Quick question before we start on the flat.",
+        "[1] user (2026-03-01): I adopted a greyhound called Luna.",
+        "[2] assistant (2026-03-01): Congratulations on Luna!",
+    ] {
+        assert!(prompt.contains(line), "{line:?} in\n{prompt}");
+    }
+    // What memory held is in the prompt, by its short id, with its predicate.
+    assert!(
+        prompt.contains(&format!("- [{}] user prefers_editor helix", &today_id[..8])),
+        "{prompt}"
+    );
+    assert!(prompt.contains("- user: prefers_editor"), "{prompt}");
+
+    let history = mem.json(&["history", "user"]);
+    let versions = history["versions"].as_array().unwrap();
+    let said = versions.iter().find(|v| v["id"] == luna.as_str()).unwrap();
+    assert_eq!(said["valid_from"], "2026-03-01T08:30:00Z", "{history}");
+    let recorded = day(&said["recorded_at"]).to_owned();
+    let today = versions
+        .iter()
+        .find(|v| v["id"] == today_id.as_str())
+        .unwrap();
+    let added_on = day(&today["valid_from"]).to_owned();
+    assert_eq!(added_on, recorded, "both recorded today: {history}");
+
+    let text = mem.ok(&["history", "user"]);
+    let line = text.lines().find(|l| l.starts_with(&luna)).unwrap();
+    let expected = if recorded == "2026-03-01" {
+        "from 2026-03-01  ".to_owned()
+    } else {
+        format!("from 2026-03-01 (recorded {recorded})  ")
+    };
+    assert!(line.contains(&expected), "{expected:?} in {text}");
+    assert!(
+        line.contains("user owns_pet Luna") && line.ends_with("current"),
+        "{text}"
+    );
+    let line = text.lines().find(|l| l.starts_with(&today_id)).unwrap();
+    assert!(line.contains(&format!("from {added_on}  ")), "{text}");
+    assert!(
+        !line.contains("(recorded"),
+        "said and recorded on one day: {text}"
+    );
+    // By when it became true: March before today.
+    assert!(text.find(&luna) < text.find(&today_id), "{text}");
+
+    let recall = mem.ok(&["recall", "greyhound Luna"]);
+    assert!(
+        recall.contains("- [context] User adopted a greyhound called Luna (from 2026-03-01)"),
+        "{recall}"
+    );
+    assert!(
+        recall.contains("  > [2026-03-01] user: I adopted a greyhound called Luna."),
+        "{recall}"
+    );
+    assert!(recall.contains("on 2026-02-20 (entry: ep_"), "{recall}");
+    let recalled = mem.json(&["recall", "greyhound Luna"]);
+    let messages = recalled["episodes"][0]["messages"].as_array().unwrap();
+    let adopted = messages.iter().find(|m| m["turn"] == 1).unwrap();
+    assert_eq!(adopted["timestamp"], "2026-03-01T08:30:00Z", "{recalled}");
+    assert_eq!(adopted["role"], "user");
+}
+
+#[test]
+fn a_move_within_one_conversation_supersedes_and_as_of_gives_the_earlier_state() {
+    let mem = Mem::new();
+    let archived = mem.archive_fixture("moving.jsonl", &fixture("moving.reply.json"), &[]);
+    let changes = &archived["changes"];
+    assert_eq!(changes["added"].as_array().unwrap().len(), 3, "{archived}");
+    assert_eq!(
+        changes["profile"],
+        serde_json::json!(["personal"]),
+        "{archived}"
+    );
+    // Turn 2 came after turn 0: Berlin superseded Paris.
+    let history = mem.json(&["history", "user"]);
+    let paris = history["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["object"] == "Paris")
+        .unwrap()
+        .clone();
+    let berlin = mem.ids_of("lives_in");
+    assert_eq!(berlin.len(), 1, "one current city");
+    assert_eq!(changes["superseded"], serde_json::json!([paris["id"]]));
+    assert_eq!(paris["superseded_by"], berlin[0].as_str());
+    assert_eq!(paris["valid_to"], "2026-03-20T10:00:00Z");
+    assert_eq!(paris["valid_from"], "2026-02-10T09:00:00Z");
+    let now = mem.json(&["list"]);
+    assert_eq!(pairs(&now, "facts"), ["works_at Acme", "lives_in Berlin"]);
+
+    let march = "2026-03-01T12:00:00Z";
+    let then = mem.json(&["list", "--as-of", march]);
+    assert_eq!(
+        pairs(&then, "facts"),
+        ["lives_in Paris", "works_at Acme"],
+        "{then}"
+    );
+    assert!(
+        mem.ok(&["list", "--as-of", march])
+            .contains("user lives_in Paris")
+    );
+    // Before anything was said, nothing was true.
+    let before = mem.json(&["list", "--as-of", "2026-01-01T00:00:00Z"]);
+    assert_eq!(before["count"], 0, "{before}");
+
+    assert_eq!(
+        pairs(&mem.json(&["search", "lives"]), "results"),
+        ["lives_in Berlin"]
+    );
+    let searched = mem.json(&["search", "lives", "--as-of", march]);
+    assert_eq!(
+        pairs(&searched, "results"),
+        ["lives_in Paris"],
+        "{searched}"
+    );
+
+    let recall = mem.ok(&["recall", "where does the user live? Paris Berlin"]);
+    assert!(
+        recall.contains("User lives in Berlin (from 2026-03-20)"),
+        "{recall}"
+    );
+    assert!(!recall.contains("User lives in Paris"), "{recall}");
+    assert!(
+        recall.contains("> [2026-03-20] user: Update: I moved to Berlin"),
+        "{recall}"
+    );
+    let recall = mem.ok(&[
+        "recall",
+        "where does the user live? Paris Berlin",
+        "--as-of",
+        march,
+    ]);
+    assert!(
+        recall.contains("User lives in Paris (from 2026-02-10)"),
+        "{recall}"
+    );
+    assert!(!recall.contains("Berlin (from"), "{recall}");
+    // What was said after March 1 had not been said then.
+    assert!(
+        recall.contains("> [2026-02-10] user: I live in Paris"),
+        "{recall}"
+    );
+    assert!(!recall.contains("moved to Berlin"), "{recall}");
+
+    let history = mem.json(&["history", "user", "--as-of", march]);
+    let objects: Vec<&str> = history["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["object"].as_str().unwrap())
+        .collect();
+    assert_eq!(objects, ["Paris", "Acme"], "{history}");
+    let text = mem.ok(&["history", "user", "--as-of", march]);
+    assert_eq!(text.lines().count(), 2, "{text}");
+    assert!(text.contains("user lives_in Paris"), "{text}");
+    assert!(text.contains("user works_at Acme"), "{text}");
+
+    let format = mem.ok(&["format"]);
+    assert_eq!(
+        format.trim_end(),
+        "User Context:\n- Personal: Lives in Berlin since March 2026\n\nFacts:\n\
+         - [context | 1.00] User works at Acme\n- [context | 1.00] User lives in Berlin",
+        "{format}"
+    );
+    let format = mem.json(&["format", "--as-of", march]);
+    assert_eq!(
+        format["text"],
+        "Facts:\n- [context | 1.00] User lives in Paris\n- [context | 1.00] User works at Acme",
+        "the context was set on March 20: {format}"
+    );
+}
+
+#[test]
+fn a_later_conversation_supersedes_and_removes_known_facts_by_their_short_ids() {
+    let mem = Mem::new();
+    mem.archive_fixture("moving.jsonl", &fixture("moving.reply.json"), &[]);
+    let berlin = mem.ids_of("lives_in").remove(0);
+    let acme = mem.ids_of("works_at").remove(0);
+    let reply = serde_json::json!({
+        "summary": "The user relocated to Munich and left Acme.",
+        "facts": [{"subject": "user", "predicate": "resides_in", "object": "Munich",
+                   "content": "User resides in Munich", "category": "context", "turn": 0,
+                   "supersedes": [&berlin[..8], "deadbeef"]}],
+        "facts_to_remove": [&acme[..8]]
+    });
+    let archived = mem.archive_fixture("relocation.jsonl", &reply.to_string(), &[]);
+
+    // The model was shown what memory holds: short ids, triples, statements, dates, and the
+    // predicates in use.
+    let prompt = mem.prompt();
+    assert!(
+        prompt.contains(&format!(
+            "- [{}] user lives_in Berlin: \"User lives in Berlin\" (since 2026-03-20)",
+            &berlin[..8]
+        )),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains(&format!("- [{}] user works_at Acme", &acme[..8])),
+        "{prompt}"
+    );
+    // In the order the current facts were first stored: Acme at turn 0, Berlin at turn 2.
+    assert!(prompt.contains("- user: works_at, lives_in"), "{prompt}");
+    assert!(
+        prompt.contains("[0] user (2026-04-02): We relocated to Munich"),
+        "{prompt}"
+    );
+
+    let changes = &archived["changes"];
+    let munich = changes["added"][0].as_str().unwrap().to_owned();
+    assert_eq!(changes["added"].as_array().unwrap().len(), 1, "{archived}");
+    // Superseded under another predicate, by its short id.
+    assert_eq!(
+        changes["superseded"],
+        serde_json::json!([berlin]),
+        "{archived}"
+    );
+    assert_eq!(changes["removed"], serde_json::json!([acme]), "{archived}");
+    // The id the model made up changed nothing, and the report says so.
+    let diagnostics = archived["diagnostics"].as_array().unwrap();
+    assert_eq!(diagnostics.len(), 1, "{archived}");
+    let note = diagnostics[0].as_str().unwrap();
+    assert!(
+        note.starts_with("llm.id: ") && note.contains("\"deadbeef\""),
+        "{note}"
+    );
+
+    assert_eq!(pairs(&mem.json(&["list"]), "facts"), ["resides_in Munich"]);
+    // Removed is ended, not deleted: the history keeps it, with the day it ended.
+    let history = mem.json(&["history", "user"]);
+    let version = |id: &str| {
+        history["versions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["id"] == id)
+            .unwrap_or_else(|| panic!("{id} in {history}"))
+            .clone()
+    };
+    assert_eq!(version(&berlin)["superseded_by"], munich.as_str());
+    assert_eq!(version(&berlin)["valid_to"], "2026-04-02T08:00:00Z");
+    assert_eq!(version(&acme)["valid_to"], "2026-04-02T08:00:00Z");
+    assert!(
+        version(&acme)
+            .get("superseded_by")
+            .is_none_or(Value::is_null)
+    );
+    let shown = mem.ok(&["show", &acme]);
+    assert!(
+        shown.contains("state       ended on 2026-04-02 08:00:00 UTC"),
+        "{shown}"
+    );
+    let text = mem.ok(&["history", "user"]);
+    assert!(
+        text.contains(&format!(
+            "superseded by {munich} on 2026-04-02 08:00:00 UTC"
+        )),
+        "{text}"
+    );
+
+    // A reply naming only an id that was never listed changes nothing; the human form says
+    // why.
+    let before = mem.json(&["history", "user"]);
+    let llm = mem.fake_llm(r#"{"facts": [], "facts_to_remove": ["0badc0de"]}"#);
+    let text = mem.ok(&[
+        "archive",
+        "--transcript",
+        &fixture_path("relocation.jsonl"),
+        "--llm-cmd",
+        &llm,
+    ]);
+    assert!(text.contains("\nfacts: none\n"), "{text}");
+    assert!(
+        text.contains(
+            "note: llm.id: facts_to_remove 1: \"0badc0de\" is not the id of a known fact"
+        ),
+        "{text}"
+    );
+    assert_eq!(mem.json(&["history", "user"]), before);
+}
+
+#[test]
+fn context_set_shows_in_context_and_in_format() {
+    let mem = Mem::new();
+    assert!(
+        mem.ok(&["context"])
+            .starts_with("no user context or history yet"),
+        "an empty context says how to set one"
+    );
+    let set = mem.ok(&[
+        "context",
+        "set",
+        "--work",
+        "Staff engineer at Acme,\n on the search team",
+        "--long-term-background",
+        "Grew up in Lyon",
+    ]);
+    assert_eq!(set.trim(), "set work, long_term_background");
+    let again = mem.json(&[
+        "context",
+        "set",
+        "--work",
+        "Staff engineer at Acme, on the search team",
+    ]);
+    assert_eq!(
+        again["changed"],
+        serde_json::json!([]),
+        "the same text: {again}"
+    );
+    assert_eq!(
+        mem.ok(&[
+            "context",
+            "set",
+            "--work",
+            "Staff engineer at Acme, on the search team"
+        ])
+        .trim(),
+        "unchanged"
+    );
+
+    let context = mem.json(&["context"]);
+    // One line: the newline and the indent folded.
+    assert_eq!(
+        context["user_context"]["work"],
+        "Staff engineer at Acme, on the search team"
+    );
+    assert_eq!(context["user_context"]["personal"], "");
+    assert_eq!(
+        context["history"]["long_term_background"],
+        "Grew up in Lyon"
+    );
+    let fields: Vec<&str> = context["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(fields, ["work", "long_term_background"], "{context}");
+    let set_on = day(&context["versions"][0]["at"]).to_owned();
+    let text = mem.ok(&["context"]);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            format!("work                  {set_on}  Staff engineer at Acme, on the search team"),
+            format!("long_term_background  {set_on}  Grew up in Lyon"),
+        ],
+        "{text}"
+    );
+
+    mem.add(
+        "user",
+        "prefers_editor",
+        "helix",
+        &[
+            "--statement",
+            "User edits in Helix",
+            "--category",
+            "preference",
+        ],
+    );
+    let format = mem.ok(&["format"]);
+    assert_eq!(
+        format.trim_end(),
+        "User Context:\n- Work: Staff engineer at Acme, on the search team\n\n\
+         History:\n- Long-term background: Grew up in Lyon\n\n\
+         Facts:\n- [preference | 1.00] User edits in Helix"
+    );
+    // Set today, so not yet in the memory of March.
+    let march = mem.json(&["format", "--as-of", "2026-03-01T00:00:00Z"]);
+    assert_eq!(march["text"], "", "{march}");
+}
+
+#[test]
+fn an_alias_finds_its_entity_s_facts_until_it_is_removed_and_a_cycle_is_refused() {
+    let mem = Mem::new();
+    let puppy = mem.add(
+        "Melanie",
+        "adopted_pet",
+        "a puppy named Oscar",
+        &["--statement", "Melanie adopted a puppy named Oscar"],
+    );
+    mem.add("Caroline", "works_as", "counselor", &[]);
+    assert!(mem.ok(&["search", "Mel"]).contains("no facts match"));
+    assert_eq!(mem.ok(&["alias", "--list"]).trim(), "no aliases");
+
+    assert_eq!(
+        mem.ok(&["alias", "Mel", "Melanie"]).trim(),
+        "mel is melanie"
+    );
+    let listed = mem.json(&["alias", "--list"]);
+    let aliases = listed["aliases"].as_array().unwrap();
+    assert_eq!(aliases.len(), 1, "{listed}");
+    assert_eq!(
+        (&aliases[0]["alias"], &aliases[0]["entity"]),
+        (&"mel".into(), &"melanie".into())
+    );
+    assert!(aliases[0]["at"].is_string());
+    assert_eq!(mem.ok(&["alias", "--list"]).trim(), "mel  →  melanie");
+    assert_eq!(
+        mem.ok(&["alias"]).trim(),
+        "mel  →  melanie",
+        "no arguments lists too"
+    );
+
+    // The alias finds what is stored under the entity, and only that.
+    let found = mem.json(&["search", "Mel"]);
+    let ids: Vec<&str> = found["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["fact"]["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [puppy.as_str()], "{found}");
+    let recall = mem.ok(&["recall", "what did Mel adopt?"]);
+    assert!(
+        recall.contains("Melanie adopted a puppy named Oscar"),
+        "{recall}"
+    );
+    // A fact about the alias is stored under the entity, and its history is the entity's.
+    let added = mem.json(&[
+        "add",
+        "--subject",
+        "MEL",
+        "--relation",
+        "lives_in",
+        "--object",
+        "Austin",
+    ]);
+    assert_eq!(added["fact"]["subject"], "melanie", "{added}");
+    let history = mem.json(&["history", "mel"]);
+    assert_eq!(
+        history["versions"].as_array().unwrap().len(),
+        2,
+        "{history}"
+    );
+
+    // A cycle of names is refused, and changes nothing.
+    let (code, error) = mem.failure(&["alias", "Melanie", "Mel"]);
+    assert_eq!(code, Some(2), "{error}");
+    assert_eq!(error["error"]["code"], "alias_cycle", "{error}");
+    let output = mem.run(&["alias", "Melanie", "mel"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("cycle"), "{}", stderr(&output));
+    let (code, error) = mem.failure(&["alias", " ", "Melanie"]);
+    assert_eq!(
+        (code, &error["error"]["code"]),
+        (Some(2), &"invalid_alias".into())
+    );
+    assert_eq!(mem.json(&["alias", "--list"]), listed);
+
+    let removed = mem.json(&["alias", "--remove", "MEL"]);
+    assert_eq!(removed["removed"], "mel", "{removed}");
+    assert_eq!(mem.ok(&["alias", "--list"]).trim(), "no aliases");
+    assert!(mem.ok(&["search", "Mel"]).contains("no facts match"));
+    // The facts stay with the entity.
+    assert_eq!(
+        mem.json(&["search", "Melanie"])["results"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    let (code, error) = mem.failure(&["alias", "--remove", "mel"]);
+    assert_eq!(
+        (code, &error["error"]["code"]),
+        (Some(3), &"not_found".into())
+    );
+}
+
+#[test]
+fn forget_deletes_an_episode_or_a_subject_for_good_and_says_what() {
+    let mem = Mem::new();
+    let archived = mem.archive_fixture("moving.jsonl", &fixture("moving.reply.json"), &[]);
+    let episode = archived["episode_id"].as_str().unwrap().to_owned();
+    let from_episode: Vec<String> = mem.json(&["history", "user"])["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(from_episode.len(), 3);
+    let editor = mem.add("user", "prefers_editor", "helix", &[]);
+    mem.add(
+        "Melanie",
+        "adopted_pet",
+        "Oscar",
+        &["--statement", "Melanie adopted Oscar"],
+    );
+    mem.add(
+        "Melanie",
+        "adopted_pet",
+        "Bailey",
+        &["--statement", "Melanie adopted Bailey"],
+    );
+    mem.ok(&["alias", "Mel", "Melanie"]);
+
+    let text = mem.ok(&["forget", "--episode", &episode]);
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some(format!("deleted episode {episode} and its messages").as_str())
+    );
+    assert_eq!(lines.next(), Some("deleted 3 facts (3 versions)"), "{text}");
+    let listed: Vec<&str> = lines.map(str::trim).collect();
+    let mut expected: Vec<&str> = from_episode.iter().map(String::as_str).collect();
+    expected.sort_unstable();
+    let mut sorted = listed.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, expected, "{text}");
+    // Nothing of it is found: not its facts, not its messages, not in history.
+    for query in ["Paris", "Berlin", "Acme"] {
+        assert!(
+            mem.ok(&["search", query]).contains("no facts match"),
+            "{query}"
+        );
+        assert_eq!(mem.ok(&["recall", query]), "", "{query}");
+    }
+    let history = mem.json(&["history", "user"]);
+    let left: Vec<&str> = history["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        left,
+        [editor.as_str()],
+        "only what the episode did not give: {history}"
+    );
+    assert_eq!(
+        mem.json(&["list", "--as-of", "2026-03-01T00:00:00Z"])["count"],
+        0
+    );
+
+    // A subject, by its alias: every fact and version about it, and its aliases.
+    let forgot = mem.json(&["forget", "--subject", "Mel"]);
+    assert_eq!(forgot["facts"].as_array().unwrap().len(), 2, "{forgot}");
+    assert_eq!(forgot["versions"], 2);
+    assert_eq!(forgot["aliases"], serde_json::json!(["mel"]));
+    assert_eq!(forgot["episodes"], serde_json::json!([]));
+    for query in ["Melanie", "Mel", "Oscar"] {
+        assert!(
+            mem.ok(&["search", query]).contains("no facts match"),
+            "{query}"
+        );
+        assert_eq!(mem.ok(&["recall", query]), "", "{query}");
+    }
+    assert!(mem.ok(&["history", "melanie"]).contains("no facts about"));
+    assert_eq!(mem.ok(&["alias", "--list"]).trim(), "no aliases");
+    // The user's facts are untouched.
+    assert_eq!(mem.ids_of("prefers_editor"), [editor.clone()]);
+
+    // Once more: nothing is left to forget.
+    for args in [
+        vec!["forget", "--episode", episode.as_str()],
+        vec!["forget", "--subject", "melanie"],
+        vec!["forget", "--episode", "ep_0000000000000000"],
+    ] {
+        let (code, error) = mem.failure(&args);
+        assert_eq!(code, Some(3), "{args:?}: {error}");
+        assert_eq!(error["error"]["code"], "not_found", "{args:?}");
+    }
+    let output = mem.run(&["forget", "--subject", "nobody"]);
+    assert_eq!(output.status.code(), Some(3));
+    assert!(stderr(&output).contains("nobody"), "{}", stderr(&output));
+    // The human form of a forget of one fact.
+    let text = mem.ok(&["forget", "--subject", "user"]);
+    assert_eq!(
+        text.lines().next(),
+        Some("deleted 1 fact (1 version)"),
+        "{text}"
+    );
+    // Exactly one of --episode and --subject.
+    assert_eq!(mem.run(&["forget"]).status.code(), Some(2));
+    assert_eq!(
+        mem.run(&["forget", "--episode", &episode, "--subject", "user"])
+            .status
+            .code(),
+        Some(2)
+    );
+}
+
+#[test]
+fn a_bad_or_future_time_or_an_oversized_transcript_stores_nothing_and_exits_2() {
+    let mem = Mem::new();
+    let llm = mem.fake_llm(&fixture("greyhound.reply.json"));
+    let cases = [
+        (
+            "{\"role\": \"user\", \"content\": \"I adopted Luna.\", \"timestamp\": \"last Tuesday\"}\n",
+            vec![],
+            "invalid_timestamp",
+            "\"last Tuesday\"",
+        ),
+        (
+            "{\"role\": \"user\", \"content\": \"I adopted Luna.\"}\n\
+             {\"role\": \"user\", \"content\": \"Luna is a greyhound.\", \"time\": \"2026-02-30T10:00:00Z\"}\n",
+            vec![],
+            "invalid_timestamp",
+            "line 2",
+        ),
+        (
+            "{\"role\": \"user\", \"content\": \"I adopted Luna.\", \"created_at\": \"2999-01-01T00:00:00Z\"}\n",
+            vec![],
+            "future_timestamp",
+            "more than one day after now",
+        ),
+        (
+            "{\"role\": \"user\", \"content\": \"I adopted Luna.\"}\n",
+            vec!["--session-time", "2999-01-01T00:00:00Z"],
+            "future_timestamp",
+            "the session time 2999-01-01T00:00:00Z",
+        ),
+    ];
+    for (transcript, extra, code, says) in cases {
+        std::fs::write(mem.path("chat.jsonl"), transcript).unwrap();
+        let mut args = vec!["archive", "--transcript", "chat.jsonl", "--llm-cmd", &llm];
+        args.extend(extra.iter().copied());
+        let (exit, error) = mem.failure(&args);
+        assert_eq!(exit, Some(2), "{code}: {error}");
+        assert_eq!(error["error"]["code"], code, "{error}");
+        let message = error["error"]["message"].as_str().unwrap();
+        assert!(message.contains(says), "{says:?} in {message}");
+        let output = mem.run(&args);
+        assert_eq!(output.status.code(), Some(2));
+        assert!(stderr(&output).contains(says), "{}", stderr(&output));
+    }
+    // A session time that does not parse is a usage error of the flag.
+    let output = mem.run(&[
+        "archive",
+        "--transcript",
+        "chat.jsonl",
+        "--session-time",
+        "soon",
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("--session-time"),
+        "{}",
+        stderr(&output)
+    );
+
+    // One byte over 8 MiB, from a file and from stdin.
+    let line = "{\"role\": \"user\", \"content\": \"I adopted Luna, a greyhound.\"}\n";
+    let limit = 8 * 1024 * 1024;
+    let mut big = line.repeat(limit / line.len() + 1);
+    big.truncate(limit + 1);
+    std::fs::write(mem.path("big.jsonl"), &big).unwrap();
+    let (exit, error) = mem.failure(&["archive", "--transcript", "big.jsonl", "--llm-cmd", &llm]);
+    assert_eq!(exit, Some(2), "{error}");
+    assert_eq!(error["error"]["code"], "transcript_too_large", "{error}");
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(message.contains("8388608 bytes (8 MiB)"), "{message}");
+    let output = mem.run_with_stdin(&["archive", "--transcript", "-"], big.as_bytes());
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("transcript stdin is over the limit of 8388608 bytes"));
+    // Exactly 8 MiB is within the limit.
+    big.truncate(limit - (limit % line.len()));
+    assert!(big.len() <= limit);
+    std::fs::write(mem.path("big.jsonl"), &big).unwrap();
+    let archived = mem.json(&["archive", "--transcript", "big.jsonl"]);
+    assert_eq!(
+        archived["messages"],
+        big.len() / line.len(),
+        "{}",
+        archived["episode_id"]
+    );
+
+    // Nothing refused was stored, and the model was never asked.
+    assert!(!mem.path("prompt.txt").exists(), "the model ran");
+    assert_eq!(mem.json(&["list"])["count"], 0);
+    let recall = mem.json(&["recall", "Luna", "--limit", "20"]);
+    let episodes = recall["episodes"].as_array().unwrap();
+    assert_eq!(
+        episodes.len(),
+        1,
+        "only the archive within the limit: {recall}"
+    );
+    assert_eq!(episodes[0]["id"], archived["episode_id"]);
+}
