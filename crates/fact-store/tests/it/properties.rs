@@ -16,8 +16,8 @@ use fact_model::{
     Clock, FactId, FactSelector, FactUpdate, ManualClock, SessionFact, SourceRole, Tag, Timestamp,
 };
 use fact_store::{
-    AnalyzerConfig, CompactionPolicy, InMemorySessionFactStore, SessionFactStore, StoreConfig,
-    StoreResult, TermQuery, TermWeighting,
+    AnalyzerConfig, CompactionPolicy, InMemorySessionFactStore, SessionFactStore, Step,
+    StoreConfig, StoreResult, TermQuery, TermWeighting, Transaction,
 };
 use proptest::prelude::*;
 
@@ -81,6 +81,59 @@ enum Op {
     Tick(u64),
     /// Import the store's own snapshot (everything valid is skipped, history doubles).
     Reimport,
+    /// A transaction of several steps.
+    Apply(Vec<TxStep>),
+}
+
+/// One step of an [`Op::Apply`].
+#[derive(Debug, Clone)]
+enum TxStep {
+    Add(Vec<Spec>),
+    /// End `(s, r, o)` at the clock plus the offset, replaced by the fact `(s, r, o)` when
+    /// given.
+    End((usize, usize, usize), i64, Option<(usize, usize, usize)>),
+    EndMatching(usize, Option<usize>),
+    Delete((usize, usize, usize)),
+}
+
+fn triple() -> impl Strategy<Value = (usize, usize, usize)> {
+    (0..SUBJECTS.len(), 0..RELATIONS.len(), 0..OBJECTS.len())
+}
+
+fn tx_step() -> impl Strategy<Value = TxStep> {
+    prop_oneof![
+        4 => proptest::collection::vec(spec(), 0..5).prop_map(TxStep::Add),
+        2 => (triple(), -5i64..10, proptest::option::of(triple()))
+            .prop_map(|(t, offset, by)| TxStep::End(t, offset, by)),
+        1 => (0..RELATIONS.len(), proptest::option::of(0..TASKS.len()))
+            .prop_map(|(r, t)| TxStep::EndMatching(r, t)),
+        1 => triple().prop_map(TxStep::Delete),
+    ]
+}
+
+fn id_of((s, r, o): (usize, usize, usize)) -> FactId {
+    FactId::for_triple(pick(SUBJECTS, s), pick(RELATIONS, r), pick(OBJECTS, o))
+}
+
+fn transaction(steps: &[TxStep], now: Timestamp) -> Transaction {
+    let mut transaction = Transaction::new();
+    for step in steps {
+        transaction.push(match step {
+            TxStep::Add(specs) => Step::Add(specs.iter().map(|s| build(s, now)).collect()),
+            TxStep::End(t, offset, by) => Step::End {
+                id: id_of(*t),
+                at: Timestamp::from_unix_micros(now.unix_micros() + offset * 1_000_000).unwrap(),
+                by: by.map(id_of),
+            },
+            TxStep::EndMatching(r, t) => Step::EndMatching(FactSelector {
+                subject: None,
+                relation: pick(RELATIONS, *r).to_owned(),
+                source_task_id: t.map(|t| pick(TASKS, t).to_owned()),
+            }),
+            TxStep::Delete(t) => Step::Delete(id_of(*t)),
+        });
+    }
+    transaction
 }
 
 fn spec() -> impl Strategy<Value = Spec> {
@@ -132,6 +185,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0usize..64).prop_map(Op::DeleteStored),
         2 => (0u64..20).prop_map(Op::Tick),
         1 => Just(Op::Reimport),
+        3 => proptest::collection::vec(tx_step(), 1..5).prop_map(Op::Apply),
     ]
 }
 
@@ -320,6 +374,7 @@ fn differential(
                     outcome(store.delete(record.fact.id()))
                 }
                 Op::Tick(_) => Ok(String::new()),
+                Op::Apply(steps) => outcome(store.apply(transaction(steps, clock.now()))),
                 Op::Reimport => {
                     if store.stored_count() < 100 {
                         outcome(store.import(store.export_snapshot()))
@@ -338,8 +393,127 @@ fn differential(
     Ok(())
 }
 
+/// The turns of one conversation: each a batch of `(subject, relation, object)` facts, said
+/// at the turn's time (turns in order, times non-decreasing, several turns may share one).
+fn turns() -> impl Strategy<Value = Vec<(i64, Vec<(usize, usize, usize)>)>> {
+    proptest::collection::vec((0i64..3, proptest::collection::vec(triple(), 1..4)), 1..6).prop_map(
+        |turns| {
+            let mut at = 0;
+            turns
+                .into_iter()
+                .map(|(step, facts)| {
+                    at += step;
+                    (at, facts)
+                })
+                .collect()
+        },
+    )
+}
+
+/// The store's invariant for the batches of one extraction, one per turn in turn order:
+/// for each `(subject, relation)`, the valid facts are exactly the distinct facts of that
+/// key in the last turn that named it (facts of one turn with the same key stay together),
+/// and every fact of the key an earlier turn stored ends when the next turn that names the
+/// key begins, superseded by one of that turn's facts.
+pub(crate) fn turns_supersede_in_order(
+    store: &dyn SessionFactStore,
+    turns: &[(i64, Vec<(usize, usize, usize)>)],
+) -> Result<(), TestCaseError> {
+    let base = Timestamp::from_unix_secs(1_000).unwrap();
+    let at =
+        |secs: i64| Timestamp::from_unix_micros(base.unix_micros() + secs * 1_000_000).unwrap();
+    let fact = |(s, r, o): (usize, usize, usize), secs: i64| {
+        SessionFact::builder(pick(SUBJECTS, s), pick(RELATIONS, r), pick(OBJECTS, o))
+            .tag(Tag::Context)
+            .source("ep_1", SourceRole::Extractor)
+            .valid_from(at(secs))
+            .build()
+            .unwrap()
+    };
+    let mut transaction = Transaction::new();
+    for (secs, facts) in turns {
+        transaction = transaction.add(facts.iter().map(|t| fact(*t, *secs)).collect());
+    }
+    store.apply(transaction).unwrap();
+    for s in 0..SUBJECTS.len() {
+        for r in 0..RELATIONS.len() {
+            let named: Vec<(i64, Vec<usize>)> = turns
+                .iter()
+                .filter_map(|(secs, facts)| {
+                    let objects: Vec<usize> = facts
+                        .iter()
+                        .filter(|(fs, fr, _)| (*fs, *fr) == (s, r))
+                        .map(|(_, _, o)| *o)
+                        .collect();
+                    (!objects.is_empty()).then_some((*secs, objects))
+                })
+                .collect();
+            let mut valid: Vec<String> = store
+                .valid_facts()
+                .into_iter()
+                .filter(|f| f.subject() == pick(SUBJECTS, s) && f.relation() == pick(RELATIONS, r))
+                .map(|f| f.object().to_owned())
+                .collect();
+            valid.sort();
+            let mut expected: Vec<String> = named
+                .last()
+                .map(|(_, objects)| {
+                    objects
+                        .iter()
+                        .map(|o| pick(OBJECTS, *o).to_owned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            expected.sort();
+            expected.dedup();
+            prop_assert_eq!(&valid, &expected, "key ({}, {})", s, r);
+            // Each earlier turn's facts of the key end when the next turn naming it begins
+            // (unless that turn names the same fact again, which refreshes it).
+            for pair in named.windows(2) {
+                let [(_, earlier), (next_at, later)] = pair else {
+                    continue;
+                };
+                for o in earlier {
+                    if later.contains(o) {
+                        continue;
+                    }
+                    let id = id_of((s, r, *o));
+                    let version = store
+                        .history(pick(SUBJECTS, s))
+                        .into_iter()
+                        .filter(|v| v.id() == id)
+                        .find(|v| v.valid_to() == Some(at(*next_at)));
+                    prop_assert!(
+                        version.is_some(),
+                        "({}, {}, {}) ends at {}",
+                        s,
+                        r,
+                        o,
+                        next_at
+                    );
+                    let by = version.and_then(|v| v.superseded_by());
+                    prop_assert!(
+                        later.iter().any(|l| Some(id_of((s, r, *l))) == by),
+                        "({}, {}, {}) is superseded by the next turn",
+                        s,
+                        r,
+                        o
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn turns_of_one_transaction_supersede_in_order_in_memory(turns in turns()) {
+        let store = InMemorySessionFactStore::default();
+        turns_supersede_in_order(&store, &turns)?;
+    }
 
     #[test]
     fn two_in_memory_stores_agree(config in config(), ops in proptest::collection::vec(op(), 1..40)) {
@@ -351,6 +525,7 @@ proptest! {
 
 #[cfg(feature = "sqlite")]
 mod sqlite {
+    use fact_model::SystemClock;
     use fact_store::{SqliteFactStore, SqliteOptions};
 
     use super::*;
@@ -368,6 +543,12 @@ mod sqlite {
             differential(config, &ops, &|config, clock| {
                 Box::new(OnDisk::open(config, SqliteOptions::default(), clock))
             })?;
+        }
+
+        #[test]
+        fn turns_of_one_transaction_supersede_in_order_on_sqlite(turns in turns()) {
+            let store = OnDisk::open(StoreConfig::default(), SqliteOptions::default(), Arc::new(SystemClock));
+            turns_supersede_in_order(&store, &turns)?;
         }
 
         /// In memory, every search answered by FTS5 and the stored term documents.
@@ -461,6 +642,13 @@ mod postgres {
             differential(config, &ops, &|config, clock| {
                 Box::new(open(&url, config, options(), clock))
             })?;
+        }
+
+        #[test]
+        fn turns_of_one_transaction_supersede_in_order_on_postgres(turns in turns()) {
+            let Some(url) = server() else { return Ok(()) };
+            let store = open(&url, StoreConfig::default(), options(), Arc::new(fact_model::SystemClock));
+            turns_supersede_in_order(&store, &turns)?;
         }
 
         /// Every search answered by the GIN index and the stored term documents.
