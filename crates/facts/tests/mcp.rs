@@ -210,13 +210,24 @@ fn protocol_failures_are_tool_errors_with_their_code_and_the_server_keeps_going(
 }
 
 /// The memory tools, in the order `tools/list` shows them after the protocol's.
-const MEMORY_TOOLS: [&str; 6] = [
+const MEMORY_TOOLS: [&str; 17] = [
     "memory_add",
+    "memory_get",
+    "memory_list",
+    "memory_update",
+    "memory_delete",
     "memory_search",
     "memory_recall",
     "memory_history",
-    "memory_delete",
+    "memory_format",
     "memory_archive",
+    "memory_backfill",
+    "memory_context",
+    "memory_set_context",
+    "memory_aliases",
+    "memory_alias",
+    "memory_unalias",
+    "memory_forget",
 ];
 
 /// `facts mcp --db DB …` from the crate's directory.
@@ -364,6 +375,18 @@ fn memory_tool_failures_are_tool_errors_with_their_code() {
             .unwrap()
             .contains("--allow-llm-cmd")
     );
+    // Refused before anything is stored: no episode waits for a backfill.
+    let recalled = client.call("memory_recall", json!({"query": "hi"}));
+    assert_eq!(
+        recalled["structuredContent"]["episodes"],
+        json!([]),
+        "{recalled}"
+    );
+    let backfill = client.call(
+        "memory_backfill",
+        json!({"llm_cmd": format!("touch '{}'", marker.display()), "timeout_secs": 5}),
+    );
+    assert_eq!(code(&backfill), "llm_cmd_not_allowed");
     assert!(!marker.exists());
     assert!(client.finish().success());
 }
@@ -400,6 +423,311 @@ fn memory_archive_runs_the_model_command_when_the_server_allows_it() {
     let recalled = &recalled["structuredContent"];
     assert_eq!(recalled["facts"][0]["fact"]["source_task_id"], episode);
     assert_eq!(recalled["episodes"][0]["id"], episode);
+    assert!(client.finish().success());
+}
+
+#[test]
+fn memory_tools_carry_the_hints_a_client_asks_before_calling_them() {
+    let dir = TempDir::new().unwrap();
+    let mut client = start_on(&dir.path().join("memory.db"), &[]);
+    let tools = client.tools();
+    let hinted = |hint: &str| -> Vec<&str> {
+        tools
+            .iter()
+            .filter(|t| t["annotations"][hint] == true)
+            .map(|t| t["name"].as_str().unwrap())
+            .filter(|name| name.starts_with("memory_"))
+            .collect()
+    };
+    // A client asks a person before a call that loses what cannot be recovered.
+    assert_eq!(
+        hinted("destructiveHint"),
+        ["memory_delete", "memory_forget"]
+    );
+    assert_eq!(
+        hinted("readOnlyHint"),
+        [
+            "memory_get",
+            "memory_list",
+            "memory_search",
+            "memory_recall",
+            "memory_history",
+            "memory_format",
+            "memory_context",
+            "memory_aliases"
+        ]
+    );
+    assert_eq!(
+        hinted("openWorldHint"),
+        ["memory_archive", "memory_backfill"]
+    );
+    for tool in tools
+        .iter()
+        .filter(|t| t["name"].as_str().unwrap().starts_with("memory_"))
+    {
+        let annotations = &tool["annotations"];
+        for hint in ["destructiveHint", "idempotentHint", "openWorldHint"] {
+            assert!(annotations[hint].is_boolean(), "{tool}: {hint}");
+        }
+        let read_only = annotations["readOnlyHint"] == true;
+        assert!(
+            !(read_only && annotations["destructiveHint"] == true),
+            "{tool}"
+        );
+        assert_eq!(tool["outputSchema"]["required"], json!(["ok"]), "{tool}");
+    }
+    // The forget tool says what it needs: one of `episode` and `subject`.
+    let forget = tools.iter().find(|t| t["name"] == "memory_forget").unwrap();
+    let properties = forget["inputSchema"]["properties"].as_object().unwrap();
+    assert!(properties.contains_key("episode") && properties.contains_key("subject"));
+    assert!(client.finish().success());
+}
+
+#[test]
+fn every_memory_tool_round_trips_over_stdio_within_its_output_schema() {
+    let dir = TempDir::new().unwrap();
+    let mut client = start_on(&dir.path().join("memory.db"), &["--allow-llm-cmd"]);
+    let schemas = output_schemas(&mut client);
+    let mut used = BTreeSet::new();
+    let mut call = |tool: &str, arguments: Value| {
+        used.insert(tool.to_owned());
+        call_checked(&mut client, &schemas, tool, arguments, true)
+    };
+
+    // Paris until March 20, Berlin since: valid time, given by the caller.
+    let paris = call(
+        "memory_add",
+        json!({"subject": "User", "relation": "lives_in", "object": "Paris",
+               "statement": "User lives in Paris", "category": "context",
+               "valid_from": "2026-02-10T09:00:00Z"}),
+    );
+    let paris = paris["id"].as_str().unwrap().to_owned();
+    let berlin = call(
+        "memory_add",
+        json!({"subject": "user", "relation": "lives_in", "object": "Berlin",
+               "statement": "User lives in Berlin", "category": "context",
+               "valid_from": "2026-03-20T10:00:00Z"}),
+    );
+    assert_eq!(berlin["superseded"], json!([paris]), "{berlin}");
+    let berlin = berlin["id"].as_str().unwrap().to_owned();
+
+    let got = call("memory_get", json!({"id": paris}));
+    assert_eq!(got["fact"]["superseded_by"], berlin.as_str(), "{got}");
+    assert_eq!(got["fact"]["valid_to"], "2026-03-20T10:00:00Z");
+    let objects = |answer: &Value, key: &str| -> Vec<String> {
+        answer[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                let f = if f["fact"].is_object() { &f["fact"] } else { f };
+                f["object"].as_str().unwrap().to_owned()
+            })
+            .collect()
+    };
+    let march = "2026-03-01T12:00:00Z";
+    let now = call("memory_list", json!({}));
+    assert_eq!(
+        (objects(&now, "facts"), &now["count"]),
+        (vec!["Berlin".to_owned()], &json!(1))
+    );
+    let then = call("memory_list", json!({"as_of": march}));
+    assert_eq!(objects(&then, "facts"), ["Paris"], "{then}");
+    let found = call("memory_search", json!({"query": "lives", "as_of": march}));
+    assert_eq!(objects(&found, "results"), ["Paris"], "{found}");
+    let history = call("memory_history", json!({"subject": "USER", "as_of": march}));
+    assert_eq!(objects(&history, "versions"), ["Paris"], "{history}");
+    let recalled = call(
+        "memory_recall",
+        json!({"query": "where does the user live", "as_of": march}),
+    );
+    assert!(
+        recalled["text"]
+            .as_str()
+            .unwrap()
+            .contains("User lives in Paris (from 2026-02-10)"),
+        "{recalled}"
+    );
+
+    // In place, then with a new object: a new fact supersedes.
+    let edited = call("memory_update", json!({"id": berlin, "confidence": 0.7}));
+    assert_eq!(
+        (&edited["superseded"], &edited["fact"]["confidence"]),
+        (&Value::Null, &json!(0.7))
+    );
+    let moved = call(
+        "memory_update",
+        json!({"id": berlin, "object": "Hamburg", "statement": "User lives in Hamburg"}),
+    );
+    assert_eq!(moved["superseded"], berlin.as_str(), "{moved}");
+    let hamburg = moved["fact"]["id"].as_str().unwrap().to_owned();
+
+    let set = call(
+        "memory_set_context",
+        json!({"work": "Staff engineer at Acme", "earlier_context": "Lived in Paris"}),
+    );
+    assert_eq!(set["changed"], json!(["work", "earlier_context"]), "{set}");
+    let context = call("memory_context", json!({}));
+    assert_eq!(context["user_context"]["work"], "Staff engineer at Acme");
+    assert_eq!(context["history"]["earlier_context"], "Lived in Paris");
+    assert_eq!(
+        context["versions"].as_array().unwrap().len(),
+        2,
+        "{context}"
+    );
+    let formatted = call("memory_format", json!({"max_tokens": 500}));
+    assert_eq!(
+        formatted["text"],
+        "User Context:\n- Work: Staff engineer at Acme\n\nHistory:\n- Earlier context: \
+         Lived in Paris\n\nFacts:\n- [context | 0.70] User lives in Hamburg",
+        "{formatted}"
+    );
+    let formatted = call("memory_format", json!({"as_of": march}));
+    assert_eq!(
+        formatted["text"],
+        "Facts:\n- [context | 1.00] User lives in Paris"
+    );
+
+    // A fact about "Mel" before Mel was known to be Melanie: the alias moves it.
+    let mel = call(
+        "memory_add",
+        json!({"subject": "Mel", "relation": "adopted_pet", "object": "Oscar",
+               "statement": "Mel adopted a puppy named Oscar"}),
+    );
+    let aliased = call("memory_alias", json!({"alias": "Mel", "entity": "Melanie"}));
+    assert_eq!(
+        (&aliased["alias"], &aliased["entity"]),
+        (&json!("mel"), &json!("melanie"))
+    );
+    let merged = aliased["merged"].as_array().unwrap();
+    assert_eq!(merged.len(), 1, "{aliased}");
+    let aliases = call("memory_aliases", json!({}));
+    assert_eq!(aliases["aliases"][0]["alias"], "mel", "{aliases}");
+    assert_eq!(aliases["aliases"][0]["entity"], "melanie");
+    let found = call("memory_search", json!({"query": "Melanie"}));
+    assert_eq!(found["results"][0]["fact"]["subject"], "melanie", "{found}");
+    assert_eq!(found["results"][0]["fact"]["id"], merged[0]);
+    assert_ne!(merged[0], mel["id"], "a new version under the entity");
+    let removed = call("memory_unalias", json!({"alias": " MEL "}));
+    assert_eq!(removed["removed"], "mel", "{removed}");
+    assert_eq!(call("memory_aliases", json!({}))["aliases"], json!([]));
+
+    // A conversation, extracted by the model command the server allows, judged against
+    // what memory holds: the prompt lists Hamburg by its short id, and the reply ends it.
+    let reply = json!({"summary": "The user moved to Munich.", "facts": [
+        {"subject": "user", "predicate": "resides_in", "object": "Munich",
+         "content": "User resides in Munich", "category": "context", "turn": 1,
+         "supersedes": [&hamburg[..8]]}],
+        "user_context": {"top_of_mind": "Settling in Munich"}});
+    let llm = scripted_model(dir.path(), &reply);
+    // Said now: Hamburg became true when it was updated, and only a later time ends it.
+    let transcript = "{\"role\": \"user\", \"content\": \"Big news.\"}\n\
+        {\"role\": \"user\", \"content\": \"We moved to Munich.\"}";
+    let archived = call(
+        "memory_archive",
+        json!({"transcript": transcript, "llm_cmd": llm, "timeout_secs": 30}),
+    );
+    assert_eq!(
+        archived["changes"]["superseded"],
+        json!([hamburg]),
+        "{archived}"
+    );
+    assert_eq!(archived["changes"]["profile"], json!(["top_of_mind"]));
+    assert_eq!(archived["diagnostics"], json!([]), "{archived}");
+    let munich = call("memory_get", json!({"id": archived["changes"]["added"][0]}));
+    assert_eq!(munich["fact"]["object"], "Munich", "{munich}");
+    let today = &munich["fact"]["valid_from"].as_str().unwrap()[..10];
+    let prompt = std::fs::read_to_string(dir.path().join("prompt.txt")).unwrap();
+    assert!(
+        prompt.contains(&format!("- [{}] user lives_in Hamburg", &hamburg[..8])),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains(&format!("[1] user ({today}): We moved to Munich.")),
+        "{prompt}"
+    );
+    let episode = archived["episode_id"].as_str().unwrap().to_owned();
+    let recalled = call("memory_recall", json!({"query": "Munich"}));
+    assert_eq!(
+        recalled["episodes"][0]["id"],
+        episode.as_str(),
+        "{recalled}"
+    );
+    assert!(
+        recalled["text"]
+            .as_str()
+            .unwrap()
+            .contains("User resides in Munich"),
+        "{recalled}"
+    );
+
+    // Archived without a model, dated by the session, then extracted by a backfill.
+    let pending = call(
+        "memory_archive",
+        json!({"transcript": "{\"role\": \"user\", \"content\": \"I play the cello.\"}",
+               "session_time": "2026-10-31T18:00:00+01:00", "title": "Music"}),
+    );
+    assert_eq!(pending["changes"], Value::Null, "{pending}");
+    assert_eq!(pending["started_at"], "2026-10-31T17:00:00Z", "{pending}");
+    assert_eq!(pending["title"], "Music");
+    let recalled = call("memory_recall", json!({"query": "cello"}));
+    assert_eq!(
+        recalled["episodes"][0]["messages"][0]["timestamp"], "2026-10-31T17:00:00Z",
+        "{recalled}"
+    );
+    let llm = scripted_model(
+        dir.path(),
+        &json!({"facts": [{"subject": "user", "predicate": "plays_instrument",
+            "object": "cello", "content": "User plays the cello", "category": "context"}]}),
+    );
+    let backfilled = call("memory_backfill", json!({"llm_cmd": llm}));
+    let episodes = backfilled["episodes"].as_array().unwrap();
+    assert_eq!(episodes.len(), 1, "{backfilled}");
+    assert_eq!(episodes[0]["episode_id"], pending["episode_id"]);
+    assert_eq!(episodes[0]["changes"]["added"].as_array().unwrap().len(), 1);
+    let cello = call("memory_search", json!({"query": "cello"}));
+    assert_eq!(
+        cello["results"][0]["fact"]["valid_from"], "2026-10-31T17:00:00Z",
+        "said in the session: {cello}"
+    );
+    let again = call("memory_backfill", json!({"llm_cmd": llm}));
+    assert_eq!(again["episodes"], json!([]), "nothing left to extract");
+
+    // Forget: the Munich conversation with its fact, then everything about Melanie.
+    let forgot = call("memory_forget", json!({"episode": episode}));
+    assert_eq!(forgot["episodes"], json!([episode]), "{forgot}");
+    assert_eq!(forgot["facts"].as_array().unwrap().len(), 1, "{forgot}");
+    let found = call("memory_search", json!({"query": "Munich"}));
+    assert_eq!(found["results"], json!([]), "{found}");
+    assert_eq!(
+        call("memory_recall", json!({"query": "Munich"}))["text"],
+        ""
+    );
+    // Mel is Melanie again: nothing current to move, and forgetting her reaches the
+    // version stored under Mel before the first alias, and the alias.
+    let aliased = call("memory_alias", json!({"alias": "Mel", "entity": "Melanie"}));
+    assert_eq!(aliased["merged"], json!([]), "{aliased}");
+    let forgot = call("memory_forget", json!({"subject": "Melanie"}));
+    assert_eq!(
+        forgot["versions"], 2,
+        "the old version under mel too: {forgot}"
+    );
+    assert_eq!(forgot["facts"].as_array().unwrap().len(), 2, "{forgot}");
+    assert_eq!(forgot["aliases"], json!(["mel"]), "{forgot}");
+    for subject in ["melanie", "mel"] {
+        let history = call("memory_history", json!({"subject": subject}));
+        assert_eq!(history["versions"], json!([]), "{history}");
+    }
+    assert_eq!(call("memory_aliases", json!({}))["aliases"], json!([]));
+
+    let deleted = call("memory_delete", json!({"id": paris}));
+    assert_eq!(
+        (&deleted["deleted"], &deleted["versions"]),
+        (&json!(paris), &json!(1))
+    );
+
+    let listed: BTreeSet<String> = MEMORY_TOOLS.iter().map(|t| (*t).to_owned()).collect();
+    assert_eq!(used, listed, "every memory tool was called");
     assert!(client.finish().success());
 }
 
@@ -710,6 +1038,48 @@ fn call_checked(
     content.clone()
 }
 
+/// The output schema of every listed tool, by name.
+fn output_schemas(client: &mut Client) -> Value {
+    let schemas: serde_json::Map<String, Value> = client
+        .tools()
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap().to_owned(),
+                t["outputSchema"].clone(),
+            )
+        })
+        .collect();
+    Value::Object(schemas)
+}
+
+/// `value` with every string that is one of `vars`' names replaced by its value.
+fn fill(value: Value, vars: &[(&str, Value)]) -> Value {
+    match value {
+        Value::String(s) => vars
+            .iter()
+            .find(|(name, _)| *name == s)
+            .map_or(Value::String(s), |(_, v)| v.clone()),
+        Value::Object(map) => {
+            Value::Object(map.into_iter().map(|(k, v)| (k, fill(v, vars))).collect())
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(|v| fill(v, vars)).collect()),
+        other => other,
+    }
+}
+
+/// A scripted model in `dir`: a command line that saves the prompt it reads on stdin to
+/// `dir/prompt.txt` and answers `reply`.
+fn scripted_model(dir: &Path, reply: &Value) -> String {
+    let answer = dir.join("reply.json");
+    std::fs::write(&answer, reply.to_string()).unwrap();
+    format!(
+        "cat > '{}'; cat '{}'",
+        dir.join("prompt.txt").display(),
+        answer.display()
+    )
+}
+
 #[test]
 fn every_tool_answers_within_its_output_schema_for_valid_and_invalid_requests() {
     let dir = TempDir::new().unwrap();
@@ -724,37 +1094,40 @@ fn every_tool_answers_within_its_output_schema_for_valid_and_invalid_requests() 
     )
     .unwrap();
     let db = dir.path().join("memory.db");
-    let mut client = start_on(&db, &["--project", project.to_str().unwrap()]);
-    let tools = client.tools();
-    let schemas: serde_json::Map<String, Value> = tools
-        .iter()
-        .map(|t| {
-            (
-                t["name"].as_str().unwrap().to_owned(),
-                t["outputSchema"].clone(),
-            )
-        })
-        .collect();
-    let schemas = Value::Object(schemas);
+    // Allowed to run a model command, so that memory_backfill has a valid request.
+    let mut client = start_on(
+        &db,
+        &["--project", project.to_str().unwrap(), "--allow-llm-cmd"],
+    );
+    let schemas = output_schemas(&mut client);
     let result = json!({
         "task_id": "2", "status": "completed",
         "summary": "Prompts parsed in src/parser.rs",
         "files_changed": ["src/parser.rs"]
     });
     let transcript = "{\"role\": \"user\", \"content\": \"I moved to Lisbon.\"}";
+    let llm = scripted_model(
+        dir.path(),
+        &json!({"summary": "The user moved.", "facts": [
+            {"subject": "user", "predicate": "moved_to", "object": "Lisbon",
+             "content": "User moved to Lisbon", "category": "context", "turn": 0}]}),
+    );
 
-    // (tool, a valid request, an invalid one), in an order where each valid request has
-    // what it needs.
+    // (tool, a valid request, an invalid one and the code it answers), in an order where
+    // each valid request has what it needs; "$fact" and "$episode" stand for the ids the
+    // earlier answers gave.
     let cases = [
         (
             "init_run",
             json!({"spec_name": "demo", "task_id": "2"}),
             json!({"spec_name": "demo"}),
+            "invalid_request",
         ),
         (
             "compile_prompt",
             json!({"run_id": "demo:2", "role": "implementer", "task_id": "2"}),
             json!({"run_id": "demo:9", "role": "implementer", "task_id": "9"}),
+            "run_not_initialized",
         ),
         (
             "ingest_output",
@@ -762,70 +1135,164 @@ fn every_tool_answers_within_its_output_schema_for_valid_and_invalid_requests() 
                    "output": output(&result)}),
             json!({"run_id": "demo:2", "role": "implementer", "task_id": "2",
                    "output": "no block"}),
+            "marker_missing",
         ),
         (
             "set_task_status",
             json!({"spec_name": "demo", "task_id": "2", "status": "in_progress"}),
             json!({"spec_name": "demo", "task_id": "9", "status": "completed"}),
+            "task_not_found",
         ),
         (
             "get_snapshot",
             json!({"run_id": "demo:2"}),
             json!({"run": "demo:2"}),
+            "invalid_request",
         ),
         (
             "query_facts",
             json!({"spec_name": "demo", "task_id": "3", "task_description": "parser prompts"}),
             json!({"spec_name": "../demo", "task_id": "3", "task_description": "x"}),
+            "invalid_spec_name",
         ),
         (
             "fact_history",
             json!({"spec_name": "demo", "subject": "src/parser.rs"}),
             json!({"spec_name": "demo"}),
+            "invalid_request",
         ),
-        ("get_telemetry", json!({}), json!({"verbose": true})),
+        (
+            "get_telemetry",
+            json!({}),
+            json!({"verbose": true}),
+            "invalid_request",
+        ),
         (
             "memory_add",
             json!({"subject": "user", "relation": "lives_in", "object": "Lisbon",
                    "statement": "User lives in Lisbon", "category": "preference"}),
             json!({"subject": "user", "relation": "r", "object": "o", "confidence": 2.0}),
+            "invalid_fact",
+        ),
+        (
+            "memory_get",
+            json!({"id": "$fact"}),
+            json!({"id": "nope"}),
+            "invalid_id",
+        ),
+        (
+            "memory_list",
+            json!({"as_of": "2026-01-01T00:00:00Z"}),
+            json!({"as_of": "yesterday"}),
+            "invalid_request",
+        ),
+        (
+            "memory_update",
+            json!({"id": "$fact", "confidence": 0.8}),
+            json!({"id": "0123456789abcdef", "statement": "User lives in Porto"}),
+            "not_found",
         ),
         (
             "memory_search",
-            json!({"query": "Lisbon"}),
+            json!({"query": "Lisbon", "as_of": "2030-01-01T00:00:00Z"}),
             json!({"qurey": "Lisbon"}),
+            "invalid_request",
         ),
         (
             "memory_recall",
             json!({"query": "where does the user live"}),
             json!({}),
+            "invalid_request",
         ),
         (
             "memory_history",
             json!({"subject": "user"}),
             json!({"subject": 7}),
+            "invalid_request",
+        ),
+        (
+            "memory_format",
+            json!({"max_tokens": 300}),
+            json!({"max_tokens": "many"}),
+            "invalid_request",
         ),
         (
             "memory_archive",
-            json!({"transcript": transcript, "title": "Moving"}),
+            json!({"transcript": transcript, "title": "Moving",
+                   "session_time": "2026-03-01T09:00:00Z"}),
             json!({"transcript": "not json"}),
+            "empty_transcript",
         ),
-        ("memory_delete", Value::Null, json!({"id": "nope"})),
+        (
+            "memory_backfill",
+            json!({"llm_cmd": llm, "timeout_secs": 30}),
+            json!({"timeout_secs": 30}),
+            "invalid_request",
+        ),
+        (
+            "memory_context",
+            json!({}),
+            json!({"work": "Engineer"}),
+            "invalid_request",
+        ),
+        (
+            "memory_set_context",
+            json!({"work": "Engineer at Acme"}),
+            json!({}),
+            "invalid_request",
+        ),
+        (
+            "memory_alias",
+            json!({"alias": "Mel", "entity": "Melanie"}),
+            json!({"alias": "Melanie", "entity": "Mel"}),
+            "alias_cycle",
+        ),
+        (
+            "memory_aliases",
+            json!({}),
+            json!({"alias": "Mel"}),
+            "invalid_request",
+        ),
+        (
+            "memory_unalias",
+            json!({"alias": "Mel"}),
+            json!({"alias": "Mel"}),
+            "not_found",
+        ),
+        (
+            "memory_forget",
+            json!({"episode": "$episode"}),
+            json!({"episode": "ep_0000000000000000"}),
+            "not_found",
+        ),
+        (
+            "memory_delete",
+            json!({"id": "$fact"}),
+            json!({"id": "nope"}),
+            "invalid_id",
+        ),
     ];
     let mut covered = BTreeSet::new();
-    let mut added_id = None;
-    for (tool, valid, invalid) in cases {
-        let valid = if tool == "memory_delete" {
-            json!({"id": added_id.clone().unwrap()})
-        } else {
-            valid
-        };
-        let answer = call_checked(&mut client, &schemas, tool, valid, true);
-        if tool == "memory_add" {
-            added_id = Some(answer["id"].clone());
+    let mut ids: Vec<(&str, Value)> = Vec::new();
+    for (tool, valid, invalid, code) in cases {
+        let answer = call_checked(&mut client, &schemas, tool, fill(valid, &ids), true);
+        match tool {
+            "memory_add" => ids.push(("$fact", answer["id"].clone())),
+            "memory_archive" => ids.push(("$episode", answer["episode_id"].clone())),
+            "memory_backfill" => {
+                // The episode archived without a model got its fact.
+                let episodes = answer["episodes"].as_array().unwrap();
+                assert_eq!(episodes.len(), 1, "{answer}");
+                assert_eq!(episodes[0]["changes"]["added"].as_array().unwrap().len(), 1);
+            }
+            "memory_forget" => {
+                // The episode, and the fact the backfill extracted from it.
+                assert_eq!(answer["facts"].as_array().unwrap().len(), 1, "{answer}");
+            }
+            _ => {}
         }
-        let failure = call_checked(&mut client, &schemas, tool, invalid, false);
-        assert!(failure["error"]["code"].is_string(), "{tool}: {failure}");
+        let failure = call_checked(&mut client, &schemas, tool, fill(invalid, &ids), false);
+        assert_eq!(failure["error"]["code"], code, "{tool}: {failure}");
         covered.insert(tool.to_owned());
     }
     let listed: BTreeSet<String> = schemas.as_object().unwrap().keys().cloned().collect();
