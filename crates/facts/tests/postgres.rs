@@ -8,7 +8,13 @@
 //! (`eval "$(.ci/pg-server start)"` starts a throwaway server and sets it). An unreachable
 //! server needs none.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::string_slice
+)]
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -317,5 +323,371 @@ fn mcp_on_a_server_lists_the_memory_tools_and_serves_them_and_the_protocol() {
     assert_eq!(found["results"][0]["fact"]["object"], "pytest", "{found}");
     let recalled = client.ok("memory_recall", json!({"query": "which test framework?"}));
     assert!(recalled.to_string().contains("pytest"), "{recalled}");
+
+    // The tools of long-term memory's new paths, on the server.
+    let then = client.ok("memory_list", json!({"as_of": "2026-01-01T00:00:00Z"}));
+    assert_eq!(then["count"], 0, "added today: {then}");
+    client.ok(
+        "memory_add",
+        json!({"subject": "Mel", "relation": "adopted_pet", "object": "Oscar",
+               "valid_from": "2026-03-01T09:00:00Z"}),
+    );
+    let aliased = client.ok("memory_alias", json!({"alias": "Mel", "entity": "Melanie"}));
+    assert_eq!(
+        aliased["merged"].as_array().map(Vec::len),
+        Some(1),
+        "{aliased}"
+    );
+    let aliases = client.ok("memory_aliases", json!({}));
+    assert_eq!(aliases["aliases"][0]["alias"], "mel", "{aliases}");
+    // Moved under the entity, still true since it was said.
+    let then = client.ok("memory_list", json!({"as_of": "2026-03-02T00:00:00Z"}));
+    let moved = then["facts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["subject"] == "melanie")
+        .unwrap_or_else(|| panic!("melanie's fact in {then}"));
+    assert_eq!(moved["valid_from"], "2026-03-01T09:00:00Z", "{then}");
+    let now = client.ok("memory_list", json!({}));
+    let subjects: Vec<&str> = now["facts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["subject"].as_str().unwrap())
+        .collect();
+    assert_eq!(subjects, ["user", "melanie"], "{now}");
+    let set = client.ok("memory_set_context", json!({"work": "Staff engineer"}));
+    assert_eq!(set["changed"], json!(["work"]));
+    let context = client.ok("memory_context", json!({}));
+    assert_eq!(
+        context["user_context"]["work"], "Staff engineer",
+        "{context}"
+    );
+    let forgot = client.ok("memory_forget", json!({"subject": "mel"}));
+    assert_eq!(forgot["versions"], 2, "{forgot}");
+    assert_eq!(forgot["aliases"], json!(["mel"]), "{forgot}");
+    let history = client.ok("memory_history", json!({"subject": "melanie"}));
+    assert_eq!(history["versions"], json!([]), "{history}");
+    let again = client.call("memory_forget", json!({"subject": "mel"}));
+    assert_eq!(
+        again["structuredContent"]["error"]["code"], "not_found",
+        "{again}"
+    );
     assert!(client.finish().success());
+}
+
+// Memory that keeps itself true, on the server: the scenarios of `tests/mem.rs` that
+// touch the store's new paths (dated messages, valid time, known facts, aliases,
+// forgetting), with the same fixtures and a scripted model command.
+
+/// The path of `tests/fixtures/memory/NAME`.
+fn fixture_path(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/memory")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// `facts mem --db URL --scope SCOPE` in a scope of its own, with a folder for the
+/// scripted model's reply and the prompt it saves.
+struct ServerMem {
+    url: String,
+    scope: String,
+    dir: TempDir,
+}
+
+impl ServerMem {
+    fn new(url: String, name: &str) -> ServerMem {
+        ServerMem {
+            url,
+            scope: fresh(name),
+            dir: TempDir::new().unwrap(),
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        let mut all = vec!["mem", "--db", &self.url, "--scope", &self.scope];
+        all.extend_from_slice(args);
+        facts(&all).output().unwrap()
+    }
+
+    /// The text answer of a command that must succeed.
+    fn ok(&self, args: &[&str]) -> String {
+        let output = self.run(args);
+        assert!(
+            output.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    }
+
+    /// The JSON answer of a command that must succeed.
+    fn json(&self, args: &[&str]) -> Value {
+        let mut all = args.to_vec();
+        all.push("--json");
+        json_of(&self.run(&all))
+    }
+
+    /// The exit code and error code of a command that must fail.
+    fn failure(&self, args: &[&str]) -> (Option<i32>, String) {
+        let mut all = args.to_vec();
+        all.push("--json");
+        let output = self.run(&all);
+        let document: Value = serde_json::from_slice(&output.stdout).unwrap();
+        let code = document["error"]["code"].as_str().unwrap().to_owned();
+        (output.status.code(), code)
+    }
+
+    /// A model command that saves its prompt and answers `reply`.
+    fn model(&self, reply: &str) -> String {
+        let reply_path = self.dir.path().join("reply.json");
+        std::fs::write(&reply_path, reply).unwrap();
+        format!(
+            "cat > '{}'; cat '{}'",
+            self.dir.path().join("prompt.txt").display(),
+            reply_path.display()
+        )
+    }
+
+    fn prompt(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("prompt.txt")).unwrap()
+    }
+
+    /// Archives the fixture conversation `name`, the model answering `reply`.
+    fn archive(&self, name: &str, reply: &str, extra: &[&str]) -> Value {
+        let llm = self.model(reply);
+        let transcript = fixture_path(name);
+        let mut args = vec!["archive", "--transcript", &transcript, "--llm-cmd", &llm];
+        args.extend_from_slice(extra);
+        self.json(&args)
+    }
+
+    /// The objects of the current facts (or those valid at `as_of`), oldest first.
+    fn objects(&self, as_of: Option<&str>) -> Vec<String> {
+        let mut args = vec!["list"];
+        args.extend(as_of.map(|at| ["--as-of", at]).into_iter().flatten());
+        self.json(&args)["facts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["object"].as_str().unwrap().to_owned())
+            .collect()
+    }
+}
+
+#[test]
+fn mem_on_a_server_dates_facts_by_the_conversation_and_answers_as_of() {
+    let Some(url) = pg_server("the PostgreSQL tests of facts are") else {
+        return;
+    };
+    let mem = ServerMem::new(url, "dated");
+    let greyhound = std::fs::read_to_string(fixture_path("greyhound.reply.json")).unwrap();
+    let archived = mem.archive(
+        "greyhound.jsonl",
+        &greyhound,
+        &["--session-time", "2026-02-20T10:00:00Z"],
+    );
+    assert_eq!(archived["started_at"], "2026-02-20T10:00:00Z", "{archived}");
+    let luna = archived["changes"]["added"][0].as_str().unwrap().to_owned();
+    let prompt = mem.prompt();
+    assert!(
+        prompt.contains("[0] user (2026-02-20): Quick question")
+            && prompt.contains("[1] user (2026-03-01): I adopted a greyhound called Luna."),
+        "{prompt}"
+    );
+    let history = mem.json(&["history", "user"]);
+    let version = &history["versions"][0];
+    assert_eq!(version["valid_from"], "2026-03-01T08:30:00Z", "{history}");
+    let recorded = &version["recorded_at"].as_str().unwrap()[..10];
+    let text = mem.ok(&["history", "user"]);
+    assert!(text.starts_with(&luna), "{text}");
+    if recorded != "2026-03-01" {
+        assert!(
+            text.contains(&format!("from 2026-03-01 (recorded {recorded})")),
+            "{text}"
+        );
+    }
+    let recall = mem.ok(&["recall", "greyhound Luna"]);
+    assert!(
+        recall.contains("User adopted a greyhound called Luna (from 2026-03-01)")
+            && recall.contains("  > [2026-03-01] user: I adopted a greyhound called Luna."),
+        "{recall}"
+    );
+
+    // Paris, then Berlin, in one conversation; March 1 is Paris's time.
+    let mem = ServerMem::new(mem.url.clone(), "moving");
+    let moving = std::fs::read_to_string(fixture_path("moving.reply.json")).unwrap();
+    let archived = mem.archive("moving.jsonl", &moving, &[]);
+    assert_eq!(
+        archived["changes"]["superseded"].as_array().map(Vec::len),
+        Some(1)
+    );
+    let march = "2026-03-01T12:00:00Z";
+    assert_eq!(mem.objects(None), ["Acme", "Berlin"]);
+    assert_eq!(mem.objects(Some(march)), ["Paris", "Acme"]);
+    let found = mem.json(&["search", "lives", "--as-of", march]);
+    assert_eq!(found["results"][0]["fact"]["object"], "Paris", "{found}");
+    assert_eq!(
+        found["results"].as_array().map(Vec::len),
+        Some(1),
+        "{found}"
+    );
+    let history = mem.json(&["history", "user", "--as-of", march]);
+    assert_eq!(
+        history["versions"].as_array().map(Vec::len),
+        Some(2),
+        "{history}"
+    );
+    let recall = mem.ok(&[
+        "recall",
+        "where does the user live? Paris Berlin",
+        "--as-of",
+        march,
+    ]);
+    assert!(
+        recall.contains("User lives in Paris (from 2026-02-10)"),
+        "{recall}"
+    );
+    // Neither the fact nor the message of March 20.
+    assert!(
+        !recall.contains("Berlin (from") && !recall.contains("moved to Berlin"),
+        "{recall}"
+    );
+    let format = mem.json(&["format", "--as-of", march]);
+    assert_eq!(
+        format["text"],
+        "Facts:\n- [context | 1.00] User lives in Paris\n- [context | 1.00] User works at Acme"
+    );
+    let format = mem.ok(&["format"]);
+    assert!(
+        format.starts_with("User Context:\n- Personal: Lives in Berlin since March 2026\n"),
+        "{format}"
+    );
+}
+
+#[test]
+fn mem_on_a_server_judges_a_reply_against_known_facts_and_forgets_for_good() {
+    let Some(url) = pg_server("the PostgreSQL tests of facts are") else {
+        return;
+    };
+    let mem = ServerMem::new(url, "known");
+    let moving = std::fs::read_to_string(fixture_path("moving.reply.json")).unwrap();
+    let first = mem.archive("moving.jsonl", &moving, &[]);
+    let list = mem.json(&["list"]);
+    let id_of = |object: &str| -> String {
+        list["facts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["object"] == object)
+            .unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let (berlin, acme) = (id_of("Berlin"), id_of("Acme"));
+    let reply = json!({
+        "facts": [{"subject": "user", "predicate": "resides_in", "object": "Munich",
+                   "content": "User resides in Munich", "category": "context", "turn": 0,
+                   "supersedes": [&berlin[..8]]}],
+        "facts_to_remove": [&acme[..8], "deadbeef"],
+        "aliases": [{"alias": "Mel", "entity": "Melanie"}]
+    });
+    let second = mem.archive("relocation.jsonl", &reply.to_string(), &[]);
+    let prompt = mem.prompt();
+    assert!(
+        prompt.contains(&format!("- [{}] user lives_in Berlin", &berlin[..8]))
+            && prompt.contains(&format!("- [{}] user works_at Acme", &acme[..8]))
+            && prompt.contains("- user: works_at, lives_in"),
+        "{prompt}"
+    );
+    let changes = &second["changes"];
+    assert_eq!(changes["superseded"], json!([berlin]), "{second}");
+    assert_eq!(changes["removed"], json!([acme]), "{second}");
+    assert_eq!(changes["aliases"], json!([["mel", "melanie"]]), "{second}");
+    let notes = second["diagnostics"].to_string();
+    assert!(
+        notes.contains("llm.id") && notes.contains("deadbeef"),
+        "{notes}"
+    );
+    assert_eq!(mem.objects(None), ["Munich"]);
+    let shown = mem.ok(&["show", &acme]);
+    assert!(
+        shown.contains("ended on 2026-04-02 08:00:00 UTC"),
+        "{shown}"
+    );
+
+    // The alias the reply named: a fact about Mel is Melanie's, found by either name.
+    mem.json(&[
+        "add",
+        "--subject",
+        "Mel",
+        "--relation",
+        "adopted_pet",
+        "--object",
+        "Oscar",
+    ]);
+    let found = mem.json(&["search", "Melanie"]);
+    assert_eq!(found["results"][0]["fact"]["subject"], "melanie", "{found}");
+    let listed = mem.json(&["alias", "--list"]);
+    assert_eq!(listed["aliases"][0]["entity"], "melanie", "{listed}");
+    assert_eq!(
+        mem.failure(&["alias", "Melanie", "Mel"]),
+        (Some(2), "alias_cycle".to_owned())
+    );
+
+    // Context by hand, beside the model's.
+    mem.ok(&["context", "set", "--work", "Staff engineer"]);
+    assert_eq!(
+        mem.json(&["context"])["user_context"]["work"],
+        "Staff engineer"
+    );
+
+    // Forget the first conversation: its facts go, every version, and its messages.
+    let episode = first["episode_id"].as_str().unwrap();
+    let forgot = mem.json(&["forget", "--episode", episode]);
+    // Paris, Acme and Berlin, ended or not; Munich came from the second conversation.
+    assert_eq!(
+        forgot["facts"].as_array().map(Vec::len),
+        Some(3),
+        "{forgot}"
+    );
+    assert_eq!(forgot["episodes"], json!([episode]), "{forgot}");
+    assert_eq!(mem.ok(&["recall", "Paris"]), "");
+    assert!(mem.ok(&["search", "Berlin"]).contains("no facts match"));
+    let history = mem.json(&["history", "user"]);
+    assert_eq!(
+        history["versions"].as_array().map(Vec::len),
+        Some(1),
+        "Munich: {history}"
+    );
+    // Forget Melanie by her alias: the fact and the alias.
+    let forgot = mem.json(&["forget", "--subject", "mel"]);
+    assert_eq!(forgot["aliases"], json!(["mel"]), "{forgot}");
+    assert!(mem.ok(&["search", "Oscar"]).contains("no facts match"));
+    assert_eq!(
+        mem.failure(&["forget", "--episode", episode]),
+        (Some(3), "not_found".to_owned())
+    );
+    assert_eq!(
+        mem.failure(&["forget", "--subject", "melanie"]),
+        (Some(3), "not_found".to_owned())
+    );
+
+    // A transcript refused whole stores nothing on the server either.
+    let bad = mem.dir.path().join("bad.jsonl");
+    std::fs::write(
+        &bad,
+        "{\"role\": \"user\", \"content\": \"A cello.\", \"timestamp\": \"2999-01-01T00:00:00Z\"}\n",
+    )
+    .unwrap();
+    let bad = bad.display().to_string();
+    assert_eq!(
+        mem.failure(&["archive", "--transcript", &bad]),
+        (Some(2), "future_timestamp".to_owned())
+    );
+    assert_eq!(mem.ok(&["recall", "cello"]), "");
 }
