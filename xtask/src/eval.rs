@@ -59,6 +59,8 @@ struct Options {
     /// `--memory`: the sessions archived as episodes and the questions asked through
     /// `recall` (`eval_memory.rs`).
     memory: bool,
+    /// `--context K --context-weight W` of `--memory`.
+    context: Option<(usize, f64)>,
 }
 
 /// How facts are ranked.
@@ -121,8 +123,11 @@ fn parse(args: &[String]) -> Result<Options, Error> {
         retriever: Retriever::Lexical,
         samples: None,
         memory: false,
+        context: None,
     };
     let mut hybrid = false;
+    let mut context: Option<usize> = None;
+    let mut context_weight: Option<f64> = None;
     let mut model = None;
     let mut fusion = None;
     let mut vector_weight = DEFAULT_VECTOR_WEIGHT;
@@ -144,6 +149,13 @@ fn parse(args: &[String]) -> Result<Options, Error> {
         match flag.as_str() {
             "--data" => options.data = value()?,
             "--memory" => options.memory = true,
+            "--context" => {
+                let text = value()?;
+                context = Some(text.parse().map_err(|_| {
+                    usage(format!("`--context` needs a whole number, not `{text}`"))
+                })?);
+            }
+            "--context-weight" => context_weight = Some(number(flag, value()?)?),
             "--corpus" => {
                 options.corpus = match value()?.as_str() {
                     "observations" => Corpus::Observations,
@@ -235,6 +247,17 @@ fn parse(args: &[String]) -> Result<Options, Error> {
             }
             other => return Err(usage(format!("unknown flag `{other}`"))),
         }
+    }
+    if context.is_some() || context_weight.is_some() {
+        if !options.memory {
+            return Err(usage(
+                "`--context` and `--context-weight` go with `--memory`".into(),
+            ));
+        }
+        options.context = Some((
+            context.unwrap_or(fact_store::DEFAULT_MESSAGE_CONTEXT),
+            context_weight.unwrap_or(fact_store::DEFAULT_CONTEXT_WEIGHT),
+        ));
     }
     if options.memory {
         // The memory's own recall: facts by meaning too when a model is given.
@@ -339,6 +362,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), Error> {
                 backend,
                 samples: options.samples,
                 model,
+                context: options.context,
             },
         )?
     } else {
@@ -651,6 +675,7 @@ mod tests {
             retriever: Retriever::Lexical,
             samples: None,
             memory: false,
+            context: None,
         }
     }
 

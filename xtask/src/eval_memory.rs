@@ -41,6 +41,9 @@ pub(crate) struct MemoryOptions {
     pub(crate) samples: Option<(usize, usize)>,
     /// A model directory: recall ranks facts by meaning too.
     pub(crate) model: Option<std::path::PathBuf>,
+    /// Neighbouring messages lending their score: (how many, what share); the service's
+    /// default when `None`.
+    pub(crate) context: Option<(usize, f64)>,
 }
 
 /// `1:56 pm on 8 May, 2023` as an instant (UTC).
@@ -203,6 +206,9 @@ pub(crate) fn evaluate(samples: &[Value], options: &MemoryOptions) -> Result<Val
             .map_err(|e| Error::Failed(format!("cannot make a temporary directory: {e}")))?;
         let store = store(options, index, &dir)?;
         let mut memory = MemoryService::new(store, Arc::new(SystemClock));
+        if let Some((context, weight)) = options.context {
+            memory = memory.with_message_context(context, weight);
+        }
         if let Some(embedder) = &embedder {
             memory = memory
                 .with_embedder(embedder.clone())
@@ -324,6 +330,10 @@ pub(crate) fn evaluate(samples: &[Value], options: &MemoryOptions) -> Result<Val
         format!("factmem-memory{backend}{model}").into(),
     );
     out.insert("corpus".into(), "turns".into());
+    if let Some((context, weight)) = options.context {
+        out.insert("context".into(), context.into());
+        out.insert("context_weight".into(), weight.into());
+    }
     out.insert("questions".into(), questions.into());
     out.insert("messages".into(), messages.into());
     for (k, total) in KS.iter().zip(recall) {
@@ -398,6 +408,7 @@ mod tests {
             backend: Backend::Memory,
             samples: None,
             model: None,
+            context: None,
         };
         let report = evaluate(&[sample.clone()], &options).unwrap();
         assert_eq!(report["questions"], 2);

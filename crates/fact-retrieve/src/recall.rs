@@ -27,7 +27,7 @@ pub const MAX_EPISODE_SUMMARY_CHARS: usize = 200;
 /// assert_eq!((query.limit, query.max_tokens), (10, 300));
 /// assert!(query.as_of.is_none());
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
 pub struct RecallQuery<'a> {
     /// The question or topic.
@@ -40,6 +40,11 @@ pub struct RecallQuery<'a> {
     /// Recall as of this instant (valid time): the facts valid then, and the messages said
     /// by then. `None`: what is valid now.
     pub as_of: Option<Timestamp>,
+    /// How many neighbouring messages on each side lend a message their score, and what
+    /// share of it (see [`MessageQuery::context`]; default
+    /// [`DEFAULT_MESSAGE_CONTEXT`](fact_store::DEFAULT_MESSAGE_CONTEXT) and
+    /// [`DEFAULT_CONTEXT_WEIGHT`](fact_store::DEFAULT_CONTEXT_WEIGHT)).
+    pub message_context: (usize, f64),
 }
 
 impl<'a> RecallQuery<'a> {
@@ -51,7 +56,19 @@ impl<'a> RecallQuery<'a> {
             limit: 10,
             max_tokens: 2000,
             as_of: None,
+            message_context: (
+                fact_store::DEFAULT_MESSAGE_CONTEXT,
+                fact_store::DEFAULT_CONTEXT_WEIGHT,
+            ),
         }
+    }
+
+    /// Lets up to `context` neighbouring messages on each side lend a message `weight` of
+    /// their score.
+    #[must_use]
+    pub fn with_message_context(mut self, context: usize, weight: f64) -> Self {
+        self.message_context = (context, weight);
+        self
     }
 
     /// Considers at most `limit` facts, and separately `limit` messages and episodes.
@@ -78,7 +95,8 @@ impl<'a> RecallQuery<'a> {
     /// The message search of this recall, over `text` (the analyzed prefix of the
     /// question).
     pub(crate) fn messages<'t>(&self, text: &'t str) -> MessageQuery<'t> {
-        let query = MessageQuery::new(text, self.limit);
+        let (context, weight) = self.message_context;
+        let query = MessageQuery::new(text, self.limit).with_context(context, weight);
         match self.as_of {
             Some(as_of) => query.with_as_of(as_of),
             None => query,

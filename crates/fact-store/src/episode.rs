@@ -160,7 +160,7 @@ pub struct MessageQuery<'a> {
 }
 
 /// The default [`MessageQuery::context`].
-pub const DEFAULT_MESSAGE_CONTEXT: usize = 1;
+pub const DEFAULT_MESSAGE_CONTEXT: usize = 2;
 /// The default [`MessageQuery::context_weight`].
 pub const DEFAULT_CONTEXT_WEIGHT: f64 = 0.3;
 

@@ -286,6 +286,8 @@ pub struct MemoryService {
     /// embedded as they are stored.
     hybrid: Option<Arc<HybridRetriever>>,
     budget: KnownBudget,
+    /// Neighbouring messages lending their score in recall: (how many, what share).
+    message_context: Option<(usize, f64)>,
 }
 
 impl MemoryService {
@@ -300,7 +302,17 @@ impl MemoryService {
             counter: Arc::new(CharsPerToken::default()),
             hybrid: None,
             budget: KnownBudget::default(),
+            message_context: None,
         }
+    }
+
+    /// Lets up to `context` neighbouring messages on each side of a message lend it
+    /// `weight` of their score in [`recall`](Self::recall) (default
+    /// [`fact_store::DEFAULT_MESSAGE_CONTEXT`] and [`fact_store::DEFAULT_CONTEXT_WEIGHT`]).
+    #[must_use]
+    pub fn with_message_context(mut self, context: usize, weight: f64) -> Self {
+        self.message_context = Some((context, weight));
+        self
     }
 
     /// Extracts conversation facts with `extractor` when archiving.
@@ -553,10 +565,13 @@ impl MemoryService {
         as_of: Option<Timestamp>,
     ) -> Result<Recall, MemoryError> {
         let text = self.entities()?.expand_query(self.store.analyzer(), query);
-        let query = RecallQuery::new(&text)
+        let mut query = RecallQuery::new(&text)
             .with_limit(limit)
             .with_max_tokens(max_tokens)
             .with_as_of(as_of);
+        if let Some((context, weight)) = self.message_context {
+            query = query.with_message_context(context, weight);
+        }
         if let Some(hybrid) = &self.hybrid {
             return Ok(hybrid.recall(&*self.store, &query, &*self.counter)?);
         }
