@@ -6,9 +6,10 @@ PyPI are reachable:
 
 The project must hold `.spec-context/specs/demo/tasks.md` (the CLI test fixture); the
 database must not exist yet (`facts mcp --db` creates it). Three sessions: one without a
-database (the protocol's tools only), one with it (the memory tools too, and a run of
-task 1), and one more on the same database after the second has exited, which must still
-serve the remembered fact and task 1's facts.
+database (the protocol's tools only), one with it (the memory tools too: add, search,
+recall, history, delete, archive, then get, list with as_of, the user context, aliases and
+forget; and a run of task 1), and one more on the same database after the second has
+exited, which must still serve the remembered fact and task 1's facts.
 Every tool must carry an output schema and annotations, and every result, a tool error's
 too, must fit its tool's output schema (the SDK itself checks only the results that are not
 errors). `mcp_http_client.py` reuses these checks over streamable HTTP.
@@ -41,10 +42,21 @@ READ_ONLY = [
     "query_facts",
     "fact_history",
     "get_telemetry",
+    "memory_get",
+    "memory_list",
     "memory_search",
     "memory_recall",
     "memory_history",
+    "memory_format",
+    "memory_context",
+    "memory_aliases",
 ]
+
+# The memory tools that delete what cannot be recovered: a client asks before calling them.
+DESTRUCTIVE_MEMORY = ["memory_delete", "memory_forget"]
+
+# The memory tools that may run a model command.
+OPEN_WORLD = ["memory_archive", "memory_backfill"]
 
 RESULT = (
     "Done.\nBEGIN_DISPATCH_RESULT\n"
@@ -55,11 +67,22 @@ RESULT = (
 
 MEMORY_TOOLS = [
     "memory_add",
+    "memory_get",
+    "memory_list",
+    "memory_update",
+    "memory_delete",
     "memory_search",
     "memory_recall",
     "memory_history",
-    "memory_delete",
+    "memory_format",
     "memory_archive",
+    "memory_backfill",
+    "memory_context",
+    "memory_set_context",
+    "memory_aliases",
+    "memory_alias",
+    "memory_unalias",
+    "memory_forget",
 ]
 
 TRANSCRIPT = json.dumps({"role": "user", "content": "I moved to Lisbon last month."})
@@ -84,7 +107,8 @@ class Checked:
 
 def check_tools(tools: Any, names: list[str]) -> None:
     """The tools are `names`, each with an object input schema, an output schema, a title
-    and annotations; the read-only ones say so."""
+    and annotations; the read-only ones say so, and so do the memory tools that delete for
+    good and those that may run a model command."""
     assert [t.name for t in tools.tools] == names, tools
     for tool in tools.tools:
         assert tool.input_schema["type"] == "object", tool
@@ -94,7 +118,9 @@ def check_tools(tools: Any, names: list[str]) -> None:
         a = tool.annotations
         assert a.read_only_hint == (tool.name in READ_ONLY), tool
         assert a.destructive_hint is not None and a.idempotent_hint is not None, tool
-        assert a.open_world_hint == (tool.name == "memory_archive"), tool
+        assert a.open_world_hint == (tool.name in OPEN_WORLD), tool
+        if tool.name.startswith("memory_"):
+            assert a.destructive_hint == (tool.name in DESTRUCTIVE_MEMORY), tool
 
 
 async def check_unknown_tool(session: ClientSession) -> None:
@@ -206,12 +232,22 @@ async def with_database(binary: str, project: str, db: str) -> None:
             r = await checked.call(
                 "memory_archive", {"transcript": TRANSCRIPT, "title": "Moving house"}
             )
-            assert not r.is_error and r.structured_content["facts"] is None, r
-            r = await checked.call(
-                "memory_archive", {"transcript": TRANSCRIPT, "llm_cmd": "cat"}
-            )
+            assert not r.is_error and r.structured_content["changes"] is None, r
+            episode = r.structured_content["episode_id"]
+            # A command a client names runs only on a server started with --allow-llm-cmd.
+            for name, arguments in [
+                ("memory_archive", {"transcript": TRANSCRIPT, "llm_cmd": "cat"}),
+                ("memory_backfill", {"llm_cmd": "cat"}),
+            ]:
+                r = await checked.call(name, arguments)
+                assert r.is_error, r
+                assert r.structured_content["error"]["code"] == "llm_cmd_not_allowed", r
+
+            await memory_maintenance(checked, new_id)
+
+            r = await checked.call("memory_forget", {"episode": episode, "subject": "user"})
             assert r.is_error, r
-            assert r.structured_content["error"]["code"] == "llm_cmd_not_allowed", r
+            assert r.structured_content["error"]["code"] == "invalid_request", r
 
             r = await checked.call("init_run", {"spec_name": "demo", "task_id": "1"})
             assert not r.is_error, r
@@ -220,6 +256,80 @@ async def with_database(binary: str, project: str, db: str) -> None:
                 {"run_id": "demo:1", "role": "implementer", "task_id": "1", "output": RESULT},
             )
             assert r.structured_content["next_action"] == "dispatch_reviewer", r
+
+
+async def memory_maintenance(checked: Checked, current_id: str) -> None:
+    """get, list (now and as_of), the user context, aliases and forget, each answer within
+    its tool's output schema; `current_id` is the current test framework preference."""
+    r = await checked.call("memory_get", {"id": current_id})
+    assert not r.is_error and r.structured_content["fact"]["object"] == "pytest", r
+    r = await checked.call("memory_get", {"id": "not-an-id"})
+    assert r.is_error and r.structured_content["error"]["code"] == "invalid_id", r
+
+    # Lisbon since March 1; Berlin only from the first of July.
+    r = await checked.call(
+        "memory_add",
+        {"subject": "user", "relation": "lives_in", "object": "Lisbon",
+         "statement": "User lives in Lisbon", "valid_from": "2026-03-01T09:00:00Z"},
+    )
+    lisbon = r.structured_content["id"]
+    r = await checked.call(
+        "memory_add",
+        {"subject": "user", "relation": "lives_in", "object": "Berlin",
+         "statement": "User lives in Berlin", "valid_from": "2026-07-01T09:00:00Z"},
+    )
+    assert r.structured_content["superseded"] == [lisbon], r
+    r = await checked.call("memory_list", {})
+    objects = [f["object"] for f in r.structured_content["facts"]]
+    assert "Berlin" in objects and "Lisbon" not in objects, r
+    assert r.structured_content["count"] == len(objects), r
+    r = await checked.call("memory_list", {"as_of": "2026-04-01T00:00:00Z"})
+    assert [f["object"] for f in r.structured_content["facts"]] == ["Lisbon"], r
+    r = await checked.call("memory_list", {"as_of": "April"})
+    assert r.is_error and r.structured_content["error"]["code"] == "invalid_request", r
+
+    r = await checked.call("memory_context", {})
+    assert r.structured_content["versions"] == [], r
+    r = await checked.call(
+        "memory_set_context",
+        {"work": "Staff engineer at Acme", "top_of_mind": "The parser rewrite"},
+    )
+    assert r.structured_content["changed"] == ["work", "top_of_mind"], r
+    r = await checked.call("memory_context", {})
+    assert r.structured_content["user_context"]["work"] == "Staff engineer at Acme", r
+    assert [v["field"] for v in r.structured_content["versions"]] == ["work", "top_of_mind"], r
+    r = await checked.call("memory_set_context", {})
+    assert r.is_error and r.structured_content["error"]["code"] == "invalid_request", r
+    r = await checked.call("memory_format", {})
+    assert r.structured_content["text"].startswith("User Context:\n- Work: Staff engineer"), r
+
+    r = await checked.call(
+        "memory_add",
+        {"subject": "Mel", "relation": "adopted_pet", "object": "Oscar",
+         "statement": "Mel adopted a puppy named Oscar"},
+    )
+    r = await checked.call("memory_alias", {"alias": "Mel", "entity": "Melanie"})
+    assert (r.structured_content["alias"], r.structured_content["entity"]) == (
+        "mel", "melanie"), r
+    assert len(r.structured_content["merged"]) == 1, r
+    r = await checked.call("memory_aliases", {})
+    assert [(a["alias"], a["entity"]) for a in r.structured_content["aliases"]] == [
+        ("mel", "melanie")], r
+    r = await checked.call("memory_alias", {"alias": "Melanie", "entity": "Mel"})
+    assert r.is_error and r.structured_content["error"]["code"] == "alias_cycle", r
+    r = await checked.call("memory_search", {"query": "Mel"})
+    assert [x["fact"]["subject"] for x in r.structured_content["results"]] == ["melanie"], r
+
+    r = await checked.call("memory_forget", {"subject": "Melanie"})
+    assert not r.is_error, r
+    assert r.structured_content["aliases"] == ["mel"], r
+    assert r.structured_content["versions"] == 2, r
+    r = await checked.call("memory_search", {"query": "Oscar"})
+    assert r.structured_content["results"] == [], r
+    r = await checked.call("memory_aliases", {})
+    assert r.structured_content["aliases"] == [], r
+    r = await checked.call("memory_forget", {"subject": "Melanie"})
+    assert r.is_error and r.structured_content["error"]["code"] == "not_found", r
 
 
 async def after_restart(binary: str, project: str, db: str) -> None:
