@@ -1,7 +1,8 @@
-//! The documents against the running code, so they cannot drift: every action, request
-//! field, response field and error code appears in `docs/protocol.md`, and its example
-//! session, replayed through the real binary, answers exactly the responses it prints;
-//! `docs/spec-format.md`'s example spec gives the ledger, task prompt and facts it shows.
+//! The documents against the running code, so they cannot drift: every action and memory
+//! tool, request field, response field and error code appears in `docs/protocol.md`, and
+//! its example session, replayed through the real binary, answers exactly the responses it
+//! prints; `docs/spec-format.md`'s example spec gives the ledger, task prompt and facts it
+//! shows.
 
 #![allow(
     clippy::unwrap_used,
@@ -15,6 +16,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
+use dispatch_runtime::memory_protocol;
 use dispatch_runtime::protocol;
 use serde_json::Value;
 
@@ -95,6 +97,160 @@ fn every_error_code_is_in_the_table() {
             doc.contains(&format!("| `{code}` |")),
             "docs/protocol.md: error code `{code}` is missing from the error code table"
         );
+    }
+}
+
+/// The text of the chapter `## title` up to the next heading of level 2.
+fn chapter<'d>(doc: &'d str, title: &str) -> &'d str {
+    let heading = format!("\n## {title}\n");
+    let start = doc
+        .find(&heading)
+        .unwrap_or_else(|| panic!("docs/protocol.md has no chapter {heading:?}"));
+    let body = &doc[start + heading.len()..];
+    &body[..body.find("\n## ").unwrap_or(body.len())]
+}
+
+/// The table row of `field` in a section: the line that starts with ``| `field` |``.
+fn row<'d>(section: &'d str, field: &str) -> &'d str {
+    let start = format!("| `{field}` |");
+    section
+        .lines()
+        .find(|line| line.starts_with(&start))
+        .unwrap_or_else(|| panic!("no row for `{field}` in:\n{section}"))
+}
+
+#[test]
+fn every_memory_tool_and_field_is_documented_in_its_section() {
+    let doc = doc();
+    let memory = chapter(&doc, "Memory tools");
+    let tools = memory_protocol::tools();
+    let names: Vec<&str> = tools.iter().map(|t| t.name).collect();
+    assert_eq!(names, memory_protocol::TOOL_NAMES);
+    for tool in &tools {
+        let name = tool.name;
+        assert!(
+            memory.contains(&format!("\n### `{name}`\n")),
+            "docs/protocol.md: `{name}` has no section under \"## Memory tools\""
+        );
+        assert!(
+            memory.contains(&format!("\n| `{name}` | `")),
+            "docs/protocol.md: `{name}` is missing from the table of tools and `facts mem` \
+             subcommands"
+        );
+        let section = section(&doc, name);
+        for field in properties(&tool.input_schema) {
+            row(section, &field);
+        }
+        for field in properties(&tool.output_schema) {
+            if field == "ok" || field == "error" {
+                continue;
+            }
+            assert!(
+                section.contains(&format!("| `{field}` |")),
+                "docs/protocol.md: `{name}` does not document response field `{field}` in \
+                 its response table"
+            );
+        }
+        for (hint, says) in [
+            (tool.read_only, "Read-only."),
+            (tool.destructive, "Destructive."),
+        ] {
+            assert_eq!(
+                section.contains(says),
+                hint,
+                "docs/protocol.md: `{name}` should say {says:?} exactly when it is so"
+            );
+        }
+    }
+    // The defaults the tables give are the code's.
+    let limit = format!("| no | {} |", memory_protocol::DEFAULT_LIMIT);
+    let tokens = format!("| no | {} |", memory_protocol::DEFAULT_MAX_TOKENS);
+    let timeout = format!("| no | {} |", memory_protocol::DEFAULT_TIMEOUT_SECS);
+    for (tool, field, default) in [
+        ("memory_search", "limit", &limit),
+        ("memory_recall", "limit", &limit),
+        ("memory_recall", "max_tokens", &tokens),
+        ("memory_format", "max_tokens", &tokens),
+        ("memory_archive", "timeout_secs", &timeout),
+        ("memory_backfill", "timeout_secs", &timeout),
+    ] {
+        let line = row(section(&doc, tool), field);
+        assert!(
+            line.contains(default.as_str()),
+            "`{tool}` `{field}`: {line}"
+        );
+    }
+    let bytes = memory_protocol::MAX_TRANSCRIPT_BYTES;
+    let bytes = format!(
+        "{},{:03},{:03}",
+        bytes / 1_000_000,
+        bytes / 1_000 % 1_000,
+        bytes % 1_000
+    );
+    assert!(
+        row(section(&doc, "memory_archive"), "transcript").contains(&bytes),
+        "the transcript limit is {bytes} bytes"
+    );
+}
+
+#[test]
+fn every_memory_error_code_is_in_the_memory_table_and_only_those() {
+    let doc = doc();
+    let memory = chapter(&doc, "Memory tools");
+    let heading = "\n### Memory error codes\n";
+    let table = &memory[memory
+        .find(heading)
+        .expect("a \"### Memory error codes\" section")..];
+    for code in memory_protocol::ERROR_CODES {
+        assert!(
+            table.contains(&format!("\n| `{code}` |")),
+            "docs/protocol.md: memory error code `{code}` is missing from its table"
+        );
+    }
+    assert!(memory_protocol::ERROR_CODES.contains(&memory_protocol::LLM_CMD_NOT_ALLOWED));
+    // No row for a code the tools no longer answer.
+    for line in table.lines().filter(|l| l.starts_with("| `")) {
+        let code = line
+            .trim_start_matches("| `")
+            .split('`')
+            .next()
+            .unwrap_or_default();
+        assert!(
+            memory_protocol::ERROR_CODES.contains(&code),
+            "docs/protocol.md: the memory error table lists `{code}`, which is not in \
+             memory_protocol::ERROR_CODES"
+        );
+    }
+    // Every code a tool's section names is one of them, or the store's or the model's.
+    let others = [
+        "io",
+        "busy",
+        "corrupt",
+        "newer_schema",
+        "backend",
+        "invalid_embedding",
+        "missing",
+        "load",
+        "inference",
+        "no_vectors",
+    ];
+    for tool in memory_protocol::tools() {
+        let section = section(&doc, tool.name);
+        let Some(errors) = section.split("\nErrors: ").nth(1) else {
+            continue;
+        };
+        // Beside codes, the line may name tools and the tool's own fields.
+        let fields = properties(&tool.input_schema);
+        for code in errors.split('`').skip(1).step_by(2) {
+            if memory_protocol::TOOL_NAMES.contains(&code) || fields.iter().any(|f| f == code) {
+                continue;
+            }
+            assert!(
+                memory_protocol::ERROR_CODES.contains(&code) || others.contains(&code),
+                "docs/protocol.md: `{}` names an error code `{code}` no tool answers",
+                tool.name
+            );
+        }
     }
 }
 
