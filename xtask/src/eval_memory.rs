@@ -214,8 +214,10 @@ pub(crate) fn evaluate(samples: &[Value], options: &MemoryOptions) -> Result<Val
                 .with_embedder(embedder.clone())
                 .map_err(|e| Error::Failed(format!("embedder: {e}")))?;
         }
-        let first_speaker = sample["conversation"]["speaker_a"]
-            .as_str()
+        let first_speaker = sample
+            .get("conversation")
+            .and_then(|c| c.get("speaker_a"))
+            .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned();
         // (episode, turn) → dia id, and dia id → the session's date.
@@ -410,7 +412,7 @@ mod tests {
             model: None,
             context: None,
         };
-        let report = evaluate(&[sample.clone()], &options).unwrap();
+        let report = evaluate(std::slice::from_ref(&sample), &options).unwrap();
         assert_eq!(report["questions"], 2);
         assert_eq!(report["messages"], 3);
         assert_eq!(report["recall@20"], 1.0);

@@ -3,7 +3,7 @@
 //! and archiving a 200-message transcript on SQLite, the model excluded. Run with
 //! `cargo bench -p dispatch-runtime --bench memory --features sqlite`.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
 use std::sync::Arc;
 

@@ -225,7 +225,8 @@ fn a_reply_that_supersedes_under_another_predicate_ends_the_old_fact() {
             .unwrap()
             .fact;
         clock.advance(Duration::from_secs(60));
-        let short = &pytest.id().to_string()[..8];
+        let id = pytest.id().to_string();
+        let short = id.get(..8).unwrap();
         let reply = format!(
             r#"{{"facts": [{{"subject": "user", "predicate": "switched_test_runner_to",
                 "object": "nextest", "content": "User switched to nextest", "category": "decision",

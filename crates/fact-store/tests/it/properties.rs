@@ -395,7 +395,13 @@ fn differential(
 
 /// The turns of one conversation: each a batch of `(subject, relation, object)` facts, said
 /// at the turn's time (turns in order, times non-decreasing, several turns may share one).
-fn turns() -> impl Strategy<Value = Vec<(i64, Vec<(usize, usize, usize)>)>> {
+/// Indexes into `SUBJECTS`, `RELATIONS` and `OBJECTS`.
+type Triple = (usize, usize, usize);
+
+/// A turn: its time in seconds and the facts it says.
+type Turn = (i64, Vec<Triple>);
+
+fn turns() -> impl Strategy<Value = Vec<Turn>> {
     proptest::collection::vec((0i64..3, proptest::collection::vec(triple(), 1..4)), 1..6).prop_map(
         |turns| {
             let mut at = 0;
@@ -417,7 +423,7 @@ fn turns() -> impl Strategy<Value = Vec<(i64, Vec<(usize, usize, usize)>)>> {
 /// key begins, superseded by one of that turn's facts.
 pub(crate) fn turns_supersede_in_order(
     store: &dyn SessionFactStore,
-    turns: &[(i64, Vec<(usize, usize, usize)>)],
+    turns: &[Turn],
 ) -> Result<(), TestCaseError> {
     let base = Timestamp::from_unix_secs(1_000).unwrap();
     let at =
