@@ -647,7 +647,7 @@ fn execute(args: MemArgs, clock: Arc<dyn Clock>) -> Result<Answer, MemFailure> {
                 (None, Some(subject)) => memory.forget_subject(&subject)?,
                 (None, None) => {
                     return Err(MemFailure::usage(
-                        "invalid_request",
+                        dispatch_runtime::protocol::code::INVALID_REQUEST,
                         "give --episode ID or --subject SUBJECT",
                     ));
                 }
