@@ -438,8 +438,8 @@ pub const TOOL_NAMES: &[&str] = &[
     "memory_forget",
 ];
 
-/// Every error code a memory tool can answer, beside the store's (`store_*` codes of
-/// [`fact_store::StoreError::code`]) and the transcript's.
+/// Every error code a memory tool answers besides the store's own, which it answers as
+/// they are ([`fact_store::StoreError::code`]: `io`, `busy`, `corrupt`, …).
 pub const ERROR_CODES: &[&str] = &[
     code::INVALID_REQUEST,
     LLM_CMD_NOT_ALLOWED,

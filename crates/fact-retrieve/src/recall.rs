@@ -237,7 +237,13 @@ pub(crate) fn related_episodes(
                 id: hit.episode_id.clone(),
                 title: hit.episode_title.clone(),
                 at: at.unwrap_or(Timestamp::UNIX_EPOCH),
-                summary: hit.episode_summary.clone(),
+                // A summary was written knowing the whole conversation: not as of an earlier
+                // instant.
+                summary: if query.as_of.is_some() {
+                    String::new()
+                } else {
+                    hit.episode_summary.clone()
+                },
                 messages: vec![hit],
             }),
         }

@@ -118,9 +118,10 @@ Exit codes:
   1  a store or model failure (the message names its code: `store error (busy): …`,
      `embedding error (inference): …`), or a database that cannot be opened (`store error
      (io): …` for an unreachable server)
-  2  usage error or invalid input (bad arguments, an unreadable transcript, no database path,
-     --hybrid without --embedder, an --embedder directory that is missing)
-  3  an unknown fact id";
+  2  usage error or invalid input (bad arguments, an unreadable, oversized or wrongly dated
+     transcript, an alias cycle, no database path, --hybrid without --embedder, an
+     --embedder directory that is missing)
+  3  an unknown fact id, episode, subject or alias";
 
 /// A temporal fact memory for agent orchestrators.
 #[derive(Debug, Parser)]

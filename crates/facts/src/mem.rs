@@ -24,7 +24,7 @@
 //! Every subcommand answers in short, aligned text (ids in full, so they can be pasted), or
 //! with `--json` in one JSON document on stdout. Exit codes: 0 ok, 1 a store or model
 //! failure (the message names its code), 2 usage or invalid input (also a model directory
-//! that is missing), 3 an unknown id.
+//! that is missing), 3 an unknown id (a fact, an episode, a subject, an alias).
 
 use std::ffi::OsString;
 use std::io::{Read, Write};

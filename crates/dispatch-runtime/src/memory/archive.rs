@@ -167,8 +167,9 @@ fn under(fact: &SessionFact, subject: &str, at: Timestamp) -> Result<SessionFact
 }
 
 /// The steps that move the current facts stored under `alias` to `entity`: the alias's
-/// versions ended now, then a copy of each under the entity (same triple otherwise, same
-/// `valid_from`); and the copies.
+/// versions ended where they began (valid at no instant, kept in history), then a copy of
+/// each under the entity (same triple otherwise, same `valid_from`, recorded at `now`); and
+/// the copies.
 pub(crate) fn merge_alias(
     store: &dyn LongTermStore,
     alias: &str,
@@ -188,11 +189,12 @@ pub(crate) fn merge_alias(
         .iter()
         .map(|fact| under(fact, entity, now))
         .collect::<Result<_, _>>()?;
-    // Ended first, so a copy's statement is not taken for a duplicate of its original.
+    // Ended first, so a copy's statement is not taken for a duplicate of its original; and
+    // ended where it began, so no instant sees the fact twice (under both names).
     for fact in &stored {
         transaction.push(Step::End {
             id: fact.id(),
-            at: now.max(fact.valid_from()),
+            at: fact.valid_from(),
             by: None,
         });
     }
@@ -369,9 +371,15 @@ impl MemoryService {
                 at: said_at,
             })
             .collect();
+        // The model's title replaces only the one archiving derived from the first message.
+        let derived = episode.title.is_empty() || episode.title == default_title(&episode.messages);
+        let title = extraction.title.filter(|_| derived);
+        if let Some(title) = &title {
+            episode.title.clone_from(title);
+        }
         write.extracted = Some(
             EpisodeExtracted::new(episode.id.clone(), now)
-                .with_title(extraction.title.filter(|_| episode.title.is_empty()))
+                .with_title(title)
                 .with_summary(extraction.summary.clone()),
         );
         let report = self.store.commit(write)?;

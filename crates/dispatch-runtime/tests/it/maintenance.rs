@@ -340,6 +340,13 @@ fn aliases_merge_names_and_a_search_for_the_alias_finds_the_entity() {
             memory.store().export_snapshot(),
             report.diagnostics
         );
+        // No instant sees the moved fact twice, under both names.
+        let then = memory.list(Some(t("2026-11-26T10:00:00Z"))).unwrap();
+        let dogs = then
+            .iter()
+            .filter(|f| f.object() == "a dog named Oscar")
+            .count();
+        assert_eq!(dogs, 1, "{backend:?}: {then:?}");
         let found = memory.search("what pets does Mel have", 5, None).unwrap();
         assert_eq!(found.len(), 2, "{backend:?}");
         let history = memory.history("MEL", None).unwrap();
