@@ -173,7 +173,7 @@ fn recall_renders_facts_then_episodes_within_the_budget() {
         "## Relevant Facts\n\
          - [preference] User prefers pytest over unittest (from 2026-02-15)\n\n\
          ## Related Episodes\n\
-         - Let's use pytest, not unittest, for the RLM project. on 2026-02-15 (entry: "
+         - Test framework for RLM on 2026-02-15 (entry: "
             .to_owned()
             + &found.episodes[0].id
             + "): The user chose pytest over unittest.\n  \
