@@ -590,7 +590,7 @@ impl SessionFact {
     /// # let t = |s: i64| Timestamp::from_unix_secs(s).unwrap();
     /// let said = SessionFact::builder("user", "lives_in", "Berlin").tag(Tag::Context)
     ///     .source("ep_1", SourceRole::Extractor).valid_from(t(10)).build()?;
-    /// let stored = said.recorded(t(99));
+    /// let stored = said.clone().recorded(t(99));
     /// assert_eq!((stored.valid_from(), stored.recorded_at()), (t(10), Some(t(99))));
     /// assert_eq!(stored.id(), said.id());
     /// # Ok::<(), fact_model::FactError>(())
