@@ -452,15 +452,19 @@ fn forgetting_an_episode_or_a_subject_leaves_no_trace() {
         let reply = r#"{"facts": [{"subject": "Anna", "predicate": "lives_in", "object": "Rome", "content": "Anna lives in Rome", "category": "knowledge", "turn": 0}]}"#;
         let (report, _) = archive(&memory, &transcript, reply, dir.path());
         let episode = report.episode_id;
-        memory
+        let architect = memory
             .add(NewMemory::new("anna", "works_as", "architect"))
-            .unwrap();
+            .unwrap()
+            .fact;
+        // Embeddings of both facts, as a service with a model stores them.
+        let vectors = memory.store().vectors().unwrap();
+        let rome = FactId::for_triple("anna", "lives_in", "Rome");
+        let embeddings = vec![(rome, vec![1.0, 0.0]), (architect.id(), vec![0.0, 1.0])];
+        vectors.put_embeddings("test-model", embeddings).unwrap();
+        assert_eq!(vectors.embedded_count("test-model"), 2, "{backend:?}");
         let forgotten = memory.forget_episode(&episode).unwrap();
-        assert_eq!(
-            forgotten.facts,
-            [FactId::for_triple("anna", "lives_in", "Rome")],
-            "{backend:?}"
-        );
+        assert_eq!(forgotten.facts, [rome], "{backend:?}");
+        assert_eq!(vectors.embedded_count("test-model"), 1, "{backend:?}");
         assert!(
             memory.store().episode(&episode).unwrap().is_none(),
             "{backend:?}"
@@ -478,6 +482,7 @@ fn forgetting_an_episode_or_a_subject_leaves_no_trace() {
         // The subject: every version of every fact about Anna.
         let report = memory.forget_subject("Anna").unwrap();
         assert_eq!(report.facts.len(), 1, "{backend:?}");
+        assert_eq!(vectors.embedded_count("test-model"), 0, "{backend:?}");
         assert!(
             memory.history("anna", None).unwrap().is_empty(),
             "{backend:?}"
