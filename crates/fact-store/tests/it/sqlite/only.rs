@@ -268,21 +268,32 @@ fn a_read_only_store_reads_and_refuses_writes_with_a_typed_error() {
     assert_eq!(err.code(), "io", "{err}");
 }
 
+/// The environment variable that names the folder of
+/// [`a_file_without_write_permission_gives_a_typed_error_on_write`] in the unprivileged
+/// child that test starts when it runs as root.
 #[cfg(unix)]
-#[test]
-fn a_file_without_write_permission_gives_a_typed_error_on_write() {
+const UNPRIVILEGED_DIR: &str = "FACTMEM_TEST_UNPRIVILEGED_DIR";
+
+/// The user and group the root case runs as: `nobody`/`nogroup` (through `setpriv`, which
+/// needs no entry in `/etc/passwd`).
+#[cfg(unix)]
+const NOBODY: u32 = 65534;
+
+/// In `dir`, which this process may write: a store with one fact, its file made 0444, then
+/// opened again and written: a typed `io` error, at the open or at the write.
+#[cfg(unix)]
+fn write_permission_is_refused_in(dir: &Path) {
     use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("facts.db");
+    let path = dir.join("facts.db");
     let clock = clock();
     open(&path, "s", &clock)
         .add(vec![fact("a", "r", "o", 1, 0)])
         .unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
-    if std::fs::OpenOptions::new().write(true).open(&path).is_ok() {
-        // Running as root: permissions do not stop writes, so there is nothing to test.
-        return;
-    }
+    assert!(
+        std::fs::OpenOptions::new().write(true).open(&path).is_err(),
+        "permissions do not bind this process: nothing would be tested"
+    );
     match SqliteFactStore::open(&path, "s", StoreConfig::default(), clock) {
         Err(err) => assert_eq!(err.code(), "io", "{err}"),
         Ok(store) => {
@@ -291,6 +302,78 @@ fn a_file_without_write_permission_gives_a_typed_error_on_write() {
             assert_eq!(err.code(), "io", "{err}");
         }
     }
+}
+
+/// A file without write permission: opening it or writing it is a typed `io` error. Root,
+/// whom permissions do not bind, runs the case in a child process of this test binary as
+/// `nobody` (through `setpriv`, as `facts/tests/hostile.rs` does), in a folder that user
+/// owns; without `setpriv` the test says why it cannot run, and fails under `CI=true`.
+#[cfg(unix)]
+#[test]
+fn a_file_without_write_permission_gives_a_typed_error_on_write() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::process::Command;
+    if let Some(dir) = std::env::var_os(UNPRIVILEGED_DIR) {
+        // The child: run the case in the folder the parent made.
+        write_permission_is_refused_in(Path::new(&dir));
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let probe = dir.path().join("probe");
+    std::fs::write(&probe, b"").unwrap();
+    std::fs::set_permissions(&probe, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let bound = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&probe)
+        .is_err();
+    std::fs::remove_file(&probe).unwrap();
+    if bound {
+        write_permission_is_refused_in(dir.path());
+        return;
+    }
+    // Root: the same case as `nobody`, in a child process.
+    if Command::new("setpriv").arg("--version").output().is_err() {
+        let message = "a file without write permission: cannot run as an unprivileged \
+                       user, running as root without `setpriv` (util-linux)";
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "{message}");
+        eprintln!("skipped: {message}");
+        return;
+    }
+    let folder = dir.path().join("nobody");
+    std::fs::create_dir(&folder).unwrap();
+    std::os::unix::fs::chown(&folder, Some(NOBODY), Some(NOBODY)).unwrap();
+    // The temporary folder is root's and 0700: `nobody` may pass through it, no more.
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
+    let nobody = NOBODY.to_string();
+    let output = Command::new("setpriv")
+        .args(["--reuid", &nobody, "--regid", &nobody, "--clear-groups"])
+        .arg(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "sqlite::only::a_file_without_write_permission_gives_a_typed_error_on_write",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(UNPRIVILEGED_DIR, &folder)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the case as nobody failed ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
+    // The filter matched this one test, and it ran.
+    assert!(
+        stdout.contains("test result: ok. 1 passed"),
+        "the case did not run as nobody:\n{stdout}\n{stderr}"
+    );
+    // What `nobody` could not write is as it was.
+    assert_eq!(
+        open(&folder.join("facts.db"), "s", &clock()).valid_count(),
+        1
+    );
 }
 
 #[test]
