@@ -2,77 +2,37 @@
 //! SIGKILL in the middle of a stream of batches leaves an intact database holding every
 //! batch it committed, whole; two processes writing one file lose nothing.
 //!
-//! The writers are this test binary run again as a child process (`current_exe`), with
-//! `FACTMEM_WRITER_DB` naming the database: [`writer`] is a child's entry point, a no-op
-//! in an ordinary run of the suite.
+//! The writers are a helper binary of this package, `fact-store-crash-writer`
+//! (`tests/bin/crash_writer.rs`), which cargo builds for this test; it adds the batches of
+//! `tests/bin/batches.rs`, compiled here too, and prints `committed N` after each commit.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 
-use fact_model::{SessionFact, SourceRole, SystemClock, Tag, Timestamp};
-use fact_store::{SessionFactStore, SqliteFactStore, StoreConfig};
+use fact_model::SystemClock;
+use fact_store::{SessionFactStore, SqliteFactStore};
 
-/// Facts per batch.
-const BATCH: usize = 100;
+#[path = "../bin/batches.rs"]
+mod batches;
 
-fn unbounded() -> StoreConfig {
-    StoreConfig::default()
-        .with_capacity(usize::MAX)
-        .with_history_limit(usize::MAX)
-        .with_auto_compact(false)
-}
+use batches::{BATCH, unbounded};
 
-fn batch(writer: &str, n: usize) -> Vec<SessionFact> {
-    let at = Timestamp::from_unix_secs(1_800_000_000 + n as i64).unwrap();
-    (0..BATCH)
-        .map(|i| {
-            SessionFact::builder(
-                format!("{writer}/batch{n}/src/file{i}.rs"),
-                "modified_by",
-                format!("task:{n}"),
-            )
-            .tag(Tag::FileChange)
-            .source(n.to_string(), SourceRole::Implementer)
-            .valid_from(at)
-            .build()
-            .unwrap()
-        })
-        .collect()
-}
+/// The writer's binary, built by cargo with this test.
+const WRITER: &str = env!("CARGO_BIN_EXE_fact-store-crash-writer");
 
-/// A child's work: add batches until `FACTMEM_WRITER_BATCHES` are in, printing
-/// `committed N` after each commit. Does nothing unless run as a child.
-#[test]
-fn writer() {
-    let Ok(db) = std::env::var("FACTMEM_WRITER_DB") else {
-        return;
-    };
-    let name = std::env::var("FACTMEM_WRITER_NAME").unwrap();
-    let batches: usize = std::env::var("FACTMEM_WRITER_BATCHES")
-        .unwrap()
-        .parse()
-        .unwrap();
-    let store = SqliteFactStore::open(&db, "crash", unbounded(), Arc::new(SystemClock)).unwrap();
-    for n in 0..batches {
-        store.add(batch(&name, n)).unwrap();
-        println!("committed {n}");
-    }
+fn batch(writer: &str, n: usize) -> Vec<fact_model::SessionFact> {
+    batches::batch(writer, n).unwrap()
 }
 
 fn spawn_writer(db: &std::path::Path, name: &str, batches: usize) -> Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "crash::writer",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("FACTMEM_WRITER_DB", db)
-        .env("FACTMEM_WRITER_NAME", name)
-        .env("FACTMEM_WRITER_BATCHES", batches.to_string())
+    Command::new(WRITER)
+        .arg(db)
+        .arg(name)
+        .arg(batches.to_string())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        // A writer that fails says why in the test's output.
+        .stderr(Stdio::inherit())
         .spawn()
         .unwrap()
 }
