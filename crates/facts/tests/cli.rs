@@ -259,16 +259,29 @@ fn replay_without_a_script_reads_stdin_when_it_is_not_a_terminal() {
     assert_eq!(json_lines(&output).len(), 1);
 }
 
+/// `replay` with no script and a terminal on stdin: a usage error, not a wait for typing.
+/// Stdin must be a terminal, which only a pseudo-terminal gives a test: `script` (util-linux;
+/// Debian's `bsdutils`, an essential package) runs the command on one. Without `script` the
+/// test says why it cannot run, and fails under `CI=true`.
 #[test]
 fn replay_without_a_script_on_a_terminal_is_a_usage_error() {
-    // `script` (util-linux) runs the command on a pseudo-terminal.
-    let Ok(probe) = Command::new("script").arg("--version").output() else {
-        eprintln!("skipped: no `script` command to make a terminal");
-        return;
+    let cannot_run = |why: String| {
+        let message = format!(
+            "replay on a terminal: {why}; install util-linux (Debian: bsdutils) for `script`"
+        );
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "{message}");
+        eprintln!("skipped: {message}");
     };
-    if !probe.status.success() {
-        eprintln!("skipped: `script --version` failed");
-        return;
+    match Command::new("script").arg("--version").output() {
+        Ok(probe) if probe.status.success() => {}
+        Ok(probe) => {
+            return cannot_run(format!(
+                "`script --version` failed ({}): {}",
+                probe.status,
+                stderr(&probe)
+            ));
+        }
+        Err(e) => return cannot_run(format!("no `script` command to make a terminal: {e}")),
     }
     let output = Command::new("script")
         .args(["--quiet", "--return", "--command"])
