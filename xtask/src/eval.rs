@@ -5,8 +5,14 @@
 //!
 //! - each of the ten samples is indexed on its own, in a fresh store: the in-memory store,
 //!   or with `--store sqlite` the SQLite store in a temporary file (its search answered by
-//!   the database's FTS5 index), or with `--store postgres` the PostgreSQL store on the
+//!   the store's search cache, or the database's FTS5 index: see below), or with
+//!   `--store postgres` the PostgreSQL store on the
 //!   server `FACTMEM_PG_URL` names, in a fresh scope per sample and run;
+//! - on SQLite and PostgreSQL, search is answered by the store's search cache (the scope's
+//!   term index in this process, the stores' default) unless `--search-cache off`, which
+//!   opens the stores without it so every query goes through the database's own index
+//!   (SQLite FTS5, PostgreSQL's GIN index); the report's `system` names the path
+//!   (`factmem-sqlite-fts5-…`, `factmem-postgres-gin-…`);
 //! - corpus `observations`: every `[text, dia_id]` of `observation.session_N_observation
 //!   .<speaker>` is one fact; corpus `turns`: every `{speaker, dia_id, text}` of
 //!   `conversation.session_N` is one fact; subject = the speaker, object = the text (texts
@@ -32,8 +38,8 @@ use fact_retrieve::{
     IndexRetriever, KeywordOverlap, OnnxEmbedder, RetrievedFact,
 };
 use fact_store::{
-    AnalyzerConfig, InMemorySessionFactStore, PgFactStore, SessionFactStore, SkipReason,
-    SqliteFactStore, StoreConfig, TermWeighting,
+    AnalyzerConfig, InMemorySessionFactStore, PgFactStore, PgOptions, SessionFactStore, SkipReason,
+    SqliteFactStore, SqliteOptions, StoreConfig, TermWeighting,
 };
 use serde_json::Value;
 
@@ -53,6 +59,9 @@ struct Options {
     scorer: Scorer,
     stemming: bool,
     store: Store,
+    /// `--search-cache on|off`: whether the SQLite and PostgreSQL stores answer search from
+    /// their in-process term index (on, the default) or through the database's index.
+    search_cache: bool,
     retriever: Retriever,
     /// The samples evaluated, by index, inclusive (`--samples 0-4`); all when `None`.
     samples: Option<(usize, usize)>,
@@ -120,6 +129,7 @@ fn parse(args: &[String]) -> Result<Options, Error> {
         scorer: Scorer::Bm25,
         stemming: true,
         store: Store::Memory,
+        search_cache: true,
         retriever: Retriever::Lexical,
         samples: None,
         memory: false,
@@ -190,6 +200,17 @@ fn parse(args: &[String]) -> Result<Options, Error> {
                     }
                 }
             }
+            "--search-cache" => {
+                options.search_cache = match value()?.as_str() {
+                    "on" => true,
+                    "off" => false,
+                    other => {
+                        return Err(usage(format!(
+                            "`--search-cache` is on or off, not `{other}`"
+                        )));
+                    }
+                }
+            }
             "--stemming" => {
                 options.stemming = match value()?.as_str() {
                     "on" => true,
@@ -247,6 +268,13 @@ fn parse(args: &[String]) -> Result<Options, Error> {
             }
             other => return Err(usage(format!("unknown flag `{other}`"))),
         }
+    }
+    if !options.search_cache && options.store == Store::Memory {
+        return Err(usage(
+            "`--search-cache off` goes with `--store sqlite` or `--store postgres`: \
+             the in-memory store has no database index to search"
+                .into(),
+        ));
     }
     if context.is_some() || context_weight.is_some() {
         if !options.memory {
@@ -306,6 +334,17 @@ fn parse(args: &[String]) -> Result<Options, Error> {
     Ok(options)
 }
 
+/// How the report's `system` names the path of a search: nothing for the in-process index
+/// (the in-memory store, or a database store's search cache), else the database's index
+/// (`fts5-` for SQLite, `gin-` for PostgreSQL), which `--search-cache off` searches.
+fn search_path(store: &Store, search_cache: bool) -> &'static str {
+    match store {
+        Store::Sqlite if !search_cache => "fts5-",
+        Store::Postgres(_) if !search_cache => "gin-",
+        Store::Memory | Store::Sqlite | Store::Postgres(_) => "",
+    }
+}
+
 /// The URL of `--store postgres`: [`PG_URL_ENV`] from `env`, or a usage error that says
 /// how to get a server.
 fn pg_url(env: impl Fn(&str) -> Option<String>) -> Result<String, Error> {
@@ -363,6 +402,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), Error> {
                 samples: options.samples,
                 model,
                 context: options.context,
+                search_cache: options.search_cache,
             },
         )?
     } else {
@@ -476,17 +516,27 @@ fn evaluate(samples: &[Value], options: &Options) -> Result<Value, Error> {
                     Error::Failed(format!("cannot make a temporary directory: {e}"))
                 })?);
                 let path = dir.path().join("eval.db");
+                let sqlite = SqliteOptions::default().with_search_cache(options.search_cache);
                 Arc::new(
-                    SqliteFactStore::open(path, "eval", config, Arc::new(SystemClock))
+                    SqliteFactStore::open_with(path, "eval", config, sqlite, Arc::new(SystemClock))
                         .map_err(|e| Error::Failed(format!("sqlite store: {e}")))?,
                 )
             }
             // A scope of its own per sample and run: the server keeps earlier runs' facts,
             // and no search crosses scopes.
-            Store::Postgres(url) => Arc::new(
-                PgFactStore::connect(url, &fresh_scope(index), config, Arc::new(SystemClock))
+            Store::Postgres(url) => {
+                let postgres = PgOptions::default().with_search_cache(options.search_cache);
+                Arc::new(
+                    PgFactStore::connect_with(
+                        url,
+                        &fresh_scope(index),
+                        config,
+                        postgres,
+                        Arc::new(SystemClock),
+                    )
                     .map_err(|e| Error::Failed(format!("postgres store: {e}")))?,
-            ),
+                )
+            }
         };
         // Evidence of each stored fact; duplicates (same triple or same statement) share one.
         let mut evidence: HashMap<FactId, HashSet<String>> = HashMap::new();
@@ -589,7 +639,7 @@ fn evaluate(samples: &[Value], options: &Options) -> Result<Value, Error> {
     };
     let round = |x: f64, digits: i32| (x * 10f64.powi(digits)).round() / 10f64.powi(digits);
     let system = format!(
-        "factmem-{}{}{}{}",
+        "factmem-{}{}{}{}{}",
         match &options.retriever {
             Retriever::Lexical => String::new(),
             Retriever::Hybrid { fusion, .. } => match fusion {
@@ -602,6 +652,7 @@ fn evaluate(samples: &[Value], options: &Options) -> Result<Value, Error> {
             Store::Sqlite => "sqlite-",
             Store::Postgres(_) => "postgres-",
         },
+        search_path(&options.store, options.search_cache),
         match options.scorer {
             Scorer::Bm25 => "bm25",
             Scorer::Overlap => "overlap",
@@ -672,6 +723,7 @@ mod tests {
             scorer: Scorer::Bm25,
             stemming: true,
             store: Store::Memory,
+            search_cache: true,
             retriever: Retriever::Lexical,
             samples: None,
             memory: false,
@@ -738,8 +790,16 @@ mod tests {
         };
         let on_sqlite = evaluate(&[sample()], &sqlite).unwrap();
         assert_eq!(on_sqlite["system"], "factmem-sqlite-bm25-porter2");
+        // And so it does through FTS5, without the search cache.
+        let fts5 = Options {
+            search_cache: false,
+            ..sqlite
+        };
+        let on_fts5 = evaluate(&[sample()], &fts5).unwrap();
+        assert_eq!(on_fts5["system"], "factmem-sqlite-fts5-bm25-porter2");
         for k in ["recall@1", "recall@5", "recall@10", "recall@20"] {
             assert_eq!(on_sqlite[k], report[k], "{k}");
+            assert_eq!(on_fts5[k], report[k], "{k}");
         }
     }
 
@@ -816,6 +876,16 @@ mod tests {
                 assert_eq!(on_postgres[k], report[k], "{k}");
             }
         }
+        // And through the GIN index, without the search cache.
+        let gin = Options {
+            search_cache: false,
+            ..postgres
+        };
+        let on_gin = evaluate(&[sample()], &gin).unwrap();
+        assert_eq!(on_gin["system"], "factmem-postgres-gin-bm25-porter2");
+        for k in ["recall@1", "recall@5", "recall@10", "recall@20"] {
+            assert_eq!(on_gin[k], report[k], "{k}");
+        }
     }
 
     #[test]
@@ -863,9 +933,41 @@ mod tests {
         ]))
         .unwrap();
         assert_eq!(
-            (ok.corpus, ok.scorer, ok.stemming),
-            (Corpus::Turns, Scorer::Overlap, false)
+            (ok.corpus, ok.scorer, ok.stemming, ok.search_cache),
+            (Corpus::Turns, Scorer::Overlap, false, true)
         );
+        // The search cache is a database store's: off goes with sqlite or postgres.
+        let off = parse(&args(&[
+            "locomo",
+            "--data",
+            "f",
+            "--search-cache",
+            "off",
+            "--store",
+            "sqlite",
+        ]))
+        .unwrap();
+        assert_eq!((off.store, off.search_cache), (Store::Sqlite, false));
+        let memory_off = parse(&args(&[
+            "locomo",
+            "--data",
+            "f",
+            "--memory",
+            "--store",
+            "sqlite",
+            "--search-cache",
+            "off",
+        ]))
+        .unwrap();
+        assert!(memory_off.memory && !memory_off.search_cache);
+        assert!(matches!(
+            parse(&args(&["locomo", "--data", "f", "--search-cache", "off"])),
+            Err(Error::Usage(m)) if m.contains("--store sqlite")
+        ));
+        assert!(matches!(
+            parse(&args(&["locomo", "--data", "f", "--store", "sqlite", "--search-cache", "no"])),
+            Err(Error::Usage(m)) if m.contains("on or off")
+        ));
         // Hybrid retrieval needs a model; its flags go with it.
         assert!(matches!(
             parse(&args(&["locomo", "--data", "f", "--retriever", "hybrid"])),

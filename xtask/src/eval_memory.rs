@@ -7,6 +7,11 @@
 //! `p50_us` and `p95_us` of one `recall` call): `temporal_dated`, the share of the
 //! temporal questions' (category 2) evidence lines found in the top 10 whose rendered
 //! line carries its session's date.
+//!
+//! On SQLite and PostgreSQL, messages are always searched through the database's own index
+//! (FTS5, or PostgreSQL's GIN index): the stores keep no message index in process. What
+//! `--search-cache off` changes is the fact search inside `recall` (the store's in-process
+//! term index, or the database's); the report's `system` then ends in `-fts5` or `-gin`.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -16,7 +21,8 @@ use dispatch_runtime::{ArchiveRequest, MemoryService};
 use fact_model::{SystemClock, Timestamp};
 use fact_retrieve::recall_message_line;
 use fact_store::{
-    InMemoryLongTermStore, LongTermStore, MessageHit, PgFactStore, SqliteFactStore, StoreConfig,
+    InMemoryLongTermStore, LongTermStore, MessageHit, PgFactStore, PgOptions, SqliteFactStore,
+    SqliteOptions, StoreConfig,
 };
 use serde_json::{Value, json};
 
@@ -44,6 +50,9 @@ pub(crate) struct MemoryOptions {
     /// Neighbouring messages lending their score: (how many, what share); the service's
     /// default when `None`.
     pub(crate) context: Option<(usize, f64)>,
+    /// Whether the SQLite and PostgreSQL stores search facts through their in-process term
+    /// index (the default) or the database's.
+    pub(crate) search_cache: bool,
 }
 
 /// `1:56 pm on 8 May, 2023` as an instant (UTC).
@@ -161,19 +170,21 @@ fn store(
     Ok(match &options.backend {
         Backend::Memory => Arc::new(InMemoryLongTermStore::new(config, Arc::new(SystemClock))),
         Backend::Sqlite => Arc::new(
-            SqliteFactStore::open(
+            SqliteFactStore::open_with(
                 dir.path().join("memory.db"),
                 &format!("eval:{index}"),
                 config,
+                SqliteOptions::default().with_search_cache(options.search_cache),
                 Arc::new(SystemClock),
             )
             .map_err(|e| Error::Failed(format!("sqlite store: {e}")))?,
         ),
         Backend::Postgres(url) => Arc::new(
-            PgFactStore::connect(
+            PgFactStore::connect_with(
                 url,
                 &crate::eval::fresh_scope(index),
                 config,
+                PgOptions::default().with_search_cache(options.search_cache),
                 Arc::new(SystemClock),
             )
             .map_err(|e| Error::Failed(format!("postgres store: {e}")))?,
@@ -317,10 +328,12 @@ pub(crate) fn evaluate(samples: &[Value], options: &MemoryOptions) -> Result<Val
     };
     let round = |x: f64, digits: i32| (x * 10f64.powi(digits)).round() / 10f64.powi(digits);
     let mut out = serde_json::Map::new();
-    let backend = match options.backend {
-        Backend::Memory => "",
-        Backend::Sqlite => "-sqlite",
-        Backend::Postgres(_) => "-postgres",
+    let backend = match (&options.backend, options.search_cache) {
+        (Backend::Memory, _) => "",
+        (Backend::Sqlite, true) => "-sqlite",
+        (Backend::Sqlite, false) => "-sqlite-fts5",
+        (Backend::Postgres(_), true) => "-postgres",
+        (Backend::Postgres(_), false) => "-postgres-gin",
     };
     let model = if options.model.is_some() {
         "-hybrid"
@@ -411,6 +424,7 @@ mod tests {
             samples: None,
             model: None,
             context: None,
+            search_cache: true,
         };
         let report = evaluate(std::slice::from_ref(&sample), &options).unwrap();
         assert_eq!(report["questions"], 2);
@@ -421,9 +435,18 @@ mod tests {
             backend: Backend::Sqlite,
             ..options
         };
-        let on_sqlite = evaluate(&[sample], &sqlite).unwrap();
+        let on_sqlite = evaluate(std::slice::from_ref(&sample), &sqlite).unwrap();
+        assert_eq!(on_sqlite["system"], "factmem-memory-sqlite");
+        // Without the search cache: the same ranking, through the database alone.
+        let through_fts5 = MemoryOptions {
+            search_cache: false,
+            ..sqlite
+        };
+        let on_fts5 = evaluate(&[sample], &through_fts5).unwrap();
+        assert_eq!(on_fts5["system"], "factmem-memory-sqlite-fts5");
         for k in ["recall@1", "recall@5", "recall@10", "recall@20"] {
             assert_eq!(on_sqlite[k], report[k], "{k}");
+            assert_eq!(on_fts5[k], report[k], "{k}");
         }
     }
 }
