@@ -176,6 +176,13 @@ enum Command {
         /// authentication: whoever reaches it reads and changes its facts).
         #[arg(long, requires = "http", conflicts_with = "allow_llm_cmd")]
         allow_remote: bool,
+        /// The longest request: a frame on stdio (the newline not counted) or the body of a
+        /// POST with --http; bytes, or a number with KiB, MiB or GiB (at least 1 KiB). A
+        /// longer one is answered with a JSON-RPC error (-32600; over HTTP with 413) and
+        /// skipped without being held in memory.
+        #[arg(long, value_name = "BYTES", default_value = bounds::DEFAULT_MAX_REQUEST,
+              value_parser = bounds::parse_size)]
+        max_request_bytes: usize,
     },
     /// Long-term memory: remember, search and recall facts, archive conversations.
     Mem(mem::MemArgs),
@@ -262,6 +269,7 @@ pub fn run() -> ExitCode {
             embedder,
             http,
             allow_remote,
+            max_request_bytes,
         } => serve_mcp(
             project,
             tokenizer,
@@ -272,6 +280,7 @@ pub fn run() -> ExitCode {
                 embedder: embedder.map(|dir| (dir, embedder_typed)),
             },
             (http, allow_remote),
+            max_request_bytes,
         ),
         Command::Mem(args) => mem::run(args, Arc::new(SystemClock)),
         Command::Ledger(args) => ledger::run(&args),
@@ -366,12 +375,14 @@ struct McpMemory<'a> {
 
 /// `facts mcp`: without a database, the runtime in memory; with one, the spec stores and
 /// the memory tools on it, semantic with an embedding model. `http` is `--http` and
-/// `--allow-remote`: without an address, stdio.
+/// `--allow-remote`: without an address, stdio. `max_request_bytes`: the longest frame or
+/// HTTP body.
 fn serve_mcp(
     project: Option<PathBuf>,
     tokenizer: Tokenizer,
     options: McpMemory<'_>,
     http: (Option<std::net::SocketAddr>, bool),
+    max_request_bytes: usize,
 ) -> Result<(), Failure> {
     let McpMemory {
         db,
@@ -411,7 +422,12 @@ fn serve_mcp(
         builder = builder.project_root(project);
     }
     let Some(database) = db else {
-        return Ok(mcp::serve(builder.build(), None, transport)?);
+        return Ok(mcp::serve(
+            builder.build(),
+            None,
+            transport,
+            max_request_bytes,
+        )?);
     };
     create_parent(database).map_err(Failure::failed)?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
@@ -432,7 +448,12 @@ fn serve_mcp(
         memory = mem::with_embedder(memory, &dir)?;
     }
     let memory = mcp::Memory::new(memory, allow_llm_cmd);
-    Ok(mcp::serve(runtime, Some(memory), transport)?)
+    Ok(mcp::serve(
+        runtime,
+        Some(memory),
+        transport,
+        max_request_bytes,
+    )?)
 }
 
 /// Creates the directory of a SQLite database if needed (a server needs nothing); the
@@ -458,10 +479,7 @@ pub(crate) mod bounds {
 
     use serde_json::Value;
 
-    /// The default limit on one request: 16 MiB.
-    pub(crate) const DEFAULT_MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
-
-    /// `--max-request-bytes`' default, as clap shows it.
+    /// `--max-request-bytes`' default, 16 MiB, as clap shows it.
     pub(crate) const DEFAULT_MAX_REQUEST: &str = "16MiB";
 
     /// The smallest limit `--max-request-bytes` takes: every message of an MCP handshake
@@ -513,7 +531,7 @@ pub(crate) mod bounds {
     pub(crate) fn describe(bytes: usize) -> String {
         let unit = [(30, "GiB"), (20, "MiB"), (10, "KiB")]
             .into_iter()
-            .find(|(shift, _)| bytes >= 1 << shift && bytes % (1 << shift) == 0);
+            .find(|(shift, _)| bytes >= 1 << shift && bytes.is_multiple_of(1 << shift));
         match unit {
             Some((shift, name)) => format!("{bytes} bytes ({} {name})", bytes >> shift),
             None => format!("{bytes} bytes"),
@@ -654,8 +672,7 @@ pub(crate) mod bounds {
         pub(crate) fn feed(&mut self, mut bytes: &[u8]) {
             while self.found.is_none() {
                 // Inside a string nobody keeps, only a quote or a backslash matters.
-                if self.in_string && !self.escaped && self.key.is_none() && self.value.is_none()
-                {
+                if self.in_string && !self.escaped && self.key.is_none() && self.value.is_none() {
                     match bytes.iter().position(|&b| b == b'"' || b == b'\\') {
                         Some(at) => bytes = bytes.get(at..).unwrap_or_default(),
                         None => return,
@@ -757,7 +774,7 @@ pub(crate) mod bounds {
 
     #[cfg(test)]
     mod tests {
-        #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+        #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::string_slice)]
 
         use serde_json::json;
 
@@ -847,10 +864,24 @@ pub(crate) mod bounds {
         fn the_id_is_found_first_last_or_not_at_all() {
             let big = "y".repeat(10_000);
             let cases = [
-                (r#"{"jsonrpc": "2.0", "id": 12, "method": "x"}"#.to_owned(), Some(json!(12))),
-                (format!(r#"{{"method": "x", "params": {{"id": 1, "t": "{big}"}}, "id": "a\"b"}}"#), Some(json!("a\"b"))),
-                (format!(r#"{{"t": "\"id\": 3, {big}", "id" : null }}"#), Some(Value::Null)),
-                (r#"{"action": "x", "id": {"k": [1, 2]}}"#.to_owned(), Some(json!({"k": [1, 2]}))),
+                (
+                    r#"{"jsonrpc": "2.0", "id": 12, "method": "x"}"#.to_owned(),
+                    Some(json!(12)),
+                ),
+                (
+                    format!(
+                        r#"{{"method": "x", "params": {{"id": 1, "t": "{big}"}}, "id": "a\"b"}}"#
+                    ),
+                    Some(json!("a\"b")),
+                ),
+                (
+                    format!(r#"{{"t": "\"id\": 3, {big}", "id" : null }}"#),
+                    Some(Value::Null),
+                ),
+                (
+                    r#"{"action": "x", "id": {"k": [1, 2]}}"#.to_owned(),
+                    Some(json!({"k": [1, 2]})),
+                ),
                 (r#"{"i\u0064": 4}"#.to_owned(), None),
                 (r#"{"idx": 4, "xid": 5}"#.to_owned(), None),
                 (r#"[{"id": 5}]"#.to_owned(), None),
@@ -860,7 +891,12 @@ pub(crate) mod bounds {
             ];
             for (text, expected) in cases {
                 for piece in [1, 2, 5, 4096] {
-                    assert_eq!(id(&text, piece), expected, "{piece}: {}", &text[..text.len().min(80)]);
+                    assert_eq!(
+                        id(&text, piece),
+                        expected,
+                        "{piece}: {}",
+                        &text[..text.len().min(80)]
+                    );
                 }
             }
         }
