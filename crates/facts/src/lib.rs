@@ -243,7 +243,35 @@ fn counter(tokenizer: Tokenizer) -> Result<Arc<dyn TokenCounter>, String> {
 pub(crate) fn command() -> clap::Command {
     Cli::command()
         .mut_subcommand("mcp", |mcp| mcp.after_help(MCP_AFTER_HELP))
-        .mut_subcommand("mem", |mem| mem.after_help(MEM_AFTER_HELP))
+        .mut_subcommand("mem", |mem| {
+            mem.after_help(MEM_AFTER_HELP)
+                .mut_subcommand("search", bounded_limit)
+                .mut_subcommand("recall", bounded_limit)
+        })
+}
+
+/// `--limit` of `facts mem search` and `recall`: at most
+/// [`MAX_SEARCH_LIMIT`](dispatch_runtime::memory_protocol::MAX_SEARCH_LIMIT) (1,000), as
+/// the memory tools take it; a larger one is a usage error, not a search that answers
+/// every fact that matches.
+fn bounded_limit(search: clap::Command) -> clap::Command {
+    use dispatch_runtime::memory_protocol::MAX_SEARCH_LIMIT;
+    search.mut_arg("limit", |limit| {
+        let help = limit
+            .get_help()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        let help = format!("{} (up to {MAX_SEARCH_LIMIT}).", help.trim_end_matches('.'));
+        limit
+            .help(help)
+            .value_parser(|text: &str| -> Result<usize, String> {
+                let n = text.parse::<u128>().map_err(|e| e.to_string())?;
+                usize::try_from(n)
+                    .ok()
+                    .filter(|&n| n <= MAX_SEARCH_LIMIT)
+                    .ok_or_else(|| format!("at most {MAX_SEARCH_LIMIT} results are searched for"))
+            })
+    })
 }
 
 /// Runs the `facts` command line (`std::env::args`) to its exit code: `main` of the binary.
