@@ -410,7 +410,111 @@ fn id_of(text: &str) -> Value {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::time::Duration;
+
     use super::*;
+
+    /// The next line `reader` gives within `wait`, if any.
+    async fn next_line(reader: &mut BufReader<DuplexStream>, wait: Duration) -> Option<Value> {
+        let mut line = String::new();
+        match tokio::time::timeout(wait, reader.read_line(&mut line)).await {
+            Ok(Ok(n)) if n > 0 => Some(serde_json::from_str(&line).unwrap()),
+            _ => None,
+        }
+    }
+
+    /// The next `n` lines of `reader` (each within 10 s), then nothing for 300 ms.
+    async fn lines(reader: &mut BufReader<DuplexStream>, n: usize) -> Vec<Value> {
+        let mut lines = Vec::new();
+        while lines.len() < n {
+            match next_line(reader, Duration::from_secs(10)).await {
+                Some(line) => lines.push(line),
+                None => break,
+            }
+        }
+        assert_eq!(lines.len(), n, "{lines:?}");
+        let more = next_line(reader, Duration::from_millis(300)).await;
+        assert_eq!(more, None, "one line more than {n}");
+        lines
+    }
+
+    /// Runs `test` with a relay reading `input`: it gets what rmcp reads, where rmcp
+    /// writes, and what the client reads.
+    fn with_relay<F, T>(input: String, test: F)
+    where
+        F: FnOnce(BufReader<DuplexStream>, DuplexStream, BufReader<DuplexStream>) -> T,
+        T: Future<Output = ()>,
+    {
+        let tokio = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        tokio.block_on(async {
+            let (client_end, relay_end) = tokio::io::duplex(1 << 20);
+            let ((reads, writes), _written) =
+                relay(std::io::Cursor::new(input.into_bytes()), relay_end, 4096);
+            test(BufReader::new(reads), writes, BufReader::new(client_end)).await;
+        });
+    }
+
+    #[test]
+    fn the_window_lets_32_requests_in_and_one_more_per_answer_written() {
+        let input: String = (1..=40)
+            .map(|id| format!("{{\"jsonrpc\": \"2.0\", \"id\": {id}, \"method\": \"ping\"}}\n"))
+            .collect();
+        with_relay(input, |mut rmcp, mut rmcp_writes, mut client| async move {
+            let inside = lines(&mut rmcp, WINDOW).await;
+            assert_eq!(inside.last().unwrap()["id"], 32);
+            // A server's own message answers nothing: nobody more comes in.
+            rmcp_writes
+                .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n")
+                .await
+                .unwrap();
+            lines(&mut rmcp, 0).await;
+            rmcp_writes
+                .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n")
+                .await
+                .unwrap();
+            let next = lines(&mut rmcp, 1).await;
+            assert_eq!(next[0]["id"], 33);
+            lines(&mut client, 2).await;
+        });
+    }
+
+    #[test]
+    fn an_id_in_use_is_refused_until_its_request_is_answered_or_cancelled() {
+        let input = [
+            r#"{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}"#,
+            r#"{"jsonrpc": "2.0", "id": 1, "method": "ping"}"#,
+            r#"{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}"#,
+            r#"{"jsonrpc": "2.0", "id": 1, "method": "ping"}"#,
+            r#"{"jsonrpc": "2.0", "id": "1", "method": "ping"}"#,
+        ]
+        .map(|line| format!("{line}\n"))
+        .concat();
+        with_relay(input, |mut rmcp, rmcp_writes, mut client| async move {
+            // rmcp stays open, and answers nothing.
+            let _open = rmcp_writes;
+            let inside = lines(&mut rmcp, 4).await;
+            let methods: Vec<&Value> = inside.iter().map(|m| &m["method"]).collect();
+            assert_eq!(
+                methods,
+                [
+                    &json!("tools/list"),
+                    &json!("notifications/cancelled"),
+                    &json!("ping"),
+                    &json!("ping")
+                ]
+            );
+            let refused = lines(&mut client, 1).await;
+            assert_eq!(refused[0]["id"], 1);
+            assert_eq!(refused[0]["error"]["code"], INVALID_REQUEST);
+            let message = refused[0]["error"]["message"].as_str().unwrap();
+            assert!(message.contains("the id 1 is in use"), "{message}");
+        });
+    }
 
     /// The id and message of a refused frame (`Null` and empty for any other).
     fn refused(frame: Frame) -> (Value, i64, String) {
