@@ -14,6 +14,10 @@
 //! - `facts completions SHELL` and `facts man --out DIR` generate shell completions and
 //!   man pages (`generate.rs`).
 //!
+//! A request is bounded wherever it comes from: a replay line, an MCP frame on stdio and an
+//! HTTP body are at most `--max-request-bytes` (16 MiB by default) and a longer one is
+//! answered with a typed error without being held in memory (`bounds` in this file).
+//!
 //! Every subcommand shares one table of exit codes (`EXIT_CODES`: 0 ok, 1 a request or
 //! operation failed, 2 usage or unreadable input, 3 not found) and the global
 //! `--log-level` option (`logging.rs`); logs go to stderr, never to stdout.
