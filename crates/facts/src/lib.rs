@@ -570,6 +570,17 @@ pub(crate) mod bounds {
         }
     }
 
+    /// `text` cut to at most `max_chars` characters, the last of them `…` when cut: what
+    /// an error message may echo of a request.
+    pub(crate) fn clip(text: &str, max_chars: usize) -> String {
+        if text.chars().nth(max_chars).is_none() {
+            return text.to_owned();
+        }
+        let mut clipped: String = text.chars().take(max_chars.saturating_sub(1)).collect();
+        clipped.push('…');
+        clipped
+    }
+
     /// What [`read_line`] read.
     #[derive(Debug, PartialEq)]
     pub(crate) enum Line {
@@ -948,6 +959,9 @@ pub(crate) mod bounds {
             assert_eq!(describe(16 << 20), "16777216 bytes (16 MiB)");
             assert_eq!(describe(1536), "1536 bytes");
             assert_eq!(describe(3 << 10), "3072 bytes (3 KiB)");
+            assert_eq!(clip("short", 5), "short");
+            assert_eq!(clip("a longer one", 5), "a lo…");
+            assert_eq!(clip("ééééé", 3), "éé…");
         }
     }
 }

@@ -60,6 +60,10 @@ pub(crate) const READ_QUEUE: usize = 4;
 /// The most lines (answers, errors) waiting to be written to the client.
 const WRITE_QUEUE: usize = WINDOW;
 
+/// The most characters of a request (an id, a parser's message quoting it) an error
+/// message echoes.
+const ECHOED_CHARS: usize = 200;
+
 /// The UTF-8 byte order mark, which rmcp skips at the start of a frame.
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
@@ -260,8 +264,9 @@ async fn forward_requests(
                     serde_json::from_str(&id).unwrap_or(Value::Null),
                     INVALID_REQUEST,
                     format!(
-                        "Invalid Request: the id {id} is in use by a request that has not been \
-                         answered yet; give every request an id of its own"
+                        "Invalid Request: the id {} is in use by a request that has not been \
+                         answered yet; give every request an id of its own",
+                        bounds::clip(&id, ECHOED_CHARS)
                     ),
                 )),
                 Frame::Request(id) => {
@@ -368,7 +373,10 @@ fn check(line: &[u8]) -> Frame {
         Ok(value) if value.get("method").is_some() && has_id(&value) => Frame::Refused(
             value.get("id").cloned().unwrap_or(Value::Null),
             INVALID_REQUEST,
-            format!("Invalid Request: {error}"),
+            format!(
+                "Invalid Request: {}",
+                bounds::clip(&error.to_string(), ECHOED_CHARS)
+            ),
         ),
         // A notification rmcp ignores, or something it answers with a `null` id.
         Ok(_) => Frame::Pass,
