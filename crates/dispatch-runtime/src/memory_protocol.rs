@@ -32,6 +32,10 @@ pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
 /// The largest `transcript` a `memory_archive` call takes, in bytes (the transcript's own
 /// limit, [`fact_extract::MAX_TRANSCRIPT_BYTES`]).
 pub const MAX_TRANSCRIPT_BYTES: usize = fact_extract::MAX_TRANSCRIPT_BYTES;
+/// The most facts (and episodes, and messages) a search answers: a `limit` of
+/// `memory_search` and `memory_recall` above it is taken as it, and `facts mem search` and
+/// `recall` refuse one ([`fact_store::MAX_SEARCH_LIMIT`]).
+pub const MAX_SEARCH_LIMIT: usize = fact_store::MAX_SEARCH_LIMIT;
 /// The code of a call that names a model command a server does not run.
 pub const LLM_CMD_NOT_ALLOWED: &str = "llm_cmd_not_allowed";
 
@@ -459,9 +463,7 @@ pub const ERROR_CODES: &[&str] = &[
 ];
 
 fn clamp_limit(limit: Option<usize>) -> usize {
-    limit
-        .unwrap_or(DEFAULT_LIMIT)
-        .clamp(1, fact_store::MAX_SEARCH_LIMIT)
+    limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_SEARCH_LIMIT)
 }
 
 fn add(service: &MemoryService, policy: &Policy, add: Add) -> Result<Value, Value> {

@@ -27,6 +27,9 @@ use crate::{
 pub mod code {
     /// A script line that is not JSON (or not UTF-8).
     pub const INVALID_JSON: &str = "invalid_json";
+    /// A script line longer than the front end's limit (`facts replay --max-request-bytes`,
+    /// 16 MiB by default); it is skipped without being held in memory.
+    pub const LINE_TOO_LONG: &str = "line_too_long";
     /// A request that is not an object, has no `action` string, or whose fields do not fit
     /// the action (missing, mistyped or unknown).
     pub const INVALID_REQUEST: &str = "invalid_request";
@@ -38,6 +41,7 @@ pub mod code {
     /// The envelope's codes.
     pub const ALL: &[&str] = &[
         INVALID_JSON,
+        LINE_TOO_LONG,
         INVALID_REQUEST,
         UNKNOWN_ACTION,
         INTERNAL_ERROR,

@@ -29,6 +29,7 @@ use rmcp::model::{
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
 
@@ -243,11 +244,13 @@ impl ServerHandler for FactsServer {
 }
 
 /// Serves MCP over `transport`: on stdio until the client disconnects, on HTTP until the
-/// process is stopped.
+/// process is stopped. No request (a stdio frame, an HTTP body) may be longer than
+/// `max_request_bytes`.
 pub(crate) fn serve(
     runtime: DispatchRuntimeManager,
     memory: Option<Memory>,
     transport: Transport,
+    max_request_bytes: usize,
 ) -> Result<(), String> {
     let server = FactsServer::new(runtime, memory);
     let tokio = tokio::runtime::Builder::new_current_thread()
@@ -255,16 +258,21 @@ pub(crate) fn serve(
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     match transport {
-        Transport::Stdio => tokio.block_on(serve_stdio(server)),
-        Transport::Http(address) => tokio.block_on(http::serve(server, address)),
+        Transport::Stdio => tokio.block_on(serve_stdio(server, max_request_bytes)),
+        Transport::Http(address) => tokio.block_on(http::serve(server, address, max_request_bytes)),
     }
 }
 
 /// One client on stdin and stdout, through the relay that answers a frame rmcp cannot
-/// parse with a JSON-RPC parse error (`mcp/frames.rs`).
-async fn serve_stdio(server: FactsServer) -> Result<(), String> {
-    let (io, written) = frames::relay(std::io::stdin(), tokio::io::stdout());
-    let served = serve_one(server, io).await;
+/// parse with a JSON-RPC error, refuses frames past `max_request_bytes` and holds back a
+/// client that does not read its answers (`mcp/frames.rs`).
+async fn serve_stdio(server: FactsServer, max_request_bytes: usize) -> Result<(), String> {
+    let ((reads, writes), written) =
+        frames::relay(std::io::stdin(), tokio::io::stdout(), max_request_bytes);
+    // The relay refused every longer frame: rmcp takes what it lets through, `\n` and all.
+    let transport = AsyncRwTransport::new_server(reads, writes)
+        .with_max_line_length(max_request_bytes.saturating_add(1));
+    let served = serve_one(server, transport).await;
     // Every answer rmcp gave is on stdout before the process exits.
     let _ = written.await;
     served

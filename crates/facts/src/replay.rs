@@ -6,6 +6,10 @@
 //! request's `id` is echoed; every failed request's `error` object carries `line`, the
 //! 1-based script line. Exit codes: 0 when every request succeeded, 1 when any failed, 2
 //! for a usage error or an unreadable script.
+//!
+//! A line is at most `--max-request-bytes` long (16 MiB by default, the newline not
+//! counted): a longer one is answered with `line_too_long` and skipped as it is read
+//! (`bounds::read_line`), so a line of any length costs at most the limit in memory.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -17,6 +21,7 @@ use dispatch_runtime::reexports::{Clock, ManualClock, SystemClock};
 use dispatch_runtime::{DispatchRuntimeManager, protocol};
 use serde_json::Value;
 
+use crate::bounds::{self, Line};
 use crate::{Failure, Tokenizer, check_project, counter};
 
 /// What `facts replay --help` adds after the options.
@@ -28,6 +33,9 @@ Conventions:
   - a request's optional \"id\" (any JSON value) is echoed in its response;
   - a failed request answers {\"ok\": false, \"error\": {\"code\", \"message\", \"line\"}},
     where \"line\" is the 1-based line of the script;
+  - a line longer than --max-request-bytes (16 MiB by default, the newline not counted) is
+    answered with the code \"line_too_long\" (and its \"id\", when one is found in it) and
+    skipped without being held in memory; the next line is read as usual;
   - SCRIPT `-`, or no SCRIPT when stdin is not a terminal, reads stdin line by line, so an
     orchestrator can keep `facts replay -` running as a coprocess on a pipe.
 
@@ -57,6 +65,12 @@ pub(crate) struct ReplayArgs {
     /// How tokens are counted.
     #[arg(long, value_enum, default_value_t = Tokenizer::Chars4)]
     tokenizer: Tokenizer,
+    /// The longest line read, the newline not counted: bytes, or a number with KiB, MiB or
+    /// GiB (at least 1 KiB). A longer line is answered with `line_too_long` and skipped
+    /// without being held in memory.
+    #[arg(long, value_name = "BYTES", default_value = bounds::DEFAULT_MAX_REQUEST,
+          value_parser = bounds::parse_size)]
+    max_request_bytes: usize,
 }
 
 /// The instant the first request of a deterministic replay sees.
@@ -134,12 +148,13 @@ pub(crate) fn run(args: ReplayArgs) -> Result<(), Failure> {
         script = %script.name(),
         project = ?args.project.as_deref().map(Path::display),
         deterministic = args.deterministic,
+        max_request_bytes = args.max_request_bytes,
         "replay started"
     );
     let input = script.open()?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let summary = answer_lines(&runtime, input, &mut out, || {
+    let summary = answer_lines(&runtime, input, args.max_request_bytes, &mut out, || {
         if let Some(manual) = &manual {
             manual.advance(Duration::from_secs(1));
         }
@@ -188,10 +203,12 @@ enum LoopError {
 }
 
 /// Answers every line of `input` as it arrives (never reading ahead), writing and flushing
-/// each response; `answered` runs after each response, to move a deterministic clock.
+/// each response; `answered` runs after each response, to move a deterministic clock. A
+/// line longer than `limit` is answered with `line_too_long`, never held whole.
 fn answer_lines(
     runtime: &DispatchRuntimeManager,
     mut input: impl BufRead,
+    limit: usize,
     out: &mut impl Write,
     mut answered: impl FnMut(),
 ) -> Result<Summary, LoopError> {
@@ -201,15 +218,13 @@ fn answer_lines(
     };
     let mut line = Vec::new();
     for number in 1.. {
-        line.clear();
-        if input
-            .read_until(b'\n', &mut line)
-            .map_err(LoopError::Read)?
-            == 0
-        {
-            break;
-        }
-        let Some(mut answer) = protocol::handle_line(runtime, &line) else {
+        let read = bounds::read_line(&mut input, &mut line, limit).map_err(LoopError::Read)?;
+        let answer = match read {
+            Line::End => break,
+            Line::Whole | Line::Partial => protocol::handle_line(runtime, &line),
+            Line::TooLong { bytes, id, .. } => Some(too_long(number, bytes, id, limit)),
+        };
+        let Some(mut answer) = answer else {
             continue;
         };
         answered();
@@ -224,6 +239,24 @@ fn answer_lines(
         out.flush().map_err(LoopError::Write)?;
     }
     Ok(summary)
+}
+
+/// The answer to line `number`, `bytes` long, past the limit: `line_too_long`, with the
+/// request's `id` when it was found while the line was skipped.
+fn too_long(number: usize, bytes: u64, id: Option<Value>, limit: usize) -> Value {
+    tracing::info!("line {number} ({bytes} bytes) is over the limit of {limit} bytes: skipped");
+    let mut answer = protocol::error(
+        protocol::code::LINE_TOO_LONG,
+        format!(
+            "line {number} is {bytes} bytes long, over the limit of {}; it was skipped \
+             without being read into memory (--max-request-bytes sets the limit)",
+            bounds::describe(limit)
+        ),
+    );
+    if let (Some(id), Some(fields)) = (id, answer.as_object_mut()) {
+        fields.insert("id".into(), id);
+    }
+    answer
 }
 
 /// Adds `"line": N` to a failure's `error` object, so a script's author can find the line.

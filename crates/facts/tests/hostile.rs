@@ -730,7 +730,8 @@ fn an_escaped_nul_in_a_memory_fact_round_trips_through_sqlite() {
 // ---------------------------------------------------------------------------------------
 // Size and depth
 
-/// An empty output is `marker_missing`; a 50 MB output is answered; the run goes on.
+/// An empty output is `marker_missing`; a 50 MB output is answered (with the limit on a
+/// line raised past it; under the default 16 MiB it is `line_too_long`); the run goes on.
 #[test]
 fn replay_answers_an_empty_and_a_50_mb_output_and_goes_on() {
     let project = Project::new();
@@ -743,7 +744,22 @@ fn replay_answers_an_empty_and_a_50_mb_output_and_goes_on() {
     script.extend(line(&ingest("1", "")));
     script.extend(line(&ingest("1", &big)));
     script.extend(line(&history("src/big.rs")));
-    let replay = project.replay(&script);
+    let refused = project.replay(&script);
+    refused.exited(1).says("2 of 4 requests failed (line 2, 3)");
+    assert_eq!(refused.lines()[2]["error"]["code"], "line_too_long");
+    let root = project.root().to_str().unwrap();
+    let replay = facts(
+        project.root(),
+        &[
+            "replay",
+            "-",
+            "--project",
+            root,
+            "--max-request-bytes",
+            "64MiB",
+        ],
+        &script,
+    );
     replay.exited(1).says("1 of 4 requests failed (line 2)");
     let answers = replay.lines();
     assert_eq!(
