@@ -328,7 +328,9 @@ fn check(json: &str) {
     }
     let first = store();
     if first.import_snapshot(json).is_ok() {
-        let exported = first.export_snapshot();
+        let exported = first
+            .export_snapshot()
+            .expect("the in-memory store reads");
         let second = store();
         let report = second.import_snapshot(&exported.to_json());
         assert!(
@@ -336,7 +338,9 @@ fn check(json: &str) {
             "an exported snapshot does not import: {report:?}"
         );
         assert_eq!(
-            second.export_snapshot(),
+            second
+                .export_snapshot()
+                .expect("the in-memory store reads"),
             exported,
             "export, import, export differs"
         );

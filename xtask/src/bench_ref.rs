@@ -602,6 +602,7 @@ fn harness(text: &str, count_heap: bool) -> Result<Vec<(&'static str, Value)>, E
     let store: Arc<dyn SessionFactStore> =
         Arc::new(InMemorySessionFactStore::new(config, clock.clone()));
     let extractor = RuleBasedFactExtractor::with_defaults(clock.clone());
+    let store_failed = |e: fact_store::StoreError| Error::Failed(format!("store: {e}"));
     let mut results = 0usize;
     let start = Instant::now();
     for item in &items {
@@ -609,9 +610,7 @@ fn harness(text: &str, count_heap: bool) -> Result<Vec<(&'static str, Value)>, E
             Item::Result(task, result) => extractor.extract(result, task),
             Item::Query(_) => continue,
         };
-        store
-            .add(extraction.facts)
-            .map_err(|e| Error::Failed(format!("store: {e}")))?;
+        store.add(extraction.facts).map_err(store_failed)?;
         results += 1;
         // Each result one second after the last, so versions are ordered as they came.
         clock.advance(Duration::from_secs(1));
@@ -628,7 +627,7 @@ fn harness(text: &str, count_heap: bool) -> Result<Vec<(&'static str, Value)>, E
     for item in &items {
         let Item::Query(query) = item else { continue };
         let start = Instant::now();
-        let retrieval = retriever.retrieve(query);
+        let retrieval = retriever.retrieve(query).map_err(store_failed)?;
         times_us.push(start.elapsed().as_secs_f64() * 1e6);
         chars += retrieval.section.chars().count();
     }
@@ -638,10 +637,10 @@ fn harness(text: &str, count_heap: bool) -> Result<Vec<(&'static str, Value)>, E
             .get(((times_us.len() as f64) * q) as usize)
             .map_or(Value::Null, |t| round(*t, 1).into())
     };
-    let stored = store.stored_count();
+    let stored = store.stored_count().map_err(store_failed)?;
+    let valid = store.valid_count().map_err(store_failed)?;
     eprintln!(
-        "factmem: {stored} stored versions ({} valid); store heap {:.0} B per stored version",
-        store.valid_count(),
+        "factmem: {stored} stored versions ({valid} valid); store heap {:.0} B per stored version",
         (held - before_store) as f64 / stored.max(1) as f64
     );
     let mb = |bytes: isize| {
@@ -654,7 +653,7 @@ fn harness(text: &str, count_heap: bool) -> Result<Vec<(&'static str, Value)>, E
     Ok(vec![
         ("system", "factmem".into()),
         ("results", results.into()),
-        ("valid", store.valid_count().into()),
+        ("valid", valid.into()),
         (
             "add_us_per_result",
             round(ingest.as_secs_f64() * 1e6 / results as f64, 2).into(),

@@ -561,7 +561,9 @@ fn evaluate(samples: &[Value], options: &Options) -> Result<Value, Error> {
                 evidence.entry(existing).or_default().extend(moved);
             }
         }
-        facts_indexed += store.valid_count();
+        facts_indexed += store
+            .valid_count()
+            .map_err(|e| Error::Failed(format!("store: {e}")))?;
         let weighting: Box<dyn TermWeighting> = match options.scorer {
             Scorer::Bm25 => Box::new(Bm25::default()),
             Scorer::Overlap => Box::new(KeywordOverlap),
@@ -596,7 +598,11 @@ fn evaluate(samples: &[Value], options: &Options) -> Result<Value, Error> {
             }
             _ => {
                 let retriever = IndexRetriever::new(store).with_weighting(weighting);
-                Box::new(move |query| Ok(retriever.rank(query)))
+                Box::new(move |query| {
+                    retriever
+                        .rank(query)
+                        .map_err(|e| Error::Failed(format!("ranking: {e}")))
+                })
             }
         };
         for qa in sample["qa"].as_array().into_iter().flatten() {

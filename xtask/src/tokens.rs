@@ -175,7 +175,7 @@ fn evaluate(spec: &Path) -> Result<SpecReport, Error> {
         };
         report.max_context = report.max_context.max(section_tokens);
     }
-    let telemetry = runtime.telemetry();
+    let telemetry = runtime.telemetry().map_err(failed)?;
     report.injected = telemetry.session_context_tokens_injected;
     report.observed = telemetry.observation_tokens_ingested;
     report.masked = telemetry.masking_savings_tokens;

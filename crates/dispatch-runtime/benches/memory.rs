@@ -86,7 +86,7 @@ fn fill(store: &dyn LongTermStore) {
     for batch in facts() {
         store.add(batch).unwrap();
     }
-    assert_eq!(store.valid_count(), 10_000);
+    assert_eq!(store.valid_count().unwrap(), 10_000);
 }
 
 /// What memory holds about a 20-message conversation, and the prompt that lists it.

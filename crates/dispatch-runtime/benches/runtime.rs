@@ -69,7 +69,7 @@ fn filled() -> (DispatchRuntimeManager, PathBuf, workload::Workload) {
 #[divan::bench(sample_count = 300)]
 fn compile_prompt_with_500_facts(bencher: Bencher<'_, '_>) {
     let (runtime, dir, workload) = filled();
-    let facts = runtime.telemetry().facts_valid;
+    let facts = runtime.telemetry().unwrap().facts_valid;
     assert!((450..=550).contains(&facts), "{facts} valid facts");
     let task = (workload.tasks.len() + 1).to_string();
     let run = runtime

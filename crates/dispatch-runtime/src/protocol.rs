@@ -516,9 +516,12 @@ fn answer(runtime: &DispatchRuntimeManager, object: &Map<String, Value>) -> Valu
                 .map(|s| success(json!({"snapshot": s})))
                 .map_err(|e| error(e.code(), e.to_string()))
         }),
-        "get_telemetry" => {
-            parse::<NoFields>(request).map(|_| success(json!({"telemetry": runtime.telemetry()})))
-        }
+        "get_telemetry" => parse::<NoFields>(request).and_then(|_| {
+            runtime
+                .telemetry()
+                .map(|telemetry| success(json!({ "telemetry": telemetry })))
+                .map_err(|e| error(e.code(), e.to_string()))
+        }),
         "query_facts" => parse::<QueryFacts>(request).and_then(|q| {
             let mut query = fact_retrieve::FactQuery::new(q.task_id, q.task_description);
             query.tags = q.tags;

@@ -15,7 +15,7 @@ use fact_model::{CharsPerToken, TokenCounter};
 use fact_retrieve::{FactQuery, FactRetriever, IndexRetriever};
 use fact_store::{
     AddReport, Episode, EpisodeStore, InMemorySessionFactStore, SessionFactStore, StoreConfig,
-    StoreResult,
+    StoreError, StoreResult,
 };
 use ledger::{LedgerCache, LedgerError, StallConfig, TaskLedger};
 use serde::{Deserialize, Serialize};
@@ -97,25 +97,37 @@ impl Spec {
     /// and the task's fixes and blockers, a completed implementation its blockers); the
     /// result's own facts go in last, so notes an approving review makes stay valid.
     /// Returns how many facts were added and how many invalidated.
+    ///
+    /// After an automatic compaction the store's valid count is read: when that read
+    /// fails, the facts are stored and the error is returned.
     fn remember(&self, extraction: Extraction) -> StoreResult<Remembered> {
         let mut settled = 0;
         for selector in &extraction.settles {
             settled += self.store.invalidate_matching(selector)?.len();
         }
         let report = self.store.add(extraction.facts)?;
-        let compaction = report.compaction.as_ref().map(|c| Compaction {
-            dropped_history: c.dropped_history,
-            merged: c.merged,
-            summaries: c.summaries.len(),
-            dropped_valid: c.dropped_valid.len(),
-            valid_after: self.store.valid_count(),
-        });
+        let compaction = match &report.compaction {
+            Some(c) => Some(Compaction {
+                dropped_history: c.dropped_history,
+                merged: c.merged,
+                summaries: c.summaries.len(),
+                dropped_valid: c.dropped_valid.len(),
+                valid_after: self.store.valid_count()?,
+            }),
+            None => None,
+        };
         Ok(Remembered {
             added: report.added.len(),
             invalidated: report.invalidated.len() + settled,
             compaction,
         })
     }
+}
+
+/// A store's error as the runtime reports it: [`RuntimeError::Store`], whose protocol
+/// code is `store_` and the store's own.
+fn store_error(source: StoreError) -> RuntimeError {
+    RuntimeError::Store { source }
 }
 
 /// What [`Spec::remember`] did.
@@ -530,8 +542,7 @@ impl DispatchRuntimeManager {
         match state.specs.entry(spec_name.to_owned()) {
             std::collections::hash_map::Entry::Occupied(entry) => Ok(entry.into_mut()),
             std::collections::hash_map::Entry::Vacant(entry) => {
-                let store = (self.stores)(spec_name, self.clock.clone())
-                    .map_err(|source| RuntimeError::Store { source })?;
+                let store = (self.stores)(spec_name, self.clock.clone()).map_err(store_error)?;
                 let retriever = (self.retrievers)(store.clone(), self.counter.clone());
                 Ok(entry.insert(Spec {
                     store,
@@ -703,7 +714,7 @@ impl DispatchRuntimeManager {
     /// # Errors
     ///
     /// [`RuntimeError::InvalidSpecName`], or [`RuntimeError::Store`] when the spec's store
-    /// cannot be opened.
+    /// cannot be opened or read.
     pub fn knows_spec(&self, spec_name: &str) -> Result<bool, RuntimeError> {
         check_spec_name(spec_name)?;
         let mut state = self.lock();
@@ -712,11 +723,11 @@ impl DispatchRuntimeManager {
         }
         let known = state.specs.contains_key(spec_name);
         let stored = self.spec(&mut state, spec_name)?.store.stored_count();
-        if !known && stored == 0 {
-            // Do not keep an empty store open for every misspelled name.
+        if !known && !matches!(stored, Ok(stored) if stored > 0) {
+            // Do not keep an empty (or unreadable) store open for every misspelled name.
             state.specs.remove(spec_name);
         }
-        Ok(stored > 0)
+        Ok(stored.map_err(store_error)? > 0)
     }
 
     /// Reads one agent output into the run: contract checks, facts into the spec's store,
@@ -730,8 +741,10 @@ impl DispatchRuntimeManager {
     ///
     /// [`RuntimeError::NotADispatchRole`], [`RuntimeError::RunNotInitialized`],
     /// [`RuntimeError::RunTaskMismatch`], or [`RuntimeError::Store`] when the spec's store
-    /// cannot be opened or cannot write
-    /// (nothing of the result is recorded then, and the run's ledger is unchanged).
+    /// cannot be opened or cannot write (nothing of the result is recorded then, and the
+    /// run's ledger is unchanged), or cannot be read after an automatic compaction (the
+    /// result's facts are stored then, the run's ledger is unchanged, and ingesting the
+    /// same output again records it: its facts are refreshed, not repeated).
     pub fn ingest_output(
         &self,
         request: IngestOutputRequest,
@@ -793,7 +806,7 @@ impl DispatchRuntimeManager {
         let remembered = self
             .spec(&mut state, &spec_name)?
             .remember(extraction)
-            .map_err(|source| RuntimeError::Store { source })?;
+            .map_err(store_error)?;
         let Some(run) = state.runs.get_mut(&request.run_id) else {
             return Err(RuntimeError::RunNotInitialized {
                 run_id: request.run_id,
@@ -885,28 +898,34 @@ impl DispatchRuntimeManager {
     ///
     /// # Errors
     ///
-    /// [`RuntimeError::Store`] when the spec's store cannot be opened.
+    /// [`RuntimeError::Store`] when the spec's store cannot be opened or read.
     pub fn query_facts(
         &self,
         spec_name: &str,
         query: &FactQuery,
     ) -> Result<fact_retrieve::Retrieval, RuntimeError> {
         let mut state = self.lock();
-        Ok(self.spec(&mut state, spec_name)?.retriever.retrieve(query))
+        self.spec(&mut state, spec_name)?
+            .retriever
+            .retrieve(query)
+            .map_err(store_error)
     }
 
     /// Every version of the facts about `subject` in `spec_name`, oldest first.
     ///
     /// # Errors
     ///
-    /// [`RuntimeError::Store`] when the spec's store cannot be opened.
+    /// [`RuntimeError::Store`] when the spec's store cannot be opened or read.
     pub fn fact_history(
         &self,
         spec_name: &str,
         subject: &str,
     ) -> Result<Vec<SessionFact>, RuntimeError> {
         let mut state = self.lock();
-        Ok(self.spec(&mut state, spec_name)?.store.history(subject))
+        self.spec(&mut state, spec_name)?
+            .store
+            .history(subject)
+            .map_err(store_error)
     }
 
     /// Archives a spec's session into a durable memory: its valid facts go into `facts`
@@ -917,7 +936,8 @@ impl DispatchRuntimeManager {
     ///
     /// # Errors
     ///
-    /// [`RuntimeError::Store`] when a store cannot be opened or written.
+    /// [`RuntimeError::Store`] when a store cannot be opened, read or written; when the
+    /// spec's facts cannot be read nothing is archived (never an empty session).
     pub fn archive_spec(
         &self,
         spec_name: &str,
@@ -926,9 +946,11 @@ impl DispatchRuntimeManager {
     ) -> Result<SpecArchive, RuntimeError> {
         let valid = {
             let mut state = self.lock();
-            self.spec(&mut state, spec_name)?.store.valid_facts()
+            self.spec(&mut state, spec_name)?
+                .store
+                .valid_facts()
+                .map_err(store_error)?
         };
-        let store_error = |source| RuntimeError::Store { source };
         // The session as messages: one line per valid fact, said when it became valid.
         let messages: Vec<Message> = valid
             .iter()
@@ -959,7 +981,12 @@ impl DispatchRuntimeManager {
     }
 
     /// The counters so far, with the stores' current fact counts.
-    pub fn telemetry(&self) -> Telemetry {
+    ///
+    /// # Errors
+    ///
+    /// [`RuntimeError::Store`] when a spec's store cannot be read (its counts would be
+    /// wrong, so no telemetry is answered).
+    pub fn telemetry(&self) -> Result<Telemetry, RuntimeError> {
         let state = self.lock();
         let mut telemetry = state.telemetry.clone();
         telemetry.ledger_rebuild_count = self.ledgers.rebuilds();
@@ -988,12 +1015,12 @@ impl DispatchRuntimeManager {
                 .or_insert(0);
         }
         for spec in state.specs.values() {
-            let stored = spec.store.stored_count();
-            let valid = spec.store.valid_count();
+            let stored = spec.store.stored_count().map_err(store_error)?;
+            let valid = spec.store.valid_count().map_err(store_error)?;
             telemetry.facts_stored += stored;
             telemetry.facts_valid += valid;
             telemetry.facts_invalidated += stored.saturating_sub(valid);
         }
-        telemetry
+        Ok(telemetry)
     }
 }

@@ -63,7 +63,7 @@ fn bench(bencher: Bencher<'_, '_>, facts: usize, weighting: Box<dyn TermWeightin
     let mut next = queries.iter().cycle();
     bencher
         .with_inputs(|| next.next().unwrap())
-        .bench_local_values(|query| retriever.retrieve(query));
+        .bench_local_values(|query| retriever.retrieve(query).unwrap());
 }
 
 #[divan::bench(args = [1_000, 100_000], sample_count = 500)]
@@ -109,5 +109,5 @@ fn retrieve_long_query(bencher: Bencher<'_, '_>, varied: bool) {
     let (store, queries) = setup(1_000);
     let query = long_query(&queries, varied);
     let retriever = IndexRetriever::new(store);
-    bencher.bench_local(|| retriever.retrieve(&query));
+    bencher.bench_local(|| retriever.retrieve(&query).unwrap());
 }

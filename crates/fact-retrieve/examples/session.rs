@@ -79,14 +79,14 @@ fn main() -> Result<(), Box<dyn Error>> {
             "{role:<11} result: {facts:>2} facts extracted, {} added, {} invalidated -> {} valid",
             report.added.len(),
             report.invalidated.len(),
-            store.valid_count()
+            store.valid_count()?
         );
     }
 
     let description = "Wire the ledger cache into the runtime: the parser output, file metadata \
                        and stall detection must reach compile_prompt";
     let query = FactQuery::new("4", description).with_max_tokens(200);
-    let retrieval = IndexRetriever::new(store).retrieve(&query);
+    let retrieval = IndexRetriever::new(store).retrieve(&query)?;
     println!("\nTask 4: {description}\n");
     println!("{}\n", retrieval.section);
     println!(

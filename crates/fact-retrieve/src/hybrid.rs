@@ -65,7 +65,8 @@ pub enum HybridError {
     /// The model failed.
     #[error(transparent)]
     Embed(#[from] EmbedError),
-    /// The store failed to keep the embeddings.
+    /// The store failed: to keep the embeddings, or to read facts, embeddings or
+    /// episodes.
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -134,7 +135,7 @@ impl HybridError {
 /// retriever.embed_facts(&[fact])?;
 ///
 /// // No word in common, found by meaning.
-/// let found = retriever.retrieve(&FactQuery::new("q", "Which pet does she have?"));
+/// let found = retriever.retrieve(&FactQuery::new("q", "Which pet does she have?"))?;
 /// assert_eq!(found.facts.len(), 1);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -259,12 +260,13 @@ impl HybridRetriever {
     ///
     /// # Errors
     ///
-    /// As [`embed_facts`](Self::embed_facts).
+    /// As [`embed_facts`](Self::embed_facts); and [`HybridError::Store`] when the store
+    /// cannot say which facts lack an embedding (never taken for "none").
     pub fn embed_missing(&self) -> Result<usize, HybridError> {
         let vectors = self.vectors()?;
         let mut total = 0;
         loop {
-            let missing = vectors.unembedded(self.embedder.model(), 4 * EMBED_BATCH);
+            let missing = vectors.unembedded(self.embedder.model(), 4 * EMBED_BATCH)?;
             if missing.is_empty() {
                 return Ok(total);
             }
@@ -281,26 +283,47 @@ impl HybridRetriever {
     ///
     /// # Errors
     ///
-    /// The model's error when the query cannot be embedded.
+    /// The model's error when the query cannot be embedded, or the store's when it cannot
+    /// read (the lexical or the vector candidates).
     pub fn rank(&self, query: &FactQuery) -> Result<Vec<RetrievedFact>, HybridError> {
-        self.ranked(query, true)
-    }
-
-    /// [`rank`](Self::rank), with the vector side only when `vectors` is set.
-    fn ranked(&self, query: &FactQuery, vectors: bool) -> Result<Vec<RetrievedFact>, HybridError> {
         if query.max_facts == 0 {
             return Ok(Vec::new());
         }
         let text = query_text(self.store.analyzer(), &query.task_description);
-        let depth = self.candidates.max(query.max_facts.saturating_mul(2));
-        let lexical = self
-            .store
-            .search(&query.term_query(text, depth), &*self.weighting);
-        let semantic = if vectors && query.as_of.is_none() {
+        let depth = self.depth(query);
+        let semantic = if query.as_of.is_none() {
             self.nearest(text, query, depth)?
         } else {
             Vec::new()
         };
+        Ok(self.fused(query, text, semantic)?)
+    }
+
+    /// [`rank`](Self::rank) without the vector side: what answers when the model fails.
+    fn rank_lexical(&self, query: &FactQuery) -> Result<Vec<RetrievedFact>, StoreError> {
+        if query.max_facts == 0 {
+            return Ok(Vec::new());
+        }
+        let text = query_text(self.store.analyzer(), &query.task_description);
+        self.fused(query, text, Vec::new())
+    }
+
+    /// How many candidates each side gives for `query`.
+    fn depth(&self, query: &FactQuery) -> usize {
+        self.candidates.max(query.max_facts.saturating_mul(2))
+    }
+
+    /// The lexical candidates for `text` fused with the vector candidates `semantic`, one
+    /// per point, at most `max_facts`.
+    fn fused(
+        &self,
+        query: &FactQuery,
+        text: &str,
+        semantic: Vec<ScoredFact>,
+    ) -> Result<Vec<RetrievedFact>, StoreError> {
+        let lexical = self
+            .store
+            .search(&query.term_query(text, self.depth(query)), &*self.weighting)?;
         let mut ranked = fold_same_points(fuse(self.fusion, lexical, semantic));
         ranked.truncate(query.max_facts);
         Ok(ranked)
@@ -321,7 +344,8 @@ impl HybridRetriever {
             }
             .into());
         };
-        let mut found = vectors.nearest(&query.vector_query(self.embedder.model(), vector, depth));
+        let mut found =
+            vectors.nearest(&query.vector_query(self.embedder.model(), vector, depth))?;
         found.retain(|scored| scored.score >= self.min_similarity);
         Ok(found)
     }
@@ -331,7 +355,7 @@ impl HybridRetriever {
     ///
     /// # Errors
     ///
-    /// The model's error, or the episode store's.
+    /// The model's error, or the fact or episode store's.
     pub fn recall(
         &self,
         episodes: &dyn EpisodeStore,
@@ -343,7 +367,7 @@ impl HybridRetriever {
         // the facts valid then by their words.
         let facts = match query.as_of {
             Some(_) => {
-                let mut found = self.store.search(&query.facts(text), &*self.weighting);
+                let mut found = self.store.search(&query.facts(text), &*self.weighting)?;
                 found.sort_by(|a, b| {
                     b.score
                         .total_cmp(&a.score)
@@ -372,13 +396,16 @@ impl HybridRetriever {
 impl FactRetriever for HybridRetriever {
     /// The hybrid ranking within the budget. A query the model fails on is answered by the
     /// lexical side alone (the failure is the caller's to see through
-    /// [`rank`](HybridRetriever::rank)); `retrieve` never fails.
-    fn retrieve(&self, query: &FactQuery) -> Retrieval {
-        let facts = self
-            .rank(query)
-            .or_else(|_| self.ranked(query, false))
-            .unwrap_or_default();
-        within_budget(facts, query.max_tokens, &*self.counter)
+    /// [`rank`](HybridRetriever::rank)); a store that cannot read is an error, never an
+    /// empty answer.
+    fn retrieve(&self, query: &FactQuery) -> Result<Retrieval, StoreError> {
+        let facts = match self.rank(query) {
+            Ok(facts) => facts,
+            Err(HybridError::Store(error)) => return Err(error),
+            // The model failed (or, never after `new`, the store lost its vectors).
+            Err(HybridError::Embed(_) | HybridError::NoVectors) => self.rank_lexical(query)?,
+        };
+        Ok(within_budget(facts, query.max_tokens, &*self.counter))
     }
 }
 

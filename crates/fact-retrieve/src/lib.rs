@@ -46,7 +46,7 @@
 //! ])?;
 //!
 //! // Task 2 names the lexer: only the fact that shares a term with it is retrieved.
-//! let retrieval = IndexRetriever::new(store).retrieve(&FactQuery::new("2", "Extend the lexer"));
+//! let retrieval = IndexRetriever::new(store).retrieve(&FactQuery::new("2", "Extend the lexer"))?;
 //! assert_eq!(retrieval.facts.len(), 1);
 //! assert_eq!(retrieval.facts[0].fact.subject(), "src/lexer.rs");
 //! assert!(retrieval.section.starts_with(fact_retrieve::SESSION_CONTEXT_HEADER));

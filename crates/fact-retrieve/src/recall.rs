@@ -194,7 +194,7 @@ pub struct Recall {
 ///
 /// # Errors
 ///
-/// The [`fact_store::StoreError`] of an episode store that cannot read.
+/// The [`fact_store::StoreError`] of a fact or episode store that cannot read.
 pub fn recall(
     facts: &dyn SessionFactStore,
     episodes: &dyn EpisodeStore,
@@ -203,7 +203,7 @@ pub fn recall(
 ) -> StoreResult<Recall> {
     // A long question is cut as a dispatch query is (see `query_text`).
     let text = query_text(facts.analyzer(), query.text);
-    let mut found = facts.search(&query.facts(text), &Bm25::default());
+    let mut found = facts.search(&query.facts(text), &Bm25::default())?;
     found.sort_by(|a, b| {
         b.score
             .total_cmp(&a.score)

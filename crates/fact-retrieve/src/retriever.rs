@@ -4,7 +4,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use fact_model::{SessionFact, Tag, Timestamp};
-use fact_store::{SessionFactStore, TermQuery, TermWeighting, VectorQuery};
+use fact_store::{SessionFactStore, StoreError, TermQuery, TermWeighting, VectorQuery};
 use serde::{Deserialize, Serialize};
 
 use crate::dedup::fold_same_points;
@@ -142,21 +142,31 @@ pub struct Retrieval {
     pub tokens_used: usize,
 }
 
-/// Finds the facts relevant to a task, within a token budget. Never fails: a retrieval
-/// that finds nothing returns an empty [`Retrieval`].
+/// Finds the facts relevant to a task, within a token budget.
+///
+/// A retrieval that finds nothing is an empty [`Retrieval`]; one the store could not answer
+/// is the store's [`StoreError`] (its [`code`](StoreError::code) says why), never an empty
+/// answer: a caller must not mistake a broken database for a memory that knows nothing.
+/// The store is the only thing a retrieval reads, so its error is the only one
+/// `retrieve` returns (a [`HybridRetriever`](crate::HybridRetriever) whose model fails
+/// answers from the words alone).
 pub trait FactRetriever: Send + Sync + Debug {
     /// The facts for `query`, best first, with their rendered section.
-    fn retrieve(&self, query: &FactQuery) -> Retrieval;
+    ///
+    /// # Errors
+    ///
+    /// The [`StoreError`] of a store that cannot read.
+    fn retrieve(&self, query: &FactQuery) -> Result<Retrieval, StoreError>;
 }
 
 impl<R: FactRetriever + ?Sized> FactRetriever for Box<R> {
-    fn retrieve(&self, query: &FactQuery) -> Retrieval {
+    fn retrieve(&self, query: &FactQuery) -> Result<Retrieval, StoreError> {
         (**self).retrieve(query)
     }
 }
 
 impl<R: FactRetriever + ?Sized> FactRetriever for Arc<R> {
-    fn retrieve(&self, query: &FactQuery) -> Retrieval {
+    fn retrieve(&self, query: &FactQuery) -> Result<Retrieval, StoreError> {
         (**self).retrieve(query)
     }
 }
@@ -197,12 +207,12 @@ impl<R: FactRetriever + ?Sized> FactRetriever for Arc<R> {
 /// let store = Arc::new(InMemorySessionFactStore::default());
 /// store.add(vec![SessionFact::builder("src/parser.rs", "modified_by", "task:2")
 ///     .tag(Tag::FileChange).source("2", SourceRole::Implementer)
-///     .valid_from(Timestamp::UNIX_EPOCH).build()?]);
+///     .valid_from(Timestamp::UNIX_EPOCH).build()?])?;
 /// let retriever = IndexRetriever::new(store);
-/// let found = retriever.retrieve(&FactQuery::new("5", "Extend the parser with comments"));
+/// let found = retriever.retrieve(&FactQuery::new("5", "Extend the parser with comments"))?;
 /// assert_eq!(found.section, "[Session Context]\n- src/parser.rs modified_by task:2 [task:2]");
-/// assert!(retriever.retrieve(&FactQuery::new("5", "Write the changelog")).facts.is_empty());
-/// # Ok::<(), fact_model::FactError>(())
+/// assert!(retriever.retrieve(&FactQuery::new("5", "Write the changelog"))?.facts.is_empty());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]
 pub struct IndexRetriever {
@@ -246,16 +256,19 @@ impl IndexRetriever {
 
     /// The ranked facts for `query`, one per point, before the token budget (steps 1–4
     /// above, without the budget).
-    #[must_use]
-    pub fn rank(&self, query: &FactQuery) -> Vec<RetrievedFact> {
+    ///
+    /// # Errors
+    ///
+    /// The [`StoreError`] of a store that cannot read.
+    pub fn rank(&self, query: &FactQuery) -> Result<Vec<RetrievedFact>, StoreError> {
         if query.max_facts == 0 {
-            return Vec::new();
+            return Ok(Vec::new());
         }
         let text = query_text(self.store.analyzer(), &query.task_description);
         let mut window = query.max_facts.saturating_mul(2);
         loop {
             let term_query = query.term_query(text, window);
-            let found = self.store.search(&term_query, &*self.weighting);
+            let found = self.store.search(&term_query, &*self.weighting)?;
             let all = found.len() < window;
             let mut ranked = fold_same_points(
                 found
@@ -268,7 +281,7 @@ impl IndexRetriever {
             );
             if all || ranked.len() >= query.max_facts {
                 ranked.truncate(query.max_facts);
-                return ranked;
+                return Ok(ranked);
             }
             window = window.saturating_mul(2);
         }
@@ -276,8 +289,12 @@ impl IndexRetriever {
 }
 
 impl FactRetriever for IndexRetriever {
-    fn retrieve(&self, query: &FactQuery) -> Retrieval {
-        within_budget(self.rank(query), query.max_tokens, &*self.counter)
+    fn retrieve(&self, query: &FactQuery) -> Result<Retrieval, StoreError> {
+        Ok(within_budget(
+            self.rank(query)?,
+            query.max_tokens,
+            &*self.counter,
+        ))
     }
 }
 

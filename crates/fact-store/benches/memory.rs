@@ -103,8 +103,8 @@ fn measure(facts: usize, config: StoreConfig) -> Measured {
     let seconds = start.elapsed().as_secs_f64();
     let held = LIVE.load(Ordering::SeqCst) - before;
     Measured {
-        versions: store.stored_count(),
-        valid: store.valid_count(),
+        versions: store.stored_count().unwrap(),
+        valid: store.valid_count().unwrap(),
         held,
         seconds,
     }

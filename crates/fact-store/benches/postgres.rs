@@ -117,7 +117,7 @@ fn fill<'w>(
     size: usize,
 ) -> &'w [workload::Task] {
     let mut used = 0;
-    while store.valid_count() < size {
+    while store.valid_count().unwrap() < size {
         let chunk = tasks.get(used..used + 100).expect("workload too small");
         for batches in batches_of_100(chunk, used as i64).chunks(10) {
             store.add(batches.concat()).unwrap();
@@ -223,7 +223,7 @@ fn bench_search(bencher: Bencher<'_, '_>, search_cache: bool, words: fn(&str) ->
         .collect();
     let search = |(task, text): &(String, String)| {
         let query = TermQuery::new(text, 10).with_exclude_source_task(task.as_str());
-        store.search(&query, &Bm25)
+        store.search(&query, &Bm25).unwrap()
     };
     // The first search of a cached store loads the scope's index: not what is measured.
     assert!(!search(queries.first().unwrap()).is_empty(), "no results");
@@ -253,7 +253,7 @@ mod search {
         let writer = open(scope, true);
         let search = |text: &str| {
             let query = TermQuery::new(text, 10);
-            reader.search(&query, &Bm25)
+            reader.search(&query, &Bm25).unwrap()
         };
         assert!(
             !search(&short(&queries.first().unwrap().1)).is_empty(),
@@ -294,7 +294,7 @@ mod search {
             .with_inputs(|| open(scope, true))
             .bench_local_values(|store| {
                 let query = TermQuery::new(&text, 10);
-                store.search(&query, &Bm25)
+                store.search(&query, &Bm25).unwrap()
             });
     }
 

@@ -76,7 +76,7 @@ fn fill<'w>(
     size: usize,
 ) -> &'w [workload::Task] {
     let mut used = 0;
-    while store.valid_count() < size {
+    while store.valid_count().unwrap() < size {
         let chunk = tasks.get(used..used + 50).expect("workload too small");
         for batch in batches_of_100(chunk, used as i64) {
             store.add(batch).unwrap();
@@ -139,7 +139,7 @@ fn bench_search(
         .with_inputs(|| next.next().unwrap())
         .bench_local_values(|(task, text)| {
             let query = TermQuery::new(text, 10).with_exclude_source_task(task);
-            store.search(&query, &Bm25)
+            store.search(&query, &Bm25).unwrap()
         });
 }
 

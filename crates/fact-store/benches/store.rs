@@ -41,7 +41,7 @@ fn filled(
     let workload = workload::generate(size * 3 / 2 + 20_000, 0, 42);
     let mut tasks = workload.tasks.iter();
     let mut secs = 0;
-    while store.valid_count() < size {
+    while store.valid_count().unwrap() < size {
         let Some(task) = tasks.next() else { break };
         secs += 1;
         let at = Timestamp::from_unix_secs(secs).unwrap();
@@ -52,7 +52,7 @@ fn filled(
     let at = Timestamp::from_unix_secs(secs + 1).unwrap();
     let rest: Vec<_> = tasks.map(|task| facts::batch_of_six(task, at)).collect();
     assert!(
-        store.valid_count() >= size && rest.len() >= 1_000,
+        store.valid_count().unwrap() >= size && rest.len() >= 1_000,
         "workload too small"
     );
     (store, rest.into_iter())
@@ -77,7 +77,7 @@ fn search_40_words(bencher: Bencher<'_, '_>, size: usize) {
         .with_inputs(|| next.next().map(|(_, text)| text.as_str()).unwrap_or(""))
         .bench_local_values(|text| {
             let query = TermQuery::new(text, 10);
-            store.search(&query, &Bm25)
+            store.search(&query, &Bm25).unwrap()
         });
 }
 
@@ -88,14 +88,18 @@ fn stored(versions: usize) -> InMemorySessionFactStore {
     for (n, task) in workload.tasks.iter().enumerate() {
         let at = Timestamp::from_unix_secs(n as i64).unwrap();
         for mut batch in facts::task_batches(task, at) {
-            batch.truncate(versions - store.stored_count());
+            batch.truncate(versions - store.stored_count().unwrap());
             store.add(batch).unwrap();
         }
-        if store.stored_count() >= versions {
+        if store.stored_count().unwrap() >= versions {
             break;
         }
     }
-    assert_eq!(store.stored_count(), versions, "workload too small");
+    assert_eq!(
+        store.stored_count().unwrap(),
+        versions,
+        "workload too small"
+    );
     store
 }
 
@@ -103,13 +107,13 @@ fn stored(versions: usize) -> InMemorySessionFactStore {
 #[divan::bench(sample_count = 10, sample_size = 1)]
 fn snapshot_export_json_100k(bencher: Bencher<'_, '_>) {
     let store = stored(100_000);
-    bencher.bench_local(|| store.export_snapshot().to_json());
+    bencher.bench_local(|| store.export_snapshot().unwrap().to_json());
 }
 
 /// `import_snapshot` of the JSON of 100,000 stored facts into an empty store.
 #[divan::bench(sample_count = 10, sample_size = 1)]
 fn snapshot_import_json_100k(bencher: Bencher<'_, '_>) {
-    let json = stored(100_000).export_snapshot().to_json();
+    let json = stored(100_000).export_snapshot().unwrap().to_json();
     bencher
         .with_inputs(empty)
         .bench_local_refs(|store| store.import_snapshot(&json).unwrap());
@@ -119,14 +123,14 @@ fn snapshot_import_json_100k(bencher: Bencher<'_, '_>) {
 #[divan::bench(sample_count = 10, sample_size = 1)]
 fn snapshot_export_100k(bencher: Bencher<'_, '_>) {
     let store = stored(100_000);
-    bencher.bench_local(|| store.export_snapshot());
+    bencher.bench_local(|| store.export_snapshot().unwrap());
 }
 
 /// `import` of a `Snapshot` of 100,000 stored facts into an empty store: the store's part
 /// of an import.
 #[divan::bench(sample_count = 10, sample_size = 1)]
 fn snapshot_import_100k(bencher: Bencher<'_, '_>) {
-    let snapshot = stored(100_000).export_snapshot();
+    let snapshot = stored(100_000).export_snapshot().unwrap();
     bencher
         .with_inputs(|| (empty(), Some(snapshot.clone())))
         .bench_local_refs(|(store, snapshot)| {

@@ -95,6 +95,7 @@ fn recall_at_10(filled: &Filled) -> f64 {
         let exact = brute_force(&filled.vectors, &query, 10);
         let found: Vec<FactId> = vectors
             .nearest(&VectorQuery::new(MODEL, &query, 10))
+            .unwrap()
             .into_iter()
             .map(|s| s.fact.id())
             .collect();

@@ -128,23 +128,23 @@ fn main() -> Result<(), Box<dyn Error>> {
             report.added.len(),
             report.refreshed.len(),
             report.invalidated.len(),
-            store.valid_count()
+            store.valid_count()?
         );
     }
 
     println!("\nValid now:");
-    for fact in store.valid_facts() {
+    for fact in store.valid_facts()? {
         println!("  {}", line(&fact));
     }
     for subject in ["src/parser.rs", "task:1"] {
         println!("\nHistory of {subject}:");
-        for fact in store.history(subject) {
+        for fact in store.history(subject)? {
             println!("  {}", line(&fact));
         }
     }
     if let Some(at) = before_task_2 {
         println!("\nValid at {at}, before task 2 began:");
-        for fact in store.valid_at(at) {
+        for fact in store.valid_at(at)? {
             println!("  {}", line(&fact));
         }
     }
@@ -156,18 +156,18 @@ fn main() -> Result<(), Box<dyn Error>> {
         report.summaries.len(),
         report.dropped_valid.len()
     );
-    for fact in store.valid_facts() {
+    for fact in store.valid_facts()? {
         println!("  {}", line(&fact));
     }
 
-    let json = store.export_snapshot().to_json();
+    let json = store.export_snapshot()?.to_json();
     let (copy, import) =
         InMemorySessionFactStore::from_snapshot_json(&json, StoreConfig::default(), clock)?;
     println!(
         "\nSnapshot: {} bytes of JSON, {} versions imported, equal after roundtrip: {}",
         json.len(),
         import.imported,
-        copy.export_snapshot() == store.export_snapshot()
+        copy.export_snapshot()? == store.export_snapshot()?
     );
     Ok(())
 }

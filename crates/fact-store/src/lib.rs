@@ -30,7 +30,7 @@
 //! let path = dir.path().join("memory.db");
 //! let alice = SqliteFactStore::open(&path, "user:alice", StoreConfig::default(), Arc::new(SystemClock))?;
 //! let bob = SqliteFactStore::open(&path, "user:bob", StoreConfig::default(), Arc::new(SystemClock))?;
-//! assert_eq!((alice.valid_count(), bob.valid_count()), (0, 0));
+//! assert_eq!((alice.valid_count()?, bob.valid_count()?), (0, 0));
 //! # }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -50,9 +50,11 @@
 //!
 //! # I/O
 //!
-//! Every operation that writes returns a [`StoreResult`]: a durable store can fail to
-//! write (I/O, a busy or corrupt database, a newer schema), and callers surface the error
-//! with its [`code`](StoreError::code). [`InMemorySessionFactStore`] never fails.
+//! Every operation that reads or writes returns a [`StoreResult`]: a durable store can
+//! fail to write or to read (I/O, a lost connection, a busy or corrupt database, a newer
+//! schema), and callers surface the error with its [`code`](StoreError::code), so a read
+//! that failed is never mistaken for an empty store. [`InMemorySessionFactStore`] never
+//! fails. Only [`analyzer`](SessionFactStore::analyzer) is infallible: it reads nothing.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -74,10 +76,10 @@
 //! let report = store.add(vec![status("7", "completed")?])?;
 //! assert_eq!(report.invalidated.len(), 1);
 //!
-//! let valid = store.valid_facts();
+//! let valid = store.valid_facts()?;
 //! assert_eq!(valid.len(), 1);
 //! assert_eq!(valid[0].object(), "completed");
-//! assert_eq!(store.history("task:7").len(), 2);
+//! assert_eq!(store.history("task:7")?.len(), 2);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -154,9 +156,11 @@ pub use crate::vector::{
 /// A store of temporal facts, shared by reference between the components of a run.
 ///
 /// Object safe: hold it as `Box<dyn SessionFactStore>` or `Arc<dyn SessionFactStore>`.
-/// Every method takes `&self` and never panics. Operations that write return a
-/// [`StoreResult`]; operations on a missing id return [`StoreError::NotFound`], and
-/// malformed input is skipped and reported, never stored.
+/// Every method takes `&self` and never panics. Operations that read or write return a
+/// [`StoreResult`] (all but [`analyzer`](Self::analyzer)): a durable store's read error is
+/// returned with its code, never answered as an empty store. Operations on a missing id
+/// return [`StoreError::NotFound`], and malformed input is skipped and reported, never
+/// stored.
 ///
 /// A backend implements the fourteen required methods; counts, the tag filter, the two
 /// key invalidations and JSON snapshot import are provided on top of them (a backend may
@@ -224,7 +228,7 @@ pub trait SessionFactStore: Send + Sync + Debug {
     ///         .add(vec![fact("task:2", "reviewed_as", "approved", "2")]),
     /// )?;
     /// assert!(matches!(&report.steps[0], StepReport::Ended { ids } if ids.len() == 1));
-    /// assert_eq!(store.valid_facts()[0].object(), "approved");
+    /// assert_eq!(store.valid_facts()?[0].object(), "approved");
     /// # Ok::<(), fact_store::StoreError>(())
     /// ```
     fn apply(&self, transaction: Transaction) -> StoreResult<TransactionReport>;
@@ -248,7 +252,7 @@ pub trait SessionFactStore: Send + Sync + Debug {
     /// // Task 2's approval settles the issues its reviews raised, about any file.
     /// let ended = store.invalidate_matching(&FactSelector::from_task("issue", "2"))?;
     /// assert_eq!(ended.len(), 2);
-    /// assert_eq!(store.valid_facts()[0].subject(), "src/c.rs");
+    /// assert_eq!(store.valid_facts()?[0].subject(), "src/c.rs");
     /// # Ok::<(), fact_store::StoreError>(())
     /// ```
     fn invalidate_matching(&self, selector: &FactSelector) -> StoreResult<Vec<FactId>>;
@@ -272,7 +276,7 @@ pub trait SessionFactStore: Send + Sync + Debug {
     /// store.add(vec![fact("task:1", "summary", "parser", 0), fact("task:1", "requires", "docs", 0)])?;
     /// store.add(vec![fact("task:2", "summary", "lexer", 1)])?;
     /// let report = store.compact(2)?;
-    /// assert_eq!((report.merged, store.valid_count()), (2, 2));
+    /// assert_eq!((report.merged, store.valid_count()?), (2, 2));
     /// # Ok::<(), fact_store::StoreError>(())
     /// ```
     fn compact(&self, max_valid: usize) -> StoreResult<CompactionReport>;
@@ -340,6 +344,10 @@ pub trait SessionFactStore: Send + Sync + Debug {
 
     /// Every valid fact, oldest first.
     ///
+    /// # Errors
+    ///
+    /// A [`StoreError`] when a durable store cannot read.
+    ///
     /// ```
     /// # use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
     /// # use fact_store::{InMemorySessionFactStore, SessionFactStore};
@@ -350,13 +358,17 @@ pub trait SessionFactStore: Send + Sync + Debug {
     /// let store = InMemorySessionFactStore::default();
     /// store.add(vec![fact("a", "r", "1", 0)])?;
     /// store.add(vec![fact("a", "r", "2", 1), fact("b", "r", "3", 1)])?;
-    /// let objects: Vec<_> = store.valid_facts().iter().map(|f| f.object().to_owned()).collect();
+    /// let objects: Vec<_> = store.valid_facts()?.iter().map(|f| f.object().to_owned()).collect();
     /// assert_eq!(objects, ["2", "3"]);
     /// # Ok::<(), fact_store::StoreError>(())
     /// ```
-    fn valid_facts(&self) -> Vec<SessionFact>;
+    fn valid_facts(&self) -> StoreResult<Vec<SessionFact>>;
 
     /// The facts that were valid at `at` (`valid_from <= at < valid_to`), oldest first.
+    ///
+    /// # Errors
+    ///
+    /// A [`StoreError`] when a durable store cannot read.
     ///
     /// ```
     /// # use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
@@ -368,13 +380,17 @@ pub trait SessionFactStore: Send + Sync + Debug {
     /// let store = InMemorySessionFactStore::default();
     /// store.add(vec![fact("task:3", "reviewed_as", "needs_changes", 0)])?;
     /// store.add(vec![fact("task:3", "reviewed_as", "approved", 9)])?;
-    /// assert_eq!(store.valid_at(at(5))[0].object(), "needs_changes");
-    /// assert_eq!(store.valid_at(at(9))[0].object(), "approved");
+    /// assert_eq!(store.valid_at(at(5))?[0].object(), "needs_changes");
+    /// assert_eq!(store.valid_at(at(9))?[0].object(), "approved");
     /// # Ok::<(), fact_store::StoreError>(())
     /// ```
-    fn valid_at(&self, at: Timestamp) -> Vec<SessionFact>;
+    fn valid_at(&self, at: Timestamp) -> StoreResult<Vec<SessionFact>>;
 
     /// Every version of every fact about `subject`, oldest first.
+    ///
+    /// # Errors
+    ///
+    /// A [`StoreError`] when a durable store cannot read.
     ///
     /// ```
     /// # use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
@@ -387,15 +403,20 @@ pub trait SessionFactStore: Send + Sync + Debug {
     /// store.add(vec![fact("task:3", "reviewed_as", "needs_changes", 0)])?;
     /// let approved = fact("task:3", "reviewed_as", "approved", 9);
     /// store.add(vec![approved.clone()])?;
-    /// let history = store.history("task:3");
+    /// let history = store.history("task:3")?;
     /// assert_eq!(history[0].valid_to(), Some(at(9)));
     /// assert_eq!(history[0].superseded_by(), Some(approved.id()));
     /// assert_eq!(history[1].object(), "approved");
     /// # Ok::<(), fact_store::StoreError>(())
     /// ```
-    fn history(&self, subject: &str) -> Vec<SessionFact>;
+    fn history(&self, subject: &str) -> StoreResult<Vec<SessionFact>>;
 
-    /// The latest version of the fact with this id, valid or not.
+    /// The latest version of the fact with this id, valid or not; `None` when no version
+    /// has it.
+    ///
+    /// # Errors
+    ///
+    /// A [`StoreError`] when a durable store cannot read.
     ///
     /// ```
     /// # use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
@@ -407,12 +428,16 @@ pub trait SessionFactStore: Send + Sync + Debug {
     /// let store = InMemorySessionFactStore::default();
     /// let f = fact("a", "r", "o", 0);
     /// store.add(vec![f.clone()])?;
-    /// assert_eq!(store.get(f.id()), Some(f));
+    /// assert_eq!(store.get(f.id())?, Some(f));
     /// # Ok::<(), fact_store::StoreError>(())
     /// ```
-    fn get(&self, id: FactId) -> Option<SessionFact>;
+    fn get(&self, id: FactId) -> StoreResult<Option<SessionFact>>;
 
     /// A serializable copy of every version, oldest first, with its batch.
+    ///
+    /// # Errors
+    ///
+    /// A [`StoreError`] when a durable store cannot read.
     ///
     /// ```
     /// # use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
@@ -424,11 +449,11 @@ pub trait SessionFactStore: Send + Sync + Debug {
     /// let store = InMemorySessionFactStore::default();
     /// store.add(vec![fact("a", "r", "o", 0)])?;
     /// let copy = InMemorySessionFactStore::default();
-    /// copy.import(store.export_snapshot())?;
-    /// assert_eq!(copy.export_snapshot(), store.export_snapshot());
+    /// copy.import(store.export_snapshot()?)?;
+    /// assert_eq!(copy.export_snapshot()?, store.export_snapshot()?);
     /// # Ok::<(), fact_store::StoreError>(())
     /// ```
-    fn export_snapshot(&self) -> Snapshot;
+    fn export_snapshot(&self) -> StoreResult<Snapshot>;
 
     /// The analyzer of the store's term index: queries must be analyzed with it.
     fn analyzer(&self) -> &Analyzer;
@@ -442,7 +467,15 @@ pub trait SessionFactStore: Send + Sync + Debug {
     /// its valid facts); term statistics (`df`, document count, average length) cover all
     /// valid facts, before the tag filter and the source-task exclusion. An `as_of` search
     /// scans the facts valid at that instant instead, with statistics over them.
-    fn search(&self, query: &TermQuery<'_>, weighting: &dyn TermWeighting) -> Vec<ScoredFact>;
+    ///
+    /// # Errors
+    ///
+    /// A [`StoreError`] when a durable store cannot read.
+    fn search(
+        &self,
+        query: &TermQuery<'_>,
+        weighting: &dyn TermWeighting,
+    ) -> StoreResult<Vec<ScoredFact>>;
 
     /// Invalidates every valid fact with this `subject` and `relation`, now; returns their
     /// ids. Provided: [`invalidate_matching`](Self::invalidate_matching) with
@@ -462,7 +495,7 @@ pub trait SessionFactStore: Send + Sync + Debug {
     /// let store = InMemorySessionFactStore::default();
     /// store.add(vec![fact("task:2", "blocked_by", "missing schema", 0)])?;
     /// assert_eq!(store.invalidate("task:2", "blocked_by")?.len(), 1);
-    /// assert_eq!(store.valid_count(), 0);
+    /// assert_eq!(store.valid_count()?, 0);
     /// # Ok::<(), fact_store::StoreError>(())
     /// ```
     fn invalidate(&self, subject: &str, relation: &str) -> StoreResult<Vec<FactId>> {
@@ -487,7 +520,7 @@ pub trait SessionFactStore: Send + Sync + Debug {
     /// let store = InMemorySessionFactStore::default();
     /// store.add(vec![issue("2", "camelCase names"), issue("3", "no tests")])?;
     /// assert_eq!(store.invalidate_from_task("src/a.rs", "issue", "2")?.len(), 1);
-    /// let valid = store.valid_facts();
+    /// let valid = store.valid_facts()?;
     /// assert_eq!(valid.len(), 1);
     /// assert_eq!(valid[0].source_task_id(), "3");
     /// # Ok::<(), fact_store::StoreError>(())
@@ -506,6 +539,10 @@ pub trait SessionFactStore: Send + Sync + Debug {
     /// The valid facts carrying any of `tags`, oldest first (none when `tags` is empty).
     /// Provided: [`valid_facts`](Self::valid_facts), filtered.
     ///
+    /// # Errors
+    ///
+    /// As [`valid_facts`](Self::valid_facts).
+    ///
     /// ```
     /// # use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
     /// # use fact_store::{InMemorySessionFactStore, SessionFactStore};
@@ -515,18 +552,22 @@ pub trait SessionFactStore: Send + Sync + Debug {
     /// #     .valid_from(at(secs)).build().unwrap();
     /// let store = InMemorySessionFactStore::default();
     /// store.add(vec![fact("task:1", "completed_with", "completed", 0)])?;
-    /// assert_eq!(store.valid_facts_by_tags(&[Tag::Error, Tag::Decision]).len(), 1);
-    /// assert!(store.valid_facts_by_tags(&[Tag::Error]).is_empty());
+    /// assert_eq!(store.valid_facts_by_tags(&[Tag::Error, Tag::Decision])?.len(), 1);
+    /// assert!(store.valid_facts_by_tags(&[Tag::Error])?.is_empty());
     /// # Ok::<(), fact_store::StoreError>(())
     /// ```
-    fn valid_facts_by_tags(&self, tags: &[Tag]) -> Vec<SessionFact> {
-        let mut facts = self.valid_facts();
+    fn valid_facts_by_tags(&self, tags: &[Tag]) -> StoreResult<Vec<SessionFact>> {
+        let mut facts = self.valid_facts()?;
         facts.retain(|fact| fact.tags().contains_any(tags));
-        facts
+        Ok(facts)
     }
 
     /// How many facts are valid. Provided: the length of
     /// [`valid_facts`](Self::valid_facts); backends override it with a count.
+    ///
+    /// # Errors
+    ///
+    /// A [`StoreError`] when a durable store cannot read.
     ///
     /// ```
     /// # use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
@@ -538,16 +579,20 @@ pub trait SessionFactStore: Send + Sync + Debug {
     /// let store = InMemorySessionFactStore::default();
     /// store.add(vec![fact("a", "r", "1", 0)])?;
     /// store.add(vec![fact("a", "r", "2", 1)])?;
-    /// assert_eq!(store.valid_count(), 1);
+    /// assert_eq!(store.valid_count()?, 1);
     /// # Ok::<(), fact_store::StoreError>(())
     /// ```
-    fn valid_count(&self) -> usize {
-        self.valid_facts().len()
+    fn valid_count(&self) -> StoreResult<usize> {
+        Ok(self.valid_facts()?.len())
     }
 
     /// How many versions the store holds, valid and invalidated: what a snapshot would
     /// export. Provided: the length of [`export_snapshot`](Self::export_snapshot);
     /// backends override it with a count.
+    ///
+    /// # Errors
+    ///
+    /// A [`StoreError`] when a durable store cannot read.
     ///
     /// ```
     /// # use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
@@ -559,11 +604,11 @@ pub trait SessionFactStore: Send + Sync + Debug {
     /// let store = InMemorySessionFactStore::default();
     /// store.add(vec![fact("src/a.rs", "modified_by", "task:1", 0)])?;
     /// store.add(vec![fact("src/a.rs", "modified_by", "task:2", 1)])?;
-    /// assert_eq!((store.stored_count(), store.valid_count()), (2, 1));
+    /// assert_eq!((store.stored_count()?, store.valid_count()?), (2, 1));
     /// # Ok::<(), fact_store::StoreError>(())
     /// ```
-    fn stored_count(&self) -> usize {
-        self.export_snapshot().records.len()
+    fn stored_count(&self) -> StoreResult<usize> {
+        Ok(self.export_snapshot()?.records.len())
     }
 
     /// Parses a JSON snapshot (as written by [`Snapshot::to_json`]) and imports it.
@@ -628,20 +673,28 @@ macro_rules! forward_store {
             fn import(&self, snapshot: Snapshot) -> StoreResult<ImportReport> {
                 (**self).import(snapshot)
             }
-            fn valid_facts(&self) -> Vec<SessionFact> { (**self).valid_facts() }
-            fn valid_at(&self, at: Timestamp) -> Vec<SessionFact> { (**self).valid_at(at) }
-            fn history(&self, subject: &str) -> Vec<SessionFact> { (**self).history(subject) }
-            fn get(&self, id: FactId) -> Option<SessionFact> { (**self).get(id) }
-            fn export_snapshot(&self) -> Snapshot { (**self).export_snapshot() }
+            fn valid_facts(&self) -> StoreResult<Vec<SessionFact>> { (**self).valid_facts() }
+            fn valid_at(&self, at: Timestamp) -> StoreResult<Vec<SessionFact>> {
+                (**self).valid_at(at)
+            }
+            fn history(&self, subject: &str) -> StoreResult<Vec<SessionFact>> {
+                (**self).history(subject)
+            }
+            fn get(&self, id: FactId) -> StoreResult<Option<SessionFact>> { (**self).get(id) }
+            fn export_snapshot(&self) -> StoreResult<Snapshot> { (**self).export_snapshot() }
             fn analyzer(&self) -> &Analyzer { (**self).analyzer() }
-            fn search(&self, query: &TermQuery<'_>, weighting: &dyn TermWeighting) -> Vec<ScoredFact> {
+            fn search(
+                &self,
+                query: &TermQuery<'_>,
+                weighting: &dyn TermWeighting,
+            ) -> StoreResult<Vec<ScoredFact>> {
                 (**self).search(query, weighting)
             }
-            fn valid_facts_by_tags(&self, tags: &[Tag]) -> Vec<SessionFact> {
+            fn valid_facts_by_tags(&self, tags: &[Tag]) -> StoreResult<Vec<SessionFact>> {
                 (**self).valid_facts_by_tags(tags)
             }
-            fn valid_count(&self) -> usize { (**self).valid_count() }
-            fn stored_count(&self) -> usize { (**self).stored_count() }
+            fn valid_count(&self) -> StoreResult<usize> { (**self).valid_count() }
+            fn stored_count(&self) -> StoreResult<usize> { (**self).stored_count() }
             fn vectors(&self) -> Option<&dyn FactVectors> { (**self).vectors() }
         }
     )*};

@@ -217,7 +217,7 @@ pub trait LongTermStore: SessionFactStore + EpisodeStore {
     /// A durable store's read error.
     fn valid_about(&self, subject: &str, limit: usize) -> StoreResult<Vec<SessionFact>> {
         let mut valid: Vec<SessionFact> = self
-            .history(subject)
+            .history(subject)?
             .into_iter()
             .filter(SessionFact::is_valid)
             .collect();
@@ -234,7 +234,7 @@ pub trait LongTermStore: SessionFactStore + EpisodeStore {
     /// A durable store's read error.
     fn relations_of(&self, subject: &str, limit: usize) -> StoreResult<Vec<String>> {
         let mut relations: Vec<String> = Vec::new();
-        for fact in self.history(subject) {
+        for fact in self.history(subject)? {
             if relations.len() == limit {
                 break;
             }
@@ -527,34 +527,38 @@ impl SessionFactStore for InMemoryLongTermStore {
     fn import(&self, snapshot: Snapshot) -> StoreResult<ImportReport> {
         self.facts.import(snapshot)
     }
-    fn valid_facts(&self) -> Vec<SessionFact> {
+    fn valid_facts(&self) -> StoreResult<Vec<SessionFact>> {
         self.facts.valid_facts()
     }
-    fn valid_at(&self, at: Timestamp) -> Vec<SessionFact> {
+    fn valid_at(&self, at: Timestamp) -> StoreResult<Vec<SessionFact>> {
         self.facts.valid_at(at)
     }
-    fn history(&self, subject: &str) -> Vec<SessionFact> {
+    fn history(&self, subject: &str) -> StoreResult<Vec<SessionFact>> {
         self.facts.history(subject)
     }
-    fn get(&self, id: FactId) -> Option<SessionFact> {
+    fn get(&self, id: FactId) -> StoreResult<Option<SessionFact>> {
         self.facts.get(id)
     }
-    fn export_snapshot(&self) -> Snapshot {
+    fn export_snapshot(&self) -> StoreResult<Snapshot> {
         self.facts.export_snapshot()
     }
     fn analyzer(&self) -> &Analyzer {
         self.facts.analyzer()
     }
-    fn search(&self, query: &TermQuery<'_>, weighting: &dyn TermWeighting) -> Vec<ScoredFact> {
+    fn search(
+        &self,
+        query: &TermQuery<'_>,
+        weighting: &dyn TermWeighting,
+    ) -> StoreResult<Vec<ScoredFact>> {
         self.facts.search(query, weighting)
     }
-    fn valid_facts_by_tags(&self, tags: &[Tag]) -> Vec<SessionFact> {
+    fn valid_facts_by_tags(&self, tags: &[Tag]) -> StoreResult<Vec<SessionFact>> {
         self.facts.valid_facts_by_tags(tags)
     }
-    fn valid_count(&self) -> usize {
+    fn valid_count(&self) -> StoreResult<usize> {
         self.facts.valid_count()
     }
-    fn stored_count(&self) -> usize {
+    fn stored_count(&self) -> StoreResult<usize> {
         self.facts.stored_count()
     }
     fn vectors(&self) -> Option<&dyn FactVectors> {

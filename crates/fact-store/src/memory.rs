@@ -198,8 +198,8 @@ impl StoreConfig {
 /// }
 /// // Six facts over a capacity of four: task 1's two facts became one summary, then task
 /// // 2's did too.
-/// assert_eq!(store.valid_count(), 4);
-/// let summary = &store.history("task:1")[0];
+/// assert_eq!(store.valid_count()?, 4);
+/// let summary = &store.history("task:1")?[0];
 /// assert_eq!(summary.relation(), "compacted");
 /// assert_eq!(summary.object(), "completed_with completed; summary did things");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -260,7 +260,7 @@ impl InMemorySessionFactStore {
     /// let json = r#"{"version": 1, "records": []}"#;
     /// let (store, report) =
     ///     InMemorySessionFactStore::from_snapshot_json(json, StoreConfig::default(), Arc::new(SystemClock))?;
-    /// assert_eq!((store.valid_count(), report.imported), (0, 0));
+    /// assert_eq!((store.valid_count()?, report.imported), (0, 0));
     /// # Ok::<(), fact_store::StoreError>(())
     /// ```
     ///
@@ -387,21 +387,22 @@ impl SessionFactStore for InMemorySessionFactStore {
         Ok(report)
     }
 
-    fn valid_facts(&self) -> Vec<SessionFact> {
-        self.read().facts_where(|r| r.is_valid())
+    fn valid_facts(&self) -> StoreResult<Vec<SessionFact>> {
+        Ok(self.read().facts_where(|r| r.is_valid()))
     }
 
-    fn valid_facts_by_tags(&self, tags: &[Tag]) -> Vec<SessionFact> {
-        self.read()
-            .facts_where(|r| r.is_valid() && r.has_any_tag(tags))
+    fn valid_facts_by_tags(&self, tags: &[Tag]) -> StoreResult<Vec<SessionFact>> {
+        Ok(self
+            .read()
+            .facts_where(|r| r.is_valid() && r.has_any_tag(tags)))
     }
 
-    fn valid_count(&self) -> usize {
-        self.read().valid
+    fn valid_count(&self) -> StoreResult<usize> {
+        Ok(self.read().valid)
     }
 
-    fn stored_count(&self) -> usize {
-        self.read().live_count()
+    fn stored_count(&self) -> StoreResult<usize> {
+        Ok(self.read().live_count())
     }
 
     fn compact(&self, max_valid: usize) -> StoreResult<CompactionReport> {
@@ -411,9 +412,9 @@ impl SessionFactStore for InMemorySessionFactStore {
         Ok(report)
     }
 
-    fn get(&self, id: FactId) -> Option<SessionFact> {
+    fn get(&self, id: FactId) -> StoreResult<Option<SessionFact>> {
         let state = self.read();
-        state.fact(state.latest_version(id)?)
+        Ok(state.latest_version(id).and_then(|rid| state.fact(rid)))
     }
 
     fn update(&self, id: FactId, update: &FactUpdate) -> StoreResult<SessionFact> {
@@ -431,22 +432,22 @@ impl SessionFactStore for InMemorySessionFactStore {
         Ok(rids.len())
     }
 
-    fn history(&self, subject: &str) -> Vec<SessionFact> {
+    fn history(&self, subject: &str) -> StoreResult<Vec<SessionFact>> {
         let state = self.read();
-        state
+        Ok(state
             .history(subject)
             .into_iter()
             .filter_map(|rid| state.fact(rid))
-            .collect()
+            .collect())
     }
 
-    fn valid_at(&self, at: Timestamp) -> Vec<SessionFact> {
-        self.read().facts_where(|r| r.is_valid_at(at))
+    fn valid_at(&self, at: Timestamp) -> StoreResult<Vec<SessionFact>> {
+        Ok(self.read().facts_where(|r| r.is_valid_at(at)))
     }
 
-    fn export_snapshot(&self) -> Snapshot {
+    fn export_snapshot(&self) -> StoreResult<Snapshot> {
         let state = self.read();
-        Snapshot {
+        Ok(Snapshot {
             version: SNAPSHOT_VERSION,
             records: state
                 .live()
@@ -457,7 +458,7 @@ impl SessionFactStore for InMemorySessionFactStore {
                     })
                 })
                 .collect(),
-        }
+        })
     }
 
     fn import(&self, snapshot: Snapshot) -> StoreResult<ImportReport> {
@@ -476,8 +477,12 @@ impl SessionFactStore for InMemorySessionFactStore {
         &self.analyzer
     }
 
-    fn search(&self, query: &TermQuery<'_>, weighting: &dyn TermWeighting) -> Vec<ScoredFact> {
-        self.read().search(query, weighting)
+    fn search(
+        &self,
+        query: &TermQuery<'_>,
+        weighting: &dyn TermWeighting,
+    ) -> StoreResult<Vec<ScoredFact>> {
+        Ok(self.read().search(query, weighting))
     }
 
     fn vectors(&self) -> Option<&dyn FactVectors> {

@@ -70,9 +70,9 @@ pub enum Step {
 /// // One conversation, two turns: Paris at turn 2, Berlin at turn 7.
 /// let report = store.apply(Transaction::new().add(vec![said("Paris", 20)?]).add(vec![said("Berlin", 70)?]))?;
 /// assert_eq!(report.steps.len(), 2);
-/// let valid = store.valid_facts();
+/// let valid = store.valid_facts()?;
 /// assert_eq!((valid.len(), valid[0].object()), (1, "Berlin"));
-/// assert_eq!(store.history("user")[0].valid_to(), Some(at(70)));
+/// assert_eq!(store.history("user")?[0].valid_to(), Some(at(70)));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, Default, PartialEq)]

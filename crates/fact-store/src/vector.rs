@@ -91,12 +91,16 @@ impl<'a> VectorQuery<'a> {
 
 /// The embeddings of a store's facts, by model, and the search over them.
 ///
-/// Every method takes `&self` and never panics. An embedding belongs to a fact id (its
-/// triple): only valid facts are found, so a fact that is superseded or invalidated drops
-/// out of the search (its successor, another triple, needs an embedding of its own) and
-/// comes back if its triple is valid again; deleting a fact deletes its embeddings (so
-/// does anything else that removes the last version of a fact id, such as compaction). An
-/// embedding of an id the store does not hold is not stored.
+/// Every method takes `&self` and never panics, and returns a [`StoreResult`]: a durable
+/// store's read error is returned with its code, never answered as "nothing" (which
+/// would make a caller decide that no fact lacks an embedding, or that none is near).
+///
+/// An embedding belongs to a fact id (its triple): only valid facts are found, so a fact
+/// that is superseded or invalidated drops out of the search (its successor, another
+/// triple, needs an embedding of its own) and comes back if its triple is valid again;
+/// deleting a fact deletes its embeddings (so does anything else that removes the last
+/// version of a fact id, such as compaction). An embedding of an id the store does not
+/// hold is not stored.
 ///
 /// Snapshots ([`export_snapshot`](crate::SessionFactStore::export_snapshot)) do not carry
 /// embeddings: after an import, [`unembedded`](Self::unembedded) lists the facts to embed
@@ -123,10 +127,18 @@ pub trait FactVectors: Send + Sync + Debug {
     /// Up to `limit` valid facts that have no embedding by `model`, oldest first: what a
     /// caller embeds to catch up (facts added before the model was configured, or by
     /// another writer).
-    fn unembedded(&self, model: &str, limit: usize) -> Vec<SessionFact>;
+    ///
+    /// # Errors
+    ///
+    /// A [`StoreError`] when a durable store cannot read.
+    fn unembedded(&self, model: &str, limit: usize) -> StoreResult<Vec<SessionFact>>;
 
     /// How many facts (valid or not) have an embedding by `model`.
-    fn embedded_count(&self, model: &str) -> usize;
+    ///
+    /// # Errors
+    ///
+    /// A [`StoreError`] when a durable store cannot read.
+    fn embedded_count(&self, model: &str) -> StoreResult<usize>;
 
     /// The valid facts whose embeddings by `query.model` are nearest `query.vector`, best
     /// first, at most `query.limit`, after the tag filter and the source exclusion.
@@ -134,7 +146,11 @@ pub trait FactVectors: Send + Sync + Debug {
     /// The score is the cosine similarity, in `-1..=1`; ties go to the smaller id. A
     /// query vector of another dimension than the model's, empty, or not finite finds
     /// nothing.
-    fn nearest(&self, query: &VectorQuery<'_>) -> Vec<ScoredFact>;
+    ///
+    /// # Errors
+    ///
+    /// A [`StoreError`] when a durable store cannot read.
+    fn nearest(&self, query: &VectorQuery<'_>) -> StoreResult<Vec<ScoredFact>>;
 }
 
 /// `vector` scaled to unit length, or why it cannot be an embedding of `model`.

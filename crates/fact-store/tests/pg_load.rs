@@ -400,7 +400,7 @@ fn check(url: &str, scope: &str, logs: &[Vec<Batch>]) -> Checked {
         Arc::new(SystemClock),
     )
     .unwrap();
-    let records = store.export_snapshot().records;
+    let records = store.export_snapshot().unwrap().records;
     assert!(!records.is_empty(), "nothing stored in {scope}");
     let mut by_id: HashMap<FactId, &SnapshotRecord> = HashMap::new();
     for record in &records {
@@ -571,7 +571,7 @@ fn check(url: &str, scope: &str, logs: &[Vec<Batch>]) -> Checked {
     );
     assert_eq!(usize::try_from(valid).unwrap(), checked.keys);
     assert_eq!(usize::try_from(stored).unwrap(), checked.versions);
-    assert_eq!(store.valid_count(), checked.keys);
+    assert_eq!(store.valid_count().unwrap(), checked.keys);
     checked
 }
 
@@ -709,6 +709,7 @@ fn search_lines(store: &PgFactStore, text: &str) -> Vec<(String, u64)> {
     let query = TermQuery::new(text, 10);
     store
         .search(&query, &Overlap)
+        .unwrap()
         .into_iter()
         .map(|s| (s.fact.id().to_string(), s.score.to_bits()))
         .collect()

@@ -394,7 +394,7 @@ pub(crate) fn run() -> Result<(), String> {
             let _ = writeln!(report, "     - and {}", count(unseen, "more fact"));
         }
     }
-    let telemetry = runtime.telemetry();
+    let telemetry = runtime.telemetry().map_err(|e| e.to_string())?;
     compile_us.sort_unstable();
     let median = compile_us
         .get(compile_us.len() / 2)

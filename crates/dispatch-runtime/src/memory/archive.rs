@@ -178,7 +178,7 @@ pub(crate) fn merge_alias(
 ) -> Result<(Transaction, Vec<SessionFact>), MemoryError> {
     let mut transaction = Transaction::new();
     let stored: Vec<SessionFact> = store
-        .history(alias)
+        .history(alias)?
         .into_iter()
         .filter(SessionFact::is_valid)
         .collect();
@@ -462,7 +462,7 @@ impl MemoryService {
         let entity = entities.resolve(subject);
         let mut facts: Vec<FactId> = Vec::new();
         for name in &names {
-            for version in self.store.history(name) {
+            for version in self.store.history(name)? {
                 if !facts.contains(&version.id()) {
                     facts.push(version.id());
                 }

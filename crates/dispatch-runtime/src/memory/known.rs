@@ -86,7 +86,7 @@ impl MemoryService {
         let hits = self.store.search(
             &TermQuery::new(&expanded, self.budget.facts.saturating_mul(2)),
             &Bm25::default(),
-        );
+        )?;
         let mut subjects = vec![USER_ENTITY.to_owned()];
         for name in entities.mentioned(analyzer, &text) {
             if !subjects.contains(&name) {

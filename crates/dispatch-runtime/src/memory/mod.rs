@@ -74,10 +74,11 @@ pub enum MemoryError {
     /// Extraction needs a model and none is configured.
     #[error("no LLM is configured for fact extraction (give --llm-cmd)")]
     NoExtractor,
-    /// The embedding model failed (or the store refused its vectors). What the call wrote
-    /// before is kept: a fact whose embedding failed is stored, found by its words, and
-    /// embedded when a service with the embedder next starts
-    /// ([`MemoryService::with_embedder`]).
+    /// The embedding model failed (or the store refused the vectors of a fact just
+    /// stored). What the call wrote before is kept: a fact whose embedding failed is
+    /// stored, found by its words, and embedded when a service with the embedder next
+    /// starts ([`MemoryService::with_embedder`]). A store that cannot read, while
+    /// embedding or recalling, is [`MemoryError::Store`].
     #[error("embedding failed: {0}")]
     Embedding(#[from] HybridError),
     /// The model failed; the episode stays archived, without facts, for a later backfill.
@@ -344,11 +345,12 @@ impl MemoryService {
     ///
     /// # Errors
     ///
-    /// [`MemoryError::Embedding`] when the store keeps no embeddings or the catch-up
-    /// fails; what it embedded before the failure stays stored.
+    /// [`MemoryError::Embedding`] when the store keeps no embeddings or the model fails,
+    /// [`MemoryError::Store`] when the store cannot say which facts lack an embedding (or
+    /// cannot keep them); what it embedded before the failure stays stored.
     pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Result<Self, MemoryError> {
         let hybrid = HybridRetriever::new(self.store.clone(), embedder)?;
-        hybrid.embed_missing()?;
+        hybrid.embed_missing().map_err(store_first)?;
         self.hybrid = Some(Arc::new(hybrid));
         Ok(self)
     }
@@ -424,8 +426,8 @@ impl MemoryService {
     /// The store's read error.
     pub fn list(&self, as_of: Option<Timestamp>) -> Result<Vec<SessionFact>, MemoryError> {
         Ok(match as_of {
-            Some(at) => self.store.valid_at(at),
-            None => self.store.valid_facts(),
+            Some(at) => self.store.valid_at(at)?,
+            None => self.store.valid_facts()?,
         })
     }
 
@@ -433,11 +435,11 @@ impl MemoryService {
     ///
     /// # Errors
     ///
-    /// [`MemoryError::InvalidId`] or [`MemoryError::NotFound`].
+    /// [`MemoryError::InvalidId`], [`MemoryError::NotFound`] or the store's read error.
     pub fn get(&self, id: &str) -> Result<SessionFact, MemoryError> {
         let parsed = parse_id(id)?;
         self.store
-            .get(parsed)
+            .get(parsed)?
             .ok_or_else(|| MemoryError::not_found(id))
     }
 
@@ -486,7 +488,7 @@ impl MemoryService {
         let new = builder.build()?;
         let report = self.store.add(vec![new.clone()])?;
         self.embed_added(std::slice::from_ref(&new), &report.added)?;
-        Ok(self.store.get(new.id()).unwrap_or(new))
+        Ok(self.store.get(new.id())?.unwrap_or(new))
     }
 
     /// Deletes every version of a fact; returns how many.
@@ -520,7 +522,7 @@ impl MemoryService {
         if let Some(at) = as_of {
             term_query = term_query.with_as_of(at);
         }
-        Ok(self.store.search(&term_query, &Bm25::default()))
+        Ok(self.store.search(&term_query, &Bm25::default())?)
     }
 
     /// Every version of the facts about `subject` (normalized, resolved through the
@@ -539,7 +541,7 @@ impl MemoryService {
         let entities = self.entities()?;
         let mut versions = Vec::new();
         for name in entities.names_of(subject) {
-            versions.extend(self.store.history(&name));
+            versions.extend(self.store.history(&name)?);
         }
         if let Some(at) = as_of {
             versions.retain(|v| v.valid_from() <= at);
@@ -555,8 +557,8 @@ impl MemoryService {
     ///
     /// # Errors
     ///
-    /// The store's error, or [`MemoryError::Embedding`] when the model fails on the
-    /// query.
+    /// The store's error (also when it cannot read the vector candidates), or
+    /// [`MemoryError::Embedding`] when the model fails on the query.
     pub fn recall(
         &self,
         query: &str,
@@ -573,7 +575,9 @@ impl MemoryService {
             query = query.with_message_context(context, weight);
         }
         if let Some(hybrid) = &self.hybrid {
-            return Ok(hybrid.recall(&*self.store, &query, &*self.counter)?);
+            return hybrid
+                .recall(&*self.store, &query, &*self.counter)
+                .map_err(store_first);
         }
         Ok(recall(&*self.store, &*self.store, &query, &*self.counter)?)
     }
@@ -720,6 +724,16 @@ impl MemoryService {
         write.aliases.push(AliasChange::Remove { alias });
         self.store.commit(write)?;
         Ok(true)
+    }
+}
+
+/// A hybrid retriever's error as memory reports it: the store's own error as
+/// [`MemoryError::Store`] (a read that failed is a store error wherever it happened), the
+/// model's as [`MemoryError::Embedding`].
+fn store_first(error: HybridError) -> MemoryError {
+    match error {
+        HybridError::Store(error) => MemoryError::Store(error),
+        other => MemoryError::Embedding(other),
     }
 }
 

@@ -101,7 +101,7 @@ pub enum RuntimeError {
         /// The role given.
         role: SourceRole,
     },
-    /// The spec's fact store could not be opened, or could not write.
+    /// The spec's fact store could not be opened, read or written.
     #[error("fact store: {source}")]
     Store {
         /// The store's error; its [`code`](StoreError::code) is part of the protocol's code.

@@ -32,7 +32,9 @@ impl DispatchRuntimeManager {
     /// # Errors
     ///
     /// [`RuntimeError::NotADispatchRole`], [`RuntimeError::RunNotInitialized`],
-    /// [`RuntimeError::RunTaskMismatch`], or [`RuntimeError::DispatchPromptOverflowTerminal`].
+    /// [`RuntimeError::RunTaskMismatch`], [`RuntimeError::DispatchPromptOverflowTerminal`],
+    /// or [`RuntimeError::Store`] when the spec's store cannot be opened or read (no prompt
+    /// goes out without the session context it should carry).
     pub fn compile_prompt(
         &self,
         request: CompilePromptRequest,
@@ -91,7 +93,10 @@ impl DispatchRuntimeManager {
             .with_max_tokens(self.prompts.max_fact_tokens);
         let started = self.clock.now();
         let spec = self.spec(&mut state, &spec_name)?;
-        let retrieval = spec.retriever.retrieve(&query);
+        let retrieval = spec
+            .retriever
+            .retrieve(&query)
+            .map_err(super::store_error)?;
         // This dispatch cycle would re-send every earlier observation of the spec.
         let masked = spec.observed_tokens;
         state.telemetry.masking_savings_tokens += masked;

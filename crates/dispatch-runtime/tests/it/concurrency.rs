@@ -342,7 +342,7 @@ fn drive(dir: &TempDir, open: Open, concurrent: bool) -> Outcome {
             // A fact a shared-spec answer named is a fact of the shared spec: no fact
             // crossed from another spec while the threads raced.
             assert!(
-                shared.get(id.parse().unwrap()).is_some(),
+                shared.get(id.parse().unwrap()).unwrap().is_some(),
                 "{id} is not a fact of the shared spec"
             );
         }
@@ -351,7 +351,7 @@ fn drive(dir: &TempDir, open: Open, concurrent: bool) -> Outcome {
     let stores = registry
         .iter()
         .map(|(spec, store)| {
-            let records = store.export_snapshot().records;
+            let records = store.export_snapshot().unwrap().records;
             let mut versions: Vec<Value> = if spec == "shared" {
                 records
                     .iter()
@@ -377,7 +377,7 @@ fn drive(dir: &TempDir, open: Open, concurrent: bool) -> Outcome {
             ledgers.insert(run_id, serde_json::to_value(snapshot).unwrap());
         }
     }
-    let telemetry = runtime.telemetry();
+    let telemetry = runtime.telemetry().unwrap();
     let counts = json!({
         "dispatch_count": telemetry.dispatch_count,
         "total_output_tokens": telemetry.total_output_tokens,

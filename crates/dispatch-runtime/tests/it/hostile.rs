@@ -217,7 +217,10 @@ fn ingesting_empty_and_50_mb_outputs_fails_the_dispatch_and_keeps_what_was_recor
         block(&implementer("1", &["src/parse.rs", "src/lex.rs"])),
     );
     assert_eq!(next.status, IngestStatus::Recorded);
-    assert_eq!(runtime.telemetry().schema_error_counts["marker_missing"], 2);
+    assert_eq!(
+        runtime.telemetry().unwrap().schema_error_counts["marker_missing"],
+        2
+    );
 }
 
 #[test]
@@ -279,8 +282,14 @@ fn json_nested_100_000_deep_is_refused_by_every_parser() {
         // depth limit: the document is refused whole, nothing of it imported.
         let err = store.import_snapshot(&document).unwrap_err();
         assert_eq!(err.code(), "snapshot_json", "{err}");
-        assert_eq!(store.stored_count(), 1);
-        assert!(store.valid_facts().iter().any(|f| f.object() == "kept"));
+        assert_eq!(store.stored_count().unwrap(), 1);
+        assert!(
+            store
+                .valid_facts()
+                .unwrap()
+                .iter()
+                .any(|f| f.object() == "kept")
+        );
         // An LLM reply: the nested value is no JSON object with facts, whatever surrounds it.
         for reply in [
             nested.clone(),
@@ -611,8 +620,14 @@ fn confidences_nan_infinity_and_1e308_are_refused_and_minus_zero_is_zero() {
     let err = store.import_snapshot(&document).unwrap_err();
     assert_eq!(err.code(), "snapshot_json", "{err}");
     assert!(err.to_string().contains("number out of range"), "{err}");
-    assert_eq!(store.stored_count(), 1);
-    assert!(store.valid_facts().iter().any(|f| f.object() == "kept"));
+    assert_eq!(store.stored_count().unwrap(), 1);
+    assert!(
+        store
+            .valid_facts()
+            .unwrap()
+            .iter()
+            .any(|f| f.object() == "kept")
+    );
     let document = document.replace("1e999", "1.0");
     let report = store.import_snapshot(&document).unwrap();
     let skipped: Vec<usize> = report.skipped.iter().map(|s| s.index).collect();
@@ -624,6 +639,7 @@ fn confidences_nan_infinity_and_1e308_are_refused_and_minus_zero_is_zero() {
     );
     let objects: Vec<String> = store
         .valid_facts()
+        .unwrap()
         .iter()
         .map(|f| f.object().to_owned())
         .collect();

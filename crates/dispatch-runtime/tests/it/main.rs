@@ -14,5 +14,7 @@ mod maintenance;
 mod memory;
 mod prompt;
 mod protocol;
+#[cfg(feature = "sqlite")]
+mod reads;
 mod requests;
 mod runtime;

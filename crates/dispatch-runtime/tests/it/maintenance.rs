@@ -337,7 +337,7 @@ fn aliases_merge_names_and_a_search_for_the_alias_finds_the_entity() {
             subjects,
             ["melanie", "melanie"],
             "{backend:?}: {:#?} {:?}",
-            memory.store().export_snapshot(),
+            memory.store().export_snapshot().unwrap(),
             report.diagnostics
         );
         // No instant sees the moved fact twice, under both names.
@@ -461,10 +461,18 @@ fn forgetting_an_episode_or_a_subject_leaves_no_trace() {
         let rome = FactId::for_triple("anna", "lives_in", "Rome");
         let embeddings = vec![(rome, vec![1.0, 0.0]), (architect.id(), vec![0.0, 1.0])];
         vectors.put_embeddings("test-model", embeddings).unwrap();
-        assert_eq!(vectors.embedded_count("test-model"), 2, "{backend:?}");
+        assert_eq!(
+            vectors.embedded_count("test-model").unwrap(),
+            2,
+            "{backend:?}"
+        );
         let forgotten = memory.forget_episode(&episode).unwrap();
         assert_eq!(forgotten.facts, [rome], "{backend:?}");
-        assert_eq!(vectors.embedded_count("test-model"), 1, "{backend:?}");
+        assert_eq!(
+            vectors.embedded_count("test-model").unwrap(),
+            1,
+            "{backend:?}"
+        );
         assert!(
             memory.store().episode(&episode).unwrap().is_none(),
             "{backend:?}"
@@ -482,7 +490,11 @@ fn forgetting_an_episode_or_a_subject_leaves_no_trace() {
         // The subject: every version of every fact about Anna.
         let report = memory.forget_subject("Anna").unwrap();
         assert_eq!(report.facts.len(), 1, "{backend:?}");
-        assert_eq!(vectors.embedded_count("test-model"), 0, "{backend:?}");
+        assert_eq!(
+            vectors.embedded_count("test-model").unwrap(),
+            0,
+            "{backend:?}"
+        );
         assert!(
             memory.history("anna", None).unwrap().is_empty(),
             "{backend:?}"

@@ -229,7 +229,7 @@ fn ledger_first_adds_only_the_missing_pieces() {
         (LedgerMode::Legacy, Some("legacy_mode"))
     );
     assert!(compiled.prompt.contains("The design explains"));
-    let telemetry = runtime.telemetry();
+    let telemetry = runtime.telemetry().unwrap();
     assert_eq!(
         telemetry.ledger_mode_usage.get("ledger_plus_fallback"),
         Some(&2)
@@ -491,7 +491,7 @@ fn every_fallback_reason_is_reported_and_counted() {
             .prompt
             .contains("Not found in requirements.md: 9.9")
     );
-    let telemetry = runtime.telemetry();
+    let telemetry = runtime.telemetry().unwrap();
     for reason in [
         "requirements_referenced",
         "requirements_not_found",
@@ -519,13 +519,13 @@ fn an_edited_tasks_md_reaches_the_next_prompt() {
         "{}",
         after.prompt
     );
-    assert!(runtime.telemetry().ledger_rebuild_count >= 2);
+    assert!(runtime.telemetry().unwrap().ledger_rebuild_count >= 2);
 }
 
 #[test]
 fn telemetry_lists_every_ledger_mode_from_the_start() {
     let runtime = runtime(PromptConfig::default());
-    let usage = runtime.telemetry().ledger_mode_usage;
+    let usage = runtime.telemetry().unwrap().ledger_mode_usage;
     assert_eq!(
         usage.into_iter().collect::<Vec<_>>(),
         [

@@ -190,7 +190,7 @@ fn a_contract_error_ends_the_dispatch_not_the_run() {
         &implementer("1", "completed", &[]),
     );
     assert_eq!(good.status, IngestStatus::Recorded);
-    let telemetry = runtime.telemetry();
+    let telemetry = runtime.telemetry().unwrap();
     assert_eq!(
         telemetry.schema_error_counts.get("schema_invalid"),
         Some(&1)
@@ -543,7 +543,7 @@ fn the_same_change_request_twice_is_a_review_loop() {
         &reviewer("1", "needs_changes", &["b", "a"]),
     );
     assert!(again.replan_required);
-    assert_eq!(runtime.telemetry().approval_loops, 1);
+    assert_eq!(runtime.telemetry().unwrap().approval_loops, 1);
 }
 
 #[test]
@@ -594,7 +594,7 @@ fn six_hundred_results_compact_to_five_hundred_keeping_the_newest() {
                             "files_changed": [format!("src/module_{n}.rs")]});
         ingest(&runtime, &run, SourceRole::Implementer, &task, &result);
     }
-    let telemetry = runtime.telemetry();
+    let telemetry = runtime.telemetry().unwrap();
     assert!(telemetry.facts_valid <= 500, "{}", telemetry.facts_valid);
     let newest = runtime.fact_history("big", "src/module_600.rs").unwrap();
     assert_eq!(newest.len(), 1);
@@ -656,6 +656,7 @@ pub(crate) fn approval_after_a_restart_settles_what_the_review_opened(
     let store = open();
     let open_items: Vec<String> = store
         .valid_facts()
+        .unwrap()
         .iter()
         .filter(|f| matches!(f.relation(), "issue" | "must_fix"))
         .map(|f| format!("{} {} {}", f.subject(), f.relation(), f.object()))
@@ -700,7 +701,7 @@ fn a_finished_spec_session_is_archived_as_facts_and_an_episode() {
         .query_facts("demo", &FactQuery::new("9", "parser"))
         .unwrap();
     assert!(!valid.facts.is_empty());
-    assert_eq!(facts.valid_count(), archive.facts.added.len());
+    assert_eq!(facts.valid_count().unwrap(), archive.facts.added.len());
     assert!(
         archive.summary.contains("1 tasks completed (task:1)"),
         "{}",

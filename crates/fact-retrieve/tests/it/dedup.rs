@@ -67,12 +67,15 @@ fn an_issue_that_states_a_convention_is_rendered_once_as_the_convention() {
         .with_max_tokens(counter.count(&expected));
     let retrieval = IndexRetriever::new(store.clone())
         .with_counter(counter)
-        .retrieve(&query);
+        .retrieve(&query)
+        .unwrap();
     assert_eq!(retrieval.section, expected);
     let relations: Vec<&str> = retrieval.facts.iter().map(|f| f.fact.relation()).collect();
     assert_eq!(relations, ["convention", "modified_by"]);
     // Unbudgeted, the issue is still left out: its sentence is already there.
-    let all = IndexRetriever::new(store).rank(&FactQuery::new("3", "todo model"));
+    let all = IndexRetriever::new(store)
+        .rank(&FactQuery::new("3", "todo model"))
+        .unwrap();
     assert_eq!(all.len(), 2);
 }
 
@@ -81,10 +84,12 @@ fn the_convention_wins_even_where_the_issue_scores_higher() {
     let store = reviewed_store("Naming convention: use snake_case");
     // "minor" and "issue" are terms of the issue only: it scores higher.
     let query = FactQuery::new("3", "minor issue naming convention snake_case todo");
-    let scored = store.search(
-        &TermQuery::new(&query.task_description, 10),
-        &Bm25::default(),
-    );
+    let scored = store
+        .search(
+            &TermQuery::new(&query.task_description, 10),
+            &Bm25::default(),
+        )
+        .unwrap();
     let score = |relation: &str| {
         scored
             .iter()
@@ -93,7 +98,7 @@ fn the_convention_wins_even_where_the_issue_scores_higher() {
             .score
     };
     assert!(score("issue") > score("convention"));
-    let ranked = IndexRetriever::new(store.clone()).rank(&query);
+    let ranked = IndexRetriever::new(store.clone()).rank(&query).unwrap();
     let relations: Vec<&str> = ranked.iter().map(|f| f.fact.relation()).collect();
     assert_eq!(relations, ["convention", "modified_by"]);
     // The convention keeps its own score and its own place.
@@ -106,7 +111,7 @@ fn a_long_message_clipped_differently_in_the_two_facts_is_one_point() {
                    uses snake_case, as src/models/user.rs already does, never camelCase";
     assert!(message.chars().count() > 120);
     let store = reviewed_store(message);
-    let facts = store.valid_facts();
+    let facts = store.valid_facts().unwrap();
     let object = |relation: &str| {
         facts
             .iter()
@@ -121,7 +126,9 @@ fn a_long_message_clipped_differently_in_the_two_facts_is_one_point() {
         object("issue").strip_prefix("[minor] "),
         Some(&*object("convention"))
     );
-    let ranked = IndexRetriever::new(store).rank(&FactQuery::new("3", "models snake_case"));
+    let ranked = IndexRetriever::new(store)
+        .rank(&FactQuery::new("3", "models snake_case"))
+        .unwrap();
     let relations: Vec<&str> = ranked.iter().map(|f| f.fact.relation()).collect();
     assert_eq!(relations, ["convention", "modified_by"]);
 }
@@ -148,7 +155,8 @@ fn only_one_subject_and_one_sentence_fold() {
         ])
         .unwrap();
     let ranked = IndexRetriever::new(store)
-        .rank(&FactQuery::new("2", "snake_case cargo test task:1").with_max_facts(10));
+        .rank(&FactQuery::new("2", "snake_case cargo test task:1").with_max_facts(10))
+        .unwrap();
     assert_eq!(ranked.len(), 5);
 }
 
@@ -168,7 +176,9 @@ fn a_follow_up_that_blocks_is_kept_as_the_blocker() {
             fact("task:1", "summary", "Install the database driver", "1", 0),
         ])
         .unwrap();
-    let ranked = IndexRetriever::new(store).rank(&FactQuery::new("2", "database driver"));
+    let ranked = IndexRetriever::new(store)
+        .rank(&FactQuery::new("2", "database driver"))
+        .unwrap();
     let mut relations: Vec<&str> = ranked.iter().map(|f| f.fact.relation()).collect();
     relations.sort_unstable();
     // `summary` is not a point relation: it stays beside the blocker.
@@ -197,7 +207,7 @@ fn folding_refills_max_facts_from_further_down_the_ranking() {
     store.add(facts).unwrap();
     // The first window (10 facts) holds fewer than 5 points: it doubles.
     let query = FactQuery::new("2", "style rule").with_max_facts(5);
-    let ranked = IndexRetriever::new(store).rank(&query);
+    let ranked = IndexRetriever::new(store).rank(&query).unwrap();
     let relations: Vec<&str> = ranked.iter().map(|f| f.fact.relation()).collect();
     assert_eq!(
         relations,
@@ -214,7 +224,9 @@ fn folding_refills_max_facts_from_further_down_the_ranking() {
 #[test]
 fn the_retrieved_section_is_the_formatters_section() {
     let store = reviewed_store("Naming convention: use snake_case");
-    let retrieval = IndexRetriever::new(store).retrieve(&FactQuery::new("3", "todo model"));
+    let retrieval = IndexRetriever::new(store)
+        .retrieve(&FactQuery::new("3", "todo model"))
+        .unwrap();
     let facts: Vec<SessionFact> = retrieval.facts.iter().map(|f| f.fact.clone()).collect();
     assert_eq!(retrieval.section, format_session_facts(&facts));
     assert_eq!(lines(&retrieval.section).len(), 2);

@@ -13,7 +13,9 @@ fn subjects(retrieval: &Retrieval) -> Vec<&str> {
 
 #[test]
 fn an_empty_store_gives_nothing() {
-    let retrieval = IndexRetriever::new(store()).retrieve(&FactQuery::new("1", "parser"));
+    let retrieval = IndexRetriever::new(store())
+        .retrieve(&FactQuery::new("1", "parser"))
+        .unwrap();
     assert_eq!(retrieval, Retrieval::default());
     assert_eq!(retrieval.section, "");
 }
@@ -24,8 +26,9 @@ fn no_overlap_gives_nothing_not_recent_facts() {
     store
         .add(vec![fact("src/parser.rs", "modified_by", "task:1", "1", 0)])
         .unwrap();
-    let retrieval =
-        IndexRetriever::new(store).retrieve(&FactQuery::new("2", "write the changelog"));
+    let retrieval = IndexRetriever::new(store)
+        .retrieve(&FactQuery::new("2", "write the changelog"))
+        .unwrap();
     assert!(retrieval.facts.is_empty() && retrieval.section.is_empty());
 }
 
@@ -62,7 +65,7 @@ fn the_tag_filter_keeps_any_of_the_tags() {
         .unwrap();
     let retriever = IndexRetriever::new(store);
     let query = FactQuery::new("2", "parser").with_tags(vec![Tag::Error, Tag::Convention]);
-    let retrieval = retriever.retrieve(&query);
+    let retrieval = retriever.retrieve(&query).unwrap();
     let relations: Vec<&str> = retrieval.facts.iter().map(|f| f.fact.relation()).collect();
     assert_eq!(relations.len(), 2);
     assert!(!relations.contains(&"summary"));
@@ -77,8 +80,9 @@ fn the_querying_tasks_own_facts_are_left_out() {
             fact("src/lexer.rs", "modified_by", "task:1", "1", 0),
         ])
         .unwrap();
-    let retrieval =
-        IndexRetriever::new(store).retrieve(&FactQuery::new("3", "parser lexer modified"));
+    let retrieval = IndexRetriever::new(store)
+        .retrieve(&FactQuery::new("3", "parser lexer modified"))
+        .unwrap();
     assert_eq!(subjects(&retrieval), ["src/lexer.rs"]);
 }
 
@@ -92,7 +96,9 @@ fn higher_overlap_ranks_first() {
         ])
         .unwrap();
     let retriever = IndexRetriever::new(store).with_weighting(Box::new(KeywordOverlap));
-    let retrieval = retriever.retrieve(&FactQuery::new("2", "parser lexer"));
+    let retrieval = retriever
+        .retrieve(&FactQuery::new("2", "parser lexer"))
+        .unwrap();
     assert_eq!(
         subjects(&retrieval),
         ["src/parser/lexer.rs", "src/lexer.rs"]
@@ -123,7 +129,7 @@ fn ties_go_to_the_newer_fact() {
         )])
         .unwrap();
     let retriever = IndexRetriever::new(store).with_weighting(Box::new(KeywordOverlap));
-    let retrieval = retriever.retrieve(&FactQuery::new("3", "parser"));
+    let retrieval = retriever.retrieve(&FactQuery::new("3", "parser")).unwrap();
     assert_eq!(
         subjects(&retrieval),
         ["src/new_parser.rs", "src/old_parser.rs"]
@@ -149,7 +155,14 @@ fn max_facts_caps_the_list() {
         )
         .unwrap();
     let query = FactQuery::new("2", "parser").with_max_facts(4);
-    assert_eq!(IndexRetriever::new(store).retrieve(&query).facts.len(), 4);
+    assert_eq!(
+        IndexRetriever::new(store)
+            .retrieve(&query)
+            .unwrap()
+            .facts
+            .len(),
+        4
+    );
 }
 
 #[test]
@@ -164,7 +177,7 @@ fn a_budget_that_fits_one_of_two_long_facts_returns_one() {
         .unwrap();
     // Header (17 chars) + one line of ~120 chars = ~35 tokens; two lines need ~66.
     let query = FactQuery::new("3", "parser").with_max_tokens(50);
-    let retrieval = IndexRetriever::new(store).retrieve(&query);
+    let retrieval = IndexRetriever::new(store).retrieve(&query).unwrap();
     assert_eq!(subjects(&retrieval), ["task:2"]);
     assert!(retrieval.tokens_used <= 50);
     assert_eq!(
@@ -194,7 +207,7 @@ fn fifty_facts_under_a_hundred_tokens_fill_the_budget_exactly_measured() {
     let query = FactQuery::new("99", "dispatch module")
         .with_max_facts(50)
         .with_max_tokens(100);
-    let retrieval = IndexRetriever::new(store).retrieve(&query);
+    let retrieval = IndexRetriever::new(store).retrieve(&query).unwrap();
     assert!(!retrieval.facts.is_empty());
     let counter = CharsPerToken::default();
     assert!(
@@ -225,10 +238,11 @@ fn a_finer_counter_changes_the_budget() {
         )
         .unwrap();
     let query = FactQuery::new("2", "parser").with_max_tokens(100);
-    let coarse = IndexRetriever::new(store.clone()).retrieve(&query);
+    let coarse = IndexRetriever::new(store.clone()).retrieve(&query).unwrap();
     let fine = IndexRetriever::new(store)
         .with_counter(Arc::new(CharsPerToken::new(1)))
-        .retrieve(&query);
+        .retrieve(&query)
+        .unwrap();
     assert!(fine.facts.len() < coarse.facts.len());
     assert!(fine.tokens_used <= 100 && fine.section.chars().count() <= 100);
 }
@@ -243,10 +257,14 @@ fn invalidated_facts_are_gone_but_as_of_sees_them() {
         .add(vec![fact("task:1", "completed_with", "completed", "1", 10)])
         .unwrap();
     let retriever = IndexRetriever::new(store);
-    let now = retriever.retrieve(&FactQuery::new("2", "blocked completed"));
+    let now = retriever
+        .retrieve(&FactQuery::new("2", "blocked completed"))
+        .unwrap();
     assert_eq!(now.facts.len(), 1);
     assert_eq!(now.facts[0].fact.object(), "completed");
-    let then = retriever.retrieve(&FactQuery::new("2", "blocked completed").with_as_of(t(5)));
+    let then = retriever
+        .retrieve(&FactQuery::new("2", "blocked completed").with_as_of(t(5)))
+        .unwrap();
     assert_eq!(then.facts[0].fact.object(), "blocked");
 }
 
@@ -266,13 +284,14 @@ fn bm25_lets_a_rare_term_beat_a_common_one() {
     }));
     store.add(facts).unwrap();
     let query = FactQuery::new("30", "module retry");
-    let bm25 = IndexRetriever::new(store.clone()).retrieve(&query);
+    let bm25 = IndexRetriever::new(store.clone()).retrieve(&query).unwrap();
     assert_eq!(bm25.facts[0].fact.subject(), "src/retry.rs");
     assert!(bm25.facts[0].score > bm25.facts[1].score * 2.0);
     // Overlap counts "module" and "retry" alike: ties go to the newer module facts.
     let overlap = IndexRetriever::new(store)
         .with_weighting(Box::new(KeywordOverlap))
-        .retrieve(&query);
+        .retrieve(&query)
+        .unwrap();
     assert_eq!(overlap.facts[0].fact.subject(), "src/module_20.rs");
     assert_eq!(
         overlap.facts[0].score,

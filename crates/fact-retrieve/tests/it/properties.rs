@@ -198,6 +198,7 @@ fn brute_force(
     }
     let docs: Vec<(SessionFact, Vec<String>)> = store
         .valid_facts()
+        .unwrap()
         .into_iter()
         .map(|f| {
             let terms = analyzer.analyze_fact(&f);
@@ -272,7 +273,7 @@ proptest! {
         query.tags = tags;
 
         // The index answers exactly what a brute-force scan answers, folded by the same rule.
-        let ranked = IndexRetriever::new(store.clone()).with_weighting(if bm25 { Box::new(Bm25::default()) } else { Box::new(KeywordOverlap) }).rank(&query);
+        let ranked = IndexRetriever::new(store.clone()).with_weighting(if bm25 { Box::new(Bm25::default()) } else { Box::new(KeywordOverlap) }).rank(&query).unwrap();
         let expected = fold_in_windows(&brute_force(&*store, &*weighting, &query), max_facts);
         let got: Vec<(SessionFact, f64)> = ranked.into_iter().map(|r| (r.fact, r.score)).collect();
         prop_assert_eq!(&got, &expected);
@@ -281,7 +282,7 @@ proptest! {
             prop_assert!(!got[at + 1..].iter().any(|(b, _)| same_point(a, b)), "{:?}", got);
         }
 
-        let retrieval = IndexRetriever::new(store.clone()).with_weighting(weighting).with_counter(counter.clone()).retrieve(&query);
+        let retrieval = IndexRetriever::new(store.clone()).with_weighting(weighting).with_counter(counter.clone()).retrieve(&query).unwrap();
         // The section never exceeds the budget, and its cost is reported exactly.
         prop_assert!(counter.count(&retrieval.section) <= max_tokens);
         prop_assert_eq!(retrieval.tokens_used, counter.count(&retrieval.section));
@@ -291,7 +292,7 @@ proptest! {
         // No line is longer than 120 characters.
         prop_assert!(retrieval.section.lines().all(|line| line.chars().count() <= MAX_LINE_CHARS));
         // Never an invalidated fact, never the querying task's own.
-        let valid = store.valid_facts();
+        let valid = store.valid_facts().unwrap();
         for found in &retrieval.facts {
             prop_assert!(valid.contains(&found.fact));
             prop_assert_ne!(found.fact.source_task_id(), query.task_id.as_str());

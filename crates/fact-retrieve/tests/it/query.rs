@@ -50,7 +50,7 @@ fn a_six_megabyte_prompt_analyzes_a_bounded_number_of_terms() {
     assert_eq!(terms[..3], ["extend", "parser", "w0"]);
     assert!(!terms.contains(&"zebra".to_owned()));
     assert!(query_text(store.analyzer(), &prompt).len() <= MAX_QUERY_BYTES);
-    let retrieval = retriever.retrieve(&query);
+    let retrieval = retriever.retrieve(&query).unwrap();
     let subjects: Vec<&str> = retrieval.facts.iter().map(|f| f.fact.subject()).collect();
     assert_eq!(subjects, ["src/parser.rs"]);
 }

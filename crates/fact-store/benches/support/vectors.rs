@@ -191,7 +191,7 @@ pub(crate) fn fill_embedded(store: &dyn SessionFactStore, count: usize) -> Fille
         store.add(batch.to_vec()).unwrap();
     }
     let added = started.elapsed();
-    assert_eq!(store.valid_count(), count);
+    assert_eq!(store.valid_count().unwrap(), count);
     let store_vectors = store.vectors().expect("the store keeps embeddings");
     let started = Instant::now();
     for batch in vectors.chunks(1_000) {
@@ -222,7 +222,8 @@ pub(crate) fn nearest_20(store: &dyn SessionFactStore, query: &[f32]) -> Vec<Sco
     let found = store
         .vectors()
         .expect("the store keeps embeddings")
-        .nearest(&VectorQuery::new(MODEL, query, 20));
+        .nearest(&VectorQuery::new(MODEL, query, 20))
+        .unwrap();
     assert_eq!(
         found.len(),
         20,

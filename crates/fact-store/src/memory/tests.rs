@@ -41,14 +41,16 @@ fn check_index(store: &InMemorySessionFactStore) -> Result<(), TestCaseError> {
                 limit,
                 ..TermQuery::default()
             };
-            let indexed = store.search(&query, &Bm25);
-            let scanned = store.search(
-                &TermQuery {
-                    as_of: Some(Timestamp::MAX),
-                    ..query.clone()
-                },
-                &Bm25,
-            );
+            let indexed = store.search(&query, &Bm25).unwrap();
+            let scanned = store
+                .search(
+                    &TermQuery {
+                        as_of: Some(Timestamp::MAX),
+                        ..query.clone()
+                    },
+                    &Bm25,
+                )
+                .unwrap();
             prop_assert_eq!(&indexed, &scanned, "query {:?} limit {}", text, limit);
         }
     }
@@ -350,7 +352,7 @@ proptest! {
                         specs.len()
                     );
                     if config.auto_compact {
-                        prop_assert!(store.valid_count() <= config.capacity);
+                        prop_assert!(store.valid_count().unwrap() <= config.capacity);
                         prop_assert!(store.read().history_len() <= config.history_limit);
                     }
                 }
@@ -360,7 +362,7 @@ proptest! {
                 Op::InvalidateFromTask(s, r, t) => {
                     let (subject, relation, task) = (pick(SUBJECTS, *s), pick(RELATIONS, *r), pick(TASKS, *t));
                     let of_key = |store: &InMemorySessionFactStore| -> Vec<SessionFact> {
-                        store.valid_facts().into_iter()
+                        store.valid_facts().unwrap().into_iter()
                             .filter(|f| f.subject() == subject && f.relation() == relation)
                             .collect()
                     };
@@ -375,18 +377,18 @@ proptest! {
                 }
                 Op::Compact(max) => {
                     store.compact(*max).unwrap();
-                    prop_assert!(store.valid_count() <= *max);
+                    prop_assert!(store.valid_count().unwrap() <= *max);
                 }
                 Op::Delete(s, r, o) => {
                     let id = fact_model::FactId::for_triple(pick(SUBJECTS, *s), pick(RELATIONS, *r), pick(OBJECTS, *o));
-                    let existed = store.get(id).is_some();
+                    let existed = store.get(id).unwrap().is_some();
                     prop_assert_eq!(store.delete(id).is_ok(), existed);
-                    prop_assert!(store.get(id).is_none());
+                    prop_assert!(store.get(id).unwrap().is_none());
                 }
                 Op::Update(s, r, o, c) => {
                     let id = fact_model::FactId::for_triple(pick(SUBJECTS, *s), pick(RELATIONS, *r), pick(OBJECTS, *o));
                     let update = FactUpdate { confidence: Some(*c), ..FactUpdate::default() };
-                    prop_assert_eq!(store.update(id, &update).is_ok(), store.get(id).is_some());
+                    prop_assert_eq!(store.update(id, &update).is_ok(), store.get(id).unwrap().is_some());
                 }
                 Op::Tick(secs) => clock.advance(Duration::from_secs(*secs)),
             }
@@ -395,19 +397,19 @@ proptest! {
             check_append_only(&before, &versions(&state))?;
             drop(state);
             check_index(&store)?;
-            prop_assert_eq!(store.stored_count(), store.export_snapshot().records.len());
+            prop_assert_eq!(store.stored_count().unwrap(), store.export_snapshot().unwrap().records.len());
         }
 
         // Snapshot export then import yields an equal store.
-        let snapshot = store.export_snapshot();
+        let snapshot = store.export_snapshot().unwrap();
         let (copy, report) = InMemorySessionFactStore::from_snapshot_json(
             &snapshot.to_json(),
             config,
             clock.clone(),
         ).unwrap();
         prop_assert!(report.skipped.is_empty(), "{:?}", report.skipped);
-        prop_assert_eq!(copy.export_snapshot(), snapshot);
-        prop_assert_eq!(copy.valid_facts(), store.valid_facts());
+        prop_assert_eq!(copy.export_snapshot().unwrap(), snapshot);
+        prop_assert_eq!(copy.valid_facts().unwrap(), store.valid_facts().unwrap());
         check_state(&copy.read())?;
     }
 }
@@ -451,16 +453,16 @@ fn apply(store: &InMemorySessionFactStore, clock: &ManualClock, op: &Op) -> Stri
 fn answers(store: &InMemorySessionFactStore, now: Timestamp) -> String {
     let mut out = format!(
         "{:?}\n{:?}\n{}\n",
-        store.valid_facts(),
-        store.export_snapshot(),
-        store.stored_count()
+        store.valid_facts().unwrap(),
+        store.export_snapshot().unwrap(),
+        store.stored_count().unwrap()
     );
     for subject in SUBJECTS {
-        out += &format!("{:?}\n", store.history(subject));
+        out += &format!("{:?}\n", store.history(subject).unwrap());
     }
     for back in [-6i64, 0, 3] {
         let at = Timestamp::from_unix_micros(now.unix_micros() + back * 1_000_000).unwrap();
-        out += &format!("{:?}\n", store.valid_at(at));
+        out += &format!("{:?}\n", store.valid_at(at).unwrap());
     }
     for text in [
         "alpha task 1",
@@ -475,7 +477,7 @@ fn answers(store: &InMemorySessionFactStore, now: Timestamp) -> String {
                 as_of,
                 ..TermQuery::default()
             };
-            out += &format!("{:?}\n", store.search(&query, &Bm25));
+            out += &format!("{:?}\n", store.search(&query, &Bm25).unwrap());
         }
     }
     out

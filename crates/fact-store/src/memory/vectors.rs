@@ -36,9 +36,9 @@ impl FactVectors for InMemorySessionFactStore {
         Ok(stored)
     }
 
-    fn unembedded(&self, model: &str, limit: usize) -> Vec<SessionFact> {
+    fn unembedded(&self, model: &str, limit: usize) -> StoreResult<Vec<SessionFact>> {
         if limit == 0 {
-            return Vec::new();
+            return Ok(Vec::new());
         }
         let state = self.read();
         let index = state.vectors.get(model);
@@ -52,30 +52,30 @@ impl FactVectors for InMemorySessionFactStore {
             missing.truncate(limit);
         }
         missing.sort_unstable();
-        missing
+        Ok(missing
             .into_iter()
             .filter_map(|(_, _, rid)| state.fact(rid))
-            .collect()
+            .collect())
     }
 
-    fn embedded_count(&self, model: &str) -> usize {
-        self.read().vectors.get(model).map_or(0, VectorIndex::len)
+    fn embedded_count(&self, model: &str) -> StoreResult<usize> {
+        Ok(self.read().vectors.get(model).map_or(0, VectorIndex::len))
     }
 
-    fn nearest(&self, query: &VectorQuery<'_>) -> Vec<ScoredFact> {
+    fn nearest(&self, query: &VectorQuery<'_>) -> StoreResult<Vec<ScoredFact>> {
         let state = self.read();
         let Some(index) = state.vectors.get(query.model) else {
-            return Vec::new();
+            return Ok(Vec::new());
         };
         let Some(unit) = unit_query(query.vector, index.dimension()) else {
-            return Vec::new();
+            return Ok(Vec::new());
         };
         // A task the store never saw excludes nothing.
         let excluded = query
             .exclude_source_task
             .and_then(|task| state.symbols.lookup(task));
         let mut accept = |id: FactId| accepts(&state, query, excluded, id).is_some();
-        index
+        Ok(index
             .nearest(&unit, query.limit, &mut accept)
             .into_iter()
             .filter_map(|(id, score)| {
@@ -83,7 +83,7 @@ impl FactVectors for InMemorySessionFactStore {
                 let score = f64::from(score).clamp(-1.0, 1.0);
                 Some(ScoredFact { fact, score })
             })
-            .collect()
+            .collect())
     }
 }
 

@@ -177,10 +177,10 @@ impl PgOptions {
 /// the pool, and the next operation opens a new one: a client survives a server restart
 /// by reporting the operation that was in flight.
 ///
-/// The read methods of [`SessionFactStore`] cannot fail by signature: when the server
-/// cannot answer, they log the error with `tracing::error!` and answer as an empty store
-/// would. Writes, episode and message reads and the reads of long-term memory return the
-/// error.
+/// Reads fail the same way: every read of [`SessionFactStore`], [`FactVectors`],
+/// [`EpisodeStore`](crate::EpisodeStore) and [`LongTermStore`](crate::LongTermStore)
+/// returns the error when the server cannot answer (a lost connection, missing
+/// privileges), with its code; a failed read never answers as an empty store would.
 ///
 /// # Search
 ///
@@ -209,7 +209,7 @@ impl PgOptions {
 ///
 /// let url = std::env::var("FACTMEM_PG_URL")?;
 /// let store = PgFactStore::connect(&url, "spec:todo-api", StoreConfig::default(), Arc::new(SystemClock))?;
-/// println!("{} valid facts", store.valid_count());
+/// println!("{} valid facts", store.valid_count()?);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct PgFactStore {
@@ -609,44 +609,18 @@ impl PgFactStore {
         f(conn, self.scope_id).map_err(|e| e.into_store(&self.location))
     }
 
-    /// A read of an infallible trait method: `None` (logged) when the server fails.
-    fn read<T>(
-        &self,
-        operation: &'static str,
-        f: impl FnOnce(&mut Connection, i64) -> DbResult<T>,
-    ) -> Option<T> {
-        match self.with_conn(f) {
-            Ok(value) => Some(value),
-            Err(error) => {
-                tracing::error!(
-                    location = %self.location.display(),
-                    scope = %self.scope,
-                    operation,
-                    code = error.code(),
-                    %error,
-                    "fact store read failed; answering as an empty store"
-                );
-                None
-            }
-        }
-    }
-
-    fn facts(
-        &self,
-        operation: &'static str,
-        sql: &str,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Vec<SessionFact> {
-        self.read(operation, |conn, _| {
+    /// The facts `sql` selects with [`FACT_COLUMNS`] first.
+    fn facts(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> StoreResult<Vec<SessionFact>> {
+        self.with_conn(|conn, _| {
             let rows = query(conn, sql, params)?;
             rows.iter().map(|row| read_fact(row, 0)).collect()
         })
-        .unwrap_or_default()
     }
 
-    fn counter(&self, operation: &'static str, column: &str) -> usize {
+    /// One of the scope's counters.
+    fn counter(&self, column: &str) -> StoreResult<usize> {
         let sql = format!("SELECT {column} FROM scopes WHERE id = $1");
-        self.read(operation, |conn, scope| {
+        self.with_conn(|conn, scope| {
             let rows = query(conn, &sql, &[&scope])?;
             let count: i64 = match rows.first() {
                 Some(row) => row.try_get(0)?,
@@ -654,7 +628,6 @@ impl PgFactStore {
             };
             Ok(usize::try_from(count).unwrap_or(0))
         })
-        .unwrap_or_default()
     }
 }
 
@@ -708,42 +681,41 @@ impl SessionFactStore for PgFactStore {
         self.write(|writer| writer.import(snapshot.records.clone(), &self.config))
     }
 
-    fn valid_facts(&self) -> Vec<SessionFact> {
+    fn valid_facts(&self) -> StoreResult<Vec<SessionFact>> {
         let sql = format!(
             "SELECT {FACT_COLUMNS} FROM facts WHERE scope = $1 AND valid_to IS NULL ORDER BY seq"
         );
-        self.facts("valid_facts", &sql, &[&self.scope_id])
+        self.facts(&sql, &[&self.scope_id])
     }
 
-    fn valid_at(&self, at: Timestamp) -> Vec<SessionFact> {
+    fn valid_at(&self, at: Timestamp) -> StoreResult<Vec<SessionFact>> {
         let sql = format!(
             "SELECT {FACT_COLUMNS} FROM facts WHERE scope = $1 AND valid_from <= $2 \
              AND (valid_to IS NULL OR $2 < valid_to) ORDER BY seq"
         );
-        let mut facts = self.facts("valid_at", &sql, &[&self.scope_id, &at.unix_micros()]);
+        let mut facts = self.facts(&sql, &[&self.scope_id, &at.unix_micros()])?;
         facts.retain(|fact| fact.is_valid_at(at));
-        facts
+        Ok(facts)
     }
 
-    fn history(&self, subject: &str) -> Vec<SessionFact> {
+    fn history(&self, subject: &str) -> StoreResult<Vec<SessionFact>> {
         let sql = format!(
             "SELECT {FACT_COLUMNS} FROM facts WHERE scope = $1 \
              AND subject_hash = hashtextextended($2, 0) AND subject = $2 ORDER BY seq"
         );
-        self.facts("history", &sql, &[&self.scope_id, &subject])
+        self.facts(&sql, &[&self.scope_id, &subject])
     }
 
-    fn get(&self, id: FactId) -> Option<SessionFact> {
+    fn get(&self, id: FactId) -> StoreResult<Option<SessionFact>> {
         let sql = format!(
             "SELECT {FACT_COLUMNS} FROM facts WHERE scope = $1 AND id = $2 \
              ORDER BY valid_to IS NULL DESC, seq DESC LIMIT 1"
         );
-        self.facts("get", &sql, &[&self.scope_id, &id_to_sql(id)])
-            .pop()
+        Ok(self.facts(&sql, &[&self.scope_id, &id_to_sql(id)])?.pop())
     }
 
-    fn export_snapshot(&self) -> Snapshot {
-        let records = self.read("export_snapshot", |conn, scope| {
+    fn export_snapshot(&self) -> StoreResult<Snapshot> {
+        let records = self.with_conn(|conn, scope| {
             let sql =
                 format!("SELECT {FACT_COLUMNS}, batch FROM facts WHERE scope = $1 ORDER BY seq");
             let rows = query(conn, &sql, &[&scope])?;
@@ -756,19 +728,23 @@ impl SessionFactStore for PgFactStore {
                     })
                 })
                 .collect::<DbResult<Vec<_>>>()
-        });
-        Snapshot {
+        })?;
+        Ok(Snapshot {
             version: SNAPSHOT_VERSION,
-            records: records.unwrap_or_default(),
-        }
+            records,
+        })
     }
 
     fn analyzer(&self) -> &Analyzer {
         &self.analyzer
     }
 
-    fn search(&self, query: &TermQuery<'_>, weighting: &dyn TermWeighting) -> Vec<ScoredFact> {
-        self.read("search", |conn, scope| {
+    fn search(
+        &self,
+        query: &TermQuery<'_>,
+        weighting: &dyn TermWeighting,
+    ) -> StoreResult<Vec<ScoredFact>> {
+        self.with_conn(|conn, scope| {
             let mut cache = (self.options.search_cache).then(|| Self::lock(&self.cache));
             search::search(
                 conn,
@@ -779,15 +755,14 @@ impl SessionFactStore for PgFactStore {
                 weighting,
             )
         })
-        .unwrap_or_default()
     }
 
-    fn valid_count(&self) -> usize {
-        self.counter("valid_count", "valid_count")
+    fn valid_count(&self) -> StoreResult<usize> {
+        self.counter("valid_count")
     }
 
-    fn stored_count(&self) -> usize {
-        self.counter("stored_count", "stored_count")
+    fn stored_count(&self) -> StoreResult<usize> {
+        self.counter("stored_count")
     }
 
     fn vectors(&self) -> Option<&dyn FactVectors> {

@@ -175,9 +175,9 @@ impl FactVectors for PgFactStore {
         }
     }
 
-    fn unembedded(&self, model: &str, limit: usize) -> Vec<SessionFact> {
+    fn unembedded(&self, model: &str, limit: usize) -> StoreResult<Vec<SessionFact>> {
         if limit == 0 {
-            return Vec::new();
+            return Ok(Vec::new());
         }
         let sql = format!(
             "SELECT {FACT_COLUMNS} FROM facts AS f WHERE f.scope = $1 AND f.valid_to IS NULL \
@@ -186,11 +186,11 @@ impl FactVectors for PgFactStore {
              ORDER BY f.valid_from, f.id < 0, f.id LIMIT $3"
         );
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.facts("unembedded", &sql, &[&self.scope_id, &model, &limit])
+        self.facts(&sql, &[&self.scope_id, &model, &limit])
     }
 
-    fn embedded_count(&self, model: &str) -> usize {
-        self.read("embedded_count", |conn, scope| {
+    fn embedded_count(&self, model: &str) -> StoreResult<usize> {
+        self.with_conn(|conn, scope| {
             let rows = query(
                 conn,
                 "SELECT count(*) FROM embeddings WHERE scope = $1 AND model = $2",
@@ -202,14 +202,13 @@ impl FactVectors for PgFactStore {
             };
             Ok(count(n))
         })
-        .unwrap_or_default()
     }
 
-    fn nearest(&self, query: &VectorQuery<'_>) -> Vec<ScoredFact> {
+    fn nearest(&self, query: &VectorQuery<'_>) -> StoreResult<Vec<ScoredFact>> {
         if query.limit == 0 {
-            return Vec::new();
+            return Ok(Vec::new());
         }
-        self.read("nearest", |conn, scope| {
+        self.with_conn(|conn, scope| {
             let mut cache = Self::lock(&self.vectors);
             let Connection { client, statements } = conn;
             let mut reads = Reads {
@@ -219,6 +218,5 @@ impl FactVectors for PgFactStore {
             };
             cache.nearest(&mut reads, query)
         })
-        .unwrap_or_default()
     }
 }

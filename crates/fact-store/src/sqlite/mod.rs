@@ -146,11 +146,11 @@ impl SqliteOptions {
 /// (damaged, or not a database), [`StoreError::Io`] (disk full, I/O, read-only, cannot
 /// open) and [`StoreError::Backend`].
 ///
-/// The read methods of [`SessionFactStore`] cannot fail by signature: when the database
-/// cannot be read, they log the error with `tracing::error!` and answer as an empty store
-/// would (no facts, `None`, zero, an empty snapshot). Writes, episode and message reads,
-/// and the reads of [`LongTermStore`](crate::LongTermStore) (aliases, profile, facts by
-/// source) return the error.
+/// Reads fail the same way: every read of [`SessionFactStore`], [`FactVectors`],
+/// [`EpisodeStore`](crate::EpisodeStore) and [`LongTermStore`](crate::LongTermStore)
+/// returns the error of a database it cannot read (a table gone, a damaged page, a file
+/// that can no longer be opened), with its code; a failed read never answers as an empty
+/// store would.
 ///
 /// # Opening
 ///
@@ -219,10 +219,10 @@ impl SqliteOptions {
 /// let store = SqliteFactStore::open(&path, "spec:todo-api", StoreConfig::default(), clock.clone())?;
 /// let report = store.add(vec![status("completed", 60)?])?;
 /// assert_eq!(report.invalidated.len(), 1);
-/// assert_eq!(store.history("task:7").len(), 2);
+/// assert_eq!(store.history("task:7")?.len(), 2);
 /// // Another scope of the same file sees nothing of it.
 /// let other = SqliteFactStore::open(&path, "user:alice", StoreConfig::default(), clock)?;
-/// assert_eq!(other.stored_count(), 0);
+/// assert_eq!(other.stored_count()?, 0);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct SqliteFactStore {
@@ -323,7 +323,7 @@ impl SqliteFactStore {
     /// use fact_store::{SessionFactStore, SqliteFactStore, StoreConfig};
     ///
     /// let store = SqliteFactStore::open_in_memory("test", StoreConfig::default(), Arc::new(SystemClock))?;
-    /// assert_eq!(store.valid_count(), 0);
+    /// assert_eq!(store.valid_count()?, 0);
     /// # Ok::<(), fact_store::StoreError>(())
     /// ```
     ///
@@ -519,49 +519,29 @@ impl SqliteFactStore {
 
     /// Runs `f` on the connection; errors carry the path.
     fn with_conn<T>(&self, f: impl FnOnce(&mut Connection, i64) -> DbResult<T>) -> StoreResult<T> {
+        self.with_inner(|inner, scope| f(&mut inner.conn, scope))
+    }
+
+    /// Runs `f` on the connection and what is cached beside it; errors carry the path.
+    fn with_inner<T>(&self, f: impl FnOnce(&mut Inner, i64) -> DbResult<T>) -> StoreResult<T> {
         let mut guard = self.lock();
-        f(&mut guard.conn, self.scope_id).map_err(|e| e.into_store(&self.path))
+        f(&mut guard, self.scope_id).map_err(|e| e.into_store(&self.path))
     }
 
-    /// A read of an infallible trait method: `None` (logged) when the database fails.
-    fn read<T>(
-        &self,
-        operation: &'static str,
-        f: impl FnOnce(&mut Inner, i64) -> DbResult<T>,
-    ) -> Option<T> {
-        let mut guard = self.lock();
-        match f(&mut guard, self.scope_id) {
-            Ok(value) => Some(value),
-            Err(error) => {
-                let error = error.into_store(&self.path);
-                tracing::error!(
-                    path = %self.path.display(),
-                    scope = %self.scope,
-                    operation,
-                    code = error.code(),
-                    %error,
-                    "fact store read failed; answering as an empty store"
-                );
-                None
-            }
-        }
+    /// The facts `sql` selects with [`FACT_COLUMNS`] first.
+    fn facts(&self, sql: &str, params: impl Params) -> StoreResult<Vec<SessionFact>> {
+        self.with_conn(|conn, _| query_facts(conn, sql, params))
     }
 
-    fn facts(&self, operation: &'static str, sql: &str, params: impl Params) -> Vec<SessionFact> {
-        self.read(operation, |inner, _| query_facts(&inner.conn, sql, params))
-            .unwrap_or_default()
-    }
-
-    fn counter(&self, operation: &'static str, column: &str) -> usize {
+    /// One of the scope's counters.
+    fn counter(&self, column: &str) -> StoreResult<usize> {
         let sql = format!("SELECT {column} FROM scopes WHERE id = ?1");
-        self.read(operation, |inner, scope| {
-            let count: i64 = inner
-                .conn
+        self.with_conn(|conn, scope| {
+            let count: i64 = conn
                 .prepare_cached(&sql)?
                 .query_row([scope], |row| row.get(0))?;
             Ok(usize::try_from(count).unwrap_or(0))
         })
-        .unwrap_or_default()
     }
 }
 
@@ -612,44 +592,45 @@ impl SessionFactStore for SqliteFactStore {
         self.write(|writer| writer.import(snapshot.records, &self.config))
     }
 
-    fn valid_facts(&self) -> Vec<SessionFact> {
+    fn valid_facts(&self) -> StoreResult<Vec<SessionFact>> {
         let sql = format!(
             "SELECT {FACT_COLUMNS} FROM facts WHERE scope = ?1 AND valid_to IS NULL ORDER BY seq"
         );
-        self.facts("valid_facts", &sql, [self.scope_id])
+        self.facts(&sql, [self.scope_id])
     }
 
-    fn valid_at(&self, at: Timestamp) -> Vec<SessionFact> {
+    fn valid_at(&self, at: Timestamp) -> StoreResult<Vec<SessionFact>> {
         let sql = format!(
             "SELECT {FACT_COLUMNS} FROM facts WHERE scope = ?1 AND valid_from <= ?2 \
              AND (valid_to IS NULL OR ?2 < valid_to) ORDER BY seq"
         );
-        let mut facts = self.facts("valid_at", &sql, params![self.scope_id, at.unix_micros()]);
+        let mut facts = self.facts(&sql, params![self.scope_id, at.unix_micros()])?;
         facts.retain(|fact| fact.is_valid_at(at));
-        facts
+        Ok(facts)
     }
 
-    fn history(&self, subject: &str) -> Vec<SessionFact> {
+    fn history(&self, subject: &str) -> StoreResult<Vec<SessionFact>> {
         let sql = format!(
             "SELECT {FACT_COLUMNS} FROM facts WHERE scope = ?1 AND subject = ?2 ORDER BY seq"
         );
-        self.facts("history", &sql, params![self.scope_id, subject])
+        self.facts(&sql, params![self.scope_id, subject])
     }
 
-    fn get(&self, id: FactId) -> Option<SessionFact> {
+    fn get(&self, id: FactId) -> StoreResult<Option<SessionFact>> {
         let sql = format!(
             "SELECT {FACT_COLUMNS} FROM facts WHERE scope = ?1 AND id = ?2 \
              ORDER BY valid_to IS NULL DESC, seq DESC LIMIT 1"
         );
-        self.facts("get", &sql, params![self.scope_id, id_to_sql(id)])
-            .pop()
+        Ok(self
+            .facts(&sql, params![self.scope_id, id_to_sql(id)])?
+            .pop())
     }
 
-    fn export_snapshot(&self) -> Snapshot {
-        let records = self.read("export_snapshot", |inner, scope| {
+    fn export_snapshot(&self) -> StoreResult<Snapshot> {
+        let records = self.with_conn(|conn, scope| {
             let sql =
                 format!("SELECT {FACT_COLUMNS}, batch FROM facts WHERE scope = ?1 ORDER BY seq");
-            let mut stmt = inner.conn.prepare_cached(&sql)?;
+            let mut stmt = conn.prepare_cached(&sql)?;
             let mut rows = stmt.query([scope])?;
             let mut records = Vec::new();
             while let Some(row) = rows.next()? {
@@ -661,19 +642,23 @@ impl SessionFactStore for SqliteFactStore {
                 });
             }
             Ok(records)
-        });
-        Snapshot {
+        })?;
+        Ok(Snapshot {
             version: SNAPSHOT_VERSION,
-            records: records.unwrap_or_default(),
-        }
+            records,
+        })
     }
 
     fn analyzer(&self) -> &Analyzer {
         &self.analyzer
     }
 
-    fn search(&self, query: &TermQuery<'_>, weighting: &dyn TermWeighting) -> Vec<ScoredFact> {
-        self.read("search", |inner, scope| {
+    fn search(
+        &self,
+        query: &TermQuery<'_>,
+        weighting: &dyn TermWeighting,
+    ) -> StoreResult<Vec<ScoredFact>> {
+        self.with_inner(|inner, scope| {
             let Inner { conn, cache, .. } = inner;
             search::search(
                 conn,
@@ -685,15 +670,14 @@ impl SessionFactStore for SqliteFactStore {
                 weighting,
             )
         })
-        .unwrap_or_default()
     }
 
-    fn valid_count(&self) -> usize {
-        self.counter("valid_count", "valid_count")
+    fn valid_count(&self) -> StoreResult<usize> {
+        self.counter("valid_count")
     }
 
-    fn stored_count(&self) -> usize {
-        self.counter("stored_count", "stored_count")
+    fn stored_count(&self) -> StoreResult<usize> {
+        self.counter("stored_count")
     }
 
     fn vectors(&self) -> Option<&dyn FactVectors> {

@@ -42,6 +42,7 @@ fn search(store: &dyn SessionFactStore, text: &str) -> Vec<(String, f64)> {
     };
     store
         .search(&query, &Overlap)
+        .unwrap()
         .into_iter()
         .map(|s| (s.fact.object().to_owned(), s.score))
         .collect()
@@ -76,8 +77,8 @@ fn a_write_that_fails_halfway_changes_nothing() {
         store.add(first.clone()).unwrap();
         reference.add(first).unwrap();
         let before = (
-            store.export_snapshot(),
-            store.valid_count(),
+            store.export_snapshot().unwrap(),
+            store.valid_count().unwrap(),
             search(&store, "parser"),
         );
         let raw = Connection::open(&path).unwrap();
@@ -97,8 +98,8 @@ fn a_write_that_fails_halfway_changes_nothing() {
         assert!(err.to_string().contains("injected failure"), "{err}");
         assert_eq!(
             (
-                store.export_snapshot(),
-                store.valid_count(),
+                store.export_snapshot().unwrap(),
+                store.valid_count().unwrap(),
                 search(&store, "parser")
             ),
             before
@@ -114,8 +115,8 @@ fn a_write_that_fails_halfway_changes_nothing() {
             reference.add(next).unwrap()
         );
         assert_eq!(
-            store.export_snapshot().records,
-            reference.export_snapshot().records
+            store.export_snapshot().unwrap().records,
+            reference.export_snapshot().unwrap().records
         );
         assert_eq!(
             search(&store, "parser done boom"),
@@ -146,10 +147,10 @@ fn a_locked_database_is_busy_and_nothing_is_written() {
     let err = store.add(vec![fact("b", "r", "o", 1)]).unwrap_err();
     assert_eq!(err.code(), "busy", "{err}");
     // Readers are not blocked by a writer in WAL mode.
-    assert_eq!(store.valid_count(), 1);
+    assert_eq!(store.valid_count().unwrap(), 1);
     raw.execute_batch("COMMIT").unwrap();
     store.add(vec![fact("b", "r", "o", 1)]).unwrap();
-    assert_eq!(store.valid_count(), 2);
+    assert_eq!(store.valid_count().unwrap(), 2);
 }
 
 // --- migrations ---------------------------------------------------------------------------
@@ -255,8 +256,14 @@ fn older_databases_migrate_to_messages_aliases_profile_and_embeddings() {
             .unwrap();
         assert_eq!(migrated, SqliteFactStore::SCHEMA_VERSION, "from {version}");
         // The facts are kept, recorded at no known time, and found by search.
-        assert_eq!(store.valid_facts(), std::slice::from_ref(&old_fact));
-        assert_eq!(store.get(old_fact.id()).unwrap().recorded_at(), None);
+        assert_eq!(
+            store.valid_facts().unwrap(),
+            std::slice::from_ref(&old_fact)
+        );
+        assert_eq!(
+            store.get(old_fact.id()).unwrap().unwrap().recorded_at(),
+            None
+        );
         assert_eq!(search(&store, "modified")[0].0, "task:1");
         let from_fts = SqliteFactStore::open_with(
             &path,
@@ -320,7 +327,10 @@ fn older_databases_migrate_to_messages_aliases_profile_and_embeddings() {
             })
             .unwrap();
         assert_eq!(store.aliases().unwrap().len(), 1);
-        assert_eq!(store.get(recorded.id()).unwrap().recorded_at(), Some(at(9)));
+        assert_eq!(
+            store.get(recorded.id()).unwrap().unwrap().recorded_at(),
+            Some(at(9))
+        );
         // Embeddings (version 2) work too.
         let id = FactId::for_triple("src/a.rs", "modified_by", "task:1");
         assert_eq!(

@@ -118,9 +118,9 @@ impl FactVectors for SqliteFactStore {
         run().map_err(|e| e.into_store(&self.path))
     }
 
-    fn unembedded(&self, model: &str, limit: usize) -> Vec<SessionFact> {
+    fn unembedded(&self, model: &str, limit: usize) -> StoreResult<Vec<SessionFact>> {
         if limit == 0 {
-            return Vec::new();
+            return Ok(Vec::new());
         }
         let sql = format!(
             "SELECT {FACT_COLUMNS} FROM facts AS f WHERE f.scope = ?1 AND f.valid_to IS NULL \
@@ -128,28 +128,25 @@ impl FactVectors for SqliteFactStore {
              WHERE e.scope = ?1 AND e.fact = f.id AND e.model = ?2) \
              ORDER BY f.valid_from, f.id < 0, f.id LIMIT ?3"
         );
-        self.read("unembedded", |inner, scope| {
-            query_facts(&inner.conn, &sql, params![scope, model, sql_limit(limit)])
+        self.with_conn(|conn, scope| {
+            query_facts(conn, &sql, params![scope, model, sql_limit(limit)])
         })
-        .unwrap_or_default()
     }
 
-    fn embedded_count(&self, model: &str) -> usize {
-        self.read("embedded_count", |inner, scope| {
-            let n: i64 = inner
-                .conn
+    fn embedded_count(&self, model: &str) -> StoreResult<usize> {
+        self.with_conn(|conn, scope| {
+            let n: i64 = conn
                 .prepare_cached("SELECT count(*) FROM embeddings WHERE scope = ?1 AND model = ?2")?
                 .query_row(params![scope, model], |row| row.get(0))?;
             Ok(count(n))
         })
-        .unwrap_or_default()
     }
 
-    fn nearest(&self, query: &VectorQuery<'_>) -> Vec<ScoredFact> {
+    fn nearest(&self, query: &VectorQuery<'_>) -> StoreResult<Vec<ScoredFact>> {
         if query.limit == 0 {
-            return Vec::new();
+            return Ok(Vec::new());
         }
-        self.read("nearest", |inner, scope| {
+        self.with_inner(|inner, scope| {
             let Inner { conn, vectors, .. } = inner;
             // One read transaction: the new rows and the candidates' facts come from one
             // snapshot of the database.
@@ -158,6 +155,5 @@ impl FactVectors for SqliteFactStore {
             tx.commit()?;
             Ok(found)
         })
-        .unwrap_or_default()
     }
 }

@@ -98,8 +98,8 @@ fn work(store: &dyn SessionFactStore, round: usize, thread: usize) -> bool {
     let out_of_order = report.arrived_superseded == [shared.id()];
     maybe_yield(pattern, 1);
     // Read-your-writes: what this thread stored is there and found.
-    assert!(store.get(open.id()).is_some_and(|f| f.is_valid()));
-    let found = store.search(&TermQuery::new(&own, 10), &Overlap);
+    assert!(store.get(open.id()).unwrap().is_some_and(|f| f.is_valid()));
+    let found = store.search(&TermQuery::new(&own, 10), &Overlap).unwrap();
     let mut found: Vec<FactId> = found.iter().map(|s| s.fact.id()).collect();
     found.sort_unstable();
     let mut expected = vec![open.id(), note.id()];
@@ -109,7 +109,7 @@ fn work(store: &dyn SessionFactStore, round: usize, thread: usize) -> bool {
     // Only this thread writes its own key: the invalidation ends exactly its fact.
     assert_eq!(store.invalidate(&own, "state").unwrap(), [open.id()]);
     maybe_yield(pattern, 3);
-    let snapshot = store.export_snapshot();
+    let snapshot = store.export_snapshot().unwrap();
     check_snapshot(&snapshot, round);
     let in_snapshot = |id: FactId| {
         snapshot
@@ -183,13 +183,13 @@ fn check_snapshot(snapshot: &Snapshot, round: usize) {
 fn check_round(store: &dyn SessionFactStore, round: usize, threads: usize, stored_before: usize) {
     // Four versions per thread: open, note, shared, closed.
     assert_eq!(
-        store.stored_count(),
+        store.stored_count().unwrap(),
         stored_before + 4 * threads,
         "round {round}: a write was lost"
     );
     for thread in 0..threads {
         let own = own_subject(round, thread);
-        let history = store.history(&own);
+        let history = store.history(&own).unwrap();
         let lines: Vec<(String, bool)> = history
             .iter()
             .map(|f| (format!("{} {}", f.relation(), f.object()), f.is_valid()))
@@ -213,7 +213,7 @@ fn check_round(store: &dyn SessionFactStore, round: usize, threads: usize, store
             "an explicit invalidation names no successor"
         );
     }
-    let shared = store.history(&shared_subject(round));
+    let shared = store.history(&shared_subject(round)).unwrap();
     assert_eq!(shared.len(), threads, "round {round}: shared history");
     let valid: Vec<&SessionFact> = shared.iter().filter(|f| f.is_valid()).collect();
     assert_eq!(valid.len(), 1, "round {round}: {shared:?}");
@@ -225,7 +225,9 @@ fn check_round(store: &dyn SessionFactStore, round: usize, threads: usize, store
         assert!(f.superseded_by().is_some());
     }
     // The other connection sees the round's writes through its own search cache.
-    let found = store.search(&TermQuery::new(&shared_subject(round), 10), &Overlap);
+    let found = store
+        .search(&TermQuery::new(&shared_subject(round), 10), &Overlap)
+        .unwrap();
     assert_eq!(
         found.len(),
         1,
@@ -271,7 +273,7 @@ fn stress(rounds: usize, stores: &dyn Fn(usize) -> Views) -> (usize, usize) {
         }
         for round in 0..rounds {
             let (checker, views) = stores(round);
-            let before = checker.stored_count();
+            let before = checker.stored_count().unwrap();
             *current.lock().unwrap() = views;
             start.wait();
             end.wait();
@@ -308,7 +310,7 @@ fn in_memory_store_shared_across_rounds_keeps_every_write() {
         Arc::new(InMemorySessionFactStore::new(config(), clock()));
     let stores = |_round: usize| (store.clone(), vec![store.clone()]);
     assert_eq!(stress(150, &stores).0, 150);
-    check_snapshot(&store.export_snapshot(), usize::MAX);
+    check_snapshot(&store.export_snapshot().unwrap(), usize::MAX);
 }
 
 #[cfg(feature = "sqlite")]

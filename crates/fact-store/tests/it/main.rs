@@ -125,6 +125,7 @@ pub(crate) fn store_from(
 pub(crate) fn valid_lines(store: &dyn SessionFactStore) -> Vec<String> {
     store
         .valid_facts()
+        .unwrap()
         .iter()
         .map(|f| format!("{} {} {}", f.subject(), f.relation(), f.object()))
         .collect()
@@ -141,6 +142,7 @@ pub(crate) fn search(
     query.text = text;
     store
         .search(&query, &Overlap)
+        .unwrap()
         .into_iter()
         .map(|s| {
             (

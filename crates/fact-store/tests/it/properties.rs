@@ -248,14 +248,26 @@ fn same(
     actual: &dyn SessionFactStore,
     now: Timestamp,
 ) -> Result<(), TestCaseError> {
-    prop_assert_eq!(expected.valid_facts(), actual.valid_facts());
-    prop_assert_eq!(expected.export_snapshot(), actual.export_snapshot());
-    prop_assert_eq!(expected.valid_count(), actual.valid_count());
-    prop_assert_eq!(expected.stored_count(), actual.stored_count());
+    prop_assert_eq!(
+        expected.valid_facts().unwrap(),
+        actual.valid_facts().unwrap()
+    );
+    prop_assert_eq!(
+        expected.export_snapshot().unwrap(),
+        actual.export_snapshot().unwrap()
+    );
+    prop_assert_eq!(
+        expected.valid_count().unwrap(),
+        actual.valid_count().unwrap()
+    );
+    prop_assert_eq!(
+        expected.stored_count().unwrap(),
+        actual.stored_count().unwrap()
+    );
     for subject in SUBJECTS {
         prop_assert_eq!(
-            expected.history(subject),
-            actual.history(subject),
+            expected.history(subject).unwrap(),
+            actual.history(subject).unwrap(),
             "history of {}",
             subject
         );
@@ -263,8 +275,8 @@ fn same(
     for back in [-6i64, -1, 0, 3] {
         let at = Timestamp::from_unix_micros(now.unix_micros() + back * 1_000_000).unwrap();
         prop_assert_eq!(
-            expected.valid_at(at),
-            actual.valid_at(at),
+            expected.valid_at(at).unwrap(),
+            actual.valid_at(at).unwrap(),
             "valid_at {:?}",
             at
         );
@@ -272,7 +284,7 @@ fn same(
     for subject in SUBJECTS {
         for object in OBJECTS {
             let id = FactId::for_triple(subject, "summary", object);
-            prop_assert_eq!(expected.get(id), actual.get(id));
+            prop_assert_eq!(expected.get(id).unwrap(), actual.get(id).unwrap());
         }
     }
     let weightings: [&dyn TermWeighting; 2] = [&Bm25, &Overlap];
@@ -289,8 +301,8 @@ fn same(
                 ];
                 for query in variants {
                     prop_assert_eq!(
-                        expected.search(&query, weighting),
-                        actual.search(&query, weighting),
+                        expected.search(&query, weighting).unwrap(),
+                        actual.search(&query, weighting).unwrap(),
                         "{:?} with {:?}",
                         query,
                         weighting
@@ -355,7 +367,7 @@ fn differential(
                     outcome(store.update(id, &update))
                 }
                 Op::UpdateValid(n, c, st) => {
-                    let valid = store.valid_facts();
+                    let valid = store.valid_facts().unwrap();
                     let Some(fact) = valid.get(n % valid.len().max(1)) else {
                         return Ok(String::new());
                     };
@@ -367,7 +379,7 @@ fn differential(
                     outcome(store.update(fact.id(), &update))
                 }
                 Op::DeleteStored(n) => {
-                    let records = store.export_snapshot().records;
+                    let records = store.export_snapshot().unwrap().records;
                     let Some(record) = records.get(n % records.len().max(1)) else {
                         return Ok(String::new());
                     };
@@ -376,8 +388,8 @@ fn differential(
                 Op::Tick(_) => Ok(String::new()),
                 Op::Apply(steps) => outcome(store.apply(transaction(steps, clock.now()))),
                 Op::Reimport => {
-                    if store.stored_count() < 100 {
-                        outcome(store.import(store.export_snapshot()))
+                    if store.stored_count().unwrap() < 100 {
+                        outcome(store.import(store.export_snapshot().unwrap()))
                     } else {
                         Ok(String::new())
                     }
@@ -456,6 +468,7 @@ pub(crate) fn turns_supersede_in_order(
                 .collect();
             let mut valid: Vec<String> = store
                 .valid_facts()
+                .unwrap()
                 .into_iter()
                 .filter(|f| f.subject() == pick(SUBJECTS, s) && f.relation() == pick(RELATIONS, r))
                 .map(|f| f.object().to_owned())
@@ -486,6 +499,7 @@ pub(crate) fn turns_supersede_in_order(
                     let id = id_of((s, r, *o));
                     let version = store
                         .history(pick(SUBJECTS, s))
+                        .unwrap()
                         .into_iter()
                         .filter(|v| v.id() == id)
                         .find(|v| v.valid_to() == Some(at(*next_at)));
@@ -612,25 +626,29 @@ mod postgres {
         fn import(&self, snapshot: Snapshot) -> StoreResult<ImportReport> {
             self.writer.import(snapshot)
         }
-        fn valid_facts(&self) -> Vec<SessionFact> {
+        fn valid_facts(&self) -> StoreResult<Vec<SessionFact>> {
             self.reader.valid_facts()
         }
-        fn valid_at(&self, at: Timestamp) -> Vec<SessionFact> {
+        fn valid_at(&self, at: Timestamp) -> StoreResult<Vec<SessionFact>> {
             self.reader.valid_at(at)
         }
-        fn history(&self, subject: &str) -> Vec<SessionFact> {
+        fn history(&self, subject: &str) -> StoreResult<Vec<SessionFact>> {
             self.reader.history(subject)
         }
-        fn get(&self, id: FactId) -> Option<SessionFact> {
+        fn get(&self, id: FactId) -> StoreResult<Option<SessionFact>> {
             self.reader.get(id)
         }
-        fn export_snapshot(&self) -> Snapshot {
+        fn export_snapshot(&self) -> StoreResult<Snapshot> {
             self.reader.export_snapshot()
         }
         fn analyzer(&self) -> &Analyzer {
             self.reader.analyzer()
         }
-        fn search(&self, query: &TermQuery<'_>, weighting: &dyn TermWeighting) -> Vec<ScoredFact> {
+        fn search(
+            &self,
+            query: &TermQuery<'_>,
+            weighting: &dyn TermWeighting,
+        ) -> StoreResult<Vec<ScoredFact>> {
             self.reader.search(query, weighting)
         }
     }

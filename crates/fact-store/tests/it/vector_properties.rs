@@ -134,6 +134,7 @@ fn nearest(
     query.exclude_source_task = filter.exclude;
     vectors(store)
         .nearest(&query)
+        .unwrap()
         .into_iter()
         .map(|s| (s.fact.id(), s.score))
         .collect()
@@ -244,9 +245,9 @@ proptest! {
                 }
             }
             let embedded = model.iter().filter(|e| e.vector.is_some()).count();
-            prop_assert_eq!(vectors(&store).embedded_count(MODEL), embedded);
+            prop_assert_eq!(vectors(&store).embedded_count(MODEL).unwrap(), embedded);
             let missing: BTreeSet<FactId> = vectors(&store)
-                .unembedded(MODEL, FACTS)
+                .unembedded(MODEL, FACTS).unwrap()
                 .iter()
                 .map(SessionFact::id)
                 .collect();

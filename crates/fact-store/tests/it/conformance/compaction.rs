@@ -35,15 +35,15 @@ fn six_hundred_results_compacted_to_five_hundred_keep_the_newest_verbatim() {
     for task in 1..=600 {
         let report = store.add(result(task)).unwrap();
         assert!(
-            store.valid_count() <= 500,
+            store.valid_count().unwrap() <= 500,
             "after task {task}: {}",
-            store.valid_count()
+            store.valid_count().unwrap()
         );
         if task == 600 {
             assert!(report.compaction.is_some());
         }
     }
-    let valid = store.valid_facts();
+    let valid = store.valid_facts().unwrap();
     for newest in result(600) {
         assert!(valid.contains(&newest), "{newest:?} must survive verbatim");
     }
@@ -65,20 +65,20 @@ fn merge_by_subject_writes_one_summary_per_subject() {
     store.add(result(2)).unwrap();
     let report = store.compact(4).unwrap();
     assert_eq!((report.merged, report.summaries.len()), (2, 1));
-    let summary = store.history("task:1").pop().unwrap();
+    let summary = store.history("task:1").unwrap().pop().unwrap();
     assert_eq!(summary.relation(), "compacted");
     assert_eq!(
         summary.object(),
         "completed_with completed; summary implemented part 1"
     );
     assert_eq!(summary.tags().as_slice(), &[Tag::Decision]);
-    assert_eq!(store.valid_count(), 4);
+    assert_eq!(store.valid_count().unwrap(), 4);
     // Nothing left to merge outside the newest batch: the oldest valid facts go, and the
     // newest batch survives verbatim.
     let report = store.compact(3).unwrap();
     assert_eq!((report.merged, report.dropped_valid.len()), (0, 1));
     let newest: Vec<SessionFact> = result(2);
-    assert_eq!(store.valid_facts(), newest);
+    assert_eq!(store.valid_facts().unwrap(), newest);
 }
 
 #[test]
@@ -100,7 +100,7 @@ fn lowest_confidence_first_drops_the_least_certain() {
     let report = store.add(vec![with_confidence("c", 0.6)]).unwrap();
     assert_eq!(report.compaction.unwrap().dropped_valid.len(), 1);
     let mut left: Vec<String> = store
-        .valid_facts()
+        .valid_facts().unwrap()
         .iter()
         .map(|f| f.relation().to_owned())
         .collect();
@@ -118,7 +118,7 @@ fn history_beyond_its_limit_is_dropped_oldest_first() {
         store.add(vec![fact("task:1", "summary", &format!("v{n}"), 1, n)]).unwrap();
     }
     let objects: Vec<String> = store
-        .history("task:1")
+        .history("task:1").unwrap()
         .iter()
         .map(|f| f.object().to_owned())
         .collect();
@@ -133,5 +133,5 @@ fn without_auto_compaction_the_store_grows() {
     };
     let report = store.add(result(1)).unwrap();
     assert!(report.compaction.is_none());
-    assert_eq!(store.valid_count(), 3);
+    assert_eq!(store.valid_count().unwrap(), 3);
 }

@@ -16,7 +16,7 @@ fn a_later_batch_invalidates_the_same_subject_and_relation() {
         [FactId::for_triple("task:1", "completed_with", "blocked")]
     );
     assert_eq!(valid_lines(&*store), ["task:1 completed_with completed"]);
-    let history = store.history("task:1");
+    let history = store.history("task:1").unwrap();
     assert_eq!(history.len(), 2);
     assert_eq!(
         history[0].valid_to(),
@@ -36,7 +36,7 @@ fn facts_of_one_batch_never_invalidate_each_other() {
         fact("task:2", "requires", "update the docs", 2, 0),
     ]).unwrap();
     assert_eq!((report.added.len(), report.invalidated.len()), (2, 0));
-    assert_eq!(store.valid_count(), 2);
+    assert_eq!(store.valid_count().unwrap(), 2);
     // The next batch with that key replaces both.
     let report = store.add(vec![fact("task:2", "requires", "nothing", 2, 5)]).unwrap();
     assert_eq!(report.invalidated.len(), 2);
@@ -54,7 +54,7 @@ fn re_adding_a_valid_triple_refreshes_it() {
     assert_eq!(report.refreshed, [f.id()]);
     assert!(report.added.is_empty() && report.invalidated.is_empty());
     assert_eq!(
-        store.history("src/a.rs"),
+        store.history("src/a.rs").unwrap(),
         [f],
         "valid_from of the refreshed fact is unchanged"
     );
@@ -70,7 +70,7 @@ fn re_adding_an_invalidated_triple_starts_a_new_version() {
     let report = store.add(vec![fact("task:3", "reviewed_as", "needs_changes", 3, 20)]).unwrap();
     assert_eq!(report.added.len(), 1);
     let history: Vec<_> = store
-        .history("task:3")
+        .history("task:3").unwrap()
         .iter()
         .map(|f| (f.object().to_owned(), f.valid_from(), f.valid_to()))
         .collect();
@@ -84,7 +84,7 @@ fn re_adding_an_invalidated_triple_starts_a_new_version() {
     );
     let id = FactId::for_triple("task:3", "reviewed_as", "needs_changes");
     assert_eq!(
-        store.get(id).unwrap().valid_from(),
+        store.get(id).unwrap().unwrap().valid_from(),
         t(20),
         "get returns the latest version"
     );
@@ -138,11 +138,11 @@ fn a_fact_older_than_the_current_truth_arrives_superseded() {
     assert_eq!(report.arrived_superseded, [stale.id()]);
     assert!(report.added.is_empty() && report.invalidated.is_empty());
     assert_eq!(valid_lines(&*store), ["task:5 summary late clock"]);
-    let history = store.history("task:5");
+    let history = store.history("task:5").unwrap();
     let stored = history.iter().find(|f| f.id() == stale.id()).unwrap();
     assert_eq!(stored.valid_to(), Some(t(100)), "ended where the newer truth began");
     assert_eq!(stored.superseded_by(), Some(current.id()));
-    assert_eq!(store.valid_at(t(60))[0].object(), "early clock");
+    assert_eq!(store.valid_at(t(60)).unwrap()[0].object(), "early clock");
 }
 
 #[test]
@@ -154,11 +154,11 @@ fn a_newer_fact_supersedes_and_names_its_successor() {
     let newer = fact("user", "prefers_test_framework", "pytest", 2, 10);
     let report = store.add(vec![newer.clone()]).unwrap();
     assert_eq!(report.invalidated.len(), 1);
-    let old = &store.history("user")[0];
+    let old = &store.history("user").unwrap()[0];
     assert_eq!((old.valid_to(), old.superseded_by()), (Some(t(10)), Some(newer.id())));
     // An explicit invalidation names no successor.
     store.invalidate("user", "prefers_test_framework").unwrap();
-    assert_eq!(store.history("user")[1].superseded_by(), None);
+    assert_eq!(store.history("user").unwrap()[1].superseded_by(), None);
 }
 
 #[test]
@@ -173,8 +173,8 @@ fn explicit_invalidation_uses_the_injected_clock() {
         ended,
         [FactId::for_triple("task:6", "blocked_by", "missing schema")]
     );
-    assert_eq!(store.valid_count(), 0);
-    assert_eq!(store.history("task:6")[0].valid_to(), Some(t(42)));
+    assert_eq!(store.valid_count().unwrap(), 0);
+    assert_eq!(store.history("task:6").unwrap()[0].valid_to(), Some(t(42)));
     assert!(
         store.invalidate("task:6", "blocked_by").unwrap().is_empty(),
         "nothing left to invalidate"
@@ -190,7 +190,7 @@ fn valid_at_answers_for_any_instant() {
     store.add(vec![fact("task:7", "completed_with", "completed", 7, 20)]).unwrap();
     let objects = |secs| -> Vec<String> {
         store
-            .valid_at(t(secs))
+            .valid_at(t(secs)).unwrap()
             .iter()
             .map(|f| f.object().to_owned())
             .collect()
@@ -224,5 +224,5 @@ fn arriving_invalidated_and_repeated_facts_are_skipped_with_reasons() {
             (2, "DuplicateInBatch".to_owned())
         ]
     );
-    assert_eq!(store.valid_count(), 1);
+    assert_eq!(store.valid_count().unwrap(), 1);
 }

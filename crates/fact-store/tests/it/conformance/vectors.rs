@@ -23,7 +23,7 @@ fn nearest(store: &dyn SessionFactStore, vector: &[f32], limit: usize) -> Vec<(S
 
 fn found(store: &dyn SessionFactStore, query: &VectorQuery<'_>) -> Vec<(String, f64)> {
     vectors(store)
-        .nearest(query)
+        .nearest(query).unwrap()
         .into_iter()
         .map(|s| (s.fact.object().to_owned(), s.score))
         .collect()
@@ -61,7 +61,7 @@ fn the_same_vector_is_found_first_with_cosine_one() {
         return;
     };
     three_axes(&*store);
-    assert_eq!(vectors(&*store).embedded_count(MODEL), 3);
+    assert_eq!(vectors(&*store).embedded_count(MODEL).unwrap(), 3);
     let results = nearest(&*store, &[0.0, 1.0, 0.0], 3);
     assert_eq!(objects(&results)[0], "y");
     assert!((results[0].1 - 1.0).abs() < 1e-6, "{results:?}");
@@ -122,7 +122,7 @@ fn invalid_embeddings_are_rejected_and_nothing_of_the_call_is_stored() {
             "{case}: {err:?}"
         );
         assert_eq!(err.code(), "invalid_embedding");
-        assert_eq!(vectors(&*store).embedded_count(MODEL), 3, "{case}");
+        assert_eq!(vectors(&*store).embedded_count(MODEL).unwrap(), 3, "{case}");
         assert_eq!(
             objects(&nearest(&*store, &[0.0, 1.0, 0.0], 1)),
             ["y"],
@@ -151,7 +151,7 @@ fn the_first_vector_of_a_new_model_fixes_its_dimension_within_a_call() {
         )
         .unwrap_err();
     assert!(matches!(err, StoreError::InvalidEmbedding { id, .. } if id == y.id()));
-    assert_eq!(vectors(&*store).embedded_count("test/new"), 0);
+    assert_eq!(vectors(&*store).embedded_count("test/new").unwrap(), 0);
 }
 
 #[test]
@@ -171,7 +171,7 @@ fn embeddings_of_ids_the_store_does_not_hold_are_skipped() {
         )
         .unwrap();
     assert_eq!(stored, 1);
-    assert_eq!(vectors(&*store).embedded_count(MODEL), 3);
+    assert_eq!(vectors(&*store).embedded_count(MODEL).unwrap(), 3);
     assert_eq!(nearest(&*store, &[1.0, 1.0, 0.0], 5).len(), 3);
 }
 
@@ -189,9 +189,9 @@ fn models_are_kept_apart() {
         )
         .unwrap();
     assert_eq!(stored, 2);
-    assert_eq!(vectors(&*store).embedded_count(MODEL), 3);
-    assert_eq!(vectors(&*store).embedded_count(other), 2);
-    assert_eq!(vectors(&*store).embedded_count("test/none"), 0);
+    assert_eq!(vectors(&*store).embedded_count(MODEL).unwrap(), 3);
+    assert_eq!(vectors(&*store).embedded_count(other).unwrap(), 2);
+    assert_eq!(vectors(&*store).embedded_count("test/none").unwrap(), 0);
     let by_other = found(&*store, &VectorQuery::new(other, &[1.0, 0.0], 5));
     assert_eq!(objects(&by_other), ["y", "x"]);
     assert_eq!(objects(&nearest(&*store, &[1.0, 0.0, 0.0], 1)), ["x"]);
@@ -223,7 +223,7 @@ fn superseded_and_invalidated_facts_are_not_found_until_valid_again() {
         "only task:2's fact is left"
     );
     assert_eq!(
-        vectors(&*store).embedded_count(MODEL),
+        vectors(&*store).embedded_count(MODEL).unwrap(),
         2,
         "kept while invalid"
     );
@@ -249,14 +249,14 @@ fn deleting_a_fact_deletes_its_embeddings() {
         .put_embeddings("test/model-b", vec![(x.id(), vec![1.0])])
         .unwrap();
     store.delete(x.id()).unwrap();
-    assert_eq!(vectors(&*store).embedded_count(MODEL), 2);
-    assert_eq!(vectors(&*store).embedded_count("test/model-b"), 0);
+    assert_eq!(vectors(&*store).embedded_count(MODEL).unwrap(), 2);
+    assert_eq!(vectors(&*store).embedded_count("test/model-b").unwrap(), 0);
     assert_eq!(objects(&nearest(&*store, &[1.0, 0.0, 0.0], 5)).len(), 2);
     // Added again, the fact has no embedding.
     store.add(vec![x.clone()]).unwrap();
     assert!(!objects(&nearest(&*store, &[1.0, 0.0, 0.0], 5)).contains(&"x"));
     let missing: Vec<FactId> = vectors(&*store)
-        .unembedded(MODEL, 10)
+        .unembedded(MODEL, 10).unwrap()
         .iter()
         .map(SessionFact::id)
         .collect();
@@ -339,7 +339,7 @@ fn unembedded_lists_exactly_the_valid_facts_without_a_vector_oldest_first() {
     let [x, _, _] = three_axes(&*store);
     let ids = |limit| -> Vec<FactId> {
         vectors(&*store)
-            .unembedded(MODEL, limit)
+            .unembedded(MODEL, limit).unwrap()
             .iter()
             .map(SessionFact::id)
             .collect()
@@ -348,7 +348,7 @@ fn unembedded_lists_exactly_the_valid_facts_without_a_vector_oldest_first() {
     assert_eq!(ids(1), [early.id()]);
     assert!(ids(0).is_empty());
     // Under another model, every valid fact is missing, oldest first (then by id).
-    let all = vectors(&*store).unembedded("test/none", 10);
+    let all = vectors(&*store).unembedded("test/none", 10).unwrap();
     assert_eq!(all.len(), 5);
     assert_eq!(all[0].id(), early.id());
     assert_eq!(all[4].id(), late.id());
@@ -379,7 +379,7 @@ fn a_new_vector_replaces_the_old_one() {
     vectors(&*store)
         .put_embeddings(MODEL, vec![(x.id(), vec![0.0, 0.0, -1.0])])
         .unwrap();
-    assert_eq!(vectors(&*store).embedded_count(MODEL), 3);
+    assert_eq!(vectors(&*store).embedded_count(MODEL).unwrap(), 3);
     let results = nearest(&*store, &[0.0, 0.0, -1.0], 1);
     assert_eq!(objects(&results), ["x"]);
     assert!((results[0].1 - 1.0).abs() < 1e-6);
@@ -407,12 +407,12 @@ fn compaction_and_history_eviction_remove_the_embeddings_of_the_ids_they_drop() 
     store
         .add(vec![fact("src/a.rs", "owner", "second", 9, 1)])
         .unwrap();
-    assert_eq!(vectors(&*store).embedded_count(MODEL), 1, "kept as history");
+    assert_eq!(vectors(&*store).embedded_count(MODEL).unwrap(), 1, "kept as history");
     store
         .add(vec![fact("src/a.rs", "owner", "third", 9, 2)])
         .unwrap();
-    assert_eq!(store.stored_count(), 2, "the oldest version was dropped");
-    assert_eq!(vectors(&*store).embedded_count(MODEL), 0);
+    assert_eq!(store.stored_count().unwrap(), 2, "the oldest version was dropped");
+    assert_eq!(vectors(&*store).embedded_count(MODEL).unwrap(), 0);
     // Compaction: task 1's two facts are merged into a summary, and removed.
     let task_1 = [
         fact("task:1", "completed_with", "completed", 1, 10),
@@ -442,7 +442,7 @@ fn compaction_and_history_eviction_remove_the_embeddings_of_the_ids_they_drop() 
             ])
             .unwrap();
     }
-    assert!(store.get(task_1[0].id()).is_none(), "merged away");
-    assert_eq!(vectors(&*store).embedded_count(MODEL), 0);
+    assert!(store.get(task_1[0].id()).unwrap().is_none(), "merged away");
+    assert_eq!(vectors(&*store).embedded_count(MODEL).unwrap(), 0);
     assert!(nearest(&*store, &[1.0, 0.0], 5).is_empty());
 }

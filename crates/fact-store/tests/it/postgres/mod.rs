@@ -52,6 +52,79 @@ pub(crate) fn fresh_scope(name: &str) -> String {
     format!("test:{name}:{}:{nanos}:{n}", std::process::id())
 }
 
+/// A database of its own on the test server, for a test that cuts its connections
+/// (which would cut every other test's in the shared database); dropped at the end.
+pub(crate) struct OwnDatabase {
+    /// The URL of the test server's own database, for the administrative statements.
+    admin: String,
+    name: String,
+    /// The URL of this database.
+    pub(crate) url: String,
+}
+
+impl OwnDatabase {
+    /// Creates a fresh database on the server `url` names.
+    pub(crate) fn create(url: &str, name: &str) -> OwnDatabase {
+        let (address, query) = url.split_once('?').unwrap_or((url, ""));
+        let (server_part, _database) = address
+            .rsplit_once('/')
+            .expect("FACTMEM_PG_URL names a database");
+        let query = if query.is_empty() {
+            String::new()
+        } else {
+            format!("?{query}")
+        };
+        let name = format!(
+            "factmem_{name}_{}",
+            fresh_scope("").replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+        )
+        .to_ascii_lowercase();
+        let name: String = name.chars().take(63).collect();
+        let own = OwnDatabase {
+            admin: url.to_owned(),
+            url: format!("{server_part}/{name}{query}"),
+            name,
+        };
+        own.admin(&format!("CREATE DATABASE {}", own.name));
+        own
+    }
+
+    fn admin(&self, sql: &str) {
+        let mut admin = postgres::Client::connect(&self.admin, postgres::NoTls).unwrap();
+        admin.batch_execute(sql).unwrap();
+    }
+
+    /// Terminates every session of the database and refuses new ones, as a server going
+    /// away does: every connection a store holds, or opens, fails.
+    pub(crate) fn cut(&self) {
+        self.admin(&format!(
+            "ALTER DATABASE {name} ALLOW_CONNECTIONS false; \
+             SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'",
+            name = self.name
+        ));
+    }
+
+    /// Lets connections in again.
+    pub(crate) fn restore(&self) {
+        self.admin(&format!(
+            "ALTER DATABASE {} ALLOW_CONNECTIONS true",
+            self.name
+        ));
+    }
+}
+
+impl Drop for OwnDatabase {
+    fn drop(&mut self) {
+        // Not `unwrap`: a drop during a panic must not panic again.
+        if let Ok(mut admin) = postgres::Client::connect(&self.admin, postgres::NoTls) {
+            let _ = admin.batch_execute(&format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ));
+        }
+    }
+}
+
 /// Small pools: many stores run at once against one server.
 pub(crate) fn options() -> PgOptions {
     PgOptions::default().with_pool_size(2)

@@ -82,10 +82,13 @@ fn a_reconnected_store_holds_everything_and_carries_on() {
         store
             .add(vec![fact("task:1", "completed_with", "completed", 1, 9)])
             .unwrap();
-        (store.export_snapshot(), search(&store, "parser docs"))
+        (
+            store.export_snapshot().unwrap(),
+            search(&store, "parser docs"),
+        )
     };
     let store = open(&url, &scope, &clock);
-    assert_eq!(store.export_snapshot(), before.0);
+    assert_eq!(store.export_snapshot().unwrap(), before.0);
     assert_eq!(search(&store, "parser docs"), before.1);
     let report = store
         .add(vec![fact("task:1", "requires", "nothing", 1, 10)])
@@ -93,6 +96,7 @@ fn a_reconnected_store_holds_everything_and_carries_on() {
     assert_eq!(report.invalidated.len(), 2);
     let batches: Vec<u64> = store
         .export_snapshot()
+        .unwrap()
         .records
         .iter()
         .map(|r| r.batch)
@@ -118,13 +122,16 @@ fn scopes_of_one_database_see_nothing_of_each_other() {
         .add(vec![fact("task:1", "requires", "coffee", 1, 5)])
         .unwrap();
     assert!(report.invalidated.is_empty());
-    assert_eq!((spec.valid_count(), alice.valid_count()), (2, 2));
+    assert_eq!(
+        (spec.valid_count().unwrap(), alice.valid_count().unwrap()),
+        (2, 2)
+    );
     assert_eq!(
         search(&spec, "parser"),
         [("task:1 summary parser work".to_owned(), 1.0)]
     );
     let lexer = FactId::for_triple("task:1", "requires", "lexer");
-    assert!(alice.get(lexer).is_none());
+    assert!(alice.get(lexer).unwrap().is_none());
     assert!(matches!(
         alice.delete(lexer),
         Err(StoreError::NotFound { .. })
@@ -262,8 +269,8 @@ fn the_database_itself_refuses_a_second_valid_fact_of_a_key_or_triple() {
         Some(&postgres::error::SqlState::UNIQUE_VIOLATION),
         "{err}"
     );
-    assert_eq!(store.valid_count(), 2);
-    assert_eq!(store.valid_facts().len(), 2);
+    assert_eq!(store.valid_count().unwrap(), 2);
+    assert_eq!(store.valid_facts().unwrap().len(), 2);
 }
 
 #[test]
@@ -293,7 +300,10 @@ fn texts_at_their_longest_are_stored_and_found() {
     .build()
     .unwrap();
     store.add(vec![long.clone()]).unwrap();
-    assert_eq!(store.history(&subject), std::slice::from_ref(&long));
+    assert_eq!(
+        store.history(&subject).unwrap(),
+        std::slice::from_ref(&long)
+    );
     assert_eq!(search(&store, &word).len(), 1);
     let report = store
         .add(vec![fact(&subject, "summary", "short", 1, 5)])
@@ -406,7 +416,7 @@ fn a_store_dropped_inside_an_async_runtime_closes_quietly() {
     let Some(url) = server() else { return };
     let store = open(&url, &fresh_scope("async-drop"), &clock());
     store.add(vec![fact("a", "r", "o", 1, 0)]).unwrap();
-    assert_eq!(store.valid_count(), 1);
+    assert_eq!(store.valid_count().unwrap(), 1);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
@@ -495,10 +505,10 @@ fn a_version_1_schema_migrates_to_embeddings() {
         .unwrap()
         .get(0);
     assert_eq!(u32::try_from(version).unwrap(), PgFactStore::SCHEMA_VERSION);
-    assert_eq!(store.valid_count(), 1);
+    assert_eq!(store.valid_count().unwrap(), 1);
     let id = FactId::for_triple("src/a.rs", "modified_by", "task:1");
     let vectors = store.vectors().unwrap();
-    assert_eq!(vectors.unembedded(durable::MODEL, 10).len(), 1);
+    assert_eq!(vectors.unembedded(durable::MODEL, 10).unwrap().len(), 1);
     assert_eq!(
         vectors
             .put_embeddings(durable::MODEL, vec![(id, vec![0.5, 0.5])])
@@ -626,11 +636,15 @@ fn a_version_2_schema_moves_its_transcripts_into_searchable_messages() {
         .get(0);
     assert_eq!(transcript_columns, 0);
     // The facts are all there, without the recorded time the old schema did not keep.
-    assert_eq!(store.valid_count(), 2);
-    assert_eq!(store.get(recorded.id()).unwrap().recorded_at(), None);
+    assert_eq!(store.valid_count().unwrap(), 2);
+    assert_eq!(
+        store.get(recorded.id()).unwrap().unwrap().recorded_at(),
+        None
+    );
     assert!(
         store
             .valid_facts()
+            .unwrap()
             .iter()
             .all(|f| f.recorded_at().is_none())
     );
@@ -791,4 +805,28 @@ fn words_and_aliases_longer_than_an_index_entry_are_stored_and_found() {
     }];
     store.commit(write).unwrap();
     assert_eq!(store.aliases().unwrap()[0].alias, alias);
+}
+
+#[test]
+fn every_read_of_a_server_that_cut_and_refuses_connections_is_an_io_error() {
+    let Some(url) = server() else { return };
+    let database = super::OwnDatabase::create(&url, "reads");
+    // A short connect timeout: each read waits that long for a connection the server
+    // refuses.
+    let options = options().with_connect_timeout(std::time::Duration::from_millis(200));
+    let store = PgFactStore::connect_with(
+        &database.url,
+        &fresh_scope("reads"),
+        StoreConfig::default(),
+        options,
+        clock(),
+    )
+    .unwrap();
+    durable::add_embedded_facts(&store);
+    durable::assert_reads_answer(&store);
+    database.cut();
+    durable::assert_every_read_fails(&store, "io");
+    // Nothing was lost, and the same store carries on once the server lets it in.
+    database.restore();
+    durable::assert_reads_answer(&store);
 }

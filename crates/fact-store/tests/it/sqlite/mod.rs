@@ -67,31 +67,35 @@ impl SessionFactStore for OnDisk {
     fn import(&self, snapshot: Snapshot) -> StoreResult<ImportReport> {
         self.store.import(snapshot)
     }
-    fn valid_facts(&self) -> Vec<SessionFact> {
+    fn valid_facts(&self) -> StoreResult<Vec<SessionFact>> {
         self.store.valid_facts()
     }
-    fn valid_at(&self, at: Timestamp) -> Vec<SessionFact> {
+    fn valid_at(&self, at: Timestamp) -> StoreResult<Vec<SessionFact>> {
         self.store.valid_at(at)
     }
-    fn history(&self, subject: &str) -> Vec<SessionFact> {
+    fn history(&self, subject: &str) -> StoreResult<Vec<SessionFact>> {
         self.store.history(subject)
     }
-    fn get(&self, id: FactId) -> Option<SessionFact> {
+    fn get(&self, id: FactId) -> StoreResult<Option<SessionFact>> {
         self.store.get(id)
     }
-    fn export_snapshot(&self) -> Snapshot {
+    fn export_snapshot(&self) -> StoreResult<Snapshot> {
         self.store.export_snapshot()
     }
     fn analyzer(&self) -> &Analyzer {
         self.store.analyzer()
     }
-    fn search(&self, query: &TermQuery<'_>, weighting: &dyn TermWeighting) -> Vec<ScoredFact> {
+    fn search(
+        &self,
+        query: &TermQuery<'_>,
+        weighting: &dyn TermWeighting,
+    ) -> StoreResult<Vec<ScoredFact>> {
         self.store.search(query, weighting)
     }
-    fn valid_count(&self) -> usize {
+    fn valid_count(&self) -> StoreResult<usize> {
         self.store.valid_count()
     }
-    fn stored_count(&self) -> usize {
+    fn stored_count(&self) -> StoreResult<usize> {
         self.store.stored_count()
     }
     fn vectors(&self) -> Option<&dyn FactVectors> {

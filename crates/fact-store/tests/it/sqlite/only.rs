@@ -53,21 +53,21 @@ fn a_reopened_file_holds_everything_and_carries_on() {
         let found = search(&store, "parser docs");
         assert_eq!(found.len(), 3);
         (
-            store.export_snapshot(),
-            store.valid_count(),
-            store.stored_count(),
+            store.export_snapshot().unwrap(),
+            store.valid_count().unwrap(),
+            store.stored_count().unwrap(),
             found,
         )
     };
     let store = open(&path, "spec:todo-api", &clock);
-    assert_eq!(store.export_snapshot(), before.0);
+    assert_eq!(store.export_snapshot().unwrap(), before.0);
     assert_eq!(
-        (store.valid_count(), store.stored_count()),
+        (store.valid_count().unwrap(), store.stored_count().unwrap()),
         (before.1, before.2)
     );
     assert_eq!(search(&store, "parser docs"), before.3);
-    assert_eq!(store.history("task:1").len(), 4);
-    assert_eq!(store.valid_at(t(7))[3].object(), "blocked");
+    assert_eq!(store.history("task:1").unwrap().len(), 4);
+    assert_eq!(store.valid_at(t(7)).unwrap()[3].object(), "blocked");
     // Batches carry on: this batch is later than the one that added both requirements,
     // so it ends both; the stored batch numbers keep growing.
     let report = store
@@ -76,6 +76,7 @@ fn a_reopened_file_holds_everything_and_carries_on() {
     assert_eq!(report.invalidated.len(), 2);
     let batches: Vec<u64> = store
         .export_snapshot()
+        .unwrap()
         .records
         .iter()
         .map(|r| r.batch)
@@ -106,21 +107,27 @@ fn scopes_of_one_file_see_nothing_of_each_other() {
         .add(vec![fact("task:1", "requires", "coffee", 1, 5)])
         .unwrap();
     assert!(report.invalidated.is_empty());
-    assert_eq!((spec.valid_count(), alice.valid_count()), (3, 2));
-    assert_eq!((spec.stored_count(), alice.stored_count()), (3, 2));
-    assert_eq!(spec.history("task:1").len(), 2);
-    assert_eq!(alice.history("task:1").len(), 2);
+    assert_eq!(
+        (spec.valid_count().unwrap(), alice.valid_count().unwrap()),
+        (3, 2)
+    );
+    assert_eq!(
+        (spec.stored_count().unwrap(), alice.stored_count().unwrap()),
+        (3, 2)
+    );
+    assert_eq!(spec.history("task:1").unwrap().len(), 2);
+    assert_eq!(alice.history("task:1").unwrap().len(), 2);
     assert_eq!(search(&spec, "parser").len(), 1);
     assert_eq!(
         search(&alice, "parser")[0].0,
         "task:1 summary parser preference"
     );
     assert!(search(&alice, "lexer tests").is_empty());
-    assert_eq!(alice.valid_at(t(10)).len(), 2);
-    assert_eq!(alice.export_snapshot().records.len(), 2);
+    assert_eq!(alice.valid_at(t(10)).unwrap().len(), 2);
+    assert_eq!(alice.export_snapshot().unwrap().records.len(), 2);
     // An id both scopes hold: each scope's own version.
     let lexer = FactId::for_triple("task:1", "requires", "lexer");
-    assert!(alice.get(lexer).is_none());
+    assert!(alice.get(lexer).unwrap().is_none());
     assert!(matches!(
         alice.delete(lexer),
         Err(StoreError::NotFound { .. })
@@ -134,11 +141,11 @@ fn scopes_of_one_file_see_nothing_of_each_other() {
         })
         .unwrap();
     assert_eq!(ended.len(), 1);
-    assert_eq!(spec.valid_count(), 3);
+    assert_eq!(spec.valid_count().unwrap(), 3);
     let report = spec.compact(1).unwrap();
     assert!(report.merged + report.dropped_valid.len() > 0);
-    assert_eq!(alice.valid_count(), 1);
-    assert_eq!(alice.history("task:1").len(), 2);
+    assert_eq!(alice.valid_count().unwrap(), 1);
+    assert_eq!(alice.history("task:1").unwrap().len(), 2);
     // Episodes too.
     let at = t(0);
     spec.put_episode(&Episode::new(
@@ -253,7 +260,7 @@ fn a_read_only_store_reads_and_refuses_writes_with_a_typed_error() {
     let store =
         SqliteFactStore::open_with(&path, "s", StoreConfig::default(), options, clock.clone())
             .unwrap();
-    assert_eq!(store.valid_count(), 1);
+    assert_eq!(store.valid_count().unwrap(), 1);
     assert_eq!(search(&store, "o").len(), 1);
     let err = store.add(vec![fact("b", "r", "o", 1, 1)]).unwrap_err();
     assert_eq!(err.code(), "io", "{err}");
@@ -261,7 +268,7 @@ fn a_read_only_store_reads_and_refuses_writes_with_a_typed_error() {
         .put_episode(&Episode::new("x", "y", durable::says("z"), t(0)))
         .unwrap_err();
     assert_eq!(err.code(), "io", "{err}");
-    assert_eq!(store.valid_count(), 1);
+    assert_eq!(store.valid_count().unwrap(), 1);
     // A scope the file lacks cannot be created read-only.
     let err = SqliteFactStore::open_with(&path, "other", StoreConfig::default(), options, clock)
         .unwrap_err();
@@ -297,7 +304,7 @@ fn write_permission_is_refused_in(dir: &Path) {
     match SqliteFactStore::open(&path, "s", StoreConfig::default(), clock) {
         Err(err) => assert_eq!(err.code(), "io", "{err}"),
         Ok(store) => {
-            assert_eq!(store.valid_count(), 1);
+            assert_eq!(store.valid_count().unwrap(), 1);
             let err = store.add(vec![fact("b", "r", "o", 1, 1)]).unwrap_err();
             assert_eq!(err.code(), "io", "{err}");
         }
@@ -371,9 +378,41 @@ fn a_file_without_write_permission_gives_a_typed_error_on_write() {
     );
     // What `nobody` could not write is as it was.
     assert_eq!(
-        open(&folder.join("facts.db"), "s", &clock()).valid_count(),
+        open(&folder.join("facts.db"), "s", &clock())
+            .valid_count()
+            .unwrap(),
         1
     );
+}
+
+#[test]
+fn every_read_of_tables_gone_is_an_error_not_an_empty_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("facts.db");
+    let store = open(&path, "s", &clock());
+    durable::add_embedded_facts(&store);
+    // The store has prepared its statements and loaded its search and vector caches.
+    durable::assert_reads_answer(&store);
+    // Another connection takes the tables the reads use away, after the store opened.
+    let other = rusqlite::Connection::open(&path).unwrap();
+    let rename = |from: &str, to: &str| {
+        other
+            .execute_batch(&format!("ALTER TABLE {from} RENAME TO {to}"))
+            .unwrap();
+    };
+    let tables = ["facts", "scopes", "embeddings"];
+    for table in tables {
+        rename(table, &format!("gone_{table}"));
+    }
+    // `no such table: facts`: SQLite's generic error.
+    durable::assert_every_read_fails(&store, "backend");
+    let err = store.valid_facts().unwrap_err();
+    assert!(err.to_string().contains("no such table"), "{err}");
+    // Nothing was lost: with the tables back, the same store answers as before.
+    for table in tables {
+        rename(&format!("gone_{table}"), table);
+    }
+    durable::assert_reads_answer(&store);
 }
 
 #[test]
@@ -423,7 +462,7 @@ fn opening_with_another_analyzer_reindexes_the_scope() {
     assert!(search(&plain, "parse").is_empty());
     assert_eq!(search(&plain, "parsers").len(), 1);
     let reference = fact_store::InMemorySessionFactStore::new(plain_config, clock.clone());
-    reference.import(plain.export_snapshot()).unwrap();
+    reference.import(plain.export_snapshot().unwrap()).unwrap();
     assert_eq!(
         search(&plain, "parsing task summary"),
         search(&reference, "parsing task summary")
