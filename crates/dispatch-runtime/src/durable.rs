@@ -19,7 +19,7 @@
 //! let database: Database = std::env::args().nth(1).unwrap_or("memory.db".into()).parse()?;
 //! let memory = durable::open_memory_on(&database, "user:alice", Arc::new(SystemClock))?;
 //! let runtime = DispatchRuntimeManager::builder()
-//!     .stores(durable::stores(&database, StoreConfig::default()))
+//!     .stores(durable::stores(&database, durable::retained(None, None)))
 //!     .build();
 //! println!("facts on {database}"); // never shows a password
 //! # let _ = (memory, runtime);
@@ -225,13 +225,33 @@ impl fmt::Debug for Database {
     }
 }
 
-/// The configuration of long-term memory: no capacity limits (it is not compacted behind
-/// the user's back).
-fn memory_config() -> StoreConfig {
+/// What a durable store forgets: nothing, unless a limit is given. Without a limit the store
+/// keeps every version and never compacts by itself (seed 000's compaction is about what
+/// goes into a prompt, which the retriever's budget decides, not about what a database
+/// forgets). With `capacity`, more valid facts than that are compacted (merged by subject,
+/// then dropped, oldest first); with `history_limit`, the oldest ended versions beyond it
+/// are deleted; either limit turns automatic compaction on.
+///
+/// ```
+/// use dispatch_runtime::durable::retained;
+///
+/// let kept = retained(None, None);
+/// assert_eq!((kept.capacity, kept.history_limit, kept.auto_compact), (usize::MAX, usize::MAX, false));
+/// let limited = retained(None, Some(10_000));
+/// assert_eq!((limited.history_limit, limited.auto_compact), (10_000, true));
+/// ```
+#[must_use]
+pub fn retained(capacity: Option<usize>, history_limit: Option<usize>) -> StoreConfig {
     StoreConfig::default()
-        .with_capacity(usize::MAX)
-        .with_history_limit(usize::MAX)
-        .with_auto_compact(false)
+        .with_capacity(capacity.unwrap_or(usize::MAX))
+        .with_history_limit(history_limit.unwrap_or(usize::MAX))
+        .with_auto_compact(capacity.is_some() || history_limit.is_some())
+}
+
+/// The configuration of long-term memory: [`retained`] without limits (it is not
+/// compacted behind the user's back).
+fn memory_config() -> StoreConfig {
+    retained(None, None)
 }
 
 /// A [`StoreFactory`] that opens each spec's store in `database`, under scope
@@ -250,7 +270,7 @@ fn memory_config() -> StoreConfig {
 ///
 /// let database: Database = std::env::var("FACTMEM_DATABASE_URL")?.parse()?;
 /// let runtime = DispatchRuntimeManager::builder()
-///     .stores(durable::stores(&database, StoreConfig::default()))
+///     .stores(durable::stores(&database, durable::retained(None, None)))
 ///     .build();
 /// # let _ = runtime;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -305,17 +325,30 @@ pub fn open_memory_on(
     scope: &str,
     clock: Arc<dyn Clock>,
 ) -> StoreResult<MemoryService> {
+    open_memory_with(database, scope, memory_config(), clock)
+}
+
+/// [`open_memory_on`] with a store configuration of the caller's: [`retained`] with the
+/// limits a user configured.
+///
+/// # Errors
+///
+/// As [`open_memory_on`].
+pub fn open_memory_with(
+    database: &Database,
+    scope: &str,
+    config: StoreConfig,
+    clock: Arc<dyn Clock>,
+) -> StoreResult<MemoryService> {
     match database {
         #[cfg(feature = "sqlite")]
-        Database::Sqlite(path) => open_memory(path, scope, clock),
+        Database::Sqlite(path) => {
+            let store = Arc::new(SqliteFactStore::open(path, scope, config, clock.clone())?);
+            Ok(MemoryService::new(store, clock))
+        }
         #[cfg(feature = "postgres")]
         Database::Postgres(url) => {
-            let store = Arc::new(PgFactStore::connect(
-                url,
-                scope,
-                memory_config(),
-                clock.clone(),
-            )?);
+            let store = Arc::new(PgFactStore::connect(url, scope, config, clock.clone())?);
             Ok(MemoryService::new(store, clock))
         }
     }

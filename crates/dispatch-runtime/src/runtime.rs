@@ -14,8 +14,8 @@ use fact_model::{
 use fact_model::{CharsPerToken, TokenCounter};
 use fact_retrieve::{FactQuery, FactRetriever, IndexRetriever};
 use fact_store::{
-    AddReport, Episode, EpisodeStore, InMemorySessionFactStore, SessionFactStore, StoreConfig,
-    StoreError, StoreResult,
+    AddReport, Episode, EpisodeStore, InMemorySessionFactStore, SessionFactStore, Step, StepReport,
+    StoreConfig, StoreError, StoreResult, Transaction,
 };
 use ledger::{LedgerCache, LedgerError, StallConfig, TaskLedger};
 use serde::{Deserialize, Serialize};
@@ -98,14 +98,29 @@ impl Spec {
     /// result's own facts go in last, so notes an approving review makes stay valid.
     /// Returns how many facts were added and how many invalidated.
     ///
+    /// The settles and the facts are one [`Transaction`]: no failure, and no other writer,
+    /// comes between them. It carries `key`, so a result retried after an unknown outcome
+    /// (`store_io`) is applied at most once.
+    ///
     /// After an automatic compaction the store's valid count is read: when that read
     /// fails, the facts are stored and the error is returned.
-    fn remember(&self, extraction: Extraction) -> StoreResult<Remembered> {
-        let mut settled = 0;
-        for selector in &extraction.settles {
-            settled += self.store.invalidate_matching(selector)?.len();
+    fn remember(&self, extraction: Extraction, key: String) -> StoreResult<Remembered> {
+        let mut transaction = Transaction::new().with_key(key);
+        for selector in extraction.settles {
+            transaction.push(Step::EndMatching(selector));
         }
-        let report = self.store.add(extraction.facts)?;
+        transaction.push(Step::Add(extraction.facts));
+        let applied = self.store.apply(transaction)?;
+        let mut settled = 0;
+        let mut report = AddReport::default();
+        for step in applied.steps {
+            match step {
+                StepReport::Ended { ids } => settled += ids.len(),
+                StepReport::Added(added) => report = added,
+                _ => {}
+            }
+        }
+        report.compaction = applied.compaction;
         let compaction = match &report.compaction {
             Some(c) => Some(Compaction {
                 dropped_history: c.dropped_history,
@@ -122,6 +137,19 @@ impl Spec {
             compaction,
         })
     }
+}
+
+/// The key of an ingest's transaction: the run, task and role, and a hash of the output, so
+/// the same request retried is applied once.
+fn ingest_key(request: &IngestOutputRequest) -> String {
+    let output = blake3::hash(request.output.as_bytes());
+    format!(
+        "ingest:{}:{}:{}:{}",
+        request.run_id,
+        request.task_id,
+        request.role,
+        output.to_hex()
+    )
 }
 
 /// A store's error as the runtime reports it: [`RuntimeError::Store`], whose protocol
@@ -805,7 +833,7 @@ impl DispatchRuntimeManager {
             .collect();
         let remembered = self
             .spec(&mut state, &spec_name)?
-            .remember(extraction)
+            .remember(extraction, ingest_key(&request))
             .map_err(store_error)?;
         let Some(run) = state.runs.get_mut(&request.run_id) else {
             return Err(RuntimeError::RunNotInitialized {

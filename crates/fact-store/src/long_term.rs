@@ -387,6 +387,14 @@ impl InMemoryLongTermStore {
 impl LongTermStore for InMemoryLongTermStore {
     fn commit(&self, write: MemoryWrite) -> StoreResult<MemoryReport> {
         let _commit = self.commit.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(key) = write.facts.key_digest()
+            && self.facts.applied(&key)
+        {
+            return Ok(MemoryReport {
+                facts: TransactionReport::replayed(),
+                ..MemoryReport::default()
+            });
+        }
         let mut side = self.side.write().unwrap_or_else(PoisonError::into_inner);
         // Check every alias change against the table as the earlier ones leave it, before
         // anything changes: the only part of a commit that can be refused.

@@ -277,6 +277,11 @@ impl InMemorySessionFactStore {
         Ok((store, report))
     }
 
+    /// Whether a transaction with this key digest was applied.
+    pub(crate) fn applied(&self, key: &[u8; 16]) -> bool {
+        self.read().applied.contains(key)
+    }
+
     /// The valid facts about `subject`, newest first, at most `limit`.
     pub(crate) fn valid_about(&self, subject: &str, limit: usize) -> Vec<SessionFact> {
         let state = self.read();
@@ -357,6 +362,13 @@ impl SessionFactStore for InMemorySessionFactStore {
     fn apply(&self, transaction: Transaction) -> StoreResult<TransactionReport> {
         let now = self.clock.now();
         let mut state = self.write();
+        let key = transaction.key_digest();
+        if let Some(key) = key {
+            if state.applied.contains(&key) {
+                return Ok(TransactionReport::replayed());
+            }
+            state.applied.insert(key);
+        }
         let mut report = TransactionReport::default();
         let mut added = false;
         for step in transaction.steps {

@@ -80,6 +80,9 @@ pub enum Step {
 pub struct Transaction {
     /// The steps, applied in order.
     pub steps: Vec<Step>,
+    /// Makes the transaction apply at most once per scope; see
+    /// [`with_key`](Self::with_key).
+    pub key: Option<String>,
 }
 
 impl Transaction {
@@ -117,6 +120,40 @@ impl Transaction {
     pub fn delete(mut self, id: FactId) -> Self {
         self.steps.push(Step::Delete(id));
         self
+    }
+
+    /// Applies the transaction at most once per scope: a transaction whose key the store
+    /// has committed before changes nothing and reports
+    /// [`replayed`](TransactionReport::replayed).
+    ///
+    /// This is what to do with an [`io`](crate::StoreError::Io) error, whose write may or
+    /// may not have committed (a server that restarted after the commit but before its
+    /// reply): apply the same keyed transaction again. Its effect is then the effect of one
+    /// application, whatever happened the first time. The store keeps a 16-byte digest of
+    /// every key it committed.
+    ///
+    /// ```
+    /// # use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
+    /// use fact_store::{InMemorySessionFactStore, SessionFactStore, Transaction};
+    /// # let fact = SessionFact::builder("task:1", "completed_with", "completed").tag(Tag::Decision)
+    /// #     .source("1", SourceRole::Implementer).valid_from(Timestamp::UNIX_EPOCH).build()?;
+    /// let store = InMemorySessionFactStore::default();
+    /// let write = Transaction::new().add(vec![fact]).with_key("run-7:task-1:implementer");
+    /// assert!(!store.apply(write.clone())?.replayed);
+    /// let again = store.apply(write)?; // a retry after an unknown outcome
+    /// assert!(again.replayed && again.steps.is_empty());
+    /// assert_eq!(store.stored_count()?, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn with_key(mut self, key: impl Into<String>) -> Self {
+        self.key = Some(key.into());
+        self
+    }
+
+    /// The digest a store keeps of the key, if there is one.
+    pub(crate) fn key_digest(&self) -> Option<[u8; 16]> {
+        self.key.as_deref().map(key_digest)
     }
 
     /// Appends a step.
@@ -189,10 +226,30 @@ pub enum StepReport {
 /// What a [`Transaction`] did.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct TransactionReport {
-    /// One report per step, in order.
+    /// One report per step, in order (none when [`replayed`](Self::replayed)).
     pub steps: Vec<StepReport>,
     /// The automatic compaction that ran after the last step, if one did.
     pub compaction: Option<CompactionReport>,
+    /// The transaction's key was committed before: nothing was applied this time.
+    pub replayed: bool,
+}
+
+impl TransactionReport {
+    /// The report of a keyed transaction applied before.
+    pub(crate) fn replayed() -> Self {
+        TransactionReport {
+            replayed: true,
+            ..TransactionReport::default()
+        }
+    }
+}
+
+/// The 16 bytes a store keeps of a transaction key: the start of its BLAKE3 hash.
+pub(crate) fn key_digest(key: &str) -> [u8; 16] {
+    let hash = blake3::hash(key.as_bytes());
+    let mut digest = [0u8; 16];
+    digest.copy_from_slice(hash.as_bytes().get(..16).unwrap_or(&[0u8; 16]));
+    digest
 }
 
 impl TransactionReport {

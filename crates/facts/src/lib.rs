@@ -165,6 +165,14 @@ enum Command {
         /// Let `memory_archive` run the model command a client names in `llm_cmd`.
         #[arg(long, requires = "db")]
         allow_llm_cmd: bool,
+        /// With --db: keep at most this many ended versions per store (spec stores and
+        /// memory), deleting the oldest. Default: every version is kept.
+        #[arg(long, value_name = "N", requires = "db")]
+        history_limit: Option<usize>,
+        /// With --db: compact a store that holds more valid facts than this (merged by
+        /// subject, then dropped, oldest first). Default: no limit.
+        #[arg(long, value_name = "N", requires = "db")]
+        capacity: Option<usize>,
         /// With --db: a local sentence-embedding model (a directory with model.onnx,
         /// tokenizer.json and the ONNX Runtime library), loaded once at start, so
         /// memory_recall finds facts by meaning as well as by words. From the environment
@@ -298,6 +306,8 @@ pub fn run() -> ExitCode {
             db,
             scope,
             allow_llm_cmd,
+            history_limit,
+            capacity,
             embedder,
             http,
             allow_remote,
@@ -309,6 +319,7 @@ pub fn run() -> ExitCode {
                 db: db.as_ref(),
                 scope: &scope,
                 allow_llm_cmd,
+                config: durable::retained(capacity, history_limit),
                 embedder: embedder.map(|dir| (dir, embedder_typed)),
             },
             (http, allow_remote),
@@ -401,6 +412,8 @@ struct McpMemory<'a> {
     scope: &'a str,
     /// `--allow-llm-cmd`.
     allow_llm_cmd: bool,
+    /// What the stores keep (`--capacity`, `--history-limit`).
+    config: StoreConfig,
     /// `--embedder`, and whether it was typed (rather than set in the environment).
     embedder: Option<(PathBuf, bool)>,
 }
@@ -420,6 +433,7 @@ fn serve_mcp(
         db,
         scope,
         allow_llm_cmd,
+        config,
         embedder,
     } = options;
     let embedder = match (embedder, db) {
@@ -463,16 +477,17 @@ fn serve_mcp(
     };
     create_parent(database).map_err(Failure::failed)?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let memory = durable::open_memory_on(database, scope, clock.clone()).map_err(|e| {
-        let error = MemoryError::Store(e);
-        Failure {
-            message: format!("store error ({}): {error}", error.code()),
-            exit: 1,
-        }
-    })?;
+    let memory =
+        durable::open_memory_with(database, scope, config, clock.clone()).map_err(|e| {
+            let error = MemoryError::Store(e);
+            Failure {
+                message: format!("store error ({}): {error}", error.code()),
+                exit: 1,
+            }
+        })?;
     let runtime = builder
         .clock(clock.clone())
-        .stores(durable::stores(database, StoreConfig::default()))
+        .stores(durable::stores(database, config))
         .build();
     let mut memory = memory.with_counter(counter);
     if let Some(dir) = embedder {

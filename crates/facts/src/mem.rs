@@ -85,6 +85,14 @@ pub(crate) struct MemArgs {
     /// Answer with one JSON document on stdout.
     #[arg(long, global = true)]
     json: bool,
+    /// Keep at most this many ended versions, deleting the oldest. Default: every version
+    /// is kept.
+    #[arg(long, global = true, value_name = "N")]
+    history_limit: Option<usize>,
+    /// Compact the memory when it holds more valid facts than this (merged by subject,
+    /// then dropped, oldest first). Default: no limit.
+    #[arg(long, global = true, value_name = "N")]
+    capacity: Option<usize>,
     #[command(subcommand)]
     command: MemCommand,
 }
@@ -415,7 +423,8 @@ fn execute(args: MemArgs, clock: Arc<dyn Clock>) -> Result<Answer, MemFailure> {
         }
     };
     let model = model_dir(args.embedder, &args.command)?;
-    let mut memory = open(&database, &args.scope, clock.clone())?;
+    let config = durable::retained(args.capacity, args.history_limit);
+    let mut memory = open(&database, &args.scope, config, clock.clone())?;
     if let Some(dir) = model {
         memory = with_embedder(memory, &dir)?;
     }
@@ -752,6 +761,7 @@ pub(crate) fn with_embedder(
 fn open(
     database: &Database,
     scope: &str,
+    config: reexports::StoreConfig,
     clock: Arc<dyn Clock>,
 ) -> Result<MemoryService, MemFailure> {
     if scope.trim().is_empty() {
@@ -761,7 +771,7 @@ fn open(
         ));
     }
     crate::create_parent(database).map_err(MemFailure::io)?;
-    durable::open_memory_on(database, scope, clock)
+    durable::open_memory_with(database, scope, config, clock)
         .map_err(|e| MemFailure::from(MemoryError::Store(e)))
 }
 

@@ -18,3 +18,4 @@ mod protocol;
 mod reads;
 mod requests;
 mod runtime;
+mod settle;

@@ -76,6 +76,8 @@ pub(in crate::memory) struct State {
     big_batches: IntMap<u32, u64>,
     /// `recorded_at` (µs) of the records that have one, by record number.
     recorded: IntMap<u32, i64>,
+    /// The digests of the transaction keys applied (`Transaction::with_key`).
+    pub(super) applied: std::collections::HashSet<[u8; 16]>,
     pub(super) analyzer: Analyzer,
     pub(super) terms: Terms,
     /// The embeddings of the stored fact ids, by model.
@@ -102,6 +104,7 @@ impl State {
             statements: Table::default(),
             big_batches: IntMap::default(),
             recorded: IntMap::default(),
+            applied: std::collections::HashSet::new(),
             analyzer,
             terms: Terms::new(seed),
             vectors: ModelIndexes::default(),
@@ -698,6 +701,7 @@ impl State {
         fresh.newest_input_batch = self.newest_input_batch;
         fresh.generation = self.generation + 1;
         fresh.vectors = std::mem::take(&mut self.vectors);
+        fresh.applied = std::mem::take(&mut self.applied);
         let old = std::mem::replace(self, fresh);
         let mut renumber = vec![NIL; old.records.len()];
         for (rid, r) in old.live() {

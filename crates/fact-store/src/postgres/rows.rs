@@ -631,6 +631,26 @@ impl Rows for PgRows<'_> {
         Ok(())
     }
 
+    fn applied(&mut self, key: &[u8; 16]) -> DbResult<bool> {
+        let scope = self.scope;
+        let key: &[u8] = key;
+        let rows = self.query(
+            "SELECT 1 FROM applied WHERE scope = $1 AND key = $2",
+            &[&scope, &key],
+        )?;
+        Ok(!rows.is_empty())
+    }
+
+    fn record_applied(&mut self, key: &[u8; 16]) -> DbResult<()> {
+        let scope = self.scope;
+        let key: &[u8] = key;
+        self.execute(
+            "INSERT INTO applied (scope, key) VALUES ($1, $2)",
+            &[&scope, &key],
+        )?;
+        Ok(())
+    }
+
     fn commit(mut self) -> DbResult<()> {
         if !self.deleted_ids.is_empty() {
             // The embeddings of the facts whose last version this transaction deleted.

@@ -78,6 +78,13 @@
 //! - `aliases (scope, alias_key)`: `alias` (its BLAKE3 digest `alias_key`, for the same
 //!   reason), `entity`, `at` and `seq`, the order in which the alias was first set (an
 //!   identity that replacing an alias keeps, so the aliases list in that order).
+//!
+//! # Version 4
+//!
+//! - `applied (scope, key)`: the 16-byte digest of every transaction key the scope
+//!   committed (`Transaction::with_key`), written in the transaction it names and checked
+//!   under the scope's row lock, so a transaction retried after an unknown outcome (a
+//!   COMMIT whose reply was lost) applies at most once.
 //! - `profile (scope, seq)`: every version of a profile field (`field`, `text`, `at`),
 //!   `seq` giving their order.
 
@@ -93,7 +100,7 @@ use crate::{Analyzer, AnalyzerConfig};
 type Migration = fn(&mut postgres::Transaction<'_>) -> DbResult<()>;
 
 /// The migrations, by the version they start from.
-const MIGRATIONS: &[Migration] = &[to_version_1, to_version_2, to_version_3];
+const MIGRATIONS: &[Migration] = &[to_version_1, to_version_2, to_version_3, to_version_4];
 
 /// The newest schema version this build knows.
 pub(super) const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
@@ -317,6 +324,17 @@ fn to_version_3(tx: &mut postgres::Transaction<'_>) -> DbResult<()> {
     )?;
     move_transcripts(tx)?;
     tx.batch_execute("ALTER TABLE episodes DROP COLUMN transcript;")?;
+    Ok(())
+}
+
+fn to_version_4(tx: &mut postgres::Transaction<'_>) -> DbResult<()> {
+    tx.batch_execute(
+        "CREATE TABLE applied (
+            scope BIGINT NOT NULL REFERENCES scopes(id),
+            key BYTEA NOT NULL,
+            PRIMARY KEY (scope, key)
+        );",
+    )?;
     Ok(())
 }
 

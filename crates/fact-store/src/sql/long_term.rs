@@ -14,7 +14,7 @@ use super::rules::{Rows, Writer};
 use crate::long_term::current_profile;
 use crate::{
     Alias, AliasChange, Analyzer, Episode, EpisodeExtracted, MemoryReport, MemoryWrite,
-    ProfileEntry, StoreConfig, StoreError, check_alias, profile_changes,
+    ProfileEntry, StoreConfig, StoreError, TransactionReport, check_alias, profile_changes,
 };
 
 /// The rows of long-term memory beside the facts, in one open write transaction of one
@@ -55,6 +55,15 @@ pub(crate) fn commit<R: Rows + MemoryRows>(
     config: &StoreConfig,
     episode_analyzer: &Analyzer,
 ) -> DbResult<MemoryReport> {
+    // A keyed write committed before changes nothing, whichever part it holds.
+    if let Some(key) = write.facts.key_digest()
+        && writer.rows_mut().applied(&key)?
+    {
+        return Ok(MemoryReport {
+            facts: TransactionReport::replayed(),
+            ..MemoryReport::default()
+        });
+    }
     let MemoryWrite {
         facts,
         episode,

@@ -157,6 +157,10 @@ pub(crate) trait Rows {
     fn delete(&mut self, seq: i64) -> DbResult<()>;
     /// Records the analyzer the scope's term documents are made with.
     fn set_analyzer(&mut self, tag: &str) -> DbResult<()>;
+    /// Whether a transaction with this key digest was committed in the scope.
+    fn applied(&mut self, key: &[u8; 16]) -> DbResult<bool>;
+    /// Records that the transaction with this key digest commits with this one.
+    fn record_applied(&mut self, key: &[u8; 16]) -> DbResult<()>;
     /// The version in `seq` entered the full-text index with `document` (for a backend
     /// whose index is a table of its own; the default does nothing).
     fn indexed(&mut self, _seq: i64, _document: &str) {}
@@ -569,6 +573,12 @@ impl<'a, R: Rows> Writer<'a, R> {
         now: Timestamp,
         config: &StoreConfig,
     ) -> DbResult<TransactionReport> {
+        if let Some(key) = transaction.key_digest() {
+            if self.rows.applied(&key)? {
+                return Ok(TransactionReport::replayed());
+            }
+            self.rows.record_applied(&key)?;
+        }
         let mut report = TransactionReport::default();
         let mut added = false;
         for step in transaction.steps {

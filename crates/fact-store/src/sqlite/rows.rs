@@ -405,6 +405,20 @@ impl Rows for SqliteRows<'_> {
         Ok(())
     }
 
+    fn applied(&mut self, key: &[u8; 16]) -> DbResult<bool> {
+        Ok(self
+            .tx
+            .prepare_cached("SELECT 1 FROM applied WHERE scope = ?1 AND key = ?2")?
+            .exists(params![self.scope, &key[..]])?)
+    }
+
+    fn record_applied(&mut self, key: &[u8; 16]) -> DbResult<()> {
+        self.tx
+            .prepare_cached("INSERT INTO applied (scope, key) VALUES (?1, ?2)")?
+            .execute(params![self.scope, &key[..]])?;
+        Ok(())
+    }
+
     fn indexed(&mut self, seq: i64, document: &str) {
         let change = match self.fts.remove(&seq) {
             Some(FtsChange::Delete | FtsChange::Replace(_)) => {

@@ -67,6 +67,12 @@
 //!   order they were first set (`aliases_order`); `(scope, alias)` is the key.
 //! - `profile`: every version of every profile field (`field`, `text`, `at`), `seq` the
 //!   order they were written (`profile_scope`).
+//!
+//! # Version 4
+//!
+//! - `applied (scope, key)`: the 16-byte digest of every transaction key the scope
+//!   committed (`Transaction::with_key`), written in the transaction it names, so a
+//!   transaction retried after an unknown outcome applies at most once.
 
 use fact_model::Message;
 use rusqlite::{Connection, TransactionBehavior};
@@ -82,7 +88,8 @@ pub(super) const APPLICATION_ID: i64 = 0x464D_454D;
 type Migration = fn(&Connection) -> DbResult<()>;
 
 /// The migrations, by the version they start from.
-pub(super) const MIGRATIONS: &[Migration] = &[to_version_1, to_version_2, to_version_3];
+pub(super) const MIGRATIONS: &[Migration] =
+    &[to_version_1, to_version_2, to_version_3, to_version_4];
 
 /// The newest schema version this build knows.
 pub(super) const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
@@ -297,6 +304,17 @@ fn to_version_3(conn: &Connection) -> DbResult<()> {
 
 /// The messages of a version-2 transcript (JSON Lines), skipping blank lines and, with a
 /// warning, the lines that are not a message.
+fn to_version_4(conn: &Connection) -> DbResult<()> {
+    conn.execute_batch(
+        "CREATE TABLE applied (
+            scope INTEGER NOT NULL REFERENCES scopes(id),
+            key BLOB NOT NULL,
+            PRIMARY KEY (scope, key)
+        ) WITHOUT ROWID;",
+    )?;
+    Ok(())
+}
+
 fn parse_transcript(episode: &str, transcript: &str) -> Vec<Message> {
     let mut messages = Vec::new();
     for (number, line) in transcript.lines().enumerate() {

@@ -380,3 +380,33 @@ fn a_subjects_newest_valid_facts_and_its_relations() {
     );
     assert_eq!(store.relations_of("user", 1).unwrap(), ["speaks"]);
 }
+
+#[test]
+fn a_keyed_commit_applies_at_most_once() {
+    let Some((store, _)) = long_term() else {
+        return;
+    };
+    let [moving, _] = <[Episode; 2]>::try_from(episodes()).unwrap();
+    let mut write = MemoryWrite::default();
+    write.episode = Some(moving.clone());
+    write.profile = vec![ProfileEntry {
+        field: ProfileField::Work,
+        text: "Nurse".into(),
+        at: t(1),
+    }];
+    write.facts = Transaction::new().with_key(format!("{}:reply", moving.id));
+    assert!(!store.commit(write.clone()).unwrap().facts.replayed);
+    // Meanwhile the profile changed; the retry must not set it back.
+    let mut change = MemoryWrite::default();
+    change.profile = vec![ProfileEntry {
+        field: ProfileField::Work,
+        text: "Head nurse".into(),
+        at: t(2),
+    }];
+    store.commit(change).unwrap();
+    let retry = store.commit(write).unwrap();
+    assert!(retry.facts.replayed);
+    assert!(retry.profile_changed.is_empty());
+    assert_eq!(store.profile().unwrap()[0].text, "Head nurse");
+    assert_eq!(store.profile_history().unwrap().len(), 2);
+}

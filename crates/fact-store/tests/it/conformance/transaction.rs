@@ -274,3 +274,36 @@ fn recorded_at_is_kept_as_given_and_never_confused_with_valid_from() {
     copy.import_snapshot(&json).unwrap();
     assert_eq!(copy.get(march.id()).unwrap().unwrap().recorded_at(), Some(t(900)));
 }
+
+#[test]
+fn a_keyed_transaction_applies_at_most_once() {
+    let Some((store, clock)) = store() else {
+        return;
+    };
+    let paris = said("lives_in", "Paris", 0);
+    store.add(vec![paris.clone()]).unwrap();
+    let berlin = said("lives_in", "Berlin", 10);
+    let keyed = Transaction::new()
+        .add(vec![berlin.clone()])
+        .end(paris.id(), t(10), Some(berlin.id()))
+        .with_key("ep_1:reply");
+    let first = store.apply(keyed.clone()).unwrap();
+    assert!(!first.replayed);
+    assert_eq!(first.steps.len(), 2);
+    let snapshot = store.export_snapshot().unwrap();
+    // A retry, later (as after an `io` error whose commit did go through).
+    clock.set(t(50));
+    let retry = store.apply(keyed).unwrap();
+    assert!(retry.replayed);
+    assert!(retry.steps.is_empty() && retry.compaction.is_none());
+    assert_eq!(store.export_snapshot().unwrap(), snapshot, "nothing changed");
+    // Another key, or none, applies.
+    let other = Transaction::new()
+        .add(vec![said("lives_in", "Rome", 60)])
+        .with_key("ep_2:reply");
+    assert!(!store.apply(other).unwrap().replayed);
+    let unkeyed = Transaction::new().add(vec![said("lives_in", "Oslo", 70)]);
+    assert!(!store.apply(unkeyed.clone()).unwrap().replayed);
+    assert!(!store.apply(unkeyed).unwrap().replayed);
+    assert_eq!(valid_lines(&*store), ["user lives_in Oslo"]);
+}

@@ -16,6 +16,7 @@ use fact_store::{LongTermStore, PgFactStore, PgOptions, SessionFactStore, StoreC
 
 pub(crate) use crate::{fact, memory, store_from, t, valid_lines};
 
+mod lost_commit;
 mod only;
 
 /// The server's URL; `None` outside CI when `FACTMEM_PG_URL` is unset.
