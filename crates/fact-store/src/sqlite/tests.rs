@@ -242,7 +242,7 @@ fn older_databases_migrate_to_messages_aliases_profile_and_embeddings() {
     use crate::{AliasChange, EpisodeStore, FactVectors, LongTermStore, MemoryWrite, MessageQuery};
     use fact_model::{FactId, Message, MessageRole};
 
-    assert_eq!(SqliteFactStore::SCHEMA_VERSION, 3);
+    assert_eq!(SqliteFactStore::SCHEMA_VERSION, 4);
     for version in [1, 2] {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("facts.db");
