@@ -391,7 +391,7 @@ impl LongTermStore for InMemoryLongTermStore {
             && self.facts.applied(&key)
         {
             return Ok(MemoryReport {
-                facts: TransactionReport::replayed(),
+                facts: TransactionReport::of_replay(),
                 ..MemoryReport::default()
             });
         }

@@ -365,7 +365,7 @@ impl SessionFactStore for InMemorySessionFactStore {
         let key = transaction.key_digest();
         if let Some(key) = key {
             if state.applied.contains(&key) {
-                return Ok(TransactionReport::replayed());
+                return Ok(TransactionReport::of_replay());
             }
             state.applied.insert(key);
         }

@@ -236,7 +236,7 @@ pub struct TransactionReport {
 
 impl TransactionReport {
     /// The report of a keyed transaction applied before.
-    pub(crate) fn replayed() -> Self {
+    pub(crate) fn of_replay() -> Self {
         TransactionReport {
             replayed: true,
             ..TransactionReport::default()

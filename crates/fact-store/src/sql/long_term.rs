@@ -60,7 +60,7 @@ pub(crate) fn commit<R: Rows + MemoryRows>(
         && writer.rows_mut().applied(&key)?
     {
         return Ok(MemoryReport {
-            facts: TransactionReport::replayed(),
+            facts: TransactionReport::of_replay(),
             ..MemoryReport::default()
         });
     }

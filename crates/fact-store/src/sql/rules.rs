@@ -575,7 +575,7 @@ impl<'a, R: Rows> Writer<'a, R> {
     ) -> DbResult<TransactionReport> {
         if let Some(key) = transaction.key_digest() {
             if self.rows.applied(&key)? {
-                return Ok(TransactionReport::replayed());
+                return Ok(TransactionReport::of_replay());
             }
             self.rows.record_applied(&key)?;
         }
