@@ -522,11 +522,12 @@ fn a_version_1_schema_migrates_to_embeddings() {
 }
 
 /// Takes the store schema `schema`, empty of episodes and long-term memory, back to
-/// version 2 as that build left it: no message tables, aliases or profile, no
-/// `recorded_at`, transcripts as text in `episodes.transcript`.
+/// version 2 as that build left it: no message tables, aliases, profile or applied
+/// keys, no `recorded_at`, transcripts as text in `episodes.transcript`.
 fn back_to_version_2(raw: &mut postgres::Client, schema: &str) {
     raw.batch_execute(&format!(
-        "DROP TABLE {schema}.messages, {schema}.message_terms, {schema}.aliases, {schema}.profile;
+        "DROP TABLE {schema}.messages, {schema}.message_terms, {schema}.aliases, {schema}.profile,
+             {schema}.applied;
          DROP INDEX {schema}.facts_source;
          ALTER TABLE {schema}.facts DROP COLUMN recorded_at;
          ALTER TABLE {schema}.scopes DROP COLUMN message_count, DROP COLUMN message_len;
@@ -624,7 +625,7 @@ fn a_version_2_schema_moves_its_transcripts_into_searchable_messages() {
         .unwrap()
         .get(0);
     assert_eq!(u32::try_from(version).unwrap(), PgFactStore::SCHEMA_VERSION);
-    assert_eq!(PgFactStore::SCHEMA_VERSION, 3);
+    assert_eq!(PgFactStore::SCHEMA_VERSION, 4);
     // Transcripts are kept once: as messages.
     let transcript_columns: i64 = raw
         .query_one(
