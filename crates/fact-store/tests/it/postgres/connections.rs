@@ -135,6 +135,9 @@ fn the_schema_is_checked_once_per_database_handle() {
         .unwrap();
 }
 
+/// An operation on a store and what it answers (the objects it found, or holds after it).
+type Operation = (fn(&PgFactStore) -> Vec<String>, &'static [&'static str]);
+
 /// One case of [`nothing_waits_for_an_operation_stalled_on_the_network`].
 struct Stall {
     name: &'static str,
@@ -145,10 +148,10 @@ struct Stall {
     /// message back, so the operation waits on the network until released.
     marker: &'static str,
     /// The operation stalled, and what it answers once released.
-    stalled: (fn(&PgFactStore) -> Vec<String>, &'static [&'static str]),
+    stalled: Operation,
     /// The operation on another thread, on the same store, that must not wait for the
     /// stalled one; what it answers.
-    other: (fn(&PgFactStore) -> Vec<String>, &'static [&'static str]),
+    other: Operation,
 }
 
 fn add_a(store: &PgFactStore) {
