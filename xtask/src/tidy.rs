@@ -59,6 +59,7 @@ const CONCRETE: &[(&str, &str)] = &[
     ("InMemoryEpisodeStore", "fact-store"),
     ("SqliteFactStore", "fact-store"),
     ("PgFactStore", "fact-store"),
+    ("PgDatabase", "fact-store"),
     ("LlmFactExtractor", "fact-extract"),
     ("CommandLlm", "fact-extract"),
     ("OpenAiCompatibleLlm", "fact-extract"),

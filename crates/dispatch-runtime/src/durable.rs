@@ -7,19 +7,22 @@
 //! (feature `postgres`), shared by every process that connects to it; a [`Database`] names
 //! either, and [`stores`] and [`open_memory_on`] open the runtime's stores and the memory
 //! service on it (with feature `onnx`, `open_embedder` loads a local sentence-embedding
-//! model that makes the memory semantic):
+//! model that makes the memory semantic). A [`DatabaseHandle`] ([`Database::handle`])
+//! opens both on one set of connections: on PostgreSQL one pool, however many specs:
 //!
 //! ```no_run
 //! use std::sync::Arc;
 //! use dispatch_runtime::DispatchRuntimeManager;
 //! use dispatch_runtime::durable::{self, Database};
-//! use dispatch_runtime::reexports::{StoreConfig, SystemClock};
+//! use dispatch_runtime::reexports::SystemClock;
 //!
 //! // A path, or `postgres://user:password@host:5432/factmem`.
 //! let database: Database = std::env::args().nth(1).unwrap_or("memory.db".into()).parse()?;
-//! let memory = durable::open_memory_on(&database, "user:alice", Arc::new(SystemClock))?;
+//! let handle = database.handle()?;
+//! let config = durable::retained(None, None);
+//! let memory = handle.open_memory("user:alice", config, Arc::new(SystemClock))?;
 //! let runtime = DispatchRuntimeManager::builder()
-//!     .stores(durable::stores(&database, durable::retained(None, None)))
+//!     .stores(handle.stores(config))
 //!     .build();
 //! println!("facts on {database}"); // never shows a password
 //! # let _ = (memory, runtime);
@@ -34,10 +37,10 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use fact_model::Clock;
-#[cfg(feature = "postgres")]
-use fact_store::PgFactStore;
 #[cfg(feature = "sqlite")]
 use fact_store::SqliteFactStore;
+#[cfg(feature = "postgres")]
+use fact_store::{PgDatabase, PgFactStore, PgOptions};
 use fact_store::{SessionFactStore, StoreConfig, StoreResult};
 
 use crate::{MemoryService, StoreFactory};
@@ -143,6 +146,127 @@ impl Database {
             #[cfg(feature = "postgres")]
             Database::Postgres(_) => true,
         }
+    }
+
+    /// A handle that every store opened from it shares: on PostgreSQL one pool of
+    /// connections (at most [`PgOptions::pool_size`], 4) and one schema check, whatever
+    /// the number of specs and memories; a SQLite file is opened by each store. Nothing is
+    /// connected yet: the first store opened connects.
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use dispatch_runtime::DispatchRuntimeManager;
+    /// use dispatch_runtime::durable::{self, Database};
+    /// use dispatch_runtime::reexports::SystemClock;
+    ///
+    /// let database: Database = "postgres://factmem@127.0.0.1:5432/memory".parse()?;
+    /// let handle = database.handle()?;
+    /// let config = durable::retained(None, None);
+    /// let memory = handle.open_memory("user:alice", config, Arc::new(SystemClock))?;
+    /// let runtime = DispatchRuntimeManager::builder().stores(handle.stores(config)).build();
+    /// # let _ = (memory, runtime);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Backend`](fact_store::StoreError::Backend) for a malformed
+    /// PostgreSQL URL.
+    pub fn handle(&self) -> StoreResult<DatabaseHandle> {
+        let backend = match self {
+            #[cfg(feature = "sqlite")]
+            Database::Sqlite(path) => Backend::Sqlite(path.clone()),
+            #[cfg(feature = "postgres")]
+            Database::Postgres(url) => {
+                Backend::Postgres(PgDatabase::new(url, PgOptions::default())?)
+            }
+        };
+        Ok(DatabaseHandle {
+            database: self.clone(),
+            backend,
+        })
+    }
+}
+
+/// A [`Database`] as the stores opened from it share it: [`Database::handle`]. Cheap to
+/// clone; clones share the connections.
+#[derive(Clone)]
+pub struct DatabaseHandle {
+    database: Database,
+    backend: Backend,
+}
+
+/// What a [`DatabaseHandle`] opens stores with.
+#[derive(Clone)]
+enum Backend {
+    /// Each store opens the file.
+    #[cfg(feature = "sqlite")]
+    Sqlite(PathBuf),
+    /// Every store shares the database's pool.
+    #[cfg(feature = "postgres")]
+    Postgres(PgDatabase),
+}
+
+impl fmt::Debug for DatabaseHandle {
+    /// The database as [`Database`]'s `Debug` shows it: no password.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("DatabaseHandle")
+            .field(&self.database)
+            .finish()
+    }
+}
+
+impl DatabaseHandle {
+    /// The database this handle opens stores in.
+    #[must_use]
+    pub fn database(&self) -> &Database {
+        &self.database
+    }
+
+    /// A [`StoreFactory`] that opens each spec's store from this handle, under scope
+    /// [`spec_scope`], with `config`: [`stores`] on one handle, so the stores of every
+    /// spec (and the memory opened from the same handle) share its connections.
+    #[must_use]
+    pub fn stores(&self, config: StoreConfig) -> StoreFactory {
+        let handle = self.clone();
+        Box::new(move |spec_name, clock| handle.open_store(&spec_scope(spec_name), config, clock))
+    }
+
+    /// The memory of `scope`: [`open_memory_with`] on this handle's connections.
+    ///
+    /// # Errors
+    ///
+    /// As [`open_memory_on`].
+    pub fn open_memory(
+        &self,
+        scope: &str,
+        config: StoreConfig,
+        clock: Arc<dyn Clock>,
+    ) -> StoreResult<MemoryService> {
+        let store: Arc<dyn fact_store::LongTermStore> = match &self.backend {
+            #[cfg(feature = "sqlite")]
+            Backend::Sqlite(path) => {
+                Arc::new(SqliteFactStore::open(path, scope, config, clock.clone())?)
+            }
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(database) => Arc::new(database.open(scope, config, clock.clone())?),
+        };
+        Ok(MemoryService::new(store, clock))
+    }
+
+    /// The store of `scope`.
+    fn open_store(
+        &self,
+        scope: &str,
+        config: StoreConfig,
+        clock: Arc<dyn Clock>,
+    ) -> StoreResult<Arc<dyn SessionFactStore>> {
+        Ok(match &self.backend {
+            #[cfg(feature = "sqlite")]
+            Backend::Sqlite(path) => Arc::new(SqliteFactStore::open(path, scope, config, clock)?),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(database) => Arc::new(database.open(scope, config, clock)?),
+        })
     }
 }
 
@@ -261,7 +385,9 @@ fn memory_config() -> StoreConfig {
 /// server serves them, wherever it runs.
 ///
 /// Nothing is opened until a run names its spec: a database that cannot be opened fails
-/// that `init_run` with a store error.
+/// that `init_run` with a store error. On PostgreSQL every spec's store comes from one
+/// [`DatabaseHandle`]: a hundred specs share one pool of at most four connections, and
+/// the schema is checked once. [`DatabaseHandle::stores`] shares it with a memory too.
 ///
 /// ```no_run
 /// use dispatch_runtime::DispatchRuntimeManager;
@@ -277,17 +403,10 @@ fn memory_config() -> StoreConfig {
 /// ```
 #[must_use]
 pub fn stores(database: &Database, config: StoreConfig) -> StoreFactory {
-    match database {
-        #[cfg(feature = "sqlite")]
-        Database::Sqlite(path) => sqlite_stores(path.clone(), config),
-        #[cfg(feature = "postgres")]
-        Database::Postgres(url) => {
-            let url = url.clone();
-            Box::new(move |spec_name, clock| {
-                let store = PgFactStore::connect(&url, &spec_scope(spec_name), config, clock)?;
-                Ok(Arc::new(store) as Arc<dyn SessionFactStore>)
-            })
-        }
+    match database.handle() {
+        Ok(handle) => handle.stores(config),
+        // A malformed URL: every spec's `init_run` reports it.
+        Err(error) => Box::new(move |_, _| Err(error.clone())),
     }
 }
 
@@ -340,18 +459,7 @@ pub fn open_memory_with(
     config: StoreConfig,
     clock: Arc<dyn Clock>,
 ) -> StoreResult<MemoryService> {
-    match database {
-        #[cfg(feature = "sqlite")]
-        Database::Sqlite(path) => {
-            let store = Arc::new(SqliteFactStore::open(path, scope, config, clock.clone())?);
-            Ok(MemoryService::new(store, clock))
-        }
-        #[cfg(feature = "postgres")]
-        Database::Postgres(url) => {
-            let store = Arc::new(PgFactStore::connect(url, scope, config, clock.clone())?);
-            Ok(MemoryService::new(store, clock))
-        }
-    }
+    database.handle()?.open_memory(scope, config, clock)
 }
 
 /// A [`StoreFactory`] that opens each spec's store in the SQLite database at `path`, under

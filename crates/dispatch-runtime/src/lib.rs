@@ -119,6 +119,6 @@ pub mod reexports {
     };
     #[cfg(feature = "postgres")]
     #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
-    pub use fact_store::{PgFactStore, PgOptions};
+    pub use fact_store::{PgDatabase, PgFactStore, PgOptions};
     pub use ledger::{LedgerError, ProgressLedger, TaskStatus};
 }

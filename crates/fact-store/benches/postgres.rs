@@ -21,6 +21,14 @@
 //!   write changed, not the whole scope. `cached_first_search`: a new store's first
 //!   search, which loads the whole scope into its cache (what every search cost, before
 //!   the cache followed other writers row by row, whenever another process had written).
+//! - `search::cached_threads_one_store`: 1 or 4 threads searching one cached store at once
+//!   (10 short queries each, the 100,000-fact scope); divan's counter gives searches/s in
+//!   all. The cache's lock is held only while a search scores in memory, so one thread's
+//!   round trips overlap another's scoring.
+//! - `open::*`: opening the store of a new spec (a fresh scope): `own_database` with
+//!   `PgFactStore::connect` (a connection of its own made, the schema checked, a pool of
+//!   its own), what every spec's store cost when each opened its own; `shared_database`
+//!   from a `PgDatabase` opened once (a pooled connection; the scope's row made).
 //! - `nearest::*`: `FactVectors::nearest` (limit 20) among 100,000 facts with
 //!   384-dimensional embeddings (synthetic, clustered: `support/vectors.rs`, as
 //!   `benches/vectors.rs`'s), in a scope loaded once per run: `first_search` is a new
@@ -49,7 +57,7 @@ use std::sync::{Arc, OnceLock};
 use divan::Bencher;
 use divan::counter::ItemsCount;
 use fact_model::{ManualClock, SessionFact, SourceRole, Tag, Timestamp};
-use fact_store::{PgFactStore, PgOptions, SessionFactStore, TermQuery};
+use fact_store::{PgDatabase, PgFactStore, PgOptions, SessionFactStore, TermQuery};
 use search_support::{Bm25, unbounded};
 
 fn main() {
@@ -285,6 +293,29 @@ mod search {
             .bench_local_values(|text| search(&text));
     }
 
+    #[divan::bench(args = [1, 4], sample_count = 30, sample_size = 1)]
+    fn cached_threads_one_store(bencher: Bencher<'_, '_>, threads: usize) {
+        let (scope, queries) = search_scope();
+        let store = open(scope, true);
+        let texts: Vec<String> = queries.iter().map(|(_, text)| short(text)).collect();
+        let search = |text: &str| store.search(&TermQuery::new(text, 10), &Bm25).unwrap();
+        assert!(!search(texts.first().unwrap()).is_empty(), "no results");
+        bencher
+            .counter(ItemsCount::new(threads * 10))
+            .bench_local(|| {
+                std::thread::scope(|scope| {
+                    for thread in 0..threads {
+                        let (texts, search) = (&texts, &search);
+                        scope.spawn(move || {
+                            for text in texts.iter().cycle().skip(thread * 10).take(10) {
+                                search(text);
+                            }
+                        });
+                    }
+                });
+            });
+    }
+
     /// A process's first search: the cache loads the whole scope.
     #[divan::bench(sample_count = 5, sample_size = 1)]
     fn cached_first_search(bencher: Bencher<'_, '_>) {
@@ -306,6 +337,31 @@ mod search {
     #[divan::bench(sample_count = 100)]
     fn gin_short_query(bencher: Bencher<'_, '_>) {
         bench_search(bencher, false, short);
+    }
+}
+
+mod open {
+    use super::*;
+
+    #[divan::bench(sample_count = 50, sample_size = 1)]
+    fn own_database(bencher: Bencher<'_, '_>) {
+        bencher
+            .with_inputs(|| fresh_scope("open"))
+            .bench_local_values(|scope| open(&scope, true));
+    }
+
+    #[divan::bench(sample_count = 200, sample_size = 1)]
+    fn shared_database(bencher: Bencher<'_, '_>) {
+        let database =
+            PgDatabase::connect_with(&url().expect("FACTMEM_PG_URL"), PgOptions::default())
+                .unwrap();
+        bencher
+            .with_inputs(|| fresh_scope("open"))
+            .bench_local_values(|scope| {
+                database
+                    .open(&scope, unbounded(), Arc::new(ManualClock::default()))
+                    .unwrap()
+            });
     }
 }
 

@@ -15,7 +15,9 @@
 //!   PostgreSQL server, for many orchestrators on many machines sharing one memory: the
 //!   same scopes and rules (the SQLite store's own code), writers of a scope taking turns
 //!   on its row lock, the temporal invariants enforced by database constraints, and
-//!   full-text candidates from a GIN index ranked as every other store ranks them.
+//!   full-text candidates from a GIN index ranked as every other store ranks them. The
+//!   stores of many scopes share one connection pool when they are opened from one
+//!   `PgDatabase`.
 //!
 //! Every store passes the same conformance suite and a differential property test against
 //! the in-memory store.
@@ -90,7 +92,7 @@
 //! | feature | adds |
 //! |---|---|
 //! | `sqlite` | `SqliteFactStore` (rusqlite, SQLite compiled in) |
-//! | `postgres` | `PgFactStore`, `PgOptions` (the `postgres` client, an r2d2 pool) |
+//! | `postgres` | `PgFactStore`, `PgDatabase`, `PgOptions` (the `postgres` client, an r2d2 pool) |
 //! | `postgres-tls` | TLS to the server (rustls, Mozilla's roots): `sslmode=require` works |
 
 #![forbid(unsafe_code)]
@@ -140,7 +142,7 @@ pub use crate::memory::{
 };
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
-pub use crate::postgres::{PgFactStore, PgOptions};
+pub use crate::postgres::{PgDatabase, PgFactStore, PgOptions};
 pub use crate::report::{
     AddReport, CompactionReport, ImportDiagnostic, ImportReport, SkipReason, Skipped,
 };

@@ -477,17 +477,21 @@ fn serve_mcp(
     };
     create_parent(database).map_err(Failure::failed)?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let memory =
-        durable::open_memory_with(database, scope, config, clock.clone()).map_err(|e| {
-            let error = MemoryError::Store(e);
-            Failure {
-                message: format!("store error ({}): {error}", error.code()),
-                exit: 1,
-            }
-        })?;
+    let store_failure = |e| {
+        let error = MemoryError::Store(e);
+        Failure {
+            message: format!("store error ({}): {error}", error.code()),
+            exit: 1,
+        }
+    };
+    // One handle for the memory and every spec's store: on PostgreSQL one pool.
+    let handle = database.handle().map_err(store_failure)?;
+    let memory = handle
+        .open_memory(scope, config, clock.clone())
+        .map_err(store_failure)?;
     let runtime = builder
         .clock(clock.clone())
-        .stores(durable::stores(database, config))
+        .stores(handle.stores(config))
         .build();
     let mut memory = memory.with_counter(counter);
     if let Some(dir) = embedder {

@@ -8,6 +8,8 @@
 )]
 
 mod concurrency;
+#[cfg(feature = "postgres")]
+mod connections;
 mod contract;
 mod hostile;
 mod maintenance;

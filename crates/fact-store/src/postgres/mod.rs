@@ -11,9 +11,12 @@
 //!   profile versions, messages and their index) and the
 //!   [`LongTermStore`](crate::LongTermStore) implementation.
 //! - `vectors.rs`: the [`FactVectors`] implementation (embeddings as `bytea`).
+//! - `database.rs`: [`PgDatabase`], the database the stores of many scopes share (one
+//!   pool, one schema check).
 //! - `pool.rs`: the connection pool; `codec.rs`: rows → facts.
 
 mod codec;
+mod database;
 mod episodes;
 mod long_term;
 mod pool;
@@ -24,8 +27,7 @@ mod vectors;
 
 use std::collections::HashMap;
 use std::fmt;
-use std::path::{Path, PathBuf};
-use std::str::FromStr;
+use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -34,8 +36,10 @@ use postgres::error::SqlState;
 use postgres::types::ToSql;
 
 use self::codec::read_fact;
+pub use self::database::PgDatabase;
 use self::pool::{Connection, Manager};
 use self::rows::PgRows;
+use self::search::CacheSlot;
 use crate::sql::codec::{FACT_COLUMN_COUNT, FACT_COLUMNS, batch_from_sql, id_to_sql};
 use crate::sql::error::{DbError, DbResult};
 use crate::sql::rules::{Outcome, Writer};
@@ -47,7 +51,7 @@ use crate::{
     StoreError, StoreResult, TermQuery, TermWeighting, Transaction, TransactionReport,
 };
 
-/// How a [`PgFactStore`] uses its server.
+/// How a [`PgDatabase`] and the [`PgFactStore`]s opened from it use their server.
 ///
 /// ```
 /// use std::time::Duration;
@@ -66,7 +70,8 @@ pub struct PgOptions {
     /// The PostgreSQL schema (namespace) that holds the store's tables (default
     /// `factmem`): lowercase ASCII letters, digits and `_`, not starting with a digit.
     pub schema: String,
-    /// At most this many connections at once (default 4).
+    /// At most this many connections at once, shared by every store opened from one
+    /// [`PgDatabase`] (default 4).
     pub pool_size: u32,
     /// How long opening a connection, or waiting for a free one, may take before the
     /// operation fails with [`StoreError::Io`] (default 5 s).
@@ -182,6 +187,17 @@ impl PgOptions {
 /// returns the error when the server cannot answer (a lost connection, missing
 /// privileges), with its code; a failed read never answers as an empty store would.
 ///
+/// # Connections
+///
+/// A store opens no connection of its own: it takes one from its [`PgDatabase`]'s pool
+/// for each operation (a write's retry takes a new one after its pause). Stores opened
+/// from one handle ([`PgDatabase::open`]) share its pool, so a process serving many
+/// scopes holds at most [`pool_size`](PgOptions::pool_size) connections;
+/// [`connect`](Self::connect) opens a handle for the one store. The store's own locks
+/// (its term ids, its search cache, its vector indexes) are held only for work in memory,
+/// never across a round trip to the server or a retry's pause: a thread that waits for
+/// the server holds up no other.
+///
 /// # Search
 ///
 /// The valid facts' term documents are indexed twice over: a `tsvector` with a GIN index
@@ -213,33 +229,35 @@ impl PgOptions {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct PgFactStore {
-    /// The server's URL without its password, for messages.
-    location: PathBuf,
+    /// The database: its pool, shared with every store opened from it, and its options.
+    database: PgDatabase,
     scope: String,
     scope_id: i64,
     config: StoreConfig,
-    options: PgOptions,
     analyzer: Analyzer,
     /// Episodes are analyzed as [`InMemoryEpisodeStore`](crate::InMemoryEpisodeStore)
     /// analyzes them: with the default configuration.
     episode_analyzer: Analyzer,
     clock: Arc<dyn Clock>,
-    pool: r2d2::Pool<Manager>,
-    /// Lowercased word → term id of this scope, for writes; held for a whole write, so
-    /// this process's writes take turns here before they do in the database.
+    /// Lowercased word → term id of this scope, for writes. A write takes the map out
+    /// and gives it back after its commit, so the lock is held for moments only, never
+    /// while a transaction talks to the server or sleeps before a retry.
     words: Mutex<HashMap<String, i64>>,
-    cache: Mutex<Option<SearchCache>>,
-    /// The embeddings' in-process indexes, by model.
+    /// The scope's term index in this process; locked only to read or change it in
+    /// memory (`search.rs`).
+    cache: Mutex<CacheSlot>,
+    /// The embeddings' in-process indexes, by model; locked only to read or change them
+    /// in memory (`vectors.rs`).
     vectors: Mutex<VectorCache>,
 }
 
 impl fmt::Debug for PgFactStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PgFactStore")
-            .field("location", &self.location)
+            .field("location", &self.location())
             .field("scope", &self.scope)
             .field("config", &self.config)
-            .field("options", &self.options)
+            .field("options", self.options())
             .finish_non_exhaustive()
     }
 }
@@ -357,28 +375,6 @@ fn backoff(attempt: u32) -> Duration {
     Duration::from_millis(base + jitter / 2)
 }
 
-/// Migrates the schema and finds (or creates) the scope: its id and the analyzer its term
-/// documents were made with; `Ok(Err(found))` for a schema newer than this build's.
-fn setup(
-    conn: &mut Connection,
-    schema: &str,
-    scope: &str,
-    config: &StoreConfig,
-) -> DbResult<Result<(i64, String), u32>> {
-    if let Err(found) = schema::migrate(&mut conn.client, schema)? {
-        return Ok(Err(found));
-    }
-    let tag = analyzer_tag(config.analyzer);
-    conn.client.execute(
-        "INSERT INTO scopes (name, analyzer) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
-        &[&scope, &tag],
-    )?;
-    let row = conn
-        .client
-        .query_one("SELECT id, analyzer FROM scopes WHERE name = $1", &[&scope])?;
-    Ok(Ok((row.try_get(0)?, row.try_get(1)?)))
-}
-
 impl PgFactStore {
     /// The newest database schema version this build reads and writes.
     pub const SCHEMA_VERSION: u32 = schema::SCHEMA_VERSION;
@@ -387,6 +383,9 @@ impl PgFactStore {
     /// a `host=… user=…` string) with the default [`PgOptions`], creates or migrates the
     /// store's schema, and opens the store of `scope`; `clock` dates explicit
     /// invalidations.
+    ///
+    /// The store gets a [`PgDatabase`] (a pool) of its own; stores of many scopes share
+    /// one when they are opened from one handle ([`PgDatabase::open`]).
     ///
     /// # Errors
     ///
@@ -415,72 +414,33 @@ impl PgFactStore {
         options: PgOptions,
         clock: Arc<dyn Clock>,
     ) -> StoreResult<PgFactStore> {
-        let location = PathBuf::from(redacted(url));
-        let valid_schema = options
-            .schema
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
-            && options
-                .schema
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-        if !valid_schema {
-            return Err(StoreError::Backend {
-                message: format!(
-                    "schema name {:?}: use lowercase ASCII letters, digits and `_`",
-                    options.schema
-                ),
-            });
-        }
-        let pg_config = postgres::Config::from_str(url).map_err(|e| StoreError::Backend {
-            message: format!("{}: not a PostgreSQL URL: {e}", location.display()),
-        })?;
-        let manager = Manager::new(
-            pg_config,
-            &options.schema,
-            options.lock_timeout,
-            options.connect_timeout,
-        )
-        .map_err(|message| StoreError::Backend { message })?;
-        // The first connection is made here, outside the pool: an unreachable server or a
-        // refused login fails at once with the driver's own words, instead of after the
-        // pool's timeout with its summary. It migrates the schema and finds the scope.
-        let mut first = manager.open().map_err(|e| StoreError::Io {
-            message: format!("{}: {}", location.display(), describe(&e)),
-        })?;
-        let scope_row = setup(&mut first, &options.schema, scope, &config);
-        pool::close(first);
-        let scope_row = scope_row.map_err(|e| e.into_store(&location))?;
-        let (scope_id, indexed_with) = match scope_row {
-            Ok(row) => row,
-            Err(found) => {
-                return Err(StoreError::NewerSchema {
-                    path: location,
-                    found,
-                    supported: schema::SCHEMA_VERSION,
-                });
-            }
-        };
-        let pool = r2d2::Pool::builder()
-            .max_size(options.pool_size.max(1))
-            .min_idle(Some(0))
-            .connection_timeout(options.connect_timeout)
-            .error_handler(Box::new(pool::LogErrors))
-            .build_unchecked(manager);
+        // One connection outside the pool migrates the schema and finds the scope, as
+        // `PgDatabase::connect` and a first `open` would in two.
+        PgDatabase::new(url, options)?.open(scope, config, clock)
+    }
+
+    /// The store of `scope` (its row found, with the analyzer its term documents were
+    /// made with) on `database`; rebuilds the term documents when `config`'s analyzer
+    /// differs.
+    fn new(
+        database: PgDatabase,
+        scope: &str,
+        scope_id: i64,
+        indexed_with: &str,
+        config: StoreConfig,
+        clock: Arc<dyn Clock>,
+    ) -> StoreResult<PgFactStore> {
         let analyzer = Analyzer::new(config.analyzer);
         let store = PgFactStore {
-            location,
+            database,
             scope: scope.to_owned(),
             scope_id,
             config,
-            options,
             analyzer,
             episode_analyzer: Analyzer::new(AnalyzerConfig::default()),
             clock,
-            pool,
             words: Mutex::new(HashMap::new()),
-            cache: Mutex::new(None),
+            cache: Mutex::new(CacheSlot::default()),
             vectors: Mutex::new(VectorCache::default()),
         };
         let tag = analyzer_tag(store.analyzer.config());
@@ -509,7 +469,7 @@ impl PgFactStore {
     /// The server's URL, without its password.
     #[must_use]
     pub fn location(&self) -> &Path {
-        &self.location
+        self.database.location()
     }
 
     /// The scope this store reads and writes.
@@ -524,44 +484,45 @@ impl PgFactStore {
         &self.config
     }
 
-    /// The options the store was opened with.
+    /// The options the store was opened with (its database's).
     #[must_use]
     pub fn options(&self) -> &PgOptions {
-        &self.options
+        self.database.options()
+    }
+
+    /// The database the store was opened on: stores of other scopes opened from it share
+    /// this store's pool.
+    #[must_use]
+    pub fn database(&self) -> &PgDatabase {
+        &self.database
     }
 
     /// A connection from the pool.
     fn connection(&self) -> StoreResult<r2d2::PooledConnection<Manager>> {
-        self.pool.get().map_err(|e| StoreError::Io {
-            message: format!(
-                "{}: no connection to the server: {e}",
-                self.location.display()
-            ),
-        })
+        self.database.connection()
     }
 
     /// The connection a pooled holder holds.
     fn held<'c>(&self, holder: &'c mut pool::Holder) -> StoreResult<&'c mut Connection> {
-        holder.0.as_mut().ok_or_else(|| StoreError::Io {
-            message: format!("{}: the connection was closed", self.location.display()),
-        })
+        self.database.held(holder)
     }
 
     fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-        // Nothing runs under these locks that could leave them half-updated (a failed
-        // transaction clears the words, a failed apply drops the cache).
-        mutex.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(mutex)
     }
 
     /// Runs `f` in one transaction of the store's scope and commits, trying again on
     /// conflicts; on any error everything rolls back.
+    ///
+    /// No lock is held while the transaction talks to the server, and neither a lock nor
+    /// a connection while it waits before a retry: the store's words are taken out for
+    /// the write and given back after its commit.
     fn write<T>(&self, f: impl Fn(&mut Writer<'_, PgRows<'_>>) -> DbResult<T>) -> StoreResult<T> {
-        let mut words = Self::lock(&self.words);
-        let mut pooled = self.connection()?;
-        let conn = self.held(&mut pooled)?;
+        let mut words = std::mem::take(&mut *Self::lock(&self.words));
         let mut attempt = 0;
         loop {
             let record_since = Self::lock(&self.cache)
+                .cache
                 .as_ref()
                 .map(SearchCache::generation);
             let run = |conn: &mut Connection, words: &mut HashMap<String, i64>| {
@@ -572,33 +533,50 @@ impl PgFactStore {
                 let value = f(&mut writer)?;
                 Ok::<_, DbError>((value, writer.commit()?))
             };
-            match run(conn, &mut words) {
+            let outcome = {
+                let mut pooled = self.connection()?;
+                let conn = self.held(&mut pooled)?;
+                run(conn, &mut words)
+            };
+            match outcome {
                 Ok((value, outcome)) => {
                     self.apply(outcome);
+                    self.give_back(words);
                     return Ok(value);
                 }
                 Err(error) => {
                     // Term ids created by the rolled-back transaction no longer exist.
                     words.clear();
                     attempt += 1;
-                    if is_conflict(&error) && attempt < self.options.attempts {
+                    if is_conflict(&error) && attempt < self.options().attempts {
                         tracing::debug!(scope = %self.scope, attempt, ?error, "write conflict; trying again");
                         std::thread::sleep(backoff(attempt));
                         continue;
                     }
-                    return Err(error.into_store(&self.location));
+                    return Err(error.into_store(self.location()));
                 }
             }
         }
     }
 
-    /// Replays a committed write on the search cache (or drops the cache).
+    /// Returns the words a committed write used (and learned) to the store, merged with
+    /// those of writes that committed meanwhile (a term's id never changes once
+    /// committed).
+    fn give_back(&self, mut words: HashMap<String, i64>) {
+        let mut shared = Self::lock(&self.words);
+        if shared.len() < words.len() {
+            std::mem::swap(&mut *shared, &mut words);
+        }
+        shared.extend(words);
+    }
+
+    /// Replays a committed write on the search cache. A cache the write cannot be
+    /// replayed on (another write, of this process or another, came between) stays as it
+    /// is, a true image of its generation, and the next search brings it up to date.
     fn apply(&self, outcome: Outcome) {
-        let mut cache = Self::lock(&self.cache);
-        if let Some(current) = cache.as_mut()
-            && !current.apply(outcome, &self.analyzer)
-        {
-            *cache = None;
+        let mut slot = Self::lock(&self.cache);
+        if let Some(current) = slot.cache.as_mut() {
+            current.apply(outcome, &self.analyzer);
         }
     }
 
@@ -606,7 +584,7 @@ impl PgFactStore {
     fn with_conn<T>(&self, f: impl FnOnce(&mut Connection, i64) -> DbResult<T>) -> StoreResult<T> {
         let mut pooled = self.connection()?;
         let conn = self.held(&mut pooled)?;
-        f(conn, self.scope_id).map_err(|e| e.into_store(&self.location))
+        f(conn, self.scope_id).map_err(|e| e.into_store(self.location()))
     }
 
     /// The facts `sql` selects with [`FACT_COLUMNS`] first.
@@ -629,6 +607,13 @@ impl PgFactStore {
             Ok(usize::try_from(count).unwrap_or(0))
         })
     }
+}
+
+/// Locks one of a store's in-memory structures. Nothing runs under these locks but work
+/// in memory (never a round trip to the server, never a sleep), and nothing under them
+/// can leave a structure half-updated, so a poisoned lock is taken over.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Runs a prepared (and cached) query outside a transaction.
@@ -744,16 +729,9 @@ impl SessionFactStore for PgFactStore {
         query: &TermQuery<'_>,
         weighting: &dyn TermWeighting,
     ) -> StoreResult<Vec<ScoredFact>> {
+        let cache = self.options().search_cache.then_some(&self.cache);
         self.with_conn(|conn, scope| {
-            let mut cache = (self.options.search_cache).then(|| Self::lock(&self.cache));
-            search::search(
-                conn,
-                scope,
-                &self.analyzer,
-                cache.as_deref_mut(),
-                query,
-                weighting,
-            )
+            search::search(conn, scope, &self.analyzer, cache, query, weighting)
         })
     }
 

@@ -38,6 +38,25 @@ pub(super) fn close(conn: Connection) {
     }
 }
 
+/// Closes a connection as [`close`] does, and waits until it is closed: for the
+/// connection a store opens outside the pool, so that it is gone before the pool's
+/// connections are made.
+pub(super) fn close_now(conn: Connection) {
+    let closing = std::thread::Builder::new()
+        .name("factmem-pg-close".into())
+        .spawn(move || drop(conn));
+    match closing {
+        Ok(thread) => {
+            if thread.join().is_err() {
+                tracing::warn!("closing a PostgreSQL connection panicked");
+            }
+        }
+        Err(error) => {
+            tracing::warn!(%error, "could not start a thread to close a PostgreSQL connection");
+        }
+    }
+}
+
 /// Failed connection attempts of the pool, as `tracing` debug events (the operation that
 /// needed the connection reports the failure itself).
 #[derive(Debug)]
@@ -52,6 +71,7 @@ impl r2d2::HandleError<postgres::Error> for LogErrors {
 /// Opens connections with the store's configuration; r2d2 checks each one before handing
 /// it out (an empty query) and drops one whose socket closed, so a restarted server costs
 /// the operations that were in flight, never the ones after.
+#[derive(Clone)]
 pub(super) struct Manager {
     config: postgres::Config,
     #[cfg(feature = "postgres-tls")]

@@ -1,25 +1,55 @@
 //! `search` over PostgreSQL: the GIN index over the valid facts' `tsvector`s, and the
 //! shared in-process cache of the scope's term index ([`crate::sql::search`] says how
-//! both score).
+//! both score), locked only for work in memory: rows travel with the lock released.
+
+use std::sync::Mutex;
 
 use fact_model::SessionFact;
 use postgres::IsolationLevel;
 
 use super::codec::read_fact;
+use super::lock;
 use super::pool::Connection;
-use super::rows::prepared;
+use super::rows::{Statements, prepared};
 use crate::index::{TopK, distinct};
 use crate::sql::codec::{FACT_COLUMNS, id_from_sql, time_from_sql};
 use crate::sql::error::DbResult;
 use crate::sql::search::{Filters, Scorer, SearchCache, offer, scan, seq_key, seq_sql};
 use crate::{Analyzer, ScoredFact, TermQuery, TermWeighting};
 
+/// The store's search cache and whether a search is loading it whole.
+#[derive(Debug, Default)]
+pub(super) struct CacheSlot {
+    /// The scope's term index at the generation it names, when there is one.
+    pub(super) cache: Option<SearchCache>,
+    /// A search is loading the whole index (with the lock released); other searches
+    /// answer from the database meanwhile instead of loading it too.
+    loading: bool,
+}
+
+/// Clears [`CacheSlot::loading`] when a load ends, whether it succeeded or failed.
+struct Loading<'s>(&'s Mutex<CacheSlot>);
+
+impl Drop for Loading<'_> {
+    fn drop(&mut self) {
+        lock(self.0).loading = false;
+    }
+}
+
+/// What a search does next with the cache, decided under its lock.
+enum Step {
+    /// Fetch the rows changed since this generation.
+    Changes(i64),
+    /// Load the scope's valid facts whole.
+    Load,
+}
+
 /// Answers `search` for `scope`; `cache` is used (and filled) when given.
 pub(super) fn search(
     conn: &mut Connection,
     scope: i64,
     analyzer: &Analyzer,
-    cache: Option<&mut Option<SearchCache>>,
+    cache: Option<&Mutex<CacheSlot>>,
     query: &TermQuery<'_>,
     weighting: &dyn TermWeighting,
 ) -> DbResult<Vec<ScoredFact>> {
@@ -51,10 +81,24 @@ pub(super) fn search(
             }
             scan(&facts, analyzer, query, weighting, &mut top);
         }
-        (None, Some(cache)) => {
-            refresh(&mut tx, statements, scope, analyzer, cache)?;
-            if let Some(cache) = cache.as_ref() {
-                cache.search(analyzer, query, weighting, &mut top);
+        (None, Some(slot)) => {
+            let statement = prepared(
+                &mut tx,
+                statements,
+                "SELECT generation, deleted_generation FROM scopes WHERE id = $1",
+            )?;
+            let row = tx.query_one(&statement, &[&scope])?;
+            let at = Generation {
+                now: row.try_get(0)?,
+                deleted: row.try_get(1)?,
+            };
+            let answered = from_cache(
+                &mut tx, statements, scope, analyzer, slot, at, query, weighting, &mut top,
+            )?;
+            if !answered {
+                from_database(
+                    &mut tx, statements, scope, analyzer, query, weighting, &mut top,
+                )?;
             }
         }
         (None, None) => from_database(
@@ -88,65 +132,143 @@ pub(super) fn search(
     Ok(results)
 }
 
-/// Brings `cache` to the scope's generation in `tx`'s snapshot: nothing to do when it is
-/// there; the rows changed since its generation when only inserts and changes happened
-/// (other processes writing the scope); a full reload after deletions, or without a cache.
-fn refresh(
+/// The scope's generation in a search's snapshot, and the last one that deleted rows.
+#[derive(Debug, Clone, Copy)]
+struct Generation {
+    now: i64,
+    deleted: i64,
+}
+
+/// Scores the query against the cache once it mirrors the snapshot's generation, first
+/// bringing it there: nothing to do when it is there; the rows changed since its
+/// generation when only inserts and changes happened (other processes writing the
+/// scope); a whole load after deletions, or without a cache.
+///
+/// The lock is held only to look at the cache, change it, or search it in memory; the
+/// rows are fetched with it released, and applied only if the cache is still where it was
+/// when they were asked for, so a search stalled on the network never holds up another.
+/// `false` when the cache cannot answer for this snapshot (it is newer, or another search
+/// is loading it whole): the database answers then, with the same results.
+#[allow(clippy::too_many_arguments)]
+fn from_cache(
     tx: &mut postgres::Transaction<'_>,
-    statements: &mut super::rows::Statements,
+    statements: &mut Statements,
     scope: i64,
     analyzer: &Analyzer,
-    cache: &mut Option<SearchCache>,
-) -> DbResult<()> {
-    let statement = prepared(
-        tx,
-        statements,
-        "SELECT generation, deleted_generation FROM scopes WHERE id = $1",
-    )?;
-    let row = tx.query_one(&statement, &[&scope])?;
-    let (generation, deleted): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
-    match cache.as_mut() {
-        Some(current) if current.generation() == generation => Ok(()),
-        Some(current) if deleted <= current.generation() && current.generation() < generation => {
-            let sql = format!(
-                "SELECT seq, valid_to IS NULL, {FACT_COLUMNS} FROM facts \
-                 WHERE scope = $1 AND changed_generation > $2"
-            );
-            let statement = prepared(tx, statements, &sql)?;
-            for row in tx.query(&statement, &[&scope, &current.generation()])? {
-                let seq: i64 = row.try_get(0)?;
-                let valid: bool = row.try_get(1)?;
-                if valid {
-                    current.insert(seq, &read_fact(&row, 2)?, analyzer);
-                } else {
-                    current.remove(seq);
+    slot: &Mutex<CacheSlot>,
+    at: Generation,
+    query: &TermQuery<'_>,
+    weighting: &dyn TermWeighting,
+    top: &mut TopK,
+) -> DbResult<bool> {
+    // Each round answers, or brings the cache to the snapshot's generation unless
+    // another search moved it meanwhile; three rounds are plenty.
+    for _ in 0..3 {
+        let step = {
+            let mut held = lock(slot);
+            match held.cache.as_ref() {
+                Some(cache) if cache.generation() == at.now => {
+                    cache.search(analyzer, query, weighting, top);
+                    return Ok(true);
+                }
+                Some(cache) if cache.generation() > at.now => return Ok(false),
+                Some(cache) if at.deleted <= cache.generation() => {
+                    Step::Changes(cache.generation())
+                }
+                _ if held.loading => return Ok(false),
+                _ => {
+                    // The old index goes now: one index in memory at a time.
+                    held.cache = None;
+                    held.loading = true;
+                    Step::Load
                 }
             }
-            current.advance(generation);
-            Ok(())
-        }
-        _ => {
-            *cache = None;
-            let mut fresh = SearchCache::new(generation);
-            let sql = format!(
-                "SELECT seq, {FACT_COLUMNS} FROM facts WHERE scope = $1 \
-                 AND valid_to IS NULL ORDER BY seq"
-            );
-            let statement = prepared(tx, statements, &sql)?;
-            for row in tx.query(&statement, &[&scope])? {
-                fresh.insert(row.try_get(0)?, &read_fact(&row, 1)?, analyzer);
+        };
+        match step {
+            Step::Changes(since) => {
+                let changes = changed_since(tx, statements, scope, since)?;
+                let mut held = lock(slot);
+                if let Some(cache) = held.cache.as_mut()
+                    && cache.generation() == since
+                {
+                    for (seq, fact) in changes {
+                        match fact {
+                            Some(fact) => cache.insert(seq, &fact, analyzer),
+                            None => cache.remove(seq),
+                        }
+                    }
+                    cache.advance(at.now);
+                }
             }
-            *cache = Some(fresh);
-            Ok(())
+            Step::Load => {
+                let _loading = Loading(slot);
+                let fresh = load(tx, statements, scope, analyzer, at.now)?;
+                let mut held = lock(slot);
+                if held
+                    .cache
+                    .as_ref()
+                    .is_none_or(|cache| cache.generation() < at.now)
+                {
+                    held.cache = Some(fresh);
+                }
+            }
         }
     }
+    Ok(false)
+}
+
+/// The versions of the scope changed since generation `since`: each seq with its fact
+/// when the version is valid, `None` when it no longer is.
+fn changed_since(
+    tx: &mut postgres::Transaction<'_>,
+    statements: &mut Statements,
+    scope: i64,
+    since: i64,
+) -> DbResult<Vec<(i64, Option<SessionFact>)>> {
+    let sql = format!(
+        "SELECT seq, valid_to IS NULL, {FACT_COLUMNS} FROM facts \
+         WHERE scope = $1 AND changed_generation > $2"
+    );
+    let statement = prepared(tx, statements, &sql)?;
+    let mut changes = Vec::new();
+    for row in tx.query(&statement, &[&scope, &since])? {
+        let seq: i64 = row.try_get(0)?;
+        let valid: bool = row.try_get(1)?;
+        let fact = if valid {
+            Some(read_fact(&row, 2)?)
+        } else {
+            None
+        };
+        changes.push((seq, fact));
+    }
+    Ok(changes)
+}
+
+/// The scope's valid facts as a cache of `generation`.
+fn load(
+    tx: &mut postgres::Transaction<'_>,
+    statements: &mut Statements,
+    scope: i64,
+    analyzer: &Analyzer,
+    generation: i64,
+) -> DbResult<SearchCache> {
+    let mut fresh = SearchCache::new(generation);
+    let sql = format!(
+        "SELECT seq, {FACT_COLUMNS} FROM facts WHERE scope = $1 \
+         AND valid_to IS NULL ORDER BY seq"
+    );
+    let statement = prepared(tx, statements, &sql)?;
+    for row in tx.query(&statement, &[&scope])? {
+        fresh.insert(row.try_get(0)?, &read_fact(&row, 1)?, analyzer);
+    }
+    Ok(fresh)
 }
 
 /// The GIN index finds the valid facts holding a query term (`terms_tsv @@ 't12 | t7'`);
 /// each is scored from its stored term document.
 fn from_database(
     tx: &mut postgres::Transaction<'_>,
-    statements: &mut super::rows::Statements,
+    statements: &mut Statements,
     scope: i64,
     analyzer: &Analyzer,
     query: &TermQuery<'_>,

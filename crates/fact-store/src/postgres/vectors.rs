@@ -1,6 +1,7 @@
 //! [`FactVectors`] for [`PgFactStore`]: the `embeddings` table (schema version 2) and the
 //! store object's in-process index of it ([`crate::sql::vectors`] says how the index
-//! follows the table).
+//! follows the table), locked only for work in memory: rows travel with the lock
+//! released.
 
 use fact_model::{FactId, SessionFact};
 use postgres::fallible_iterator::FallibleIterator;
@@ -13,7 +14,7 @@ use super::rows::{Statements, prepared};
 use super::{PgFactStore, backoff, is_conflict, query};
 use crate::sql::codec::FACT_COLUMNS;
 use crate::sql::error::{DbError, DbResult};
-use crate::sql::vectors::{EachRow, Prepared, VectorReads, count};
+use crate::sql::vectors::{EachRow, Prepared, VectorCache, VectorReads, count, rounds};
 use crate::{FactVectors, ScoredFact, StoreResult, VectorQuery};
 
 /// The reads of a vector search of one scope: two statements, each its own snapshot
@@ -156,20 +157,24 @@ impl FactVectors for PgFactStore {
         embeddings: Vec<(FactId, Vec<f32>)>,
     ) -> StoreResult<usize> {
         let prepared = Prepared::new(model, embeddings)?;
-        let mut pooled = self.connection()?;
-        let conn = self.held(&mut pooled)?;
         let mut attempt = 0;
         loop {
-            match Self::store_embeddings(conn, self.scope_id, model, &prepared) {
+            // A connection per attempt: none is held while waiting for the next one.
+            let written = {
+                let mut pooled = self.connection()?;
+                let conn = self.held(&mut pooled)?;
+                Self::store_embeddings(conn, self.scope_id, model, &prepared)
+            };
+            match written {
                 Ok(written) => return Ok(written),
                 Err(error) => {
                     attempt += 1;
-                    if is_conflict(&error) && attempt < self.options.attempts {
+                    if is_conflict(&error) && attempt < self.options().attempts {
                         tracing::debug!(scope = %self.scope, attempt, ?error, "embedding write conflict; trying again");
                         std::thread::sleep(backoff(attempt));
                         continue;
                     }
-                    return Err(error.into_store(&self.location));
+                    return Err(error.into_store(self.location()));
                 }
             }
         }
@@ -209,14 +214,25 @@ impl FactVectors for PgFactStore {
             return Ok(Vec::new());
         }
         self.with_conn(|conn, scope| {
-            let mut cache = Self::lock(&self.vectors);
             let Connection { client, statements } = conn;
             let mut reads = Reads {
                 client,
                 statements,
                 scope,
             };
-            cache.nearest(&mut reads, query)
+            // The rows since the newest the index holds, fetched with the index unlocked
+            // and applied under its lock; each round ranks under the lock and checks its
+            // candidates with it released.
+            let after = Self::lock(&self.vectors).seen(query.model);
+            let fetched = VectorCache::fetch(&mut reads, query.model, after)?;
+            Self::lock(&self.vectors).merge(query.model, fetched);
+            let (found, gone) = rounds(
+                query,
+                &mut |wanted| Self::lock(&self.vectors).rank(query, wanted),
+                &mut reads,
+            )?;
+            Self::lock(&self.vectors).forget(query.model, &gone);
+            Ok(found)
         })
     }
 }

@@ -54,11 +54,59 @@ pub(crate) trait VectorReads {
 
 /// One model's index and the newest row it holds.
 #[derive(Debug)]
-struct Loaded {
+pub(crate) struct Loaded {
     /// `None` until the model's first row (which fixes the dimension).
     index: Option<VectorIndex>,
     /// The greatest `seq` loaded (0: none).
     seen: i64,
+}
+
+impl Loaded {
+    /// An index of no rows.
+    fn empty() -> Self {
+        Loaded {
+            index: None,
+            seen: 0,
+        }
+    }
+
+    /// Adds the rows `reads` gives after the newest this index holds.
+    fn read(&mut self, reads: &mut dyn VectorReads, model: &str) -> DbResult<()> {
+        let mut unit = Vec::new();
+        let after = self.seen;
+        reads.embeddings_after(model, after, &mut |seq, id, bytes| {
+            let dimension = bytes.len() / 4;
+            decode(bytes, dimension, &mut unit)?;
+            self.add(seq, id_from_sql(id)?, &unit);
+            Ok(())
+        })
+    }
+
+    /// Adds the row `seq` (newer than every row the index holds): `id`'s unit vector.
+    fn add(&mut self, seq: i64, id: FactId, unit: &[f32]) {
+        // Another dimension than the index's: every earlier vector of the model was
+        // deleted (a stored dimension binds every later vector), so start afresh.
+        let index = match self.index.as_mut() {
+            Some(index) if index.dimension() == unit.len() => index,
+            _ => self.index.insert(VectorIndex::new(unit.len())),
+        };
+        index.upsert(id, unit);
+        self.seen = self.seen.max(seq);
+    }
+}
+
+/// A model's rows read after the newest a [`VectorCache`] held, with no lock held, to be
+/// applied to it by [`VectorCache::merge`].
+#[derive(Debug)]
+pub(crate) enum Fetched {
+    /// Every row: the cache held none (an index built whole, so a first load never
+    /// holds every row twice).
+    Whole(Loaded),
+    /// The rows after `after`, in `seq` order: `(seq, id, unit vector)`.
+    After {
+        after: i64,
+        rows: Vec<(i64, FactId, Vec<f32>)>,
+    },
 }
 
 /// A store object's in-process vector indexes, one per model searched so far.
@@ -75,32 +123,97 @@ fn first_round(limit: usize) -> usize {
 
 impl VectorCache {
     /// Brings `model`'s index up to date with the rows `reads` sees.
-    fn refresh(&mut self, reads: &mut dyn VectorReads, model: &str) -> DbResult<&mut Loaded> {
-        let loaded = self.models.entry(model.to_owned()).or_insert(Loaded {
-            index: None,
-            seen: 0,
-        });
-        let mut unit = Vec::new();
-        let after = loaded.seen;
+    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
+    fn refresh(&mut self, reads: &mut dyn VectorReads, model: &str) -> DbResult<()> {
+        self.models
+            .entry(model.to_owned())
+            .or_insert_with(Loaded::empty)
+            .read(reads, model)
+    }
+
+    /// The newest row of `model` the cache holds (0: none), after which
+    /// [`fetch`](Self::fetch) reads.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(crate) fn seen(&self, model: &str) -> i64 {
+        self.models.get(model).map_or(0, |loaded| loaded.seen)
+    }
+
+    /// Reads `model`'s rows after `after` (what [`seen`](Self::seen) said), for a caller
+    /// that holds no lock on the cache meanwhile.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(crate) fn fetch(reads: &mut dyn VectorReads, model: &str, after: i64) -> DbResult<Fetched> {
+        if after == 0 {
+            let mut whole = Loaded::empty();
+            whole.read(reads, model)?;
+            return Ok(Fetched::Whole(whole));
+        }
+        let mut rows = Vec::new();
         reads.embeddings_after(model, after, &mut |seq, id, bytes| {
-            let id = id_from_sql(id)?;
-            let dimension = bytes.len() / 4;
-            // Another dimension than the index's: every earlier vector of the model was
-            // deleted (a stored dimension binds every later vector), so start afresh.
-            let index = match loaded.index.as_mut() {
-                Some(index) if index.dimension() == dimension => index,
-                _ => loaded.index.insert(VectorIndex::new(dimension)),
-            };
-            decode(bytes, dimension, &mut unit)?;
-            index.upsert(id, &unit);
-            loaded.seen = loaded.seen.max(seq);
+            let mut unit = Vec::new();
+            decode(bytes, bytes.len() / 4, &mut unit)?;
+            rows.push((seq, id_from_sql(id)?, unit));
             Ok(())
         })?;
-        Ok(loaded)
+        Ok(Fetched::After { after, rows })
+    }
+
+    /// Applies what [`fetch`](Self::fetch) read, as far as it is newer than what the
+    /// cache holds now (another search may have brought it further meanwhile): rows are
+    /// a prefix in `seq` order, so the newest seen decides.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(crate) fn merge(&mut self, model: &str, fetched: Fetched) {
+        match fetched {
+            Fetched::Whole(whole) => match self.models.get_mut(model) {
+                Some(loaded) if loaded.seen >= whole.seen => {}
+                Some(loaded) => *loaded = whole,
+                None => {
+                    self.models.insert(model.to_owned(), whole);
+                }
+            },
+            Fetched::After { after, rows } => {
+                // Rows after `after` extend only an index that holds every row up to it.
+                if let Some(loaded) = self.models.get_mut(model)
+                    && loaded.seen >= after
+                {
+                    for (seq, id, unit) in rows {
+                        if seq > loaded.seen {
+                            loaded.add(seq, id, &unit);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The `wanted` nearest ids of `model`'s index to `query`, best first; `None` when the
+    /// model has no index or the query another dimension.
+    pub(crate) fn rank(
+        &self,
+        query: &VectorQuery<'_>,
+        wanted: usize,
+    ) -> Option<Vec<(FactId, f32)>> {
+        let index = self.models.get(query.model)?.index.as_ref()?;
+        let unit = unit_query(query.vector, index.dimension())?;
+        Some(index.nearest(&unit, wanted, &mut |_| true))
+    }
+
+    /// Drops from `model`'s index the ids whose rows are gone.
+    pub(crate) fn forget(&mut self, model: &str, gone: &[FactId]) {
+        if let Some(index) = self
+            .models
+            .get_mut(model)
+            .and_then(|loaded| loaded.index.as_mut())
+        {
+            for id in gone {
+                index.remove(*id);
+            }
+        }
     }
 
     /// The valid facts nearest `query`, best first, as
-    /// [`FactVectors::nearest`](crate::FactVectors::nearest) answers.
+    /// [`FactVectors::nearest`](crate::FactVectors::nearest) answers: the index brought
+    /// up to date, then [`rounds`] over it (for a caller that holds the cache throughout).
+    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
     pub(crate) fn nearest(
         &mut self,
         reads: &mut dyn VectorReads,
@@ -109,62 +222,69 @@ impl VectorCache {
         if query.limit == 0 {
             return Ok(Vec::new());
         }
-        let loaded = self.refresh(reads, query.model)?;
-        let Some(index) = loaded.index.as_mut() else {
-            return Ok(Vec::new());
+        self.refresh(reads, query.model)?;
+        let (found, gone) = rounds(query, &mut |wanted| self.rank(query, wanted), reads)?;
+        self.forget(query.model, &gone);
+        Ok(found)
+    }
+}
+
+/// The rounds of a vector search: `rank` gives the nearest `wanted` ids of the index
+/// (`None`: nothing to search), `reads` checks the candidates in the database, and the
+/// next round asks for twice as many until enough pass. Returns the results and the ids
+/// whose rows are gone (for [`VectorCache::forget`]).
+pub(crate) fn rounds(
+    query: &VectorQuery<'_>,
+    rank: &mut dyn FnMut(usize) -> Option<Vec<(FactId, f32)>>,
+    reads: &mut dyn VectorReads,
+) -> DbResult<(Vec<ScoredFact>, Vec<FactId>)> {
+    // Facts fetched so far: `Some` when the candidate may be returned.
+    let mut decided: HashMap<FactId, Option<SessionFact>> = HashMap::new();
+    let mut gone: Vec<FactId> = Vec::new();
+    let mut wanted = first_round(query.limit);
+    loop {
+        let Some(ranked) = rank(wanted) else {
+            return Ok((Vec::new(), gone));
         };
-        let Some(unit) = unit_query(query.vector, index.dimension()) else {
-            return Ok(Vec::new());
-        };
-        // Facts fetched so far: `Some` when the candidate may be returned.
-        let mut decided: HashMap<FactId, Option<SessionFact>> = HashMap::new();
-        let mut gone: Vec<FactId> = Vec::new();
-        let mut wanted = first_round(query.limit);
-        loop {
-            let ranked = index.nearest(&unit, wanted, &mut |_| true);
-            let fetch: Vec<i64> = ranked
-                .iter()
-                .filter(|(id, _)| !decided.contains_key(id))
-                .map(|(id, _)| id_to_sql(*id))
-                .collect();
-            if !fetch.is_empty() {
-                let mut present = HashSet::with_capacity(fetch.len());
-                for (id, fact) in reads.candidates(query.model, &fetch)? {
-                    let id = id_from_sql(id)?;
-                    present.insert(id);
-                    let fact = fact.filter(|fact| fact.is_valid() && accepts(query, fact));
-                    decided.insert(id, fact);
-                }
-                for id in fetch {
-                    let id = id_from_sql(id)?;
-                    if !present.contains(&id) {
-                        // The row is gone: its fact was deleted.
-                        decided.insert(id, None);
-                        gone.push(id);
-                    }
+        let fetch: Vec<i64> = ranked
+            .iter()
+            .filter(|(id, _)| !decided.contains_key(id))
+            .map(|(id, _)| id_to_sql(*id))
+            .collect();
+        if !fetch.is_empty() {
+            let mut present = HashSet::with_capacity(fetch.len());
+            for (id, fact) in reads.candidates(query.model, &fetch)? {
+                let id = id_from_sql(id)?;
+                present.insert(id);
+                let fact = fact.filter(|fact| fact.is_valid() && accepts(query, fact));
+                decided.insert(id, fact);
+            }
+            for id in fetch {
+                let id = id_from_sql(id)?;
+                if !present.contains(&id) {
+                    // The row is gone: its fact was deleted.
+                    decided.insert(id, None);
+                    gone.push(id);
                 }
             }
-            let results: Vec<ScoredFact> = ranked
-                .iter()
-                .filter_map(|(id, score)| {
-                    decided
-                        .get(id)
-                        .and_then(Option::as_ref)
-                        .map(|fact| ScoredFact {
-                            fact: fact.clone(),
-                            score: f64::from(*score),
-                        })
-                })
-                .take(query.limit)
-                .collect();
-            if results.len() >= query.limit || ranked.len() < wanted {
-                for id in gone {
-                    index.remove(id);
-                }
-                return Ok(results);
-            }
-            wanted = wanted.saturating_mul(2);
         }
+        let results: Vec<ScoredFact> = ranked
+            .iter()
+            .filter_map(|(id, score)| {
+                decided
+                    .get(id)
+                    .and_then(Option::as_ref)
+                    .map(|fact| ScoredFact {
+                        fact: fact.clone(),
+                        score: f64::from(*score),
+                    })
+            })
+            .take(query.limit)
+            .collect();
+        if results.len() >= query.limit || ranked.len() < wanted {
+            return Ok((results, gone));
+        }
+        wanted = wanted.saturating_mul(2);
     }
 }
 

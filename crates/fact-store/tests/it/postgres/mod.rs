@@ -1,8 +1,9 @@
 //! The conformance suite against `PgFactStore` on the server `FACTMEM_PG_URL` names, each
 //! store in a scope of its own (so tests share the server and never each other's facts);
 //! `only` holds what only the shared store has (constraints in the database, schemas,
-//! several stores writing one scope at once); `postgres_gin` runs the suite with every
-//! search answered by the database's GIN index.
+//! several stores writing one scope at once); `connections` the shared pool and operations
+//! stalled on the network (through `proxy`, as `lost_commit`'s lost reply); `postgres_gin`
+//! runs the suite with every search answered by the database's GIN index.
 //!
 //! Without `FACTMEM_PG_URL` the tests are skipped with one message on stderr; under
 //! `CI=true` they fail instead (`.ci/run` starts a server with `.ci/pg-server start`).
@@ -16,8 +17,10 @@ use fact_store::{LongTermStore, PgFactStore, PgOptions, SessionFactStore, StoreC
 
 pub(crate) use crate::{fact, memory, store_from, t, valid_lines};
 
+mod connections;
 mod lost_commit;
 mod only;
+mod proxy;
 
 /// The server's URL; `None` outside CI when `FACTMEM_PG_URL` is unset.
 pub(crate) fn server() -> Option<String> {

@@ -522,13 +522,12 @@ fn a_version_1_schema_migrates_to_embeddings() {
 }
 
 /// Takes the store schema `schema`, empty of episodes and long-term memory, back to
-/// version 2 as that build left it: no message tables, aliases or profile, no
-/// `recorded_at`, transcripts as text in `episodes.transcript`, no applied transaction keys
-/// (version 4).
+/// version 2 as that build left it: no message tables, aliases, profile or applied
+/// keys, no `recorded_at`, transcripts as text in `episodes.transcript`.
 fn back_to_version_2(raw: &mut postgres::Client, schema: &str) {
     raw.batch_execute(&format!(
-        "DROP TABLE {schema}.applied;
-         DROP TABLE {schema}.messages, {schema}.message_terms, {schema}.aliases, {schema}.profile;
+        "DROP TABLE {schema}.messages, {schema}.message_terms, {schema}.aliases, {schema}.profile,
+             {schema}.applied;
          DROP INDEX {schema}.facts_source;
          ALTER TABLE {schema}.facts DROP COLUMN recorded_at;
          ALTER TABLE {schema}.scopes DROP COLUMN message_count, DROP COLUMN message_len;

@@ -1,0 +1,278 @@
+//! [`PgDatabase`]: one PostgreSQL database as the stores of its scopes share it: one
+//! connection pool (each connection with the statements it prepared) and one schema check,
+//! however many stores are opened from it.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use fact_model::Clock;
+
+use super::pool::{self, Connection, Manager};
+use super::{PgFactStore, PgOptions, analyzer_tag, describe, query, redacted, schema};
+use crate::sql::error::DbResult;
+use crate::{StoreConfig, StoreError, StoreResult};
+
+/// A PostgreSQL database, opened once for the stores of many scopes: they share one pool
+/// of at most [`pool_size`](PgOptions::pool_size) connections, and the schema is checked
+/// (and migrated) once, by the first connection of the handle.
+///
+/// A handle is cheap to clone (clones share the pool) and every [`PgFactStore`] opened
+/// from it keeps it alive; the pool's connections close when the last of them is dropped.
+/// [`PgFactStore::connect`] opens a handle of its own for one store; a process that
+/// serves many scopes (a runtime's per-spec stores, a memory service beside them) opens
+/// one handle and every store from it, so a hundred specs use at most the pool's
+/// connections, not a hundred pools.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use fact_model::SystemClock;
+/// use fact_store::{PgDatabase, SessionFactStore, StoreConfig};
+///
+/// let url = std::env::var("FACTMEM_PG_URL")?;
+/// let database = PgDatabase::connect(&url)?;
+/// let clock = Arc::new(SystemClock);
+/// let api = database.open("spec:todo-api", StoreConfig::default(), clock.clone())?;
+/// let cli = database.open("spec:cli", StoreConfig::default(), clock)?;
+/// println!("{} and {} valid facts", api.valid_count()?, cli.valid_count()?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct PgDatabase {
+    shared: Arc<Shared>,
+}
+
+/// What the clones of a handle share.
+struct Shared {
+    /// The server's URL without its password, for messages.
+    location: PathBuf,
+    options: PgOptions,
+    /// Opens the first connection, outside the pool.
+    manager: Manager,
+    pool: r2d2::Pool<Manager>,
+    /// Set once this handle brought the schema to this build's version: later stores
+    /// find their scope on a pooled connection without checking it again.
+    migrated: AtomicBool,
+}
+
+impl fmt::Debug for PgDatabase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PgDatabase")
+            .field("location", &self.shared.location)
+            .field("options", &self.shared.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PgDatabase {
+    /// Connects to the server at `url` (`postgres://user:password@host:port/database`, or
+    /// a `host=… user=…` string) with the default [`PgOptions`], and creates or migrates
+    /// the store's schema.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Io`] when the server cannot be reached or refuses the login or the
+    /// schema's creation, [`StoreError::NewerSchema`] when a newer build migrated it,
+    /// [`StoreError::Backend`] for a malformed URL.
+    pub fn connect(url: &str) -> StoreResult<PgDatabase> {
+        PgDatabase::connect_with(url, PgOptions::default())
+    }
+
+    /// [`connect`](Self::connect) with explicit [`PgOptions`]; every store opened from the
+    /// handle uses them.
+    ///
+    /// # Errors
+    ///
+    /// As [`connect`](Self::connect); an invalid [`schema`](PgOptions::schema) name is
+    /// [`StoreError::Backend`].
+    pub fn connect_with(url: &str, options: PgOptions) -> StoreResult<PgDatabase> {
+        let database = PgDatabase::new(url, options)?;
+        database.first(None)?;
+        Ok(database)
+    }
+
+    /// A handle on the database at `url` that has not talked to the server yet: the URL
+    /// and options are checked now, and the first [`open`](Self::open) connects (and
+    /// migrates the schema), as [`connect_with`](Self::connect_with) does at once. For
+    /// whoever opens stores later, or never (a factory of stores).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Backend`] for a malformed URL or an invalid
+    /// [`schema`](PgOptions::schema) name.
+    pub fn new(url: &str, options: PgOptions) -> StoreResult<PgDatabase> {
+        let location = PathBuf::from(redacted(url));
+        let valid_schema = options
+            .schema
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+            && options
+                .schema
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if !valid_schema {
+            return Err(StoreError::Backend {
+                message: format!(
+                    "schema name {:?}: use lowercase ASCII letters, digits and `_`",
+                    options.schema
+                ),
+            });
+        }
+        let pg_config = postgres::Config::from_str(url).map_err(|e| StoreError::Backend {
+            message: format!("{}: not a PostgreSQL URL: {e}", location.display()),
+        })?;
+        let manager = Manager::new(
+            pg_config,
+            &options.schema,
+            options.lock_timeout,
+            options.connect_timeout,
+        )
+        .map_err(|message| StoreError::Backend { message })?;
+        let pool = r2d2::Pool::builder()
+            .max_size(options.pool_size.max(1))
+            .min_idle(Some(0))
+            .connection_timeout(options.connect_timeout)
+            .error_handler(Box::new(pool::LogErrors))
+            .build_unchecked(manager.clone());
+        Ok(PgDatabase {
+            shared: Arc::new(Shared {
+                location,
+                options,
+                manager,
+                pool,
+                migrated: AtomicBool::new(false),
+            }),
+        })
+    }
+
+    /// Opens the store of `scope` (created on first use) in this database; `clock` dates
+    /// explicit invalidations. The store shares this handle's pool.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Io`] when the server cannot be reached or no pooled connection comes
+    /// free within [`connect_timeout`](PgOptions::connect_timeout); on a handle's first
+    /// store (one made by [`new`](Self::new)) also what [`connect`](Self::connect)
+    /// reports.
+    pub fn open(
+        &self,
+        scope: &str,
+        config: StoreConfig,
+        clock: Arc<dyn Clock>,
+    ) -> StoreResult<PgFactStore> {
+        let (scope_id, indexed_with) = if self.shared.migrated.load(Ordering::Acquire) {
+            let mut pooled = self.connection()?;
+            let conn = self.held(&mut pooled)?;
+            find_scope(conn, scope, &config).map_err(|e| e.into_store(self.location()))?
+        } else {
+            self.first(Some((scope, &config)))?
+                .ok_or_else(|| StoreError::Backend {
+                    message: format!(
+                        "{}: the scope {scope:?} was not found",
+                        self.location().display()
+                    ),
+                })?
+        };
+        PgFactStore::new(self.clone(), scope, scope_id, &indexed_with, config, clock)
+    }
+
+    /// The server's URL, without its password.
+    #[must_use]
+    pub fn location(&self) -> &Path {
+        &self.shared.location
+    }
+
+    /// The options the handle was opened with.
+    #[must_use]
+    pub fn options(&self) -> &PgOptions {
+        &self.shared.options
+    }
+
+    /// The first connection of the handle, made outside the pool and closed before this
+    /// returns: an unreachable server or a refused login fails at once with the driver's
+    /// own words, instead of after the pool's timeout with its summary. It migrates the
+    /// schema and, given a scope, finds (or creates) it.
+    fn first(&self, scope: Option<(&str, &StoreConfig)>) -> StoreResult<Option<(i64, String)>> {
+        let location = self.location();
+        let mut conn = self.shared.manager.open().map_err(|e| StoreError::Io {
+            message: format!("{}: {}", location.display(), describe(&e)),
+        })?;
+        let outcome = setup(&mut conn, &self.shared.options.schema, scope);
+        pool::close_now(conn);
+        match outcome.map_err(|e| e.into_store(location))? {
+            Ok(found) => {
+                self.shared.migrated.store(true, Ordering::Release);
+                Ok(found)
+            }
+            Err(found) => Err(StoreError::NewerSchema {
+                path: location.to_path_buf(),
+                found,
+                supported: schema::SCHEMA_VERSION,
+            }),
+        }
+    }
+
+    /// A connection from the pool.
+    pub(super) fn connection(&self) -> StoreResult<r2d2::PooledConnection<Manager>> {
+        self.shared.pool.get().map_err(|e| StoreError::Io {
+            message: format!(
+                "{}: no connection to the server: {e}",
+                self.location().display()
+            ),
+        })
+    }
+
+    /// The connection a pooled holder holds.
+    pub(super) fn held<'c>(&self, holder: &'c mut pool::Holder) -> StoreResult<&'c mut Connection> {
+        holder.0.as_mut().ok_or_else(|| StoreError::Io {
+            message: format!("{}: the connection was closed", self.location().display()),
+        })
+    }
+}
+
+/// Migrates the schema and, given a scope, finds (or creates) it: its id and the analyzer
+/// its term documents were made with; `Ok(Err(found))` for a schema newer than this
+/// build's.
+fn setup(
+    conn: &mut Connection,
+    schema: &str,
+    scope: Option<(&str, &StoreConfig)>,
+) -> DbResult<Result<Option<(i64, String)>, u32>> {
+    if let Err(found) = schema::migrate(&mut conn.client, schema)? {
+        return Ok(Err(found));
+    }
+    scope
+        .map(|(scope, config)| find_scope(conn, scope, config))
+        .transpose()
+        .map(Ok)
+}
+
+/// The id of `scope` and the analyzer its term documents were made with, creating its row
+/// (tagged with `config`'s analyzer) when there is none; prepared statements, so a scope
+/// that exists costs one round trip.
+fn find_scope(conn: &mut Connection, scope: &str, config: &StoreConfig) -> DbResult<(i64, String)> {
+    const FIND: &str = "SELECT id, analyzer FROM scopes WHERE name = $1";
+    let found = |conn: &mut Connection| -> DbResult<Option<(i64, String)>> {
+        query(conn, FIND, &[&scope])?
+            .first()
+            .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+            .transpose()
+    };
+    if let Some(row) = found(conn)? {
+        return Ok(row);
+    }
+    let tag = analyzer_tag(config.analyzer);
+    query(
+        conn,
+        "INSERT INTO scopes (name, analyzer) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
+        &[&scope, &tag],
+    )?;
+    found(conn)?.ok_or_else(|| {
+        crate::sql::error::DbError::Corrupt(format!(
+            "the scope {scope:?} has no row after its insert"
+        ))
+    })
+}
