@@ -23,8 +23,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use dispatch_runtime::{
-    CompilePromptRequest, DispatchRuntimeManager, IngestOutputRequest, InitRunRequest,
-    StoreFactory,
+    CompilePromptRequest, DispatchRuntimeManager, IngestOutputRequest, InitRunRequest, StoreFactory,
 };
 use divan::Bencher;
 use divan::counter::ItemsCount;
@@ -158,8 +157,7 @@ fn runtime(run: usize) -> DispatchRuntimeManager {
                 std::process::id()
             );
             let store: Arc<dyn SessionFactStore> = Arc::new(
-                PgFactStore::connect(&url, &scope, StoreConfig::default(), clock.clone())
-                    .unwrap(),
+                PgFactStore::connect(&url, &scope, StoreConfig::default(), clock.clone()).unwrap(),
             );
             (format!("s{spec}"), store)
         })

@@ -10,6 +10,7 @@
 mod concurrency;
 mod contract;
 mod hostile;
+mod locking;
 mod maintenance;
 mod memory;
 mod prompt;
@@ -17,5 +18,6 @@ mod protocol;
 #[cfg(feature = "sqlite")]
 mod reads;
 mod requests;
+mod runs;
 mod runtime;
 mod settle;
