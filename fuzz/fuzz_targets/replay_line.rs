@@ -25,6 +25,7 @@ const ACTIONS: &[&str] = &[
     "compile_prompt",
     "ingest_output",
     "set_task_status",
+    "end_run",
     "get_snapshot",
     "query_facts",
     "fact_history",

@@ -9,7 +9,8 @@
 //!   `init_run`, `ingest_output` (facts into the spec's store, task ledger and stall state,
 //!   the next action), `compile_prompt` (a stable prefix per role and a ledger-first dynamic
 //!   tail with the `[Session Context]` section, within the role's budget), snapshots, fact
-//!   queries and telemetry;
+//!   queries, telemetry and `end_run`; each run and spec behind a lock of its own, so
+//!   threads serving different specs never wait for each other's store;
 //! - [`prompt`]: the per-role prefixes and guides, and the acceptance criteria a task names;
 //! - [`protocol`]: the JSON protocol over those actions, spoken by `facts replay` and
 //!   `facts mcp`;
@@ -87,10 +88,10 @@ pub use crate::memory::{
 };
 pub use crate::runtime::{
     Compaction, CompactionStage, CompilePromptRequest, CompilePromptResponse,
-    DispatchRuntimeManager, ErrorBody, GuideMode, IngestOutputRequest, IngestOutputResponse,
-    IngestStatus, InitRunRequest, InitRunResponse, LedgerMode, MAX_LISTED_FACTS, NextAction,
-    PromptConfig, RetrieverFactory, RuntimeBuilder, RuntimeError, SetTaskStatusRequest,
-    SetTaskStatusResponse, Snapshot, SpecArchive, StoreFactory, Telemetry,
+    DispatchRuntimeManager, EndRunResponse, ErrorBody, GuideMode, IngestOutputRequest,
+    IngestOutputResponse, IngestStatus, InitRunRequest, InitRunResponse, LedgerMode,
+    MAX_LISTED_FACTS, NextAction, PromptConfig, RetrieverFactory, RuntimeBuilder, RuntimeError,
+    SetTaskStatusRequest, SetTaskStatusResponse, Snapshot, SpecArchive, StoreFactory, Telemetry,
 };
 
 /// What the binaries on top of the runtime need from the crates below it, so they depend on

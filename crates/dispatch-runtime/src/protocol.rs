@@ -8,8 +8,8 @@
 //! and an optional `id` of any JSON type, echoed in the response; a field the action does
 //! not know is an `invalid_request` naming it. A success is `{"ok": true, …fields}`, a
 //! failure `{"ok": false, "error": {"code", "message"}}`. Actions: `init_run`,
-//! `ingest_output`, `compile_prompt`, `set_task_status`, `get_snapshot`, `get_telemetry`,
-//! `query_facts`, `fact_history`. [`error_codes`] lists every code a response can carry.
+//! `ingest_output`, `compile_prompt`, `set_task_status`, `end_run`, `get_snapshot`,
+//! `get_telemetry`, `query_facts`, `fact_history`. [`error_codes`] lists every code a response can carry.
 //! With the `schema` feature, `actions()` describes each action with the JSON Schemas of its
 //! request and response. The reference for people is `docs/protocol.md`.
 
@@ -97,7 +97,7 @@ pub fn is_success(answer: &Value) -> bool {
     answer.get("ok") == Some(&Value::Bool(true))
 }
 
-/// `get_snapshot`: the task ledger of a run.
+/// `get_snapshot` and `end_run`: a run.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -219,6 +219,16 @@ pub fn actions() -> Vec<Action> {
                 after advance_to_next_task.",
             input_schema: object::<SetTaskStatusRequest>(),
             output_schema: response::<crate::SetTaskStatusResponse>(),
+            read_only: false,
+        },
+        Action {
+            name: "end_run",
+            description: "End a run when its task is done: the runtime drops the run and its \
+                task ledger (the spec's facts stay), and answers the ledger's last revision and \
+                status. A later request naming the run is run_not_initialized, until init_run \
+                starts it again.",
+            input_schema: object::<RunRef>(),
+            output_schema: response::<crate::EndRunResponse>(),
             read_only: false,
         },
         Action {
@@ -507,6 +517,12 @@ fn answer(runtime: &DispatchRuntimeManager, object: &Map<String, Value>) -> Valu
         "set_task_status" => parse::<SetTaskStatusRequest>(request).and_then(|r| {
             runtime
                 .set_task_status(r)
+                .map(success)
+                .map_err(|e| error(e.code(), e.to_string()))
+        }),
+        "end_run" => parse::<RunRef>(request).and_then(|r| {
+            runtime
+                .end_run(&r.run_id)
                 .map(success)
                 .map_err(|e| error(e.code(), e.to_string()))
         }),

@@ -1,10 +1,23 @@
 //! [`DispatchRuntimeManager`]: runs, their ledgers and their spec's facts, composed from
-//! trait objects: `init_run`, `ingest_output`, snapshots, fact queries and telemetry here;
-//! `compile_prompt` in `compile`; the request and response types in `api`.
+//! trait objects: `init_run`, `end_run`, `ingest_output`, snapshots, fact queries and
+//! telemetry here; `compile_prompt` in `compile`; the request and response types in `api`;
+//! the retrieval latencies' histogram in `histogram`.
+//!
+//! # Locking
+//!
+//! Every run and every spec has a lock of its own. The maps that find them (`runs`,
+//! `specs`) and the counters are locked only to look up, insert or remove an entry or to
+//! add to a counter, never across I/O. A request on a run holds that run's lock for its
+//! whole length, store transactions, retrieval and tasks.md reads included: requests on
+//! one run take turns, as they always did, and requests on other runs and specs never wait
+//! for them. A spec's lock is held only while its store is opened. Locks are taken in one
+//! order: a run, then a map, then a spec, then the counters.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use fact_extract::{Extraction, FactExtractor, RuleBasedFactExtractor, relation};
 use fact_model::{
@@ -24,18 +37,47 @@ use crate::{ContractError, DEFAULT_MAX_OUTPUT_TOKENS, parse_output};
 
 mod api;
 mod compile;
+mod histogram;
 
 pub use self::api::{
-    Compaction, CompactionStage, CompilePromptRequest, CompilePromptResponse, ErrorBody, GuideMode,
-    IngestOutputRequest, IngestOutputResponse, IngestStatus, InitRunRequest, InitRunResponse,
-    LedgerMode, NextAction, RuntimeError, SetTaskStatusRequest, SetTaskStatusResponse, Snapshot,
-    Telemetry,
+    Compaction, CompactionStage, CompilePromptRequest, CompilePromptResponse, EndRunResponse,
+    ErrorBody, GuideMode, IngestOutputRequest, IngestOutputResponse, IngestStatus, InitRunRequest,
+    InitRunResponse, LedgerMode, NextAction, RuntimeError, SetTaskStatusRequest,
+    SetTaskStatusResponse, Snapshot, Telemetry,
 };
 use self::compile::ledger_mode_name;
+use self::histogram::LatencyHistogram;
 
-struct Run {
+/// A run: its binding, fixed for its life, and what its requests change, behind the run's
+/// own lock.
+struct RunEntry {
     spec_name: String,
     task_id: String,
+    /// When a request last named the run, in microseconds since the epoch by the runtime's
+    /// clock: a run idle longer than the runtime's expiry is dropped.
+    last_used: AtomicI64,
+    /// Set (before the run leaves the map) when it is ended, expires or is bound anew: a
+    /// request that found it just before then answers that the run is not initialized.
+    ended: AtomicBool,
+    state: Mutex<Run>,
+}
+
+impl RunEntry {
+    /// The run's state, or [`RuntimeError::RunNotInitialized`] when it has ended since it
+    /// was found.
+    fn lock(&self, run_id: &str) -> Result<MutexGuard<'_, Run>, RuntimeError> {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if self.ended.load(Ordering::Acquire) {
+            return Err(RuntimeError::RunNotInitialized {
+                run_id: run_id.to_owned(),
+            });
+        }
+        Ok(state)
+    }
+}
+
+/// What a run's requests change.
+struct Run {
     /// The spec's documents, read once when the run starts: `compile_prompt` takes
     /// acceptance criteria from them and prices the full-replay baseline with them.
     docs: SpecDocs,
@@ -82,13 +124,32 @@ impl SpecDocs {
 }
 
 /// A spec's facts: its store, and the retriever over it. Everything a result settles is
-/// in the store, so a runtime restarted on a durable store picks up where it was.
+/// in the store, so a runtime restarted on a durable store picks up where it was. Shared
+/// (`Arc`) by the requests on the spec, none of which holds a lock to use it: the store
+/// and the retriever take care of their own concurrency.
 struct Spec {
     store: Arc<dyn SessionFactStore>,
     retriever: Box<dyn FactRetriever>,
     /// Tokens of every raw output ingested for the spec so far: what an orchestrator that
     /// masks observations no longer re-sends on each later dispatch cycle.
-    observed_tokens: u64,
+    observed_tokens: AtomicU64,
+}
+
+/// A spec's place in the runtime: empty until its store is opened. Its store is opened
+/// under `opening`, which only another request opening the same spec waits for; `spec` is
+/// held only to read or set the value, so nothing waits for an opening to read the specs
+/// that are open.
+#[derive(Default)]
+struct SpecSlot {
+    opening: Mutex<()>,
+    spec: Mutex<Option<Arc<Spec>>>,
+}
+
+impl SpecSlot {
+    /// The spec, if its store is open.
+    fn get(&self) -> Option<Arc<Spec>> {
+        lock(&self.spec).clone()
+    }
 }
 
 impl Spec {
@@ -284,13 +345,12 @@ fn tasks_path(project: &Path, spec_name: &str) -> PathBuf {
         .join("tasks.md")
 }
 
+/// The counters of [`Telemetry`], and the retrievals' latencies.
 #[derive(Default)]
-struct State {
-    runs: HashMap<String, Run>,
-    specs: HashMap<String, Spec>,
+struct Counters {
     telemetry: Telemetry,
-    /// How long each retrieval took, in microseconds.
-    retrieval_us: Vec<i64>,
+    /// How long the retrievals took, in microseconds, in fixed memory.
+    retrieval_us: LatencyHistogram,
 }
 
 /// Makes the store of a spec, from the spec's name and the runtime's clock; a durable
@@ -314,6 +374,7 @@ pub struct RuntimeBuilder {
     stall: StallConfig,
     prompts: PromptConfig,
     project_root: PathBuf,
+    run_expiry: Option<Duration>,
 }
 
 /// How prompts are compiled.
@@ -418,6 +479,7 @@ impl Default for RuntimeBuilder {
             stall: StallConfig::default(),
             prompts: PromptConfig::default(),
             project_root: PathBuf::from("."),
+            run_expiry: None,
         }
     }
 }
@@ -480,6 +542,26 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Drops a run that no request has named for longer than `idle`, by the runtime's
+    /// clock (default: none; a run lives until `end_run` or the end of the process). A
+    /// request naming a dropped run is [`RuntimeError::RunNotInitialized`], as for a run
+    /// never initialized; its spec's facts stay, only the run's task ledger goes.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use dispatch_runtime::DispatchRuntimeManager;
+    ///
+    /// let runtime = DispatchRuntimeManager::builder()
+    ///     .run_expiry(Duration::from_secs(24 * 3600))
+    ///     .build();
+    /// # drop(runtime);
+    /// ```
+    #[must_use]
+    pub fn run_expiry(mut self, idle: Duration) -> Self {
+        self.run_expiry = Some(idle);
+        self
+    }
+
     /// The manager.
     #[must_use]
     pub fn build(self) -> DispatchRuntimeManager {
@@ -495,8 +577,13 @@ impl RuntimeBuilder {
             stall: self.stall,
             prompts: self.prompts,
             project_root: self.project_root,
+            run_expiry: self
+                .run_expiry
+                .map(|idle| i64::try_from(idle.as_micros()).unwrap_or(i64::MAX)),
             ledgers: LedgerCache::default(),
-            state: Mutex::new(State::default()),
+            runs: Mutex::default(),
+            specs: Mutex::default(),
+            counters: Mutex::default(),
         }
     }
 }
@@ -534,19 +621,30 @@ pub struct DispatchRuntimeManager {
     stall: StallConfig,
     prompts: PromptConfig,
     project_root: PathBuf,
+    /// The idle time after which a run is dropped, in microseconds.
+    run_expiry: Option<i64>,
     ledgers: LedgerCache,
-    state: Mutex<State>,
+    /// The runs by id. Locked only to find, add or remove one.
+    runs: Mutex<HashMap<String, Arc<RunEntry>>>,
+    /// The specs by name. Locked only to find or add one.
+    specs: Mutex<HashMap<String, Arc<SpecSlot>>>,
+    counters: Mutex<Counters>,
 }
 
 impl std::fmt::Debug for DispatchRuntimeManager {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let state = self.lock();
         f.debug_struct("DispatchRuntimeManager")
-            .field("runs", &state.runs.len())
-            .field("specs", &state.specs.len())
+            .field("runs", &self.run_count())
+            .field("specs", &lock(&self.specs).len())
             .field("extractor", &self.extractor)
             .finish_non_exhaustive()
     }
+}
+
+/// A lock's guard; a lock a panicking thread held is used as it was left (every critical
+/// section leaves its state whole at each step).
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl DispatchRuntimeManager {
@@ -556,33 +654,107 @@ impl DispatchRuntimeManager {
         RuntimeBuilder::default()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    /// The counters, held only to add to them or to read them.
+    fn counters(&self) -> MutexGuard<'_, Counters> {
+        lock(&self.counters)
     }
 
-    /// The spec's store and retriever, made on first use.
-    fn spec<'s>(
-        &self,
-        state: &'s mut State,
-        spec_name: &str,
-    ) -> Result<&'s mut Spec, RuntimeError> {
-        check_spec_name(spec_name)?;
-        match state.specs.entry(spec_name.to_owned()) {
-            std::collections::hash_map::Entry::Occupied(entry) => Ok(entry.into_mut()),
-            std::collections::hash_map::Entry::Vacant(entry) => {
-                let store = (self.stores)(spec_name, self.clock.clone()).map_err(store_error)?;
-                let retriever = (self.retrievers)(store.clone(), self.counter.clone());
-                Ok(entry.insert(Spec {
-                    store,
-                    retriever,
-                    observed_tokens: 0,
-                }))
-            }
+    /// Now, in microseconds since the epoch, by the runtime's clock.
+    fn now_micros(&self) -> i64 {
+        self.clock.now().unix_micros()
+    }
+
+    /// Whether `run` has been idle longer than the runtime's expiry at `now`.
+    fn expired(&self, run: &RunEntry, now: i64) -> bool {
+        self.run_expiry.is_some_and(|expiry| {
+            now.saturating_sub(run.last_used.load(Ordering::Acquire)) > expiry
+        })
+    }
+
+    /// Drops every run idle longer than the expiry, marking each ended first.
+    fn sweep(&self, runs: &mut HashMap<String, Arc<RunEntry>>, now: i64) {
+        if self.run_expiry.is_some() {
+            runs.retain(|_, run| {
+                let expired = self.expired(run, now);
+                if expired {
+                    run.ended.store(true, Ordering::Release);
+                }
+                !expired
+            });
         }
+    }
+
+    /// The run `run_id`, named again now; [`RuntimeError::RunNotInitialized`] when there is
+    /// none, or it was idle longer than the expiry (it is dropped then).
+    fn run(&self, run_id: &str) -> Result<Arc<RunEntry>, RuntimeError> {
+        let now = self.now_micros();
+        let mut runs = lock(&self.runs);
+        match runs.get(run_id).cloned() {
+            Some(run) if !self.expired(&run, now) => {
+                run.last_used.fetch_max(now, Ordering::AcqRel);
+                Ok(run)
+            }
+            Some(run) => {
+                run.ended.store(true, Ordering::Release);
+                runs.remove(run_id);
+                Err(RuntimeError::RunNotInitialized {
+                    run_id: run_id.to_owned(),
+                })
+            }
+            None => Err(RuntimeError::RunNotInitialized {
+                run_id: run_id.to_owned(),
+            }),
+        }
+    }
+
+    /// How many runs the runtime holds (some may have expired and wait for the next
+    /// `init_run` to be dropped).
+    fn run_count(&self) -> usize {
+        lock(&self.runs).len()
+    }
+
+    /// The spec's store and retriever, opened on first use. Only the spec's own slot is
+    /// locked while its store opens.
+    fn spec(&self, spec_name: &str) -> Result<Arc<Spec>, RuntimeError> {
+        check_spec_name(spec_name)?;
+        let slot = lock(&self.specs)
+            .entry(spec_name.to_owned())
+            .or_default()
+            .clone();
+        if let Some(spec) = slot.get() {
+            return Ok(spec);
+        }
+        let _opening = lock(&slot.opening);
+        // Another request may have opened it while this one waited.
+        if let Some(spec) = slot.get() {
+            return Ok(spec);
+        }
+        let spec = self.open_spec(spec_name)?;
+        *lock(&slot.spec) = Some(spec.clone());
+        Ok(spec)
+    }
+
+    /// The spec, if its store is open.
+    fn opened_spec(&self, spec_name: &str) -> Option<Arc<Spec>> {
+        lock(&self.specs).get(spec_name).cloned()?.get()
+    }
+
+    /// A new store of the spec, and the retriever over it.
+    fn open_spec(&self, spec_name: &str) -> Result<Arc<Spec>, RuntimeError> {
+        let store = (self.stores)(spec_name, self.clock.clone()).map_err(store_error)?;
+        let retriever = (self.retrievers)(store.clone(), self.counter.clone());
+        Ok(Arc::new(Spec {
+            store,
+            retriever,
+            observed_tokens: AtomicU64::new(0),
+        }))
     }
 
     /// Binds a run to a spec's task and loads the spec's progress ledger from
     /// `<project>/.spec-context/specs/<spec>/tasks.md`.
+    ///
+    /// With a [run expiry](RuntimeBuilder::run_expiry), runs idle longer than it are
+    /// dropped here.
     ///
     /// # Errors
     ///
@@ -611,49 +783,119 @@ impl DispatchRuntimeManager {
             .run_id
             .clone()
             .unwrap_or_else(|| format!("{}:{}", request.spec_name, request.task_id));
-        let mut state = self.lock();
-        if let Some(run) = state.runs.get(&run_id)
-            && (run.spec_name != request.spec_name || run.task_id != request.task_id)
-            && !request.rebind
+        let same_binding =
+            |run: &RunEntry| run.spec_name == request.spec_name && run.task_id == request.task_id;
+        let rebind_error = |run: &RunEntry| RuntimeError::RunRebind {
+            run_id: run_id.clone(),
+            bound_spec: run.spec_name.clone(),
+            bound_task: run.task_id.clone(),
+        };
+        // Refused before any store is opened or file read; checked again when the run is
+        // put in place, in case another request bound it meanwhile.
+        if !request.rebind
+            && let Some(run) = lock(&self.runs).get(&run_id)
+            && !same_binding(run)
+            && !self.expired(run, self.now_micros())
         {
-            return Err(RuntimeError::RunRebind {
-                run_id,
-                bound_spec: run.spec_name.clone(),
-                bound_task: run.task_id.clone(),
-            });
+            return Err(rebind_error(run));
         }
-        self.spec(&mut state, &request.spec_name)?;
-        // Initializing a run again with the same binding keeps its task ledger (revision
-        // history, stall and review-loop counters); a new binding starts a new ledger.
-        let kept = state
-            .runs
-            .remove(&run_id)
-            .filter(|run| run.spec_name == request.spec_name && run.task_id == request.task_id)
-            .map(|run| run.ledger);
-        let mut ledger =
-            kept.unwrap_or_else(|| TaskLedger::new(request.task_id.clone(), self.stall));
-        ledger.apply_progress(&progress, self.clock.now());
+        self.spec(&request.spec_name)?;
         let (docs, unreadable) = SpecDocs::read(tasks_path.parent().unwrap_or(Path::new(".")));
         warnings.extend(unreadable);
-        state.runs.insert(
-            run_id.clone(),
-            Run {
-                spec_name: request.spec_name.clone(),
-                task_id: request.task_id.clone(),
-                docs,
-                tasks_path: tasks_path.clone(),
-                progress: progress.clone(),
-                ledger,
-                status: None,
-                guided: Vec::new(),
-            },
-        );
+        let now = self.clock.now();
+        let mut ledger = TaskLedger::new(request.task_id.clone(), self.stall);
+        ledger.apply_progress(&progress, now);
+        let fresh = Run {
+            docs,
+            tasks_path: tasks_path.clone(),
+            progress: progress.clone(),
+            ledger,
+            status: None,
+            guided: Vec::new(),
+        };
+        loop {
+            let kept = {
+                let mut runs = lock(&self.runs);
+                self.sweep(&mut runs, now.unix_micros());
+                match runs.get(&run_id).cloned() {
+                    Some(run) if same_binding(&run) => run,
+                    Some(run) if !request.rebind => return Err(rebind_error(&run)),
+                    previous => {
+                        // A new run, or a new binding, which starts a new task ledger.
+                        if let Some(previous) = previous {
+                            previous.ended.store(true, Ordering::Release);
+                        }
+                        let run = RunEntry {
+                            spec_name: request.spec_name.clone(),
+                            task_id: request.task_id.clone(),
+                            last_used: AtomicI64::new(now.unix_micros()),
+                            ended: AtomicBool::new(false),
+                            state: Mutex::new(fresh),
+                        };
+                        runs.insert(run_id.clone(), Arc::new(run));
+                        break;
+                    }
+                }
+            };
+            // Initializing a run again with the same binding keeps its task ledger (revision
+            // history, stall and review-loop counters), after a request still running on it.
+            let mut run = lock(&kept.state);
+            if kept.ended.load(Ordering::Acquire) {
+                // Ended or expired since it was found: start anew.
+                continue;
+            }
+            kept.last_used
+                .fetch_max(now.unix_micros(), Ordering::AcqRel);
+            run.ledger.apply_progress(&progress, now);
+            run.docs = fresh.docs;
+            run.tasks_path = fresh.tasks_path;
+            run.progress = fresh.progress;
+            run.status = None;
+            run.guided.clear();
+            break;
+        }
         Ok(InitRunResponse {
             run_id,
             tasks_path,
             active_task_id: progress.active_task().map(|t| t.id().to_owned()),
             totals: progress.totals(),
             warnings,
+        })
+    }
+
+    /// Ends a run: it is dropped with its task ledger, and a later request naming it is
+    /// [`RuntimeError::RunNotInitialized`] (until `init_run` starts it again, with a new
+    /// ledger). Its spec's facts stay. A request still running on the run finishes first,
+    /// and the answer is the run's last state.
+    ///
+    /// # Errors
+    ///
+    /// [`RuntimeError::RunNotInitialized`] when there is no such run (never initialized,
+    /// already ended, or expired).
+    pub fn end_run(&self, run_id: &str) -> Result<EndRunResponse, RuntimeError> {
+        let now = self.now_micros();
+        let run = {
+            let mut runs = lock(&self.runs);
+            let run = runs
+                .remove(run_id)
+                .ok_or_else(|| RuntimeError::RunNotInitialized {
+                    run_id: run_id.to_owned(),
+                })?;
+            run.ended.store(true, Ordering::Release);
+            if self.expired(&run, now) {
+                return Err(RuntimeError::RunNotInitialized {
+                    run_id: run_id.to_owned(),
+                });
+            }
+            run
+        };
+        let state = lock(&run.state);
+        Ok(EndRunResponse {
+            run_id: run_id.to_owned(),
+            spec_name: run.spec_name.clone(),
+            task_id: run.task_id.clone(),
+            revision: state.ledger.revision(),
+            status: state.status,
         })
     }
 
@@ -745,17 +987,28 @@ impl DispatchRuntimeManager {
     /// cannot be opened or read.
     pub fn knows_spec(&self, spec_name: &str) -> Result<bool, RuntimeError> {
         check_spec_name(spec_name)?;
-        let mut state = self.lock();
-        if state.runs.values().any(|run| run.spec_name == spec_name) {
+        let now = self.now_micros();
+        if lock(&self.runs)
+            .values()
+            .any(|run| run.spec_name == spec_name && !self.expired(run, now))
+        {
             return Ok(true);
         }
-        let known = state.specs.contains_key(spec_name);
-        let stored = self.spec(&mut state, spec_name)?.store.stored_count();
-        if !known && !matches!(stored, Ok(stored) if stored > 0) {
-            // Do not keep an empty (or unreadable) store open for every misspelled name.
-            state.specs.remove(spec_name);
+        if let Some(spec) = self.opened_spec(spec_name) {
+            return Ok(spec.store.stored_count().map_err(store_error)? > 0);
         }
-        Ok(stored.map_err(store_error)? > 0)
+        // A store opened to look is kept only when it holds facts: no misspelled name keeps
+        // an empty (or unreadable) store open.
+        let spec = self.open_spec(spec_name)?;
+        let stored = spec.store.stored_count().map_err(store_error)?;
+        if stored > 0 {
+            let slot = lock(&self.specs)
+                .entry(spec_name.to_owned())
+                .or_default()
+                .clone();
+            lock(&slot.spec).get_or_insert(spec);
+        }
+        Ok(stored > 0)
     }
 
     /// Reads one agent output into the run: contract checks, facts into the spec's store,
@@ -780,27 +1033,24 @@ impl DispatchRuntimeManager {
         if !request.role.is_dispatch_agent() {
             return Err(RuntimeError::NotADispatchRole { role: request.role });
         }
-        let mut state = self.lock();
-        let (spec_name, bound) = match state.runs.get(&request.run_id) {
-            Some(run) => (run.spec_name.clone(), run.task_id.clone()),
-            None => {
-                return Err(RuntimeError::RunNotInitialized {
-                    run_id: request.run_id,
-                });
-            }
-        };
-        if bound != request.task_id {
+        let entry = self.run(&request.run_id)?;
+        if entry.task_id != request.task_id {
             return Err(RuntimeError::RunTaskMismatch {
                 run_id: request.run_id,
-                bound,
+                bound: entry.task_id.clone(),
                 requested: request.task_id,
             });
         }
-        state.telemetry.dispatch_count += 1;
+        // The run's lock is held to the end: requests on one run take turns.
+        let mut run = entry.lock(&request.run_id)?;
         let observed = self.counter.count(&request.output) as u64;
-        state.telemetry.observation_tokens_ingested += observed;
-        if let Some(spec) = state.specs.get_mut(&spec_name) {
-            spec.observed_tokens += observed;
+        {
+            let mut counters = self.counters();
+            counters.telemetry.dispatch_count += 1;
+            counters.telemetry.observation_tokens_ingested += observed;
+        }
+        if let Some(spec) = self.opened_spec(&entry.spec_name) {
+            spec.observed_tokens.fetch_add(observed, Ordering::Relaxed);
         }
         let budget = request
             .max_output_tokens
@@ -814,9 +1064,9 @@ impl DispatchRuntimeManager {
         );
         let (result, tokens) = match parsed {
             Ok(parsed) => parsed,
-            Err(error) => return Ok(self.contract_failure(&mut state, &request.run_id, &error)),
+            Err(error) => return Ok(self.contract_failure(&mut run, &error)),
         };
-        state.telemetry.total_output_tokens += tokens as u64;
+        self.counters().telemetry.total_output_tokens += tokens as u64;
         let now = self.clock.now();
         let extraction = self.extractor.extract(&result, &request.task_id);
         let facts_extracted: Vec<String> = extraction
@@ -832,14 +1082,9 @@ impl DispatchRuntimeManager {
             .map(|d| format!("{}: {}", d.rule, d.message))
             .collect();
         let remembered = self
-            .spec(&mut state, &spec_name)?
+            .spec(&entry.spec_name)?
             .remember(extraction, ingest_key(&request))
             .map_err(store_error)?;
-        let Some(run) = state.runs.get_mut(&request.run_id) else {
-            return Err(RuntimeError::RunNotInitialized {
-                run_id: request.run_id,
-            });
-        };
         run.ledger.apply(&result, now);
         let next_action = next_action(&result);
         run.status = Some(IngestStatus::Recorded);
@@ -850,7 +1095,7 @@ impl DispatchRuntimeManager {
             .filter(|h| !h.is_empty())
             .map(str::to_owned);
         if stall.review_loop && request.role == SourceRole::Reviewer {
-            state.telemetry.approval_loops += 1;
+            self.counters().telemetry.approval_loops += 1;
         }
         Ok(IngestOutputResponse {
             status: IngestStatus::Recorded,
@@ -867,20 +1112,14 @@ impl DispatchRuntimeManager {
         })
     }
 
-    fn contract_failure(
-        &self,
-        state: &mut State,
-        run_id: &str,
-        error: &ContractError,
-    ) -> IngestOutputResponse {
-        *state
+    fn contract_failure(&self, run: &mut Run, error: &ContractError) -> IngestOutputResponse {
+        *self
+            .counters()
             .telemetry
             .schema_error_counts
             .entry(error.code().to_owned())
             .or_default() += 1;
-        if let Some(run) = state.runs.get_mut(run_id) {
-            run.status = Some(IngestStatus::Failed);
-        }
+        run.status = Some(IngestStatus::Failed);
         IngestOutputResponse {
             status: IngestStatus::Failed,
             next_action: NextAction::HaltSchemaInvalidTerminal,
@@ -905,13 +1144,8 @@ impl DispatchRuntimeManager {
     ///
     /// [`RuntimeError::RunNotInitialized`].
     pub fn get_snapshot(&self, run_id: &str) -> Result<Snapshot, RuntimeError> {
-        let state = self.lock();
-        let run = state
-            .runs
-            .get(run_id)
-            .ok_or_else(|| RuntimeError::RunNotInitialized {
-                run_id: run_id.to_owned(),
-            })?;
+        let entry = self.run(run_id)?;
+        let run = entry.lock(run_id)?;
         Ok(Snapshot {
             run_id: run_id.to_owned(),
             revision: run.ledger.revision(),
@@ -932,8 +1166,7 @@ impl DispatchRuntimeManager {
         spec_name: &str,
         query: &FactQuery,
     ) -> Result<fact_retrieve::Retrieval, RuntimeError> {
-        let mut state = self.lock();
-        self.spec(&mut state, spec_name)?
+        self.spec(spec_name)?
             .retriever
             .retrieve(query)
             .map_err(store_error)
@@ -949,8 +1182,7 @@ impl DispatchRuntimeManager {
         spec_name: &str,
         subject: &str,
     ) -> Result<Vec<SessionFact>, RuntimeError> {
-        let mut state = self.lock();
-        self.spec(&mut state, spec_name)?
+        self.spec(spec_name)?
             .store
             .history(subject)
             .map_err(store_error)
@@ -972,13 +1204,11 @@ impl DispatchRuntimeManager {
         facts: &dyn SessionFactStore,
         episodes: &dyn EpisodeStore,
     ) -> Result<SpecArchive, RuntimeError> {
-        let valid = {
-            let mut state = self.lock();
-            self.spec(&mut state, spec_name)?
-                .store
-                .valid_facts()
-                .map_err(store_error)?
-        };
+        let valid = self
+            .spec(spec_name)?
+            .store
+            .valid_facts()
+            .map_err(store_error)?;
         // The session as messages: one line per valid fact, said when it became valid.
         let messages: Vec<Message> = valid
             .iter()
@@ -1015,12 +1245,15 @@ impl DispatchRuntimeManager {
     /// [`RuntimeError::Store`] when a spec's store cannot be read (its counts would be
     /// wrong, so no telemetry is answered).
     pub fn telemetry(&self) -> Result<Telemetry, RuntimeError> {
-        let state = self.lock();
-        let mut telemetry = state.telemetry.clone();
+        let mut telemetry = {
+            let counters = self.counters();
+            let mut telemetry = counters.telemetry.clone();
+            let percentile = |q| counters.retrieval_us.percentile(q).unwrap_or(0) as f64;
+            telemetry.retrieval_p50_us = percentile(0.5);
+            telemetry.retrieval_p99_us = percentile(0.99);
+            telemetry
+        };
         telemetry.ledger_rebuild_count = self.ledgers.rebuilds();
-        let mut took = state.retrieval_us.clone();
-        took.sort_unstable();
-        telemetry.retrieval_p50_us = took.get(took.len() / 2).copied().unwrap_or(0) as f64;
         telemetry.prompt_token_delta = i64::try_from(telemetry.prompt_tokens_baseline)
             .unwrap_or(i64::MAX)
             - i64::try_from(telemetry.prompt_tokens_actual).unwrap_or(i64::MAX);
@@ -1042,7 +1275,11 @@ impl DispatchRuntimeManager {
                 .entry(ledger_mode_name(mode).to_owned())
                 .or_insert(0);
         }
-        for spec in state.specs.values() {
+        // The stores are read without any lock held: their counts may include writes that
+        // finish while this runs.
+        let slots: Vec<Arc<SpecSlot>> = lock(&self.specs).values().cloned().collect();
+        let specs: Vec<Arc<Spec>> = slots.iter().filter_map(|slot| slot.get()).collect();
+        for spec in specs {
             let stored = spec.store.stored_count().map_err(store_error)?;
             let valid = spec.store.valid_count().map_err(store_error)?;
             telemetry.facts_stored += stored;

@@ -195,6 +195,12 @@ enum Command {
         #[arg(long, value_name = "BYTES", default_value = bounds::DEFAULT_MAX_REQUEST,
               value_parser = bounds::parse_size)]
         max_request_bytes: usize,
+        /// Drop a run no request has named for this long: seconds, or a number with s, m,
+        /// h or d (30m, 24h). Its task ledger goes (the spec's facts stay), and a request
+        /// naming it is run_not_initialized. Default: a run lives until end_run or the end
+        /// of the server.
+        #[arg(long, value_name = "DURATION", value_parser = parse_expiry)]
+        run_expiry: Option<std::time::Duration>,
     },
     /// Long-term memory: remember, search and recall facts, archive conversations.
     Mem(mem::MemArgs),
@@ -312,8 +318,9 @@ pub fn run() -> ExitCode {
             http,
             allow_remote,
             max_request_bytes,
+            run_expiry,
         } => serve_mcp(
-            project,
+            (project, run_expiry),
             tokenizer,
             McpMemory {
                 db: db.as_ref(),
@@ -419,11 +426,11 @@ struct McpMemory<'a> {
 }
 
 /// `facts mcp`: without a database, the runtime in memory; with one, the spec stores and
-/// the memory tools on it, semantic with an embedding model. `http` is `--http` and
-/// `--allow-remote`: without an address, stdio. `max_request_bytes`: the longest frame or
-/// HTTP body.
+/// the memory tools on it, semantic with an embedding model. `runs` is `--project` and
+/// `--run-expiry`. `http` is `--http` and `--allow-remote`: without an address, stdio.
+/// `max_request_bytes`: the longest frame or HTTP body.
 fn serve_mcp(
-    project: Option<PathBuf>,
+    runs: (Option<PathBuf>, Option<std::time::Duration>),
     tokenizer: Tokenizer,
     options: McpMemory<'_>,
     http: (Option<std::net::SocketAddr>, bool),
@@ -462,7 +469,11 @@ fn serve_mcp(
         (None, _) => mcp::Transport::Stdio,
     };
     let counter = counter(tokenizer)?;
+    let (project, run_expiry) = runs;
     let mut builder = DispatchRuntimeManager::builder().token_counter(counter.clone());
+    if let Some(idle) = run_expiry {
+        builder = builder.run_expiry(idle);
+    }
     if let Some(project) = project {
         check_project(&project)?;
         builder = builder.project_root(project);
@@ -505,6 +516,37 @@ fn serve_mcp(
         transport,
         max_request_bytes,
     )?)
+}
+
+/// `--run-expiry`: seconds, or a number with `s`, `m`, `h` or `d` (any case); at least one
+/// second.
+fn parse_expiry(text: &str) -> Result<std::time::Duration, String> {
+    let trimmed = text.trim();
+    let digits = trimmed
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(trimmed.len());
+    let (number, unit) = trimmed.split_at(digits);
+    let unit_secs: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 3_600,
+        "d" => 86_400,
+        _ => {
+            return Err(format!(
+                "{text:?} is not a duration: give seconds (3600) or a number with s, m, h or \
+                 d (60m, 24h)"
+            ));
+        }
+    };
+    let secs = number
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(unit_secs))
+        .ok_or_else(|| format!("{text:?} is not a duration: give a whole number"))?;
+    if secs == 0 {
+        return Err(format!("{text:?}: a run expiry is at least one second"));
+    }
+    Ok(std::time::Duration::from_secs(secs))
 }
 
 /// Creates the directory of a SQLite database if needed (a server needs nothing); the
@@ -981,6 +1023,40 @@ pub(crate) mod bounds {
             assert_eq!(clip("short", 5), "short");
             assert_eq!(clip("a longer one", 5), "a lo…");
             assert_eq!(clip("ééééé", 3), "éé…");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::time::Duration;
+
+    use super::parse_expiry;
+
+    #[test]
+    fn a_run_expiry_is_seconds_or_a_number_with_a_unit() {
+        for (text, secs) in [
+            ("90", 90),
+            ("90s", 90),
+            ("30m", 1_800),
+            ("24h", 86_400),
+            (" 7D ", 604_800),
+        ] {
+            assert_eq!(parse_expiry(text), Ok(Duration::from_secs(secs)), "{text}");
+        }
+        for text in [
+            "",
+            "0",
+            "0h",
+            "1.5h",
+            "-1",
+            "1w",
+            "h",
+            "99999999999999999999d",
+        ] {
+            assert!(parse_expiry(text).is_err(), "{text}");
         }
     }
 }

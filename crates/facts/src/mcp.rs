@@ -122,6 +122,8 @@ fn protocol_hints(name: &'static str, read_only: bool) -> Hints {
         "ingest_output" => hints("Ingest an agent's output", false, false),
         // Rewrites a task's checkbox in tasks.md.
         "set_task_status" => hints("Set a task's status", true, true),
+        // Drops the run's task ledger; a second call changes nothing more.
+        "end_run" => hints("End a run", true, true),
         "get_snapshot" => Hints::reads("Get a run's task ledger"),
         "query_facts" => Hints::reads("Query a spec's facts"),
         "fact_history" => Hints::reads("Show a subject's fact history"),

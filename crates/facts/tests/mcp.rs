@@ -21,11 +21,12 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 /// The protocol's tools, in the order `tools/list` shows them.
-const ACTIONS: [&str; 8] = [
+const ACTIONS: [&str; 9] = [
     "init_run",
     "compile_prompt",
     "ingest_output",
     "set_task_status",
+    "end_run",
     "get_snapshot",
     "query_facts",
     "fact_history",
@@ -152,6 +153,48 @@ fn a_session_over_mcp_carries_task_one_facts_into_task_two_prompt() {
         1
     );
     assert!(client.finish().success());
+}
+
+#[test]
+fn runs_end_with_end_run_and_expire_after_run_expiry() {
+    let mut client = start_with(&[
+        "mcp",
+        "--project",
+        "tests/fixtures/project",
+        "--run-expiry",
+        "1s",
+    ]);
+    client.call("init_run", json!({"spec_name": "demo", "task_id": "1"}));
+    let ended = client.call("end_run", json!({"run_id": "demo:1"}));
+    assert_eq!(ended["isError"], false, "{ended}");
+    assert_eq!(ended["structuredContent"]["spec_name"], "demo");
+    let gone = client.call("get_snapshot", json!({"run_id": "demo:1"}));
+    assert_eq!(
+        gone["structuredContent"]["error"]["code"],
+        "run_not_initialized"
+    );
+
+    // A run nobody names for longer than the expiry is dropped.
+    client.call("init_run", json!({"spec_name": "demo", "task_id": "2"}));
+    let kept = client.call("get_snapshot", json!({"run_id": "demo:2"}));
+    assert_eq!(kept["isError"], false, "{kept}");
+    std::thread::sleep(Duration::from_millis(2_100));
+    let expired = client.call("get_snapshot", json!({"run_id": "demo:2"}));
+    assert_eq!(expired["isError"], true, "{expired}");
+    assert_eq!(
+        expired["structuredContent"]["error"]["code"],
+        "run_not_initialized"
+    );
+    assert!(client.finish().success());
+
+    // A duration that is not one is a usage error.
+    let output = Command::new(env!("CARGO_BIN_EXE_facts"))
+        .args(["mcp", "--run-expiry", "soon"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("is not a duration"), "{stderr}");
 }
 
 #[test]
@@ -1168,6 +1211,13 @@ fn every_tool_answers_within_its_output_schema_for_valid_and_invalid_requests() 
             "invalid_request",
         ),
         (
+            // Ended by the valid call, so the second call names a run that is gone.
+            "end_run",
+            json!({"run_id": "demo:2"}),
+            json!({"run_id": "demo:2"}),
+            "run_not_initialized",
+        ),
+        (
             "memory_add",
             json!({"subject": "user", "relation": "lives_in", "object": "Lisbon",
                    "statement": "User lives in Lisbon", "category": "preference"}),
@@ -1298,7 +1348,9 @@ fn every_tool_answers_within_its_output_schema_for_valid_and_invalid_requests() 
     let listed: BTreeSet<String> = schemas.as_object().unwrap().keys().cloned().collect();
     assert_eq!(covered, listed, "every listed tool has a case");
 
-    // A failure that carries more than `ok` and `error` fits too.
+    // A failure that carries more than `ok` and `error` fits too (on demo:2 started again:
+    // the end_run case ended it).
+    client.call("init_run", json!({"spec_name": "demo", "task_id": "2"}));
     let no_block = client.call(
         "ingest_output",
         json!({"run_id": "demo:2", "role": "implementer", "task_id": "2", "output": "none"}),

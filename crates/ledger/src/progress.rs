@@ -406,6 +406,9 @@ fn settled(mtime: Option<Timestamp>, read_at: Timestamp) -> bool {
 /// before it was read is hashed again on each lookup until it has settled.
 /// A failed rebuild never falls back silently: the caller gets a [`StaleLedger`] holding the
 /// error and the last good ledger.
+///
+/// The cache's lock is held only to look up or store an entry, never while a file is
+/// stat'ed, read or compiled: lookups of different specs never wait for each other's I/O.
 #[derive(Debug)]
 pub struct LedgerCache {
     state: Mutex<CacheState>,
@@ -444,8 +447,10 @@ impl LedgerCache {
         spec_name: &str,
         path: &Path,
     ) -> Result<(Arc<ProgressLedger>, Freshness), StaleLedger> {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let cached = state
+        // The file is read and compiled outside the cache's lock, so a slow disk or a large
+        // tasks.md of one spec never holds up another spec's lookup.
+        let cached = self
+            .lock()
             .entries
             .get(path)
             .map(|entry| (entry.ledger.clone(), entry.settled));
@@ -476,7 +481,7 @@ impl LedgerCache {
             let mut refreshed = ProgressLedger::clone(ledger);
             refreshed.fingerprint = fingerprint;
             let refreshed = Arc::new(refreshed);
-            state.entries.insert(
+            self.lock().entries.insert(
                 path.to_owned(),
                 CacheEntry {
                     ledger: refreshed.clone(),
@@ -485,11 +490,14 @@ impl LedgerCache {
             );
             return Ok((refreshed, Freshness::Rehashed));
         }
-        state.rebuilds += 1;
+        self.lock().rebuilds += 1;
         let text = decode(path, &bytes).map_err(&fail)?;
         let ledger =
             Arc::new(ProgressLedger::from_text(spec_name, path, text, fingerprint).map_err(&fail)?);
-        state.entries.insert(
+        // Two lookups of one file at once may both compile it; the later insert wins, and
+        // either ledger carries the fingerprint of the bytes it was compiled from, so a
+        // later lookup compares the file with what the cache really holds.
+        self.lock().entries.insert(
             path.to_owned(),
             CacheEntry {
                 ledger: ledger.clone(),
@@ -502,9 +510,11 @@ impl LedgerCache {
     /// How many times a file was compiled (first loads included).
     #[must_use]
     pub fn rebuilds(&self) -> u64 {
-        self.state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .rebuilds
+        self.lock().rebuilds
+    }
+
+    /// The cache's state, held only to look up or insert an entry, never across I/O.
+    fn lock(&self) -> std::sync::MutexGuard<'_, CacheState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

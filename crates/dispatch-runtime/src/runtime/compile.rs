@@ -2,6 +2,7 @@
 //! `[Session Context]` section, and staged compaction into the role's input budget.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use fact_model::TokenCounter;
 use fact_retrieve::FactQuery;
@@ -42,24 +43,20 @@ impl DispatchRuntimeManager {
         if !request.role.is_dispatch_agent() {
             return Err(RuntimeError::NotADispatchRole { role: request.role });
         }
-        let mut state = self.lock();
-        let run =
-            state
-                .runs
-                .get_mut(&request.run_id)
-                .ok_or_else(|| RuntimeError::RunNotInitialized {
-                    run_id: request.run_id.clone(),
-                })?;
-        if run.task_id != request.task_id {
+        let entry = self.run(&request.run_id)?;
+        if entry.task_id != request.task_id {
             return Err(RuntimeError::RunTaskMismatch {
                 run_id: request.run_id.clone(),
-                bound: run.task_id.clone(),
+                bound: entry.task_id.clone(),
                 requested: request.task_id.clone(),
             });
         }
+        // The run's lock is held to the end (a run is guided once); no other run's is.
+        let mut guard = entry.lock(&request.run_id)?;
+        let run = &mut *guard;
         // An edited tasks.md reaches this prompt; one that cannot be compiled now leaves the
         // run on its last good ledger rather than failing the dispatch.
-        if let Ok((progress, _)) = self.ledgers.load(&run.spec_name, &run.tasks_path)
+        if let Ok((progress, _)) = self.ledgers.load(&entry.spec_name, &run.tasks_path)
             && !Arc::ptr_eq(&progress, &run.progress)
         {
             run.ledger.apply_progress(&progress, self.clock.now());
@@ -86,22 +83,24 @@ impl DispatchRuntimeManager {
         } else {
             GuideMode::Full
         };
-        let spec_name = run.spec_name.clone();
         let baseline_docs = format!("{}\n{}\n{}", docs.requirements, docs.design, docs.tasks);
         let query = FactQuery::new(request.task_id.clone(), retrieval_text)
             .with_max_facts(self.prompts.max_facts)
             .with_max_tokens(self.prompts.max_fact_tokens);
+        let spec = self.spec(&entry.spec_name)?;
         let started = self.clock.now();
-        let spec = self.spec(&mut state, &spec_name)?;
         let retrieval = spec
             .retriever
             .retrieve(&query)
             .map_err(super::store_error)?;
-        // This dispatch cycle would re-send every earlier observation of the spec.
-        let masked = spec.observed_tokens;
-        state.telemetry.masking_savings_tokens += masked;
         let took = self.clock.now().unix_micros() - started.unix_micros();
-        state.retrieval_us.push(took);
+        // This dispatch cycle would re-send every earlier observation of the spec.
+        let masked = spec.observed_tokens.load(Ordering::Relaxed);
+        {
+            let mut counters = self.counters();
+            counters.telemetry.masking_savings_tokens += masked;
+            counters.retrieval_us.record(took);
+        }
         let max_output = request
             .max_output_tokens
             .unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS);
@@ -138,7 +137,8 @@ impl DispatchRuntimeManager {
         } else {
             retrieval.section.clone()
         };
-        let telemetry = &mut state.telemetry;
+        let mut counters = self.counters();
+        let telemetry = &mut counters.telemetry;
         *telemetry
             .ledger_mode_usage
             .entry(ledger_mode_name(ledger_mode).to_owned())
@@ -154,9 +154,8 @@ impl DispatchRuntimeManager {
         if !session_context.is_empty() {
             telemetry.session_context_tokens_injected += retrieval.tokens_used as u64;
         }
-        if guide_mode == GuideMode::Full
-            && let Some(run) = state.runs.get_mut(&request.run_id)
-        {
+        drop(counters);
+        if guide_mode == GuideMode::Full {
             run.guided.push(request.role);
         }
         Ok(CompilePromptResponse {

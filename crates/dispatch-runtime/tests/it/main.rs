@@ -12,6 +12,7 @@ mod concurrency;
 mod connections;
 mod contract;
 mod hostile;
+mod locking;
 mod maintenance;
 mod memory;
 mod prompt;
@@ -19,5 +20,6 @@ mod protocol;
 #[cfg(feature = "sqlite")]
 mod reads;
 mod requests;
+mod runs;
 mod runtime;
 mod settle;

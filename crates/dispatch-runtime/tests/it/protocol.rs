@@ -14,6 +14,7 @@ fn any_json() -> impl Strategy<Value = Value> {
         "init_run",
         "ingest_output",
         "compile_prompt",
+        "end_run",
         "get_snapshot",
         "get_telemetry",
         "query_facts",
@@ -163,14 +164,14 @@ fn every_required_property_is_required_by_the_request_type() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 18, "required fields over all actions");
+    assert_eq!(checked, 19, "required fields over all actions");
 }
 
 #[cfg(feature = "schema")]
 #[test]
 fn every_listed_action_is_one_handle_knows() {
     let names: Vec<&str> = protocol::actions().iter().map(|a| a.name).collect();
-    assert_eq!(names.len(), 8);
+    assert_eq!(names.len(), 9);
     let runtime = DispatchRuntimeManager::builder().build();
     for name in names {
         let answer = protocol::handle(&runtime, &json!({"action": name}));

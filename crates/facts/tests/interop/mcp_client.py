@@ -31,6 +31,7 @@ ACTIONS = [
     "compile_prompt",
     "ingest_output",
     "set_task_status",
+    "end_run",
     "get_snapshot",
     "query_facts",
     "fact_history",
@@ -176,6 +177,11 @@ async def without_database(binary: str, project: str) -> None:
                 r = await checked.call(name, {"no_such_field": 1})
                 assert r.is_error, r
                 assert r.structured_content["error"]["code"] == "invalid_request", r
+            r = await checked.call("end_run", {"run_id": "demo:2"})
+            assert not r.is_error and r.structured_content["spec_name"] == "demo", r
+            r = await checked.call("end_run", {"run_id": "demo:2"})
+            assert r.is_error, r
+            assert r.structured_content["error"]["code"] == "run_not_initialized", r
             await check_unknown_tool(session)
 
 
