@@ -8,9 +8,11 @@
 //! - **Cache path**: the scope's index held in memory as a `TermIndex`, tagged with the
 //!   scope's generation (a counter every write bumps). A search reads the generation in
 //!   the same read transaction that fetches its results; the store's own writes update
-//!   the cache as they commit ([`SearchCache::apply`]), and a write by another
-//!   connection or process (a generation the cache did not see) makes the next search
-//!   reload it. So a search never answers from stale data.
+//!   the cache as they commit ([`SearchCache::apply`]), and the writes of another
+//!   connection or process (generations the cache did not see) are replayed from the rows
+//!   they stamped with their generation ([`SearchCache::insert`], [`SearchCache::remove`],
+//!   [`SearchCache::advance`]); only deletions the rows cannot show make the next search
+//!   reload the scope. So a search never answers from stale data.
 //! - **Database path**: the database's full-text index finds the valid facts holding a
 //!   query term, and [`Scorer`] scores each from its stored term document with the
 //!   scope's counters (document count, total length) and the terms' document frequencies.
@@ -64,6 +66,11 @@ impl SearchCache {
         self.generation
     }
 
+    /// How many valid facts it holds.
+    pub(crate) fn len(&self) -> usize {
+        self.slots.len()
+    }
+
     /// Indexes the valid version in `seq` (replacing what the cache held for it).
     pub(crate) fn insert(&mut self, seq: i64, fact: &SessionFact, analyzer: &Analyzer) {
         let key = seq_key(seq);
@@ -84,7 +91,6 @@ impl SearchCache {
 
     /// Marks the cache as mirroring `generation`, after the caller replayed every change
     /// up to it with [`insert`](Self::insert) and [`remove`](Self::remove).
-    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pub(crate) fn advance(&mut self, generation: i64) {
         if self.index.wants_rebuild() {
             self.slots = self.index.rebuild().into_iter().collect();
