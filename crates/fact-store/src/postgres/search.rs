@@ -11,7 +11,7 @@ use super::rows::prepared;
 use crate::index::{TopK, distinct};
 use crate::sql::codec::{FACT_COLUMNS, id_from_sql, time_from_sql};
 use crate::sql::error::DbResult;
-use crate::sql::search::{Filters, Scorer, SearchCache, offer, scan, seq_key, seq_sql};
+use crate::sql::search::{Filters, Rounds, Scorer, SearchCache, offer, scan, seq_key, seq_sql};
 use crate::{Analyzer, ScoredFact, TermQuery, TermWeighting};
 
 /// Answers `search` for `scope`; `cache` is used (and filled) when given.
@@ -142,8 +142,9 @@ fn refresh(
     }
 }
 
-/// The GIN index finds the valid facts holding a query term (`terms_tsv @@ 't12 | t7'`);
-/// each is scored from its stored term document.
+/// The GIN index finds the valid facts holding a query term (`terms_tsv @@ 't12 | t7'`),
+/// in [`Rounds`] (`'t7 & !(t12)'` once `t12`'s facts were read); each is scored from its
+/// stored term document.
 fn from_database(
     tx: &mut postgres::Transaction<'_>,
     statements: &mut super::rows::Statements,
@@ -180,11 +181,6 @@ fn from_database(
     if scorer.is_empty() {
         return Ok(());
     }
-    let expression = scorer
-        .term_ids()
-        .map(|id| format!("t{id}"))
-        .collect::<Vec<_>>()
-        .join(" | ");
     let filters = Filters::of(query);
     let statement = prepared(
         tx,
@@ -192,22 +188,36 @@ fn from_database(
         "SELECT seq, id, valid_from, tags, source_task_id, doc_len, terms FROM facts \
          WHERE scope = $1 AND valid_to IS NULL AND terms_tsv @@ to_tsquery('simple', $2)",
     )?;
-    for row in tx.query(&statement, &[&scope, &expression])? {
-        let document: Option<String> = row.try_get(6)?;
-        let len: Option<i64> = row.try_get(5)?;
-        let score = scorer.score(document.as_deref(), len.unwrap_or(0), weighting)?;
-        offer(
-            top,
-            &filters,
-            score,
-            || {
-                let (seq, id, from): (i64, i64, i64) =
-                    (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
-                Ok((seq, id_from_sql(id)?, time_from_sql(from)?))
-            },
-            || Ok(row.try_get(3)?),
-            || Ok(row.try_get(4)?),
-        )?;
+    let any = |ids: &[i64]| {
+        ids.iter()
+            .map(|id| format!("t{id}"))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    };
+    let mut rounds = Rounds::new(&scorer, weighting);
+    while let Some((now, before)) = rounds.next(top) {
+        let expression = if before.is_empty() {
+            any(&now)
+        } else {
+            format!("({}) & !({})", any(&now), any(&before))
+        };
+        for row in tx.query(&statement, &[&scope, &expression])? {
+            let document: Option<String> = row.try_get(6)?;
+            let len: Option<i64> = row.try_get(5)?;
+            let score = scorer.score(document.as_deref(), len.unwrap_or(0), weighting)?;
+            offer(
+                top,
+                &filters,
+                score,
+                || {
+                    let (seq, id, from): (i64, i64, i64) =
+                        (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+                    Ok((seq, id_from_sql(id)?, time_from_sql(from)?))
+                },
+                || Ok(row.try_get(3)?),
+                || Ok(row.try_get(4)?),
+            )?;
+        }
     }
     Ok(())
 }

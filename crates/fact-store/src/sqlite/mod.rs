@@ -180,7 +180,12 @@ impl SqliteOptions {
 /// its own, outside the store's lock, and the searches that come meanwhile answer from
 /// FTS5. Without the cache, FTS5 finds the candidates and their stored term documents are
 /// scored: the same results, score for score, without loading anything (what a process
-/// that answers one query wants), slower for common terms.
+/// that answers one query wants). With a weighting that bounds its tf part
+/// ([`TermWeighting::max_tf_weight`], as BM25 does) the candidates of the rarest query terms
+/// are read first, and the facts holding only terms too common to rank are never read; a
+/// query of only very common terms still reads every fact holding one (at 1,000,000
+/// facts, a one-word query matching half of them takes about 0.4 s, a question naming a
+/// rarer word a few milliseconds).
 ///
 /// # Episodes and long-term memory
 ///

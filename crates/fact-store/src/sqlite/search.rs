@@ -17,7 +17,7 @@ use super::rows::select_fact_sql;
 use crate::index::{TopK, distinct};
 use crate::sql::codec::{FACT_COLUMNS, id_from_sql, time_from_sql};
 use crate::sql::error::DbResult;
-use crate::sql::search::{Filters, Scorer, SearchCache, offer, scan, seq_key, seq_sql};
+use crate::sql::search::{Filters, Rounds, Scorer, SearchCache, offer, scan, seq_key, seq_sql};
 use crate::{Analyzer, ScoredFact, TermQuery, TermWeighting};
 
 /// What a cached search does when its cache cannot follow the scope row by row (there
@@ -205,8 +205,9 @@ pub(super) fn search(
     })
 }
 
-/// FTS5 finds the valid facts holding a query term (`MATCH 't12 OR t7'`); each is scored
-/// from its stored term document.
+/// FTS5 finds the valid facts holding a query term (`MATCH 't12 OR t7'`), in
+/// [`Rounds`] (`MATCH 't7 NOT (t12)'` once `t12`'s facts were read); each is scored from
+/// its stored term document.
 fn from_database(
     tx: &Transaction<'_>,
     scope: i64,
@@ -237,32 +238,41 @@ fn from_database(
     if scorer.is_empty() {
         return Ok(());
     }
-    let expression = scorer
-        .term_ids()
-        .map(|id| format!("t{id}"))
-        .collect::<Vec<_>>()
-        .join(" OR ");
     let filters = Filters::of(query);
     let mut stmt = tx.prepare_cached(
         "SELECT f.seq, f.id, f.valid_from, f.tags, f.source_task_id, f.doc_len, f.terms \
          FROM fact_fts CROSS JOIN facts AS f ON f.seq = fact_fts.rowid \
          WHERE fact_fts MATCH ?1 AND f.scope = ?2 AND f.valid_to IS NULL",
     )?;
-    let mut rows = stmt.query(params![expression, scope])?;
-    while let Some(row) = rows.next()? {
-        let document: Option<String> = row.get(6)?;
-        let score = scorer.score(document.as_deref(), row.get(5)?, weighting)?;
-        offer(
-            top,
-            &filters,
-            score,
-            || {
-                let (seq, id, from): (i64, i64, i64) = (row.get(0)?, row.get(1)?, row.get(2)?);
-                Ok((seq, id_from_sql(id)?, time_from_sql(from)?))
-            },
-            || Ok(row.get(3)?),
-            || Ok(row.get(4)?),
-        )?;
+    let any = |ids: &[i64]| {
+        ids.iter()
+            .map(|id| format!("t{id}"))
+            .collect::<Vec<_>>()
+            .join(" OR ")
+    };
+    let mut rounds = Rounds::new(&scorer, weighting);
+    while let Some((now, before)) = rounds.next(top) {
+        let expression = if before.is_empty() {
+            any(&now)
+        } else {
+            format!("({}) NOT ({})", any(&now), any(&before))
+        };
+        let mut rows = stmt.query(params![expression, scope])?;
+        while let Some(row) = rows.next()? {
+            let document: Option<String> = row.get(6)?;
+            let score = scorer.score(document.as_deref(), row.get(5)?, weighting)?;
+            offer(
+                top,
+                &filters,
+                score,
+                || {
+                    let (seq, id, from): (i64, i64, i64) = (row.get(0)?, row.get(1)?, row.get(2)?);
+                    Ok((seq, id_from_sql(id)?, time_from_sql(from)?))
+                },
+                || Ok(row.get(3)?),
+                || Ok(row.get(4)?),
+            )?;
+        }
     }
     Ok(())
 }

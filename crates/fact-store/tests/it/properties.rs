@@ -49,6 +49,11 @@ impl TermWeighting for Bm25 {
         let tf = f64::from(tf);
         tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * f64::from(doc_len) / avg))
     }
+
+    /// Bounded, so the database paths prune candidates (`Overlap` is not: both kinds run).
+    fn max_tf_weight(&self) -> Option<f64> {
+        Some(2.2)
+    }
 }
 
 #[derive(Debug, Clone)]
