@@ -285,10 +285,16 @@ impl Scorer {
 /// hundreds of terms) must not become hundreds of them.
 const SINGLE_TERM_ROUNDS: usize = 4;
 
+/// Single-term rounds are for questions: with more terms worth reading than this, the
+/// rest are read in one round at once. The terms of a long query together outweigh any
+/// result, so nothing could be left out, and separate rounds only cost (a 40-word query
+/// at 100,000 facts took 87 ms in rounds, 71 ms in one).
+const SINGLE_TERM_ROUNDS_UP_TO: usize = 8;
+
 /// The rounds in which a database path reads candidates: without a bound on the tf part,
 /// the facts holding any query term, in one round; with one, the facts of the terms with
-/// the highest bound (the rarest) first, one term per round for a few rounds, then those
-/// of every term still worth reading at once. Before each round, the longest run of the
+/// the highest bound (the rarest) first, one term per round for a few rounds (when a few
+/// terms are worth reading), then those of every term still worth reading at once. Before each round, the longest run of the
 /// least valuable unread terms whose bounds together cannot reach the results so far is
 /// left out: a fact holding only those terms cannot rank. Facts holding a term of an
 /// earlier round were read then, and are left out of later rounds.
@@ -354,7 +360,8 @@ impl Rounds {
         if worth == 0 {
             return None;
         }
-        let take = if self.bounded && self.single < SINGLE_TERM_ROUNDS {
+        let single = self.single < SINGLE_TERM_ROUNDS && worth <= SINGLE_TERM_ROUNDS_UP_TO;
+        let take = if self.bounded && single {
             self.single += 1;
             1
         } else {
@@ -461,5 +468,20 @@ mod tests {
         // More than 1 but at most 3: term 3 is worth a round, term 1 alone is not.
         assert_eq!(rounds.next(&full_top(2.5)), Some((vec![3], vec![2])));
         assert_eq!(rounds.next(&full_top(2.5)), None);
+    }
+
+    #[test]
+    fn a_long_query_is_read_in_one_round() {
+        let weighting = Flat(Some(1.0));
+        let found: Vec<(i64, usize)> = (1..=9)
+            .map(|id| (id, usize::try_from(id).unwrap()))
+            .collect();
+        let scorer = Scorer::new(found, 100, 400, 9, &weighting);
+        let mut rounds = Rounds::new(&scorer, &weighting);
+        assert_eq!(
+            rounds.next(&TopK::new(1)),
+            Some(((1..=9).collect(), vec![]))
+        );
+        assert_eq!(rounds.next(&TopK::new(1)), None);
     }
 }
