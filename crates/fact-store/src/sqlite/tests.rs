@@ -531,3 +531,37 @@ fn databases_of_versions_3_and_4_migrate_to_stamped_rows() {
         assert_eq!(writer.history("task:1").unwrap().len(), 3);
     }
 }
+
+#[test]
+fn a_search_while_another_loads_the_scope_answers_from_fts5_without_waiting() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("facts.db");
+    let clock = Arc::new(ManualClock::default());
+    let store = SqliteFactStore::open(&path, "s", StoreConfig::default(), clock).unwrap();
+    store
+        .add(vec![
+            fact("task:1", "status", "parser blocked", 0),
+            fact("src/lexer.rs", "modified_by", "task:1", 1),
+        ])
+        .unwrap();
+    let expected = fresh_search(&path, "parser lexer task");
+    {
+        // Another search holds the loader (it is loading the scope on its own connection).
+        let _loading = store.loader.lock().unwrap();
+        assert_eq!(search(&store, "parser lexer task"), expected);
+        store
+            .add(vec![fact("task:2", "status", "lexer done", 2)])
+            .unwrap();
+        assert_eq!(
+            search(&store, "parser lexer task"),
+            fresh_search(&path, "parser lexer task")
+        );
+        assert_eq!(store.loads.load(Ordering::Relaxed), 0, "nothing was loaded");
+    }
+    // Once it is free, the next search loads the cache and answers the same.
+    assert_eq!(
+        search(&store, "parser lexer task"),
+        fresh_search(&path, "parser lexer task")
+    );
+    assert_eq!(store.loads.load(Ordering::Relaxed), 1);
+}
