@@ -28,6 +28,10 @@ impl TermWeighting for KeywordOverlap {
     fn tf_weight(&self, _tf: u32, _doc_len: u32, _avg_doc_len: f64) -> f64 {
         1.0
     }
+
+    fn max_tf_weight(&self) -> Option<f64> {
+        Some(1.0)
+    }
 }
 
 /// Okapi BM25: terms weigh by their rarity (IDF), so a term every fact contains stops
@@ -74,5 +78,12 @@ impl TermWeighting for Bm25 {
             1.0
         };
         tf * (self.k1 + 1.0) / (tf + self.k1 * (1.0 - self.b + self.b * relative_len))
+    }
+
+    /// `k1 + 1`: the tf part only approaches it, for `k1 ≥ 0` and `b` in `0..=1` (the
+    /// length factor is then never negative); other parameters give no bound.
+    fn max_tf_weight(&self) -> Option<f64> {
+        let sane = self.k1.is_finite() && self.k1 >= 0.0 && (0.0..=1.0).contains(&self.b);
+        sane.then_some(self.k1 + 1.0)
     }
 }

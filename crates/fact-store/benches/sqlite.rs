@@ -10,6 +10,12 @@
 //!   store with the cache off (FTS5 candidates scored from the stored term documents),
 //!   `in_memory` the `InMemorySessionFactStore` on the same facts, for reference.
 //!
+//! - `follow::*`: a cached store over one file of 100,000 facts (built once per run) and
+//!   another store (another connection, as another process would be) writing to the same
+//!   scope. `after_another_write`: a 3-word search right after the other store committed a
+//!   result of 10 facts (made before each sample, not timed); `first_search`: a new store's
+//!   first search, which loads the whole scope into its cache.
+//!
 //! - `peer_fts5::*`: the raw FTS5 peer in the same run, the design of
 //!   `../shared/eval/fts5_baseline.py` (one FTS5 table, `porter unicode61`, `bm25()`
 //!   ranking, no temporal model, no dedup): the same facts inserted as
@@ -40,7 +46,7 @@ use std::sync::{Arc, OnceLock};
 
 use divan::Bencher;
 use divan::counter::ItemsCount;
-use fact_model::{ManualClock, SessionFact, Timestamp};
+use fact_model::{ManualClock, SessionFact, SourceRole, Tag, Timestamp};
 use fact_store::{
     InMemorySessionFactStore, SessionFactStore, SqliteFactStore, SqliteOptions, TermQuery,
 };
@@ -185,6 +191,83 @@ mod search {
         let store = InMemorySessionFactStore::new(unbounded(), Arc::new(ManualClock::default()));
         let queries = search_setup(&store);
         bench_search(bencher, &store, &queries, whole);
+    }
+}
+
+/// A cached store following another connection's writes to a scope of 100,000 facts.
+mod follow {
+    use super::*;
+
+    const SCOPE: &str = "spec:bench";
+
+    /// The folder, the file and the workload's queries.
+    type Database = (tempfile::TempDir, PathBuf, Vec<(String, String)>);
+
+    /// The file holding the facts and the workload's queries, built at the first call.
+    fn database() -> &'static Database {
+        static DATABASE: OnceLock<Database> = OnceLock::new();
+        DATABASE.get_or_init(|| {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("follow.db");
+            let queries = search_setup(&open(&path));
+            (dir, path, queries)
+        })
+    }
+
+    fn open(path: &PathBuf) -> SqliteFactStore {
+        SqliteFactStore::open(path, SCOPE, unbounded(), Arc::new(ManualClock::default())).unwrap()
+    }
+
+    #[divan::bench(sample_count = 100, sample_size = 1)]
+    fn after_another_write(bencher: Bencher<'_, '_>) {
+        let (_, path, queries) = database();
+        let reader = open(path);
+        let writer = open(path);
+        let search = |text: &str| {
+            let query = TermQuery::new(text, 10);
+            reader.search(&query, &Bm25).unwrap()
+        };
+        assert!(
+            !search(&short(&queries.first().unwrap().1)).is_empty(),
+            "no results"
+        );
+        let mut n = 0u64;
+        let mut next = queries.iter().cycle();
+        bencher
+            .with_inputs(|| {
+                n += 1;
+                let at = Timestamp::from_unix_secs(2_000_000_000 + n as i64).unwrap();
+                let batch = (0..10)
+                    .map(|k| {
+                        SessionFact::builder(
+                            format!("src/bench/write_{n}_{k}.rs"),
+                            "modified_by",
+                            format!("task:w{n}"),
+                        )
+                        .tag(Tag::FileChange)
+                        .source(format!("w{n}"), SourceRole::Implementer)
+                        .valid_from(at)
+                        .build()
+                        .unwrap()
+                    })
+                    .collect();
+                writer.add(batch).unwrap();
+                short(&next.next().unwrap().1)
+            })
+            .bench_local_values(|text| search(&text));
+    }
+
+    /// A new store's first search: the cache loads the whole scope.
+    #[divan::bench(sample_count = 5, sample_size = 1)]
+    fn first_search(bencher: Bencher<'_, '_>) {
+        let (_, path, queries) = database();
+        let text = short(&queries.first().unwrap().1);
+        bencher
+            .with_inputs(|| open(path))
+            .bench_local_values(|store| {
+                let query = TermQuery::new(&text, 10);
+                store.search(&query, &Bm25).unwrap()
+            });
     }
 }
 

@@ -365,6 +365,15 @@ pub trait TermWeighting: Send + Sync + Debug {
     /// facts average `avg_doc_len` terms.
     fn tf_weight(&self, tf: u32, doc_len: u32, avg_doc_len: f64) -> f64;
 
+    /// An upper bound of [`tf_weight`](Self::tf_weight) over every input, when there is
+    /// one (default `None`). With a bound, a search through a database's full-text index
+    /// reads the candidates of its rarest terms first and stops before those of common
+    /// terms once no fact holding only them could rank (the results do not change); a
+    /// bound that some input exceeds makes such searches miss results.
+    fn max_tf_weight(&self) -> Option<f64> {
+        None
+    }
+
     /// Adds `weight × tf_weight(tf, doc_lens[slot], avg_doc_len)` to `scores[slot]` for
     /// every `(slot, tf)` of `postings`: the inner loop of index scoring, called once per
     /// query term.

@@ -21,6 +21,11 @@
 //! Other subcommands do not load the model. A binary built without the `onnx` feature (on
 //! by default) refuses `--embedder` when it would be used.
 //!
+//! Each invocation is a process that answers once and exits, so it searches through the
+//! database's own full-text index ([`SearchPath::Database`]: FTS5, or PostgreSQL's GIN
+//! index) rather than loading the scope's term index into memory first, as the
+//! long-lived `facts mcp` does; the results are the same.
+//!
 //! Every subcommand answers in short, aligned text (ids in full, so they can be pasted), or
 //! with `--json` in one JSON document on stdout. Exit codes: 0 ok, 1 a store or model
 //! failure (the message names its code), 2 usage or invalid input (also a model directory
@@ -33,7 +38,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use clap::{ArgGroup, Args, Subcommand};
-use dispatch_runtime::durable::{self, Database};
+use dispatch_runtime::durable::{self, Database, SearchPath};
 use dispatch_runtime::memory_protocol::{self as wire, MAX_TRANSCRIPT_BYTES};
 use dispatch_runtime::reexports::{
     Clock, ConversationExtractor, LlmError, LlmFactExtractor, ProfileField, SessionFact, Tag,
@@ -757,7 +762,8 @@ pub(crate) fn with_embedder(
 }
 
 /// Creates the directory of a SQLite database, then opens the memory of `scope` in the
-/// database.
+/// database, searching through the database's index: one process, one query, nothing of
+/// the scope loaded before it answers.
 fn open(
     database: &Database,
     scope: &str,
@@ -771,7 +777,7 @@ fn open(
         ));
     }
     crate::create_parent(database).map_err(MemFailure::io)?;
-    durable::open_memory_with(database, scope, config, clock)
+    durable::open_memory_searching(database, scope, config, SearchPath::Database, clock)
         .map_err(|e| MemFailure::from(MemoryError::Store(e)))
 }
 

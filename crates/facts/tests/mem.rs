@@ -13,8 +13,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use tempfile::TempDir;
+
+#[path = "support/stdio_client.rs"]
+mod stdio_client;
 
 /// The canned reply of the fake model.
 const REPLY: &str = r#"{"title": "Testing choices", "summary": "The user chose pytest over unittest.",
@@ -1395,4 +1398,51 @@ fn a_bad_or_future_time_or_an_oversized_transcript_stores_nothing_and_exits_2() 
         "only the archive within the limit: {recall}"
     );
     assert_eq!(episodes[0]["id"], archived["episode_id"]);
+}
+
+/// What the store logs (at debug) when it loads a scope into its search cache.
+const CACHE_LOADED: &str = "search cache loaded the scope";
+
+#[test]
+fn one_shot_commands_answer_from_the_database_and_load_nothing() {
+    let mem = Mem::new();
+    mem.ok(&[
+        "add",
+        "--subject",
+        "user",
+        "--relation",
+        "prefers_editor",
+        "--object",
+        "helix",
+        "--statement",
+        "User prefers helix as their editor",
+    ]);
+    // One process, one query: the database's own index answers; the scope is not loaded.
+    for command in ["search", "recall"] {
+        let output = mem.run(&["--log-level", "debug", command, "which editor"]);
+        let log = stderr(&output);
+        assert!(succeeded(output).contains("helix"), "{command}");
+        assert!(
+            !log.contains(CACHE_LOADED),
+            "{command} loaded the scope:\n{log}"
+        );
+    }
+    // The long-lived server loads it once, at its first search, and answers the same.
+    let log = mem.path("mcp.log");
+    let mut server = Command::new(env!("CARGO_BIN_EXE_facts"));
+    server
+        .args(["mcp", "--log-level", "debug", "--db"])
+        .arg(&mem.db)
+        .env_remove("FACTMEM_DB")
+        .stderr(std::fs::File::create(&log).unwrap());
+    let mut client = stdio_client::Client::start(server);
+    for _ in 0..2 {
+        let found = client.call("memory_search", json!({"query": "which editor"}));
+        let results = &found["structuredContent"]["results"];
+        assert_eq!(results[0]["fact"]["object"], "helix", "{found}");
+        assert_eq!(mem.json(&["search", "which editor"])["results"], *results);
+    }
+    assert!(client.finish().success());
+    let log = std::fs::read_to_string(log).unwrap();
+    assert_eq!(log.matches(CACHE_LOADED).count(), 1, "{log}");
 }

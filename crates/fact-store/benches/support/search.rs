@@ -24,6 +24,10 @@ impl TermWeighting for Bm25 {
         };
         tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * relative))
     }
+
+    fn max_tf_weight(&self) -> Option<f64> {
+        Some(2.2)
+    }
 }
 
 /// No capacity, no history limit, no automatic compaction: a store's size is what the

@@ -14,7 +14,7 @@ use super::rows::{Statements, prepared};
 use crate::index::{TopK, distinct};
 use crate::sql::codec::{FACT_COLUMNS, id_from_sql, time_from_sql};
 use crate::sql::error::DbResult;
-use crate::sql::search::{Filters, Scorer, SearchCache, offer, scan, seq_key, seq_sql};
+use crate::sql::search::{Filters, Rounds, Scorer, SearchCache, offer, scan, seq_key, seq_sql};
 use crate::{Analyzer, ScoredFact, TermQuery, TermWeighting};
 
 /// The store's search cache and whether a search is loading it whole.
@@ -203,6 +203,7 @@ fn from_cache(
             Step::Load => {
                 let _loading = Loading(slot);
                 let fresh = load(tx, statements, scope, analyzer, at.now)?;
+                tracing::debug!(scope, facts = fresh.len(), "search cache loaded the scope");
                 let mut held = lock(slot);
                 if held
                     .cache
@@ -264,8 +265,9 @@ fn load(
     Ok(fresh)
 }
 
-/// The GIN index finds the valid facts holding a query term (`terms_tsv @@ 't12 | t7'`);
-/// each is scored from its stored term document.
+/// The GIN index finds the valid facts holding a query term (`terms_tsv @@ 't12 | t7'`),
+/// in [`Rounds`] (`'t7 & !(t12)'` once `t12`'s facts were read); each is scored from its
+/// stored term document.
 fn from_database(
     tx: &mut postgres::Transaction<'_>,
     statements: &mut Statements,
@@ -302,11 +304,6 @@ fn from_database(
     if scorer.is_empty() {
         return Ok(());
     }
-    let expression = scorer
-        .term_ids()
-        .map(|id| format!("t{id}"))
-        .collect::<Vec<_>>()
-        .join(" | ");
     let filters = Filters::of(query);
     let statement = prepared(
         tx,
@@ -314,22 +311,36 @@ fn from_database(
         "SELECT seq, id, valid_from, tags, source_task_id, doc_len, terms FROM facts \
          WHERE scope = $1 AND valid_to IS NULL AND terms_tsv @@ to_tsquery('simple', $2)",
     )?;
-    for row in tx.query(&statement, &[&scope, &expression])? {
-        let document: Option<String> = row.try_get(6)?;
-        let len: Option<i64> = row.try_get(5)?;
-        let score = scorer.score(document.as_deref(), len.unwrap_or(0), weighting)?;
-        offer(
-            top,
-            &filters,
-            score,
-            || {
-                let (seq, id, from): (i64, i64, i64) =
-                    (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
-                Ok((seq, id_from_sql(id)?, time_from_sql(from)?))
-            },
-            || Ok(row.try_get(3)?),
-            || Ok(row.try_get(4)?),
-        )?;
+    let any = |ids: &[i64]| {
+        ids.iter()
+            .map(|id| format!("t{id}"))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    };
+    let mut rounds = Rounds::new(&scorer, weighting);
+    while let Some((now, before)) = rounds.next(top) {
+        let expression = if before.is_empty() {
+            any(&now)
+        } else {
+            format!("({}) & !({})", any(&now), any(&before))
+        };
+        for row in tx.query(&statement, &[&scope, &expression])? {
+            let document: Option<String> = row.try_get(6)?;
+            let len: Option<i64> = row.try_get(5)?;
+            let score = scorer.score(document.as_deref(), len.unwrap_or(0), weighting)?;
+            offer(
+                top,
+                &filters,
+                score,
+                || {
+                    let (seq, id, from): (i64, i64, i64) =
+                        (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+                    Ok((seq, id_from_sql(id)?, time_from_sql(from)?))
+                },
+                || Ok(row.try_get(3)?),
+                || Ok(row.try_get(4)?),
+            )?;
+        }
     }
     Ok(())
 }

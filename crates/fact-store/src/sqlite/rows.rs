@@ -6,6 +6,11 @@
 //! every delete before every insert. FTS5 flushes its pending inserts before every delete,
 //! so deletes interleaved with inserts wrote one index segment per delete (a sixth of the
 //! time of an `add`).
+//!
+//! Every row it inserts or changes is stamped with the generation the transaction commits
+//! (`changed_generation`), and a deletion that a search cache could miss moves
+//! `scopes.deleted_generation` on (schema version 5): so a cache of another connection
+//! follows the write row by row ([`search`](super::search)).
 
 use std::collections::BTreeMap;
 
@@ -41,6 +46,11 @@ pub(super) struct SqliteRows<'a> {
     tx: Transaction<'a>,
     scope: i64,
     fts: BTreeMap<i64, FtsChange>,
+    /// The generation this transaction commits (read with the scope's row), stamped on
+    /// every row it inserts or changes.
+    generation: i64,
+    /// The scope's `deleted_generation`, moved on by what this transaction deletes.
+    deleted_generation: i64,
 }
 
 impl<'a> SqliteRows<'a> {
@@ -50,6 +60,8 @@ impl<'a> SqliteRows<'a> {
             tx,
             scope,
             fts: BTreeMap::new(),
+            generation: 0,
+            deleted_generation: 0,
         }
     }
 
@@ -74,14 +86,15 @@ impl<'a> SqliteRows<'a> {
 
 impl Rows for SqliteRows<'_> {
     fn scope_state(&mut self) -> DbResult<Option<ScopeState>> {
-        Ok(self
+        let found = self
             .tx
             .prepare_cached(
                 "SELECT last_batch, newest_input_batch, valid_count, stored_count, total_len, \
-                 next_key_order, generation FROM scopes WHERE id = ?1",
+                 next_key_order, generation, deleted_generation, stamped_generation \
+                 FROM scopes WHERE id = ?1",
             )?
             .query_row([self.scope], |row| {
-                Ok(ScopeState {
+                let state = ScopeState {
                     last_batch: batch_from_sql(row.get(0)?),
                     newest_input_batch: batch_from_sql(row.get(1)?),
                     valid: row.get(2)?,
@@ -89,17 +102,32 @@ impl Rows for SqliteRows<'_> {
                     total_len: row.get(4)?,
                     next_key_order: row.get(5)?,
                     generation: row.get(6)?,
-                })
+                };
+                Ok((state, row.get::<_, i64>(7)?, row.get::<_, i64>(8)?))
             })
-            .optional()?)
+            .optional()?;
+        let Some((state, deleted, stamped)) = found else {
+            return Ok(None);
+        };
+        // What `Writer::commit` writes when anything changed (a transaction that changes
+        // nothing stamps nothing).
+        self.generation = state.generation.wrapping_add(1);
+        self.deleted_generation = if stamped == state.generation {
+            deleted
+        } else {
+            // A build of an older schema wrote last, without stamping its rows: a cache
+            // before its generation cannot follow the rows (one at it or after loaded it).
+            deleted.max(state.generation)
+        };
+        Ok(Some(state))
     }
 
     fn write_scope_state(&mut self, state: &ScopeState) -> DbResult<()> {
         self.tx
             .prepare_cached(
                 "UPDATE scopes SET last_batch = ?2, newest_input_batch = ?3, valid_count = ?4, \
-                 stored_count = ?5, total_len = ?6, next_key_order = ?7, generation = ?8 \
-                 WHERE id = ?1",
+                 stored_count = ?5, total_len = ?6, next_key_order = ?7, generation = ?8, \
+                 stamped_generation = ?8, deleted_generation = ?9 WHERE id = ?1",
             )?
             .execute(params![
                 self.scope,
@@ -110,6 +138,7 @@ impl Rows for SqliteRows<'_> {
                 state.total_len,
                 state.next_key_order,
                 state.generation,
+                self.deleted_generation,
             ])?;
         Ok(())
     }
@@ -290,9 +319,10 @@ impl Rows for SqliteRows<'_> {
             .prepare_cached(
                 "INSERT INTO facts (scope, id, subject, relation, object, tags, valid_from, \
                  valid_to, source_task_id, source_role, confidence, statement, folded, \
-                 superseded_by, batch, key_order, doc_len, terms, recorded_at) \
+                 superseded_by, batch, key_order, doc_len, terms, recorded_at, \
+                 changed_generation) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, \
-                 ?17, ?18, ?19)",
+                 ?17, ?18, ?19, ?20)",
             )?
             .execute(params![
                 self.scope,
@@ -314,6 +344,7 @@ impl Rows for SqliteRows<'_> {
                 link.map(|l| l.doc_len),
                 link.map(|l| l.document.as_str()),
                 fact.recorded_at().map(Timestamp::unix_micros),
+                self.generation,
             ])?;
         Ok(self.tx.last_insert_rowid())
     }
@@ -330,18 +361,18 @@ impl Rows for SqliteRows<'_> {
             None => self
                 .tx
                 .prepare_cached(
-                    "UPDATE facts SET key_order = NULL, doc_len = NULL, terms = NULL \
-                     WHERE seq = ?1",
+                    "UPDATE facts SET key_order = NULL, doc_len = NULL, terms = NULL, \
+                     changed_generation = ?2 WHERE seq = ?1",
                 )?
-                .execute([seq])?,
+                .execute([seq, self.generation])?,
             // One row update instead of two: every index over the row changes once.
             Some((valid_to, superseded_by)) => self
                 .tx
                 .prepare_cached(
                     "UPDATE facts SET key_order = NULL, doc_len = NULL, terms = NULL, \
-                     valid_to = ?2, superseded_by = ?3 WHERE seq = ?1",
+                     valid_to = ?2, superseded_by = ?3, changed_generation = ?4 WHERE seq = ?1",
                 )?
-                .execute(params![seq, valid_to, superseded_by])?,
+                .execute(params![seq, valid_to, superseded_by, self.generation])?,
         };
         Ok(())
     }
@@ -349,9 +380,16 @@ impl Rows for SqliteRows<'_> {
     fn relink(&mut self, seq: i64, link: &Link) -> DbResult<()> {
         self.tx
             .prepare_cached(
-                "UPDATE facts SET key_order = ?2, doc_len = ?3, terms = ?4 WHERE seq = ?1",
+                "UPDATE facts SET key_order = ?2, doc_len = ?3, terms = ?4, \
+                 changed_generation = ?5 WHERE seq = ?1",
             )?
-            .execute(params![seq, link.key_order, link.doc_len, link.document])?;
+            .execute(params![
+                seq,
+                link.key_order,
+                link.doc_len,
+                link.document,
+                self.generation
+            ])?;
         Ok(())
     }
 
@@ -365,7 +403,8 @@ impl Rows for SqliteRows<'_> {
         self.tx
             .prepare_cached(
                 "UPDATE facts SET tags = ?2, confidence = ?3, statement = ?4, folded = ?5, \
-                 key_order = ?6, doc_len = ?7, terms = ?8 WHERE seq = ?1",
+                 key_order = ?6, doc_len = ?7, terms = ?8, changed_generation = ?9 \
+                 WHERE seq = ?1",
             )?
             .execute(params![
                 seq,
@@ -376,17 +415,26 @@ impl Rows for SqliteRows<'_> {
                 link.map(|l| l.key_order),
                 link.map(|l| l.doc_len),
                 link.map(|l| l.document.as_str()),
+                self.generation,
             ])?;
         Ok(())
     }
 
     fn delete(&mut self, seq: i64) -> DbResult<()> {
-        let id: Option<i64> = self
+        let deleted: Option<(i64, bool, i64)> = self
             .tx
-            .prepare_cached("DELETE FROM facts WHERE seq = ?1 RETURNING id")?
-            .query_row([seq], |row| row.get(0))
+            .prepare_cached(
+                "DELETE FROM facts WHERE seq = ?1 RETURNING id, valid_to IS NULL, \
+                 changed_generation",
+            )?
+            .query_row([seq], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
             .optional()?;
-        if let Some(id) = id {
+        if let Some((id, valid, changed)) = deleted {
+            // A cache at a generation before the row's last change (or holding it, when
+            // it is still valid) cannot see this deletion in the rows: it must reload. A
+            // version that ended at or before a cache's generation was never in it.
+            let unseen = if valid { self.generation } else { changed };
+            self.deleted_generation = self.deleted_generation.max(unseen);
             // When that was the fact's last version, its embeddings go too.
             self.tx
                 .prepare_cached(

@@ -73,6 +73,20 @@
 //! - `applied (scope, key)`: the 16-byte digest of every transaction key the scope
 //!   committed (`Transaction::with_key`), written in the transaction it names, so a
 //!   transaction retried after an unknown outcome applies at most once.
+//!
+//! # Version 5
+//!
+//! - `facts.changed_generation`: the scope's generation committed by the write that last
+//!   inserted or changed the row (0 for rows written before), indexed as `facts_changed
+//!   (scope, changed_generation)`. A search cache a few generations behind (another
+//!   connection or process wrote) replays only the rows changed after its generation.
+//! - `scopes.deleted_generation`: a cache older than this cannot follow the rows, because
+//!   a row it may hold is gone (a deleted row that was valid, or had changed after the
+//!   cache's generation), and must load the scope again.
+//! - `scopes.stamped_generation`: the generation of the last write that stamped its rows
+//!   (the scope's generation when migrated). Behind `generation`, a build of an older
+//!   schema wrote last, without stamps: caches reload, and the next stamped write moves
+//!   `deleted_generation` up to that generation.
 
 use fact_model::Message;
 use rusqlite::{Connection, TransactionBehavior};
@@ -88,8 +102,13 @@ pub(super) const APPLICATION_ID: i64 = 0x464D_454D;
 type Migration = fn(&Connection) -> DbResult<()>;
 
 /// The migrations, by the version they start from.
-pub(super) const MIGRATIONS: &[Migration] =
-    &[to_version_1, to_version_2, to_version_3, to_version_4];
+pub(super) const MIGRATIONS: &[Migration] = &[
+    to_version_1,
+    to_version_2,
+    to_version_3,
+    to_version_4,
+    to_version_5,
+];
 
 /// The newest schema version this build knows.
 pub(super) const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
@@ -302,8 +321,6 @@ fn to_version_3(conn: &Connection) -> DbResult<()> {
     Ok(())
 }
 
-/// The messages of a version-2 transcript (JSON Lines), skipping blank lines and, with a
-/// warning, the lines that are not a message.
 fn to_version_4(conn: &Connection) -> DbResult<()> {
     conn.execute_batch(
         "CREATE TABLE applied (
@@ -315,6 +332,20 @@ fn to_version_4(conn: &Connection) -> DbResult<()> {
     Ok(())
 }
 
+fn to_version_5(conn: &Connection) -> DbResult<()> {
+    // Adding a column with a constant default rewrites nothing; the index is built once.
+    conn.execute_batch(
+        "ALTER TABLE facts ADD COLUMN changed_generation INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE scopes ADD COLUMN deleted_generation INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE scopes ADD COLUMN stamped_generation INTEGER NOT NULL DEFAULT 0;
+        UPDATE scopes SET stamped_generation = generation;
+        CREATE INDEX facts_changed ON facts(scope, changed_generation);",
+    )?;
+    Ok(())
+}
+
+/// The messages of a version-2 transcript (JSON Lines), skipping blank lines and, with a
+/// warning, the lines that are not a message.
 fn parse_transcript(episode: &str, transcript: &str) -> Vec<Message> {
     let mut messages = Vec::new();
     for (number, line) in transcript.lines().enumerate() {

@@ -1,5 +1,13 @@
 //! `search` over SQLite: the database's own term index (FTS5 over term documents), and
 //! the shared in-process cache of it ([`crate::sql::search`] says how both score).
+//!
+//! The cache follows the scope: a search reads the scope's generations in its read
+//! transaction; a cache at the scope's generation answers as it is; a cache a few
+//! generations behind (another connection wrote) reads only the rows stamped with a
+//! newer `changed_generation` (schema version 5) and replays them; only a deletion the
+//! rows cannot show (`deleted_generation` after the cache's) or a write by a build that
+//! does not stamp rows (`stamped_generation` behind) needs the whole scope again, and
+//! what then happens is the caller's choice ([`Cold`]).
 
 use fact_model::SessionFact;
 use rusqlite::{Connection, Transaction, params};
@@ -9,16 +17,66 @@ use super::rows::select_fact_sql;
 use crate::index::{TopK, distinct};
 use crate::sql::codec::{FACT_COLUMNS, id_from_sql, time_from_sql};
 use crate::sql::error::DbResult;
-use crate::sql::search::{Filters, Scorer, SearchCache, offer, scan, seq_key, seq_sql};
+use crate::sql::search::{Filters, Rounds, Scorer, SearchCache, offer, scan, seq_key, seq_sql};
 use crate::{Analyzer, ScoredFact, TermQuery, TermWeighting};
 
-/// Reads the scope's valid facts into a cache at `generation`.
-fn load(
-    tx: &Transaction<'_>,
-    scope: i64,
-    analyzer: &Analyzer,
+/// What a cached search does when its cache cannot follow the scope row by row (there
+/// is none yet, or rows it may hold were deleted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Cold {
+    /// Load the whole scope into the cache in this read transaction.
+    Load,
+    /// Answer this query from the database's index, leaving the cache as it is.
+    Database,
+    /// Answers nothing (no [`Searched::results`]): the caller loads the cache elsewhere.
+    Return,
+}
+
+/// What [`search`] answered.
+#[derive(Debug)]
+pub(super) struct Searched {
+    /// The results; `None` only for [`Cold::Return`].
+    pub(super) results: Option<Vec<ScoredFact>>,
+    /// Whether it loaded the whole scope into the cache ([`Cold::Load`]).
+    pub(super) loaded: bool,
+}
+
+/// The scope's row as the search cache reads it.
+#[derive(Debug, Clone, Copy)]
+struct Generations {
+    /// Bumped by every write.
     generation: i64,
-) -> DbResult<SearchCache> {
+    /// The newest generation a row a cache may hold was deleted at.
+    deleted: i64,
+    /// The generation of the last write that stamped its rows.
+    stamped: i64,
+}
+
+impl Generations {
+    fn read(tx: &Transaction<'_>, scope: i64) -> DbResult<Generations> {
+        Ok(tx
+            .prepare_cached(
+                "SELECT generation, deleted_generation, stamped_generation FROM scopes \
+                 WHERE id = ?1",
+            )?
+            .query_row([scope], |row| {
+                Ok(Generations {
+                    generation: row.get(0)?,
+                    deleted: row.get(1)?,
+                    stamped: row.get(2)?,
+                })
+            })?)
+    }
+
+    /// Whether a cache at `cached` can reach this generation with the rows changed since.
+    fn followable_from(&self, cached: i64) -> bool {
+        self.stamped == self.generation && self.deleted <= cached && cached < self.generation
+    }
+}
+
+/// Reads the scope's valid facts into a cache, at the generation of `tx`'s snapshot.
+pub(super) fn load(tx: &Transaction<'_>, scope: i64, analyzer: &Analyzer) -> DbResult<SearchCache> {
+    let generation = Generations::read(tx, scope)?.generation;
     let mut cache = SearchCache::new(generation);
     let mut stmt = tx.prepare_cached(&format!(
         "SELECT seq, {FACT_COLUMNS} FROM facts WHERE scope = ?1 AND valid_to IS NULL \
@@ -33,25 +91,55 @@ fn load(
     Ok(cache)
 }
 
-/// Answers `search` for `scope`; `cache` is used (and filled) when `use_cache`.
+/// Replays on `cache` the rows changed after its generation, and moves it to `to`.
+fn follow(
+    tx: &Transaction<'_>,
+    scope: i64,
+    analyzer: &Analyzer,
+    cache: &mut SearchCache,
+    to: i64,
+) -> DbResult<()> {
+    let mut stmt = tx.prepare_cached(&format!(
+        "SELECT seq, valid_to IS NULL, {FACT_COLUMNS} FROM facts \
+         WHERE scope = ?1 AND changed_generation > ?2"
+    ))?;
+    let mut rows = stmt.query(params![scope, cache.generation()])?;
+    while let Some(row) = rows.next()? {
+        let seq: i64 = row.get(0)?;
+        let valid: bool = row.get(1)?;
+        if valid {
+            cache.insert(seq, &read_fact(row, 2)?, analyzer);
+        } else {
+            cache.remove(seq);
+        }
+    }
+    cache.advance(to);
+    Ok(())
+}
+
+/// Answers `search` for `scope`: from `cache` when given (brought to the scope's
+/// generation first, or handled as `Cold` says when it cannot follow), else from FTS5.
 pub(super) fn search(
     conn: &mut Connection,
     scope: i64,
     analyzer: &Analyzer,
-    cache: &mut Option<SearchCache>,
-    use_cache: bool,
+    cache: Option<(&mut Option<SearchCache>, Cold)>,
     query: &TermQuery<'_>,
     weighting: &dyn TermWeighting,
-) -> DbResult<Vec<ScoredFact>> {
+) -> DbResult<Searched> {
+    let mut loaded = false;
     if query.limit == 0 {
-        return Ok(Vec::new());
+        return Ok(Searched {
+            results: Some(Vec::new()),
+            loaded,
+        });
     }
     // One read transaction: the statistics, the candidates and the facts fetched at the
     // end all come from one snapshot of the database.
     let tx = conn.transaction()?;
     let mut top = TopK::new(query.limit);
-    match query.as_of {
-        Some(at) => {
+    match (query.as_of, cache) {
+        (Some(at), _) => {
             let mut stmt = tx.prepare_cached(&format!(
                 "SELECT seq, {FACT_COLUMNS} FROM facts WHERE scope = ?1 AND valid_from <= ?2 \
                  AND (valid_to IS NULL OR ?2 < valid_to) ORDER BY seq"
@@ -67,19 +155,36 @@ pub(super) fn search(
             }
             scan(&facts, analyzer, query, weighting, &mut top);
         }
-        None if use_cache => {
-            let generation: i64 = tx
-                .prepare_cached("SELECT generation FROM scopes WHERE id = ?1")?
-                .query_row([scope], |row| row.get(0))?;
-            if cache.as_ref().map(SearchCache::generation) != Some(generation) {
-                *cache = None;
-                *cache = Some(load(&tx, scope, analyzer, generation)?);
-            }
-            if let Some(cache) = cache.as_ref() {
-                cache.search(analyzer, query, weighting, &mut top);
+        (None, Some((cache, cold))) => {
+            let now = Generations::read(&tx, scope)?;
+            let warm = match cache.as_mut() {
+                Some(current) if current.generation() == now.generation => true,
+                Some(current) if now.followable_from(current.generation()) => {
+                    follow(&tx, scope, analyzer, current, now.generation)?;
+                    true
+                }
+                _ => match cold {
+                    Cold::Load => {
+                        *cache = None;
+                        *cache = Some(load(&tx, scope, analyzer)?);
+                        loaded = true;
+                        true
+                    }
+                    Cold::Database => false,
+                    Cold::Return => {
+                        return Ok(Searched {
+                            results: None,
+                            loaded,
+                        });
+                    }
+                },
+            };
+            match cache.as_ref() {
+                Some(cache) if warm => cache.search(analyzer, query, weighting, &mut top),
+                _ => from_database(&tx, scope, analyzer, query, weighting, &mut top)?,
             }
         }
-        None => from_database(&tx, scope, analyzer, query, weighting, &mut top)?,
+        (None, None) => from_database(&tx, scope, analyzer, query, weighting, &mut top)?,
     }
     let mut results = Vec::new();
     let mut stmt = tx.prepare_cached(&select_fact_sql())?;
@@ -94,11 +199,15 @@ pub(super) fn search(
     }
     drop(stmt);
     tx.commit()?;
-    Ok(results)
+    Ok(Searched {
+        results: Some(results),
+        loaded,
+    })
 }
 
-/// FTS5 finds the valid facts holding a query term (`MATCH 't12 OR t7'`); each is scored
-/// from its stored term document.
+/// FTS5 finds the valid facts holding a query term (`MATCH 't12 OR t7'`), in
+/// [`Rounds`] (`MATCH 't7 NOT (t12)'` once `t12`'s facts were read); each is scored from
+/// its stored term document.
 fn from_database(
     tx: &Transaction<'_>,
     scope: i64,
@@ -129,32 +238,41 @@ fn from_database(
     if scorer.is_empty() {
         return Ok(());
     }
-    let expression = scorer
-        .term_ids()
-        .map(|id| format!("t{id}"))
-        .collect::<Vec<_>>()
-        .join(" OR ");
     let filters = Filters::of(query);
     let mut stmt = tx.prepare_cached(
         "SELECT f.seq, f.id, f.valid_from, f.tags, f.source_task_id, f.doc_len, f.terms \
          FROM fact_fts CROSS JOIN facts AS f ON f.seq = fact_fts.rowid \
          WHERE fact_fts MATCH ?1 AND f.scope = ?2 AND f.valid_to IS NULL",
     )?;
-    let mut rows = stmt.query(params![expression, scope])?;
-    while let Some(row) = rows.next()? {
-        let document: Option<String> = row.get(6)?;
-        let score = scorer.score(document.as_deref(), row.get(5)?, weighting)?;
-        offer(
-            top,
-            &filters,
-            score,
-            || {
-                let (seq, id, from): (i64, i64, i64) = (row.get(0)?, row.get(1)?, row.get(2)?);
-                Ok((seq, id_from_sql(id)?, time_from_sql(from)?))
-            },
-            || Ok(row.get(3)?),
-            || Ok(row.get(4)?),
-        )?;
+    let any = |ids: &[i64]| {
+        ids.iter()
+            .map(|id| format!("t{id}"))
+            .collect::<Vec<_>>()
+            .join(" OR ")
+    };
+    let mut rounds = Rounds::new(&scorer, weighting);
+    while let Some((now, before)) = rounds.next(top) {
+        let expression = if before.is_empty() {
+            any(&now)
+        } else {
+            format!("({}) NOT ({})", any(&now), any(&before))
+        };
+        let mut rows = stmt.query(params![expression, scope])?;
+        while let Some(row) = rows.next()? {
+            let document: Option<String> = row.get(6)?;
+            let score = scorer.score(document.as_deref(), row.get(5)?, weighting)?;
+            offer(
+                top,
+                &filters,
+                score,
+                || {
+                    let (seq, id, from): (i64, i64, i64) = (row.get(0)?, row.get(1)?, row.get(2)?);
+                    Ok((seq, id_from_sql(id)?, time_from_sql(from)?))
+                },
+                || Ok(row.get(3)?),
+                || Ok(row.get(4)?),
+            )?;
+        }
     }
     Ok(())
 }

@@ -1,12 +1,15 @@
 //! Failures only a second, raw connection can cause: a write that fails halfway (an
-//! injected trigger error) or finds the database locked leaves the store as it was.
+//! injected trigger error) or finds the database locked leaves the store as it was; the
+//! search cache following another connection's writes (counting its loads); migrations
+//! of databases that older builds left.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use fact_model::{ManualClock, SessionFact, SourceRole, Tag, Timestamp};
+use fact_model::{FactId, FactUpdate, ManualClock, SessionFact, SourceRole, Tag, Timestamp};
 use rusqlite::Connection;
 
 use super::{SqliteFactStore, SqliteOptions};
@@ -242,7 +245,7 @@ fn older_databases_migrate_to_messages_aliases_profile_and_embeddings() {
     use crate::{AliasChange, EpisodeStore, FactVectors, LongTermStore, MemoryWrite, MessageQuery};
     use fact_model::{FactId, Message, MessageRole};
 
-    assert_eq!(SqliteFactStore::SCHEMA_VERSION, 4);
+    assert_eq!(SqliteFactStore::SCHEMA_VERSION, 5);
     for version in [1, 2] {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("facts.db");
@@ -354,4 +357,211 @@ fn older_databases_migrate_to_messages_aliases_profile_and_embeddings() {
             .unwrap();
         assert_eq!(df, 0);
     }
+}
+
+// --- the search cache and other connections ------------------------------------------------
+
+/// What a store opened now (its cache loaded from the file) answers.
+fn fresh_search(path: &std::path::Path, text: &str) -> Vec<(String, f64)> {
+    let clock = Arc::new(ManualClock::default());
+    let store = SqliteFactStore::open(path, "s", StoreConfig::default(), clock).unwrap();
+    search(&store, text)
+}
+
+#[test]
+fn a_search_cache_follows_another_connection_row_by_row_and_reloads_after_deletions() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("facts.db");
+    let clock = Arc::new(ManualClock::default());
+    let open = || SqliteFactStore::open(&path, "s", StoreConfig::default(), clock.clone()).unwrap();
+    let (reader, writer) = (open(), open());
+    let loads = || reader.loads.load(Ordering::Relaxed);
+    let query = "parser lexer tokenizer task";
+    let agrees = |step: &str| {
+        assert_eq!(search(&reader, query), fresh_search(&path, query), "{step}");
+    };
+    writer
+        .add(vec![fact("task:1", "status", "parser blocked", 0)])
+        .unwrap();
+    agrees("first search");
+    assert_eq!(loads(), 1);
+    let lexer = fact("src/lexer.rs", "modified_by", "task:1", 1);
+    writer.add(vec![lexer.clone()]).unwrap();
+    agrees("an add");
+    writer
+        .add(vec![fact("task:1", "status", "parser done", 2)])
+        .unwrap();
+    agrees("a supersession");
+    let statement = FactUpdate {
+        statement: Some("the tokenizer moved".into()),
+        ..FactUpdate::default()
+    };
+    writer.update(lexer.id(), &statement).unwrap();
+    agrees("an update");
+    reader
+        .add(vec![fact("src/lexer.rs", "reviewed_by", "task:2", 3)])
+        .unwrap();
+    writer.invalidate("src/lexer.rs", "reviewed_by").unwrap();
+    agrees("an invalidation after the reader's own write");
+    // Two writes in a row, then one search.
+    writer
+        .add(vec![fact("task:3", "status", "lexer", 4)])
+        .unwrap();
+    writer
+        .add(vec![fact("task:3", "status", "parser", 5)])
+        .unwrap();
+    agrees("two writes");
+    // Deleting an ended version the cache saw end: nothing it holds is gone.
+    let blocked = FactId::for_triple("task:1", "status", "parser blocked");
+    assert_eq!(writer.delete(blocked).unwrap(), 1);
+    agrees("a deleted ended version");
+    assert_eq!(loads(), 1, "every write above was followed row by row");
+    // Deleting a valid fact: the rows cannot show it, the scope is loaded again.
+    writer.delete(lexer.id()).unwrap();
+    agrees("a deleted valid fact");
+    assert_eq!(loads(), 2);
+    // A build of schema 4 writes without stamping its rows: here it ends `task:3`'s status.
+    let raw = Connection::open(&path).unwrap();
+    raw.execute_batch(
+        "UPDATE facts SET valid_to = 1, key_order = NULL, doc_len = NULL, terms = NULL \
+         WHERE subject = 'task:3' AND valid_to IS NULL; \
+         UPDATE scopes SET generation = generation + 1, valid_count = valid_count - 1;",
+    )
+    .unwrap();
+    assert!(
+        !search(&reader, "task:3 parser")
+            .iter()
+            .any(|(o, _)| o == "parser"),
+        "an unstamped write is not missed"
+    );
+    assert_eq!(loads(), 3);
+    agrees("after an unstamped write");
+    // The next stamped write carries on from there.
+    writer
+        .add(vec![fact("task:4", "status", "lexer", 6)])
+        .unwrap();
+    agrees("a stamped write after an unstamped one");
+    assert_eq!(loads(), 3);
+}
+
+#[test]
+fn databases_of_versions_3_and_4_migrate_to_stamped_rows() {
+    use crate::sql::codec::{id_to_sql, tags_to_sql};
+
+    for version in [3, 4] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("facts.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            for migration in &super::schema::MIGRATIONS[..version] {
+                migration(&conn).unwrap();
+            }
+            conn.pragma_update(None, "user_version", u32::try_from(version).unwrap())
+                .unwrap();
+            conn.execute(
+                "INSERT INTO scopes (name, last_batch, newest_input_batch, valid_count, \
+                 stored_count, next_key_order, generation) VALUES ('s', 2, 2, 1, 2, 2, 7)",
+                [],
+            )
+            .unwrap();
+            let old = fact("task:1", "status", "parser blocked", 0);
+            let new = fact("task:1", "status", "parser done", 1);
+            let old = old.superseded_at(new.valid_from(), new.id()).unwrap();
+            for (batch, fact) in [(1, &old), (2, &new)] {
+                conn.execute(
+                    "INSERT INTO facts (scope, id, subject, relation, object, tags, valid_from, \
+                     valid_to, source_task_id, source_role, confidence, superseded_by, batch, \
+                     key_order) VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                    rusqlite::params![
+                        id_to_sql(fact.id()),
+                        fact.subject(),
+                        fact.relation(),
+                        fact.object(),
+                        tags_to_sql(fact.tags().as_slice()),
+                        fact.valid_from().unix_micros(),
+                        fact.valid_to().map(Timestamp::unix_micros),
+                        fact.source_task_id(),
+                        fact.source_role().as_str(),
+                        fact.confidence(),
+                        fact.superseded_by().map(id_to_sql),
+                        batch,
+                        fact.is_valid().then_some(1),
+                    ],
+                )
+                .unwrap();
+            }
+        }
+        let clock = Arc::new(ManualClock::new(at(2_000)));
+        let open =
+            || SqliteFactStore::open(&path, "s", StoreConfig::default(), clock.clone()).unwrap();
+        let reader = open();
+        let raw = Connection::open(&path).unwrap();
+        let migrated: u32 = raw
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .unwrap();
+        assert_eq!(migrated, 5, "from {version}");
+        let (generation, stamped, deleted): (i64, i64, i64) = raw
+            .query_row(
+                "SELECT generation, stamped_generation, deleted_generation FROM scopes",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+            )
+            .unwrap();
+        // Opening rebuilt the term documents (the old scope names no analyzer): one write.
+        assert_eq!((generation, stamped, deleted), (8, 8, 0), "from {version}");
+        let index: i64 = raw
+            .query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE name = 'facts_changed'",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(index, 1);
+        assert_eq!(search(&reader, "parser"), [("parser done".to_owned(), 1.0)]);
+        // Another connection's writes are followed row by row on the migrated file.
+        let writer = open();
+        writer
+            .add(vec![fact("task:1", "status", "parser merged", 2)])
+            .unwrap();
+        assert_eq!(
+            search(&reader, "parser"),
+            [("parser merged".to_owned(), 1.0)]
+        );
+        assert_eq!(reader.loads.load(Ordering::Relaxed), 1, "from {version}");
+        assert_eq!(writer.history("task:1").unwrap().len(), 3);
+    }
+}
+
+#[test]
+fn a_search_while_another_loads_the_scope_answers_from_fts5_without_waiting() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("facts.db");
+    let clock = Arc::new(ManualClock::default());
+    let store = SqliteFactStore::open(&path, "s", StoreConfig::default(), clock).unwrap();
+    store
+        .add(vec![
+            fact("task:1", "status", "parser blocked", 0),
+            fact("src/lexer.rs", "modified_by", "task:1", 1),
+        ])
+        .unwrap();
+    let expected = fresh_search(&path, "parser lexer task");
+    {
+        // Another search holds the loader (it is loading the scope on its own connection).
+        let _loading = store.loader.lock().unwrap();
+        assert_eq!(search(&store, "parser lexer task"), expected);
+        store
+            .add(vec![fact("task:2", "status", "lexer done", 2)])
+            .unwrap();
+        assert_eq!(
+            search(&store, "parser lexer task"),
+            fresh_search(&path, "parser lexer task")
+        );
+        assert_eq!(store.loads.load(Ordering::Relaxed), 0, "nothing was loaded");
+    }
+    // Once it is free, the next search loads the cache and answers the same.
+    assert_eq!(
+        search(&store, "parser lexer task"),
+        fresh_search(&path, "parser lexer task")
+    );
+    assert_eq!(store.loads.load(Ordering::Relaxed), 1);
 }
