@@ -15,17 +15,13 @@ use std::time::Duration;
 use dispatch_runtime::{
     CompilePromptRequest, DispatchRuntimeManager, IngestOutputRequest, InitRunRequest, StoreFactory,
 };
-use fact_model::{
-    FactId, FactSelector, FactUpdate, ManualClock, SessionFact, SourceRole, Timestamp,
-};
+use fact_model::{ManualClock, SourceRole};
 use fact_retrieve::FactQuery;
-use fact_store::{
-    AddReport, Analyzer, CompactionReport, ImportReport, InMemorySessionFactStore, ScoredFact,
-    SessionFactStore, Snapshot, StoreConfig, StoreResult, TermQuery, TermWeighting, Transaction,
-    TransactionReport,
-};
+use fact_store::{InMemorySessionFactStore, StoreConfig};
 use serde_json::{Value, json};
 use tempfile::TempDir;
+
+use crate::hooked::Hooked;
 
 /// How long the other requests may take while one is stuck: far more than they need.
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -75,70 +71,6 @@ impl Gate {
     }
 }
 
-/// An in-memory store whose writes (`apply`, what `ingest_output` calls) wait at a gate.
-#[derive(Debug)]
-struct GatedWrites {
-    store: InMemorySessionFactStore,
-    gate: Arc<Gate>,
-}
-
-impl SessionFactStore for GatedWrites {
-    fn add(&self, batch: Vec<SessionFact>) -> StoreResult<AddReport> {
-        self.gate.pass();
-        self.store.add(batch)
-    }
-    fn apply(&self, transaction: Transaction) -> StoreResult<TransactionReport> {
-        self.gate.pass();
-        self.store.apply(transaction)
-    }
-    fn invalidate_matching(&self, selector: &FactSelector) -> StoreResult<Vec<FactId>> {
-        self.store.invalidate_matching(selector)
-    }
-    fn compact(&self, max_valid: usize) -> StoreResult<CompactionReport> {
-        self.store.compact(max_valid)
-    }
-    fn update(&self, id: FactId, update: &FactUpdate) -> StoreResult<SessionFact> {
-        self.store.update(id, update)
-    }
-    fn delete(&self, id: FactId) -> StoreResult<usize> {
-        self.store.delete(id)
-    }
-    fn import(&self, snapshot: Snapshot) -> StoreResult<ImportReport> {
-        self.store.import(snapshot)
-    }
-    fn valid_facts(&self) -> StoreResult<Vec<SessionFact>> {
-        self.store.valid_facts()
-    }
-    fn valid_at(&self, at: Timestamp) -> StoreResult<Vec<SessionFact>> {
-        self.store.valid_at(at)
-    }
-    fn history(&self, subject: &str) -> StoreResult<Vec<SessionFact>> {
-        self.store.history(subject)
-    }
-    fn get(&self, id: FactId) -> StoreResult<Option<SessionFact>> {
-        self.store.get(id)
-    }
-    fn export_snapshot(&self) -> StoreResult<Snapshot> {
-        self.store.export_snapshot()
-    }
-    fn analyzer(&self) -> &Analyzer {
-        self.store.analyzer()
-    }
-    fn search(
-        &self,
-        query: &TermQuery<'_>,
-        weighting: &dyn TermWeighting,
-    ) -> StoreResult<Vec<ScoredFact>> {
-        self.store.search(query, weighting)
-    }
-    fn valid_count(&self) -> StoreResult<usize> {
-        self.store.valid_count()
-    }
-    fn stored_count(&self) -> StoreResult<usize> {
-        self.store.stored_count()
-    }
-}
-
 /// A project with specs `slow` and `fast`, three tasks each.
 fn project() -> TempDir {
     let dir = TempDir::new().unwrap();
@@ -163,10 +95,19 @@ fn runtime(dir: &TempDir, gate: &Arc<Gate>) -> DispatchRuntimeManager {
     let stores: StoreFactory = Box::new(move |spec, clock| {
         let store = InMemorySessionFactStore::new(StoreConfig::default(), clock);
         Ok(match spec {
-            "slow" => Arc::new(GatedWrites {
-                store,
-                gate: gate.clone(),
-            }),
+            "slow" => {
+                // Writes wait at the gate.
+                let gate = gate.clone();
+                Arc::new(Hooked {
+                    store,
+                    hook: Box::new(move |call| {
+                        if matches!(call, "add" | "apply") {
+                            gate.pass();
+                        }
+                        Ok(())
+                    }),
+                })
+            }
             "opening" => {
                 gate.pass();
                 Arc::new(store)

@@ -6,11 +6,17 @@
     clippy::indexing_slicing,
     clippy::panic
 )]
+// Helpers shared by tests that need a backend feature are unused in builds without it.
+#![cfg_attr(
+    not(all(feature = "sqlite", feature = "postgres")),
+    allow(dead_code, unused_imports, unused_mut)
+)]
 
 mod concurrency;
 #[cfg(feature = "postgres")]
 mod connections;
 mod contract;
+mod hooked;
 mod hostile;
 mod locking;
 mod maintenance;

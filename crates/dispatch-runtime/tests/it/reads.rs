@@ -3,7 +3,7 @@
 //! is then the store's error with its code (`store_backend` in the protocol, `backend`
 //! for memory), never an empty answer; nothing is archived or embedded on the strength
 //! of a read that failed, and once the tables are back everything answers as before.
-//! And a store whose counts fail right after a write (`CountsFail`): the read an ingest
+//! And a store whose counts fail right after a write (a [`Hooked`](crate::hooked::Hooked) store): the read an ingest
 //! makes after an automatic compaction.
 
 use std::path::Path;
@@ -16,18 +16,16 @@ use dispatch_runtime::{
     CompilePromptRequest, DispatchRuntimeManager, IngestOutputRequest, InitRunRequest,
     MemoryChange, MemoryError, MemoryService, NewMemory, RuntimeError,
 };
-use fact_model::{
-    FactId, FactSelector, FactUpdate, ManualClock, Message, MessageRole, SessionFact, SourceRole,
-    Timestamp,
-};
+use fact_model::{ManualClock, Message, MessageRole, SourceRole, Timestamp};
 use fact_retrieve::{EmbedError, Embedder, FactQuery};
 use fact_store::{
-    AddReport, Analyzer, CompactionReport, EpisodeStore, ImportReport, InMemoryEpisodeStore,
-    InMemorySessionFactStore, ScoredFact, SessionFactStore, Snapshot, SqliteFactStore, StoreConfig,
-    StoreError, StoreResult, TermQuery, TermWeighting, Transaction, TransactionReport,
+    EpisodeStore, InMemoryEpisodeStore, InMemorySessionFactStore, SessionFactStore,
+    SqliteFactStore, StoreConfig, StoreError,
 };
 use serde_json::json;
 use tempfile::TempDir;
+
+use crate::hooked::Hooked;
 
 /// The tables every read of facts and counts uses.
 const TABLES: [&str; 2] = ["facts", "scopes"];
@@ -337,82 +335,6 @@ fn with_embedder_on_a_store_that_cannot_read_is_a_store_error_and_embeds_nothing
     assert!(recalled.text.contains("Berlin"), "{}", recalled.text);
 }
 
-/// An in-memory store whose counts cannot be read once `broken` is set, as a store whose
-/// connection dropped right after a write committed.
-#[derive(Debug)]
-struct CountsFail {
-    store: InMemorySessionFactStore,
-    broken: Arc<AtomicBool>,
-}
-
-impl CountsFail {
-    fn check(&self) -> StoreResult<()> {
-        if self.broken.load(Ordering::Relaxed) {
-            return Err(StoreError::Io {
-                message: "the connection was closed".into(),
-            });
-        }
-        Ok(())
-    }
-}
-
-impl SessionFactStore for CountsFail {
-    fn add(&self, batch: Vec<SessionFact>) -> StoreResult<AddReport> {
-        self.store.add(batch)
-    }
-    fn apply(&self, transaction: Transaction) -> StoreResult<TransactionReport> {
-        self.store.apply(transaction)
-    }
-    fn invalidate_matching(&self, selector: &FactSelector) -> StoreResult<Vec<FactId>> {
-        self.store.invalidate_matching(selector)
-    }
-    fn compact(&self, max_valid: usize) -> StoreResult<CompactionReport> {
-        self.store.compact(max_valid)
-    }
-    fn update(&self, id: FactId, update: &FactUpdate) -> StoreResult<SessionFact> {
-        self.store.update(id, update)
-    }
-    fn delete(&self, id: FactId) -> StoreResult<usize> {
-        self.store.delete(id)
-    }
-    fn import(&self, snapshot: Snapshot) -> StoreResult<ImportReport> {
-        self.store.import(snapshot)
-    }
-    fn valid_facts(&self) -> StoreResult<Vec<SessionFact>> {
-        self.store.valid_facts()
-    }
-    fn valid_at(&self, at: Timestamp) -> StoreResult<Vec<SessionFact>> {
-        self.store.valid_at(at)
-    }
-    fn history(&self, subject: &str) -> StoreResult<Vec<SessionFact>> {
-        self.store.history(subject)
-    }
-    fn get(&self, id: FactId) -> StoreResult<Option<SessionFact>> {
-        self.store.get(id)
-    }
-    fn export_snapshot(&self) -> StoreResult<Snapshot> {
-        self.store.export_snapshot()
-    }
-    fn analyzer(&self) -> &Analyzer {
-        self.store.analyzer()
-    }
-    fn search(
-        &self,
-        query: &TermQuery<'_>,
-        weighting: &dyn TermWeighting,
-    ) -> StoreResult<Vec<ScoredFact>> {
-        self.store.search(query, weighting)
-    }
-    fn valid_count(&self) -> StoreResult<usize> {
-        self.check()?;
-        self.store.valid_count()
-    }
-    fn stored_count(&self) -> StoreResult<usize> {
-        self.check()?;
-        self.store.stored_count()
-    }
-}
-
 #[test]
 fn an_ingest_whose_count_after_compaction_cannot_be_read_is_a_store_error() {
     let dir = TempDir::new().unwrap();
@@ -426,9 +348,21 @@ fn an_ingest_whose_count_after_compaction_cannot_be_read_is_a_store_error() {
         .clock(clock())
         .stores(Box::new(move |_, clock| {
             let config = StoreConfig::default().with_capacity(1);
-            Ok(Arc::new(CountsFail {
+            // Its counts cannot be read once `broken` is set, as a store whose connection
+            // dropped right after a write committed.
+            let broken = counts.clone();
+            Ok(Arc::new(Hooked {
                 store: InMemorySessionFactStore::new(config, clock),
-                broken: counts.clone(),
+                hook: Box::new(move |call| {
+                    if matches!(call, "valid_count" | "stored_count")
+                        && broken.load(Ordering::Relaxed)
+                    {
+                        return Err(StoreError::Io {
+                            message: "the connection was closed".into(),
+                        });
+                    }
+                    Ok(())
+                }),
             }) as Arc<dyn SessionFactStore>)
         }))
         .project_root(dir.path())
