@@ -11,6 +11,8 @@
 //!   `--memory`, asked of the memory through `recall` ([`eval_memory`]).
 //! - `bench-ref --facts N`: ours side by side with the TypeScript reference; see
 //!   [`bench_ref`].
+//! - `load [--clients N] [--secs S]`: the full load test of `facts mcp --http`; see
+//!   [`load`].
 //! - `man`: the `facts` man pages into `target/man`; see [`man`].
 //! - `public-api [--bless]`: the committed public API snapshots; see [`public_api`].
 //! - `fuzz --seconds N [NAME]`: the cargo-fuzz targets of `fuzz/` (nightly); see
@@ -33,6 +35,7 @@ mod check;
 mod eval;
 mod eval_memory;
 mod fuzz;
+mod load;
 mod man;
 mod public_api;
 #[cfg(test)]
@@ -74,6 +77,12 @@ const COMMANDS: &[Subcommand] = &[
         synopsis: "--facts N [--queries Q] [--runs R]",
         summary: "ingest, retrieval and RSS side by side with the TypeScript reference",
         run: bench_ref::run,
+    },
+    Subcommand {
+        name: "load",
+        synopsis: "[--clients N] [--secs S] [--tenants T] [--rate R]",
+        summary: "load facts mcp --http with many MCP clients and tenants, then across a PostgreSQL restart",
+        run: load::run,
     },
     Subcommand {
         name: "man",
