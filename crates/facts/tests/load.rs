@@ -124,7 +124,14 @@ fn tenants(run: &str, count: usize, dir: &Path) -> (Vec<Tenant>, PathBuf) {
         })
         .collect();
     let file = dir.join("tokens.json");
-    std::fs::write(&file, json!({"tokens": entries}).to_string()).unwrap();
+    // Limits well above the load's own rate: this test measures the server, not its 429s
+    // (tests/tenants.rs tests those).
+    let defaults = json!({"max_concurrent": 64, "rate_per_sec": 1000, "burst": 1000});
+    std::fs::write(
+        &file,
+        json!({"defaults": defaults, "tenants": entries}).to_string(),
+    )
+    .unwrap();
     (tenants, file)
 }
 
