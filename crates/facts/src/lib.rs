@@ -99,12 +99,30 @@ tokenizer.json and the ONNX Runtime library; `.ci/models DIR` in the factmem rep
 assembles it. A model that cannot be loaded stops the server: recall never falls back to words
 alone without saying so.
 
+Tenants (--http --tokens FILE, docs/tenants.md): FILE is JSON,
+  {\"defaults\": {\"max_concurrent\": 16, \"rate_per_sec\": 50, \"burst\": 100},
+   \"tenants\": [{\"tenant\": \"alice\", \"sha256\": \"<hex SHA-256 of the token>\",
+                \"scope\": \"team/alice\", \"rights\": [\"read\", \"write\", \"runtime\"],
+                \"project\": \"/srv/alice\", \"rate_per_sec\": 10}]}
+Hash a token with: printf %s \"$TOKEN\" | sha256sum. `scope` defaults to the tenant's name; no
+two tenants' scopes may be equal or one the other's prefix at a '/' or ':'. Every request
+needs Authorization: Bearer TOKEN (else 401). A tenant's memory tools use its scope, its specs
+are stored under SCOPE/spec:NAME, and project_path must lie in its project (else the server's
+--project). Rights: read (tools that only read), write (the other memory tools), runtime (the
+other protocol actions); a call without the right is a `forbidden` tool error, and tools/list
+shows only the tools a tenant may call. Over a tenant's rate or requests in flight: 429 with
+Retry-After. SIGHUP re-reads FILE (an invalid one is logged and the old tenants kept).
+--allow-remote needs --tokens. --tls-cert and --tls-key (PEM) serve HTTPS; or put a reverse
+proxy that terminates TLS in front of --http 127.0.0.1:PORT.
+
 Exit codes:
   0  the server stopped normally (over stdio: the client disconnected)
   1  the server failed, the database could not be opened (unreachable, refused), or the
      embedding model could not be loaded
   2  usage error, a --project that is not a directory, a tokenizer this build lacks, an
-     --embedder directory (or a file in it) that is missing, --embedder without --db";
+     --embedder directory (or a file in it) that is missing, --embedder without --db, a
+     --tokens file that cannot be read or is wrong (the message names the entry), TLS files
+     that cannot be loaded, --allow-remote without --tokens";
 
 /// What `facts mem --help` adds after the options.
 const MEM_AFTER_HELP: &str = "\

@@ -176,9 +176,13 @@ pub(crate) struct Tenancy {
     /// The canonical project directory of a tenant whose entry names none.
     project: PathBuf,
     /// The spaces, by scope and project directory (so a reloaded token file that changes
-    /// either gets a new space).
-    spaces: Mutex<HashMap<(String, PathBuf), Arc<Space>>>,
+    /// either gets a new space); each slot is filled on its tenant's first call.
+    spaces: Mutex<HashMap<(String, PathBuf), Arc<Slot>>>,
 }
+
+/// A tenant's space, once opened; its own lock, so a slow open (a database far away) holds
+/// up only its own tenant.
+type Slot = Mutex<Option<Arc<Space>>>;
 
 impl Tenancy {
     /// Spaces opened by `open`; `project` is the server's (canonical) project directory.
@@ -195,16 +199,23 @@ impl Tenancy {
         tenant.project().unwrap_or(&self.project)
     }
 
-    /// `tenant`'s space, opened now if this is its first call.
+    /// `tenant`'s space, opened now if this is its first call (or if opening failed
+    /// before).
     fn space(&self, tenant: &Tenant) -> Result<Arc<Space>, Value> {
         let project = self.project(tenant).to_path_buf();
-        let key = (tenant.scope().to_owned(), project);
-        let mut spaces = self.spaces.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(space) = spaces.get(&key) {
+        let slot = self
+            .spaces
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry((tenant.scope().to_owned(), project.clone()))
+            .or_default()
+            .clone();
+        let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(space) = slot.as_ref() {
             return Ok(space.clone());
         }
-        let space = Arc::new((self.open)(tenant, &key.1)?);
-        spaces.insert(key, space.clone());
+        let space = Arc::new((self.open)(tenant, &project)?);
+        *slot = Some(space.clone());
         Ok(space)
     }
 }

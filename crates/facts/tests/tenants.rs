@@ -848,3 +848,65 @@ fn without_tokens_nobody_is_asked_for_one() {
     );
     assert_eq!(response.status, 200, "{}", response.body);
 }
+
+/// The model directory; `None` outside CI when `FACTMEM_MODEL_DIR` is unset.
+#[cfg(feature = "onnx")]
+fn model() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("FACTMEM_MODEL_DIR").filter(|dir| !dir.is_empty()) {
+        return Some(PathBuf::from(dir));
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "FACTMEM_MODEL_DIR is not set under CI=true: assemble the model directory with \
+         `eval \"$(.ci/models)\"` (.ci/run does)"
+    );
+    let _ = writeln!(
+        std::io::stderr(),
+        "FACTMEM_MODEL_DIR is not set: tenants with an embedder are not tested"
+    );
+    None
+}
+
+#[cfg(feature = "onnx")]
+#[test]
+fn tenants_share_one_model_and_recall_by_meaning_each_in_its_own_scope() {
+    let Some(model) = model() else { return };
+    let dir = TempDir::new().unwrap();
+    let db = dir.path().join("m.db");
+    let rights = ["read", "write"];
+    let tokens = write_tokens(
+        dir.path(),
+        &[
+            tenant("alice", "alice", &rights),
+            tenant("bob", "bob", &rights),
+        ],
+    );
+    let server = Server::start(&[
+        "--tokens",
+        tokens.to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+        "--embedder",
+        model.to_str().unwrap(),
+    ]);
+    let mut alice = server.connect(&token("alice"));
+    let mut bob = server.connect(&token("bob"));
+    let added = alice.call(
+        "memory_add",
+        json!({"subject": "Melanie", "relation": "adopted", "object": "a puppy named Oscar",
+               "statement": "Melanie adopted a puppy named Oscar"}),
+    );
+    assert_eq!(added["isError"], false, "{added}");
+    let question = json!({"query": "which pet does she own?"});
+    let recall = alice.call("memory_recall", question.clone());
+    assert!(
+        recall["structuredContent"].to_string().contains("Oscar"),
+        "{recall}"
+    );
+    let recall = bob.call("memory_recall", question);
+    assert_eq!(recall["isError"], false, "{recall}");
+    assert!(
+        !recall["structuredContent"].to_string().contains("Oscar"),
+        "{recall}"
+    );
+}

@@ -369,8 +369,15 @@ impl Gate {
     }
 }
 
+/// Off Unix there is no SIGHUP: the token file is read once, at start.
+#[cfg(not(unix))]
+fn reload_on_hangup(_gate: Arc<Gate>, _path: PathBuf) -> Result<(), String> {
+    Ok(())
+}
+
 /// Re-reads the token file at `path` on every SIGHUP: a valid file replaces the tenants,
 /// an invalid one is logged and the tenants kept.
+#[cfg(unix)]
 fn reload_on_hangup(gate: Arc<Gate>, path: PathBuf) -> Result<(), String> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut hangups =
