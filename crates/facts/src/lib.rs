@@ -501,6 +501,7 @@ impl McpHttp {
             address,
             tls,
             tokens,
+            clock: Arc::new(SystemClock),
         }))
     }
 

@@ -11,7 +11,7 @@
 //! `Authorization: Bearer TOKEN` whose SHA-256 the file lists: without it, or with a token
 //! the file does not list, the answer is `401 Unauthorized` with `WWW-Authenticate:
 //! Bearer` and a JSON-RPC error body, logged (the peer's address, never the token). The
-//! request then carries its [`Tenant`] to the tool calls, which run in the tenant's space.
+//! request then carries its `Tenant` to the tool calls, which run in the tenant's space.
 //! A session belongs to the token that created it: a request with another token's
 //! `Mcp-Session-Id` is answered `404 Not Found`, as a session that does not exist is, so
 //! a tenant learns nothing of another's sessions. Each tenant has a request rate (a token
@@ -38,7 +38,7 @@ use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::connect_info::Connected;
@@ -50,6 +50,7 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
 use axum::serve::{IncomingStream, Listener};
+use dispatch_runtime::reexports::Clock;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
@@ -93,6 +94,8 @@ pub(crate) struct Listen {
     pub(crate) tls: Option<Tls>,
     /// `--tokens`: the file, and its tenants as read at start.
     pub(crate) tokens: Option<(PathBuf, Tenants)>,
+    /// The clock of the tenants' rate limits and of their sessions' idle time.
+    pub(crate) clock: Arc<dyn Clock>,
 }
 
 /// The server's TLS configuration (`--tls-cert`, `--tls-key`).
@@ -258,6 +261,7 @@ pub(super) async fn serve(
         address,
         tls,
         tokens,
+        clock,
     } = listen;
     let listener = TcpListener::bind(address)
         .await
@@ -283,7 +287,7 @@ pub(super) async fn serve(
         StreamableHttpService::new(move || Ok(server.clone()), Arc::new(sessions), config);
     let mut router = axum::Router::new().nest_service(PATH, service);
     if let Some((path, tenants)) = tokens {
-        let gate = Arc::new(Gate::new(tenants));
+        let gate = Arc::new(Gate::new(tenants, clock));
         // Before the URL is printed: from then on, SIGHUP re-reads the file rather than
         // stopping the process.
         reload_on_hangup(gate.clone(), path)?;
@@ -317,18 +321,28 @@ pub(super) async fn serve(
 struct Gate {
     tenants: RwLock<Arc<Tenants>>,
     /// Each session's token digest, and when a request last named it.
-    sessions: Mutex<HashMap<String, (Sha, Instant)>>,
-    /// The origin of the tenants' token buckets' clock.
-    start: Instant,
+    sessions: Mutex<HashMap<String, (Sha, Duration)>>,
+    clock: Arc<dyn Clock>,
+    /// The origin of [`Gate::elapsed`], in microseconds since the Unix epoch.
+    start: i64,
 }
 
 impl Gate {
-    fn new(tenants: Tenants) -> Gate {
+    /// A gate of `tenants`, read at the clock's time zero, as [`Tenants::load`] is given.
+    fn new(tenants: Tenants, clock: Arc<dyn Clock>) -> Gate {
+        let start = clock.now().unix_micros();
         Gate {
             tenants: RwLock::new(Arc::new(tenants)),
             sessions: Mutex::new(HashMap::new()),
-            start: Instant::now(),
+            clock,
+            start,
         }
+    }
+
+    /// The time since the gate was made (zero if the clock went back before it).
+    fn elapsed(&self) -> Duration {
+        let micros = self.clock.now().unix_micros().saturating_sub(self.start);
+        Duration::from_micros(u64::try_from(micros).unwrap_or(0))
     }
 
     fn tenants(&self) -> Arc<Tenants> {
@@ -344,7 +358,7 @@ impl Gate {
         let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
         match sessions.get_mut(id) {
             Some((owner, seen)) if owner == digest => {
-                *seen = Instant::now();
+                *seen = self.elapsed();
                 true
             }
             Some(_) => false,
@@ -356,8 +370,8 @@ impl Gate {
     /// for longer than rmcp keeps them.
     fn bind(&self, id: String, digest: Sha) {
         let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-        let now = Instant::now();
-        sessions.retain(|_, (_, seen)| now.saturating_duration_since(*seen) < SESSION_IDLE);
+        let now = self.elapsed();
+        sessions.retain(|_, (_, seen)| now.saturating_sub(*seen) < SESSION_IDLE);
         sessions.insert(id, (digest, now));
     }
 
@@ -384,7 +398,7 @@ fn reload_on_hangup(gate: Arc<Gate>, path: PathBuf) -> Result<(), String> {
         signal(SignalKind::hangup()).map_err(|e| format!("cannot listen for SIGHUP: {e}"))?;
     tokio::spawn(async move {
         while hangups.recv().await.is_some() {
-            match Tenants::load(&path, gate.start.elapsed()) {
+            match Tenants::load(&path, gate.elapsed()) {
                 Ok(tenants) => {
                     let count = tenants.len();
                     *gate.tenants.write().unwrap_or_else(PoisonError::into_inner) =
@@ -453,7 +467,7 @@ async fn authenticate(State(gate): State<Arc<Gate>>, mut request: Request, next:
             "Session not found".to_owned(),
         );
     }
-    if let Err(wait) = tenant.admit(gate.start.elapsed()) {
+    if let Err(wait) = tenant.admit(gate.elapsed()) {
         tracing::warn!(
             "facts mcp: tenant {:?} from {peer} is over its request rate (429)",
             tenant.name()
