@@ -7,7 +7,7 @@
 //! validates the whole file before anything is served, and refuses it whole with a message
 //! naming the entry at fault: a digest that is not 64 hex digits, a digest two entries
 //! share, an unknown right, a scope that is empty, and two tenants whose scopes
-//! [overlap](overlap).
+//! [overlap].
 //!
 //! A presented token is hashed and its digest looked up. The comparison is of SHA-256
 //! digests, not of tokens: a client that times the lookup learns how many leading bytes of
