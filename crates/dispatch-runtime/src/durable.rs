@@ -232,6 +232,20 @@ impl DatabaseHandle {
         Box::new(move |spec_name, clock| handle.open_store(&spec_scope(spec_name), config, clock))
     }
 
+    /// A [`StoreFactory`] like [`stores`](DatabaseHandle::stores) whose spec scopes start
+    /// with `prefix`: spec `NAME` is kept under scope `PREFIX` followed by
+    /// [`spec_scope`]`(NAME)`. A server that serves several tenants gives each its own
+    /// prefix (`facts mcp --tokens` gives `TENANT_SCOPE/`), so their specs never share a
+    /// store even when they share a name.
+    #[must_use]
+    pub fn stores_under(&self, prefix: &str, config: StoreConfig) -> StoreFactory {
+        let handle = self.clone();
+        let prefix = prefix.to_owned();
+        Box::new(move |spec_name, clock| {
+            handle.open_store(&format!("{prefix}{}", spec_scope(spec_name)), config, clock)
+        })
+    }
+
     /// The memory of `scope`: [`open_memory_with`] on this handle's connections.
     ///
     /// # Errors

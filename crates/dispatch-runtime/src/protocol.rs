@@ -37,6 +37,9 @@ pub mod code {
     pub const UNKNOWN_ACTION: &str = "unknown_action";
     /// A response that could not be serialized (a bug; please report it).
     pub const INTERNAL_ERROR: &str = "internal_error";
+    /// A call the caller may not make: `facts mcp --tokens` answers it to a tenant whose
+    /// token lacks the tool's right, or that names a `project_path` outside its project.
+    pub const FORBIDDEN: &str = "forbidden";
 
     /// The envelope's codes.
     pub const ALL: &[&str] = &[
@@ -45,6 +48,7 @@ pub mod code {
         INVALID_REQUEST,
         UNKNOWN_ACTION,
         INTERNAL_ERROR,
+        FORBIDDEN,
     ];
 }
 

@@ -53,7 +53,9 @@ use clap::builder::{OsStringValueParser, TypedValueParser};
 use clap::parser::ValueSource;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use dispatch_runtime::durable::Database;
-use dispatch_runtime::reexports::{CharsPerToken, Clock, StoreConfig, SystemClock, TokenCounter};
+use dispatch_runtime::reexports::{
+    self, CharsPerToken, Clock, StoreConfig, SystemClock, TokenCounter,
+};
 use dispatch_runtime::{DispatchRuntimeManager, MemoryError, durable};
 
 /// The environment variable that names the database when `--db` is not given: a SQLite
@@ -97,12 +99,30 @@ tokenizer.json and the ONNX Runtime library; `.ci/models DIR` in the factmem rep
 assembles it. A model that cannot be loaded stops the server: recall never falls back to words
 alone without saying so.
 
+Tenants (--http --tokens FILE, docs/tenants.md): FILE is JSON,
+  {\"defaults\": {\"max_concurrent\": 16, \"rate_per_sec\": 50, \"burst\": 100},
+   \"tenants\": [{\"tenant\": \"alice\", \"sha256\": \"<hex SHA-256 of the token>\",
+                \"scope\": \"team/alice\", \"rights\": [\"read\", \"write\", \"runtime\"],
+                \"project\": \"/srv/alice\", \"rate_per_sec\": 10}]}
+Hash a token with: printf %s \"$TOKEN\" | sha256sum. `scope` defaults to the tenant's name; no
+two tenants' scopes may be equal or one the other's prefix at a '/' or ':'. Every request
+needs Authorization: Bearer TOKEN (else 401). A tenant's memory tools use its scope, its specs
+are stored under SCOPE/spec:NAME, and project_path must lie in its project (else the server's
+--project). Rights: read (tools that only read), write (the other memory tools), runtime (the
+other protocol actions); a call without the right is a `forbidden` tool error, and tools/list
+shows only the tools a tenant may call. Over a tenant's rate or requests in flight: 429 with
+Retry-After. SIGHUP re-reads FILE (an invalid one is logged and the old tenants kept).
+--allow-remote needs --tokens. --tls-cert and --tls-key (PEM) serve HTTPS; or put a reverse
+proxy that terminates TLS in front of --http 127.0.0.1:PORT.
+
 Exit codes:
   0  the server stopped normally (over stdio: the client disconnected)
   1  the server failed, the database could not be opened (unreachable, refused), or the
      embedding model could not be loaded
   2  usage error, a --project that is not a directory, a tokenizer this build lacks, an
-     --embedder directory (or a file in it) that is missing, --embedder without --db";
+     --embedder directory (or a file in it) that is missing, --embedder without --db, a
+     --tokens file that cannot be read or is wrong (the message names the entry), TLS files
+     that cannot be loaded, --allow-remote without --tokens";
 
 /// What `facts mem --help` adds after the options.
 const MEM_AFTER_HELP: &str = "\
@@ -184,10 +204,22 @@ enum Command {
         /// picks a free one). The URL is printed on stderr at start.
         #[arg(long, value_name = "ADDR", value_parser = mcp::parse_address)]
         http: Option<std::net::SocketAddr>,
-        /// Let --http listen on an address that is not loopback (the server has no
-        /// authentication: whoever reaches it reads and changes its facts).
+        /// Let --http listen on an address that is not loopback; needs --tokens, so that
+        /// only the tenants it lists reach the server.
         #[arg(long, requires = "http", conflicts_with = "allow_llm_cmd")]
         allow_remote: bool,
+        /// With --http: authenticate every request by its bearer token, as a tenant of this
+        /// JSON file (the SHA-256 of each token, the tenant's scope, rights and limits;
+        /// docs/tenants.md). Each tenant's memory tools use its scope (--scope does not
+        /// apply) and its specs are stored under it. SIGHUP re-reads the file.
+        #[arg(long, value_name = "FILE", requires = "http")]
+        tokens: Option<PathBuf>,
+        /// With --http: serve HTTPS with this certificate chain (PEM); needs --tls-key.
+        #[arg(long, value_name = "PEM", requires_all = ["http", "tls_key"])]
+        tls_cert: Option<PathBuf>,
+        /// With --http: the private key (PEM) of --tls-cert.
+        #[arg(long, value_name = "PEM", requires_all = ["http", "tls_cert"])]
+        tls_key: Option<PathBuf>,
         /// The longest request: a frame on stdio (the newline not counted) or the body of a
         /// POST with --http; bytes, or a number with KiB, MiB or GiB (at least 1 KiB). A
         /// longer one is answered with a JSON-RPC error (-32600; over HTTP with 413) and
@@ -317,6 +349,9 @@ pub fn run() -> ExitCode {
             embedder,
             http,
             allow_remote,
+            tokens,
+            tls_cert,
+            tls_key,
             max_request_bytes,
             run_expiry,
         } => serve_mcp(
@@ -329,7 +364,12 @@ pub fn run() -> ExitCode {
                 config: durable::retained(capacity, history_limit),
                 embedder: embedder.map(|dir| (dir, embedder_typed)),
             },
-            (http, allow_remote),
+            McpHttp {
+                address: http,
+                allow_remote,
+                tokens,
+                tls: tls_cert.zip(tls_key),
+            },
             max_request_bytes,
         ),
         Command::Mem(args) => mem::run(args, Arc::new(SystemClock)),
@@ -425,15 +465,61 @@ struct McpMemory<'a> {
     embedder: Option<(PathBuf, bool)>,
 }
 
+/// The options of `facts mcp` about HTTP.
+#[derive(Debug)]
+struct McpHttp {
+    /// `--http`: without it, stdio.
+    address: Option<std::net::SocketAddr>,
+    /// `--allow-remote`.
+    allow_remote: bool,
+    /// `--tokens`.
+    tokens: Option<PathBuf>,
+    /// `--tls-cert` and `--tls-key`.
+    tls: Option<(PathBuf, PathBuf)>,
+}
+
+impl McpHttp {
+    /// The transport: stdio, or HTTP on a checked address with its TLS configuration and
+    /// tenants loaded (a usage error, exit code 2, if any is wrong).
+    fn transport(self) -> Result<mcp::Transport, Failure> {
+        let Some(address) = self.address else {
+            return Ok(mcp::Transport::Stdio);
+        };
+        mcp::check_address(address, self.allow_remote, self.tokens.is_some())?;
+        let tls = match &self.tls {
+            Some((cert, key)) => Some(mcp::Tls::load(cert, key)?),
+            None => None,
+        };
+        let tokens = match self.tokens {
+            Some(path) => {
+                let tenants = mcp::Tenants::load(&path, std::time::Duration::ZERO)?;
+                Some((path, tenants))
+            }
+            None => None,
+        };
+        Ok(mcp::Transport::Http(mcp::Listen {
+            address,
+            tls,
+            tokens,
+            clock: Arc::new(SystemClock),
+        }))
+    }
+
+    /// Whether requests are answered as tenants.
+    fn tenanted(transport: &mcp::Transport) -> bool {
+        matches!(transport, mcp::Transport::Http(listen) if listen.tokens.is_some())
+    }
+}
+
 /// `facts mcp`: without a database, the runtime in memory; with one, the spec stores and
 /// the memory tools on it, semantic with an embedding model. `runs` is `--project` and
-/// `--run-expiry`. `http` is `--http` and `--allow-remote`: without an address, stdio.
-/// `max_request_bytes`: the longest frame or HTTP body.
+/// `--run-expiry`. `http`: without an address, stdio; with `--tokens`, each tenant in its
+/// own space. `max_request_bytes`: the longest frame or HTTP body.
 fn serve_mcp(
     runs: (Option<PathBuf>, Option<std::time::Duration>),
     tokenizer: Tokenizer,
     options: McpMemory<'_>,
-    http: (Option<std::net::SocketAddr>, bool),
+    http: McpHttp,
     max_request_bytes: usize,
 ) -> Result<(), Failure> {
     let McpMemory {
@@ -461,32 +547,16 @@ fn serve_mcp(
         }
         (embedder, _) => embedder.map(|(dir, _)| dir),
     };
-    let transport = match http {
-        (Some(address), allow_remote) => {
-            mcp::check_address(address, allow_remote)?;
-            mcp::Transport::Http(address)
-        }
-        (None, _) => mcp::Transport::Stdio,
-    };
+    let transport = http.transport()?;
     let counter = counter(tokenizer)?;
     let (project, run_expiry) = runs;
-    let mut builder = DispatchRuntimeManager::builder().token_counter(counter.clone());
-    if let Some(idle) = run_expiry {
-        builder = builder.run_expiry(idle);
+    if let Some(project) = &project {
+        check_project(project)?;
     }
-    if let Some(project) = project {
-        check_project(&project)?;
-        builder = builder.project_root(project);
-    }
-    let Some(database) = db else {
-        return Ok(mcp::serve(
-            builder.build(),
-            None,
-            transport,
-            max_request_bytes,
-        )?);
+    let runtimes = Runtimes {
+        counter,
+        run_expiry,
     };
-    create_parent(database).map_err(Failure::failed)?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let store_failure = |e| {
         let error = MemoryError::Store(e);
@@ -495,8 +565,45 @@ fn serve_mcp(
             exit: 1,
         }
     };
-    // One handle for the memory and every spec's store: on PostgreSQL one pool.
-    let handle = database.handle().map_err(store_failure)?;
+    let handle = match db {
+        Some(database) => {
+            create_parent(database).map_err(Failure::failed)?;
+            // One handle for the memory and every spec's store: on PostgreSQL one pool.
+            Some(database.handle().map_err(store_failure)?)
+        }
+        None => None,
+    };
+    // Once, at start: a model that cannot be loaded stops the server.
+    let embedder = match (&handle, embedder) {
+        (Some(_), Some(dir)) => Some(mem::load_embedder(&dir)?),
+        _ => None,
+    };
+    if McpHttp::tenanted(&transport) {
+        let root = match &project {
+            Some(project) => project.clone(),
+            None => PathBuf::from("."),
+        };
+        let root = std::fs::canonicalize(&root)
+            .map_err(|e| Failure::usage(format!("--project {}: {e}", root.display())))?;
+        let memory = handle.as_ref().map(|_| embedder.is_some());
+        let open: mcp::OpenSpace = Box::new(move |tenant, project| {
+            tenant_space(
+                tenant,
+                project,
+                &runtimes,
+                handle.as_ref(),
+                (config, &clock),
+                (embedder.as_ref(), allow_llm_cmd),
+            )
+        });
+        let server = mcp::FactsServer::tenanted(mcp::Tenancy::new(open, root), memory);
+        return Ok(mcp::serve(server, transport, max_request_bytes)?);
+    }
+    let builder = runtimes.builder(project.as_deref());
+    let Some(handle) = handle else {
+        let server = mcp::FactsServer::new(builder.build(), None);
+        return Ok(mcp::serve(server, transport, max_request_bytes)?);
+    };
     let memory = handle
         .open_memory(scope, config, clock.clone())
         .map_err(store_failure)?;
@@ -504,18 +611,77 @@ fn serve_mcp(
         .clock(clock.clone())
         .stores(handle.stores(config))
         .build();
-    let mut memory = memory.with_counter(counter);
-    if let Some(dir) = embedder {
-        // Once, at start: a model that cannot be loaded stops the server.
-        memory = mem::with_embedder(memory, &dir)?;
+    let mut memory = memory.with_counter(runtimes.counter);
+    if let Some(embedder) = embedder {
+        memory = memory
+            .with_embedder(embedder)
+            .map_err(mem::MemFailure::from)?;
     }
     let memory = mcp::Memory::new(memory, allow_llm_cmd);
-    Ok(mcp::serve(
-        runtime,
-        Some(memory),
-        transport,
-        max_request_bytes,
-    )?)
+    let server = mcp::FactsServer::new(runtime, Some(memory));
+    Ok(mcp::serve(server, transport, max_request_bytes)?)
+}
+
+/// How `facts mcp` builds a runtime: `--tokenizer` and `--run-expiry`.
+struct Runtimes {
+    counter: Arc<dyn TokenCounter>,
+    run_expiry: Option<std::time::Duration>,
+}
+
+impl Runtimes {
+    /// A runtime builder with these options, on `project` (else the working directory).
+    fn builder(&self, project: Option<&Path>) -> dispatch_runtime::RuntimeBuilder {
+        let mut builder = DispatchRuntimeManager::builder().token_counter(self.counter.clone());
+        if let Some(idle) = self.run_expiry {
+            builder = builder.run_expiry(idle);
+        }
+        if let Some(project) = project {
+            builder = builder.project_root(project);
+        }
+        builder
+    }
+}
+
+/// A tenant's space (`facts mcp --tokens`): a runtime whose project is `project` and, on a
+/// database, whose spec stores are under the tenant's scope, and the memory tools on the
+/// tenant's scope. A store that cannot be opened is the tool call's failure, with the
+/// store's code.
+fn tenant_space(
+    tenant: &mcp::Tenant,
+    project: &Path,
+    runtime: &Runtimes,
+    handle: Option<&durable::DatabaseHandle>,
+    (config, clock): (StoreConfig, &Arc<dyn Clock>),
+    (embedder, allow_llm_cmd): (Option<&Arc<dyn reexports::Embedder>>, bool),
+) -> Result<mcp::Space, serde_json::Value> {
+    let failure = |error: MemoryError| {
+        tracing::error!("facts mcp: tenant {:?}: {error}", tenant.name());
+        dispatch_runtime::protocol::error(
+            error.code(),
+            format!("tenant {:?}: {error}", tenant.name()),
+        )
+    };
+    let builder = runtime.builder(Some(project)).clock(clock.clone());
+    let Some(handle) = handle else {
+        return Ok(mcp::Space {
+            runtime: builder.build(),
+            memory: None,
+        });
+    };
+    let scope = tenant.scope();
+    let memory = handle
+        .open_memory(scope, config, clock.clone())
+        .map_err(|e| failure(MemoryError::Store(e)))?;
+    let mut memory = memory.with_counter(runtime.counter.clone());
+    if let Some(embedder) = embedder {
+        memory = memory.with_embedder(embedder.clone()).map_err(failure)?;
+    }
+    Ok(mcp::Space {
+        runtime: builder
+            .stores(handle.stores_under(&mcp::spec_prefix(scope), config))
+            .build(),
+        memory: Some(mcp::Memory::new(memory, allow_llm_cmd)),
+    })
 }
 
 /// `--run-expiry`: seconds, or a number with `s`, `m`, `h` or `d` (any case); at least one

@@ -15,14 +15,26 @@
 //! `--embedder DIR` too, they are semantic: the service was given the sentence-embedding
 //! model at start, so `memory_recall` ranks by meaning as well as by words and the facts
 //! `memory_add` and `memory_archive` store are embedded as they are stored.
+//!
+//! With `--tokens FILE` (HTTP only, `mcp/tenants.rs`), every request carries its tenant
+//! and the server answers it in the tenant's own space: a runtime whose spec stores are
+//! under the tenant's scope (`SCOPE/spec:NAME`) and whose `project_path` must lie in the
+//! tenant's project directory, and memory tools on the tenant's scope, each opened on the
+//! tenant's first call and kept. A tool needs a right (`read` for the tools that only read,
+//! `write` for the other memory tools, `runtime` for the other protocol actions); a call
+//! without it is a tool error with code `forbidden`, and `tools/list` shows a tenant only
+//! the tools it may call.
 
 mod frames;
 mod http;
 mod memory;
+mod tenants;
 
-use std::net::SocketAddr;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
+use dispatch_runtime::protocol::code;
 use dispatch_runtime::{DispatchRuntimeManager, protocol};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
@@ -33,8 +45,9 @@ use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
 
-pub(crate) use http::{check_address, parse_address};
+pub(crate) use http::{Listen, Tls, check_address, parse_address};
 pub(crate) use memory::Memory;
+pub(crate) use tenants::{Tenant, Tenants, spec_prefix};
 
 /// What the server tells a client about itself.
 const INSTRUCTIONS: &str = "A temporal fact memory for dispatch orchestration. Per task: \
@@ -59,13 +72,13 @@ const SEMANTIC_INSTRUCTIONS: &str = " memory_recall matches by meaning as well a
 const UNKNOWN_TOOL: &str = "unknown_tool";
 
 /// How the server reaches its clients.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug)]
 pub(crate) enum Transport {
     /// One client on stdin and stdout, until it disconnects.
     Stdio,
-    /// Streamable HTTP on this address, for any number of clients, until the process is
+    /// Streamable HTTP (or HTTPS), for any number of clients, until the process is
     /// stopped. The address was checked with [`check_address`].
-    Http(SocketAddr),
+    Http(Listen),
 }
 
 /// What a tool's annotations say besides whether it only reads.
@@ -145,48 +158,185 @@ fn protocol_tools() -> Vec<Tool> {
         .collect()
 }
 
+/// A tenant's runtime and memory tools.
+pub(crate) struct Space {
+    /// Its runtime: spec stores under its scope, its project directory.
+    pub(crate) runtime: DispatchRuntimeManager,
+    /// Its memory tools' state, on its scope, when the memory tools are served.
+    pub(crate) memory: Option<Memory>,
+}
+
+/// Opens a tenant's [`Space`] with this project directory, or says why it cannot (a
+/// protocol error answer, as the tool call's).
+pub(crate) type OpenSpace = Box<dyn Fn(&Tenant, &Path) -> Result<Space, Value> + Send + Sync>;
+
+/// The tenants' spaces, opened on each tenant's first call and kept.
+pub(crate) struct Tenancy {
+    open: OpenSpace,
+    /// The canonical project directory of a tenant whose entry names none.
+    project: PathBuf,
+    /// The spaces, by scope and project directory (so a reloaded token file that changes
+    /// either gets a new space); each slot is filled on its tenant's first call.
+    spaces: Mutex<HashMap<(String, PathBuf), Arc<Slot>>>,
+}
+
+/// A tenant's space, once opened; its own lock, so a slow open (a database far away) holds
+/// up only its own tenant.
+type Slot = Mutex<Option<Arc<Space>>>;
+
+impl Tenancy {
+    /// Spaces opened by `open`; `project` is the server's (canonical) project directory.
+    pub(crate) fn new(open: OpenSpace, project: PathBuf) -> Tenancy {
+        Tenancy {
+            open,
+            project,
+            spaces: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The project directory `tenant`'s `project_path`s must lie in.
+    fn project<'a>(&'a self, tenant: &'a Tenant) -> &'a Path {
+        tenant.project().unwrap_or(&self.project)
+    }
+
+    /// `tenant`'s space, opened now if this is its first call (or if opening failed
+    /// before).
+    fn space(&self, tenant: &Tenant) -> Result<Arc<Space>, Value> {
+        let project = self.project(tenant).to_path_buf();
+        let slot = self
+            .spaces
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry((tenant.scope().to_owned(), project.clone()))
+            .or_default()
+            .clone();
+        let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(space) = slot.as_ref() {
+            return Ok(space.clone());
+        }
+        let space = Arc::new((self.open)(tenant, &project)?);
+        *slot = Some(space.clone());
+        Ok(space)
+    }
+}
+
+/// Whom the server answers: everyone in one space, or each tenant in its own.
+#[derive(Clone)]
+enum Serving {
+    /// One runtime and memory for every client.
+    One {
+        runtime: Arc<DispatchRuntimeManager>,
+        memory: Option<Arc<Memory>>,
+    },
+    /// Each request in its tenant's space.
+    Tenants(Arc<Tenancy>),
+}
+
 /// The MCP server: one runtime for the life of the process, shared by every client (every
 /// HTTP session is a clone), so facts persist across runs of a spec until the server stops
-/// (or, on a database, across servers).
+/// (or, on a database, across servers); with tenants, one runtime and memory per tenant.
 #[derive(Clone)]
 pub(crate) struct FactsServer {
-    runtime: Arc<DispatchRuntimeManager>,
+    serving: Serving,
     tools: Arc<[Tool]>,
-    /// The memory tools' state, when they are served.
-    memory: Option<Arc<Memory>>,
+    /// Whether the memory tools are served, and whether they rank by meaning.
+    memory: Option<bool>,
 }
 
 impl FactsServer {
     pub(crate) fn new(runtime: DispatchRuntimeManager, memory: Option<Memory>) -> Self {
-        let mut tools = protocol_tools();
-        if memory.is_some() {
-            tools.extend(memory::tools());
-        }
+        let semantic = memory.as_ref().map(Memory::semantic);
         Self {
-            runtime: Arc::new(runtime),
-            tools: tools.into(),
-            memory: memory.map(Arc::new),
+            serving: Serving::One {
+                runtime: Arc::new(runtime),
+                memory: memory.map(Arc::new),
+            },
+            tools: tools(semantic.is_some()).into(),
+            memory: semantic,
+        }
+    }
+
+    /// A server of tenants: each request is answered in its tenant's space, which
+    /// `tenancy` opens. `memory`: whether the memory tools are served, and whether they
+    /// rank by meaning.
+    pub(crate) fn tenanted(tenancy: Tenancy, memory: Option<bool>) -> Self {
+        Self {
+            serving: Serving::Tenants(Arc::new(tenancy)),
+            tools: tools(memory.is_some()).into(),
+            memory,
         }
     }
 
     /// Answers one tool call: the protocol's (or a memory tool's) answer, or an
-    /// `unknown_tool` failure that lists the tools there are.
-    fn call(&self, name: &str, arguments: Option<Map<String, Value>>) -> Value {
-        if !self.tools.iter().any(|tool| tool.name == name) {
+    /// `unknown_tool` failure that lists the tools there are. With tenants, the call is
+    /// `tenant`'s, in its space, if its token has the tool's right.
+    fn call(
+        &self,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        tenant: Option<&Tenant>,
+    ) -> Value {
+        let Some(tool) = self.tools.iter().find(|tool| tool.name == name) else {
             return self.unknown(name);
+        };
+        let mut arguments = arguments.unwrap_or_default();
+        match &self.serving {
+            Serving::One { runtime, memory } => {
+                self.answer(runtime, memory.as_deref(), name, arguments)
+            }
+            Serving::Tenants(tenancy) => {
+                let Some(tenant) = tenant else {
+                    return protocol::error(
+                        code::FORBIDDEN,
+                        "this server serves tenants, and the call came from none".to_owned(),
+                    );
+                };
+                let right = right_of(tool);
+                if !tenant.may(right) {
+                    tracing::warn!(
+                        "facts mcp: tenant {:?} called {name} without the {} right: forbidden",
+                        tenant.name(),
+                        right.name()
+                    );
+                    return protocol::error(
+                        code::FORBIDDEN,
+                        format!(
+                            "tenant {:?} may not call {name}: its token lacks the {:?} right",
+                            tenant.name(),
+                            right.name()
+                        ),
+                    );
+                }
+                if let Err(answer) = confine(&mut arguments, tenancy.project(tenant), tenant) {
+                    return answer;
+                }
+                match tenancy.space(tenant) {
+                    Ok(space) => {
+                        self.answer(&space.runtime, space.memory.as_ref(), name, arguments)
+                    }
+                    Err(answer) => answer,
+                }
+            }
         }
-        let arguments = arguments.unwrap_or_default();
+    }
+
+    /// The answer of the protocol (or of a memory tool) on `runtime` and `memory`.
+    fn answer(
+        &self,
+        runtime: &DispatchRuntimeManager,
+        memory: Option<&Memory>,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Value {
         // Memory tools are named `memory_*`; no protocol action is.
         if name.starts_with("memory_") {
-            return self
-                .memory
-                .as_ref()
+            return memory
                 .and_then(|memory| memory.call(name, arguments))
                 .unwrap_or_else(|| self.unknown(name));
         }
         let mut request = arguments;
         request.insert("action".into(), Value::String(name.to_owned()));
-        protocol::handle(&self.runtime, &Value::Object(request))
+        protocol::handle(runtime, &Value::Object(request))
     }
 
     /// The failure of a call of a tool this server does not have.
@@ -197,14 +347,101 @@ impl FactsServer {
             format!("unknown tool {name:?}; known tools: {}", known.join(", ")),
         )
     }
+
+    /// The tools `tenant` may call (every tool, without tenants).
+    fn tools_for(&self, tenant: Option<&Tenant>) -> Vec<Tool> {
+        match (&self.serving, tenant) {
+            (Serving::One { .. }, _) => self.tools.to_vec(),
+            (Serving::Tenants(_), None) => Vec::new(),
+            (Serving::Tenants(_), Some(tenant)) => self
+                .tools
+                .iter()
+                .filter(|tool| tenant.may(right_of(tool)))
+                .cloned()
+                .collect(),
+        }
+    }
+}
+
+/// The protocol's tools, and the memory tools when they are served.
+fn tools(memory: bool) -> Vec<Tool> {
+    let mut tools = protocol_tools();
+    if memory {
+        tools.extend(memory::tools());
+    }
+    tools
+}
+
+/// The right a call of `tool` needs: `read` for a tool that only reads, `write` for
+/// another memory tool, `runtime` for another protocol action.
+fn right_of(tool: &Tool) -> tenants::Right {
+    let read_only = tool
+        .annotations
+        .as_ref()
+        .and_then(|annotations| annotations.read_only_hint)
+        == Some(true);
+    if read_only {
+        tenants::Right::Read
+    } else if tool.name.starts_with("memory_") {
+        tenants::Right::Write
+    } else {
+        tenants::Right::Runtime
+    }
+}
+
+/// Keeps a call's `project_path` inside `root`: a relative path is taken from `root`, the
+/// path is resolved (links and `..` followed) and must be `root` or lie under it, and the
+/// call goes on with the resolved path. Otherwise the answer is `forbidden`.
+fn confine(arguments: &mut Map<String, Value>, root: &Path, tenant: &Tenant) -> Result<(), Value> {
+    let Some(Value::String(path)) = arguments.get("project_path") else {
+        return Ok(());
+    };
+    let resolved = std::fs::canonicalize(root.join(path))
+        .ok()
+        .filter(|resolved| resolved.starts_with(root));
+    match resolved {
+        Some(resolved) => {
+            let resolved = resolved.to_string_lossy().into_owned();
+            arguments.insert("project_path".into(), Value::String(resolved));
+            Ok(())
+        }
+        None => {
+            tracing::warn!(
+                "facts mcp: tenant {:?} named a project_path outside its project: forbidden",
+                tenant.name()
+            );
+            Err(protocol::error(
+                code::FORBIDDEN,
+                format!(
+                    "project_path {:?} is not a directory inside tenant {:?}'s project {}",
+                    bounds_clip(path),
+                    tenant.name(),
+                    root.display()
+                ),
+            ))
+        }
+    }
+}
+
+/// A client's text, clipped for a message.
+fn bounds_clip(text: &str) -> String {
+    crate::bounds::clip(text, 200)
+}
+
+/// The tenant an HTTP request was authenticated as (`mcp/http.rs` put it there).
+fn tenant_of(extensions: &rmcp::model::Extensions) -> Option<Arc<Tenant>> {
+    extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Arc<Tenant>>())
+        .cloned()
 }
 
 impl ServerHandler for FactsServer {
     fn get_info(&self) -> ServerConfig {
         let mut instructions = INSTRUCTIONS.to_owned();
-        if let Some(memory) = &self.memory {
+        if let Some(semantic) = self.memory {
             instructions.push_str(MEMORY_INSTRUCTIONS);
-            if memory.semantic() {
+            if semantic {
                 instructions.push_str(SEMANTIC_INSTRUCTIONS);
             }
         }
@@ -216,9 +453,12 @@ impl ServerHandler for FactsServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools.to_vec()))
+        let tenant = tenant_of(&context.extensions);
+        Ok(ListToolsResult::with_all_items(
+            self.tools_for(tenant.as_deref()),
+        ))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -228,16 +468,16 @@ impl ServerHandler for FactsServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         // Tools read and write stores (a database, a model command): off the async thread.
         let server = self.clone();
-        let answer =
-            tokio::task::spawn_blocking(move || server.call(&request.name, request.arguments))
-                .await
-                .map_err(|e| {
-                    ErrorData::internal_error(format!("the tool call failed: {e}"), None)
-                })?;
+        let tenant = tenant_of(&context.extensions);
+        let answer = tokio::task::spawn_blocking(move || {
+            server.call(&request.name, request.arguments, tenant.as_deref())
+        })
+        .await
+        .map_err(|e| ErrorData::internal_error(format!("the tool call failed: {e}"), None))?;
         let failed = !protocol::is_success(&answer);
         let mut result = CallToolResult::structured(answer);
         result.is_error = Some(failed);
@@ -249,19 +489,17 @@ impl ServerHandler for FactsServer {
 /// process is stopped. No request (a stdio frame, an HTTP body) may be longer than
 /// `max_request_bytes`.
 pub(crate) fn serve(
-    runtime: DispatchRuntimeManager,
-    memory: Option<Memory>,
+    server: FactsServer,
     transport: Transport,
     max_request_bytes: usize,
 ) -> Result<(), String> {
-    let server = FactsServer::new(runtime, memory);
     let tokio = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     match transport {
         Transport::Stdio => tokio.block_on(serve_stdio(server, max_request_bytes)),
-        Transport::Http(address) => tokio.block_on(http::serve(server, address, max_request_bytes)),
+        Transport::Http(listen) => tokio.block_on(http::serve(server, listen, max_request_bytes)),
     }
 }
 
@@ -370,16 +608,16 @@ mod tests {
     #[test]
     fn an_unknown_tool_is_a_failure_naming_the_known_tools_and_a_failure_keeps_its_code() {
         let server = FactsServer::new(DispatchRuntimeManager::builder().build(), None);
-        let unknown = server.call("fly", None);
+        let unknown = server.call("fly", None, None);
         assert_eq!(unknown["ok"], false);
         assert_eq!(unknown["error"]["code"], "unknown_tool");
         let message = unknown["error"]["message"].as_str().unwrap();
         assert!(message.contains("\"fly\""), "{message}");
         assert!(message.contains("known tools: init_run, "), "{message}");
         // Without a database, the memory tools do not exist either.
-        let memory = server.call("memory_add", None);
+        let memory = server.call("memory_add", None, None);
         assert_eq!(memory["error"]["code"], "unknown_tool");
-        let answer = server.call("get_snapshot", None);
+        let answer = server.call("get_snapshot", None, None);
         assert_eq!(answer["error"]["code"], protocol::code::INVALID_REQUEST);
     }
 
@@ -395,7 +633,7 @@ mod tests {
             serde_json::json!({"spec_name": "s", "task_id": "1", "project_path": null}),
         ] {
             // No tasks.md there: the failure names where it looked.
-            let answer = server.call("init_run", arguments.as_object().cloned());
+            let answer = server.call("init_run", arguments.as_object().cloned(), None);
             assert_eq!(answer["ok"], false);
             assert!(
                 answer["error"]["message"]
@@ -408,7 +646,7 @@ mod tests {
         let elsewhere = dir.join("elsewhere");
         let arguments = serde_json::json!({"spec_name": "s", "task_id": "1",
                                            "project_path": elsewhere});
-        let answer = server.call("init_run", arguments.as_object().cloned());
+        let answer = server.call("init_run", arguments.as_object().cloned(), None);
         assert!(
             answer["error"]["message"]
                 .as_str()

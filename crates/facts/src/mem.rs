@@ -723,16 +723,23 @@ fn model_dir(
 
 /// `memory` with the sentence-embedding model in `dir` (`--embedder`): facts it stores are
 /// embedded, recall ranks by meaning too, and the facts stored without the model are
-/// embedded now. A model directory (or file in it) that is missing is a usage error (exit
-/// code 2, the message says how to get one); a model that cannot be loaded or fails, or a
-/// store that cannot keep embeddings, exits 1. Without the `onnx` feature, a usage error.
+/// embedded now. Failures as [`load_embedder`]'s, and a store that cannot keep embeddings
+/// exits 1.
 pub(crate) fn with_embedder(
     memory: MemoryService,
     dir: &Path,
 ) -> Result<MemoryService, MemFailure> {
+    Ok(memory.with_embedder(load_embedder(dir)?)?)
+}
+
+/// The sentence-embedding model in `dir` (`--embedder`), loaded once and shared by every
+/// memory service given it. A model directory (or file in it) that is missing is a usage
+/// error (exit code 2, the message says how to get one); a model that cannot be loaded
+/// exits 1. Without the `onnx` feature, a usage error.
+pub(crate) fn load_embedder(dir: &Path) -> Result<Arc<dyn reexports::Embedder>, MemFailure> {
     #[cfg(feature = "onnx")]
     {
-        let embedder = durable::open_embedder(dir).map_err(|error| {
+        durable::open_embedder(dir).map_err(|error| {
             // `EmbedError::code` is stable: `missing` is a directory or file not there.
             let code = error.code();
             MemFailure {
@@ -744,12 +751,10 @@ pub(crate) fn with_embedder(
                     EXIT_FAILURE
                 },
             }
-        })?;
-        Ok(memory.with_embedder(embedder)?)
+        })
     }
     #[cfg(not(feature = "onnx"))]
     {
-        let _ = (memory, dir);
         Err(MemFailure::usage(
             "no_onnx",
             format!(

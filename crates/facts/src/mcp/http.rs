@@ -1,11 +1,30 @@
 //! `facts mcp --http ADDR`: MCP over rmcp's streamable HTTP server transport, at `/mcp`.
 //!
 //! Every client gets its own MCP session (`Mcp-Session-Id`), and every session is a clone
-//! of one [`FactsServer`], so all clients share one runtime: facts one client ingests reach
-//! another's prompts and queries. The server listens on loopback unless `--allow-remote`
-//! lets it take another address; it has no authentication of its own. On loopback, rmcp
-//! refuses requests whose `Host` is not a loopback name (DNS rebinding); everywhere,
-//! requests that carry an `Origin` (a browser page's) are refused.
+//! of one [`FactsServer`]. Without `--tokens`, all clients share one runtime (facts one
+//! client ingests reach another's prompts and queries), nobody is authenticated, and the
+//! server listens on loopback only. On loopback, rmcp refuses requests whose `Host` is not
+//! a loopback name (DNS rebinding); everywhere, requests that carry an `Origin` (a browser
+//! page's) are refused.
+//!
+//! With `--tokens FILE` (`mcp/tenants.rs`, `docs/tenants.md`), every request needs
+//! `Authorization: Bearer TOKEN` whose SHA-256 the file lists: without it, or with a token
+//! the file does not list, the answer is `401 Unauthorized` with `WWW-Authenticate:
+//! Bearer` and a JSON-RPC error body, logged (the peer's address, never the token). The
+//! request then carries its `Tenant` to the tool calls, which run in the tenant's space.
+//! A session belongs to the token that created it: a request with another token's
+//! `Mcp-Session-Id` is answered `404 Not Found`, as a session that does not exist is, so
+//! a tenant learns nothing of another's sessions. Each tenant has a request rate (a token
+//! bucket) and a number of requests in flight (held until the answer's body is sent); past
+//! either, the answer is `429 Too Many Requests` with `Retry-After` and a JSON-RPC error
+//! body, and other tenants are not slowed. SIGHUP re-reads the file: a valid one replaces
+//! the tenants at once (a removed token's next request gets 401), an invalid one is logged
+//! and the old tenants kept. `--allow-remote` (another address than loopback) needs
+//! `--tokens`.
+//!
+//! With `--tls-cert` and `--tls-key`, the server speaks HTTPS (rustls, ring provider,
+//! TLS 1.2 and 1.3); TLS handshakes run beside the accept loop, each within ten seconds,
+//! so a client that stalls its handshake holds nobody up.
 //!
 //! A POST body is at most `--max-request-bytes` long (16 MiB by default). One that says it
 //! is longer (`Content-Length`) is refused before it is read; one that turns out longer as
@@ -13,30 +32,104 @@
 //! the answer is `413 Payload Too Large` with a JSON-RPC error body (`-32600`, "Request too
 //! large", the limit in the message), and the connection is closed.
 
+use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::http::header::{CONNECTION, CONTENT_LENGTH, CONTENT_TYPE};
-use axum::http::{HeaderValue, StatusCode};
+use axum::extract::connect_info::Connected;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::header::{
+    AUTHORIZATION, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE,
+};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
+use axum::serve::{IncomingStream, Listener};
+use dispatch_runtime::reexports::Clock;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::OwnedSemaphorePermit;
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::server::TlsStream;
 
 use super::FactsServer;
+use super::tenants::{Sha, Tenants};
 use crate::bounds;
 
 /// The path the MCP endpoint is served at.
 const PATH: &str = "/mcp";
 
+/// The header of an MCP session's id.
+const SESSION_HEADER: &str = "mcp-session-id";
+
 /// How long a session may go without a message before the server closes it. Long, since
 /// an orchestrator waits for an agent between calls; a client whose session was closed
 /// initializes a new one and finds every fact where it was (they are the server's).
 const SESSION_IDLE: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// How long a TLS handshake may take.
+const HANDSHAKE: Duration = Duration::from_secs(10);
+
+/// TLS handshakes finished and not yet taken by the server.
+const HANDSHAKES_QUEUED: usize = 64;
+
+/// The JSON-RPC error code of a request refused for its credentials.
+const UNAUTHORIZED_CODE: i64 = -32001;
+/// The JSON-RPC error code of a request refused for its tenant's limits.
+const TOO_MANY_CODE: i64 = -32002;
+
+/// Where and how `facts mcp --http` listens.
+#[derive(Debug)]
+pub(crate) struct Listen {
+    /// `--http`, checked with [`check_address`].
+    pub(crate) address: SocketAddr,
+    /// `--tls-cert` and `--tls-key`, loaded: HTTPS.
+    pub(crate) tls: Option<Tls>,
+    /// `--tokens`: the file, and its tenants as read at start.
+    pub(crate) tokens: Option<(PathBuf, Tenants)>,
+    /// The clock of the tenants' rate limits and of their sessions' idle time.
+    pub(crate) clock: Arc<dyn Clock>,
+}
+
+/// The server's TLS configuration (`--tls-cert`, `--tls-key`).
+#[derive(Debug, Clone)]
+pub(crate) struct Tls(Arc<rustls::ServerConfig>);
+
+impl Tls {
+    /// Loads the certificate chain and the private key (PEM files), for HTTP/1.1 over TLS
+    /// 1.2 or 1.3 with the ring provider.
+    pub(crate) fn load(cert: &Path, key: &Path) -> Result<Tls, String> {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let certs = CertificateDer::pem_file_iter(cert)
+            .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| format!("--tls-cert {}: {e}", cert.display()))?;
+        if certs.is_empty() {
+            return Err(format!(
+                "--tls-cert {}: no certificate in it",
+                cert.display()
+            ));
+        }
+        let key = PrivateKeyDer::from_pem_file(key)
+            .map_err(|e| format!("--tls-key {}: {e}", key.display()))?;
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| format!("TLS: {e}"))?
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .map_err(|e| format!("--tls-cert and --tls-key: {e}"))?;
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(Tls(Arc::new(config)))
+    }
+}
 
 /// Parses `--http`'s value: `IP:PORT` (`127.0.0.1:8080`, `[::1]:8080`), `localhost:PORT`,
 /// or a bare `PORT` on 127.0.0.1. Port 0 asks the system for a free port.
@@ -54,16 +147,28 @@ pub(crate) fn parse_address(text: &str) -> Result<SocketAddr, String> {
     })
 }
 
-/// Refuses an address that is not loopback unless `allow_remote` says the server may be
-/// reached from other machines.
-pub(crate) fn check_address(address: SocketAddr, allow_remote: bool) -> Result<(), String> {
+/// Refuses `--allow-remote` without `--tokens` (`authenticated`), and an address that is
+/// not loopback unless `allow_remote` says the server may be reached from other machines.
+pub(crate) fn check_address(
+    address: SocketAddr,
+    allow_remote: bool,
+    authenticated: bool,
+) -> Result<(), String> {
+    if allow_remote && !authenticated {
+        return Err(format!(
+            "--http {address} --allow-remote needs --tokens FILE: without it this server \
+             authenticates nobody, so anyone who reaches it could read and change its facts \
+             (docs/tenants.md)"
+        ));
+    }
     if is_loopback(address) || allow_remote {
         return Ok(());
     }
     Err(format!(
-        "--http {address}: not a loopback address; this server has no authentication, so \
-         anyone who reaches it can read and change its facts. Pass --allow-remote to serve \
-         on it anyway, or use 127.0.0.1"
+        "--http {address}: not a loopback address. To serve other machines, give --tokens \
+         FILE (each request then needs a tenant's bearer token) and --allow-remote, and \
+         --tls-cert/--tls-key or a reverse proxy for HTTPS (docs/tenants.md); or use \
+         127.0.0.1"
     ))
 }
 
@@ -72,15 +177,93 @@ fn is_loopback(address: SocketAddr) -> bool {
     address.ip().to_canonical().is_loopback()
 }
 
-/// Listens on `address`, prints the endpoint's URL on stderr (the port the system chose,
-/// for port 0), and serves until the process is stopped, refusing bodies longer than
-/// `max_request_bytes`.
+/// The address of the peer of a connection, for the logs.
+#[derive(Debug, Clone, Copy)]
+struct Peer(SocketAddr);
+
+impl Connected<IncomingStream<'_, TcpListener>> for Peer {
+    fn connect_info(stream: IncomingStream<'_, TcpListener>) -> Self {
+        Peer(*stream.remote_addr())
+    }
+}
+
+impl Connected<IncomingStream<'_, TlsListener>> for Peer {
+    fn connect_info(stream: IncomingStream<'_, TlsListener>) -> Self {
+        Peer(*stream.remote_addr())
+    }
+}
+
+/// A listener of TLS connections: a task accepts TCP connections and runs each one's
+/// handshake in a task of its own, and [`Listener::accept`] takes the finished ones.
+struct TlsListener {
+    handshaken: tokio::sync::mpsc::Receiver<(TlsStream<TcpStream>, SocketAddr)>,
+    local: SocketAddr,
+}
+
+impl TlsListener {
+    fn new(listener: TcpListener, tls: Tls, local: SocketAddr) -> TlsListener {
+        let (sender, handshaken) = tokio::sync::mpsc::channel(HANDSHAKES_QUEUED);
+        let acceptor = TlsAcceptor::from(tls.0);
+        tokio::spawn(async move {
+            loop {
+                let (tcp, peer) = match listener.accept().await {
+                    Ok(accepted) => accepted,
+                    Err(e) => {
+                        // Out of file descriptors, most likely: wait rather than spin.
+                        tracing::warn!("facts mcp: cannot accept a connection: {e}");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        continue;
+                    }
+                };
+                let acceptor = acceptor.clone();
+                let sender = sender.clone();
+                tokio::spawn(async move {
+                    match tokio::time::timeout(HANDSHAKE, acceptor.accept(tcp)).await {
+                        Ok(Ok(stream)) => {
+                            let _ = sender.send((stream, peer)).await;
+                        }
+                        Ok(Err(e)) => tracing::info!("facts mcp: TLS handshake with {peer}: {e}"),
+                        Err(_) => tracing::info!("facts mcp: TLS handshake with {peer} timed out"),
+                    }
+                });
+            }
+        });
+        TlsListener { handshaken, local }
+    }
+}
+
+impl Listener for TlsListener {
+    type Io = TlsStream<TcpStream>;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        match self.handshaken.recv().await {
+            Some(accepted) => accepted,
+            // The accepting task holds a sender for as long as the process runs.
+            None => std::future::pending().await,
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        Ok(self.local)
+    }
+}
+
+/// Listens as `listen` says, prints the endpoint's URL on stderr (the port the system
+/// chose, for port 0), and serves until the process is stopped, refusing bodies longer
+/// than `max_request_bytes`.
 pub(super) async fn serve(
     server: FactsServer,
-    address: SocketAddr,
+    listen: Listen,
     max_request_bytes: usize,
 ) -> Result<(), String> {
-    let listener = tokio::net::TcpListener::bind(address)
+    let Listen {
+        address,
+        tls,
+        tokens,
+        clock,
+    } = listen;
+    let listener = TcpListener::bind(address)
         .await
         .map_err(|e| format!("cannot listen on {address}: {e}"))?;
     let local = listener
@@ -102,13 +285,319 @@ pub(super) async fn serve(
     sessions.session_config.keep_alive = Some(SESSION_IDLE);
     let service =
         StreamableHttpService::new(move || Ok(server.clone()), Arc::new(sessions), config);
-    let router = axum::Router::new().nest_service(PATH, service).layer(
-        axum::middleware::from_fn_with_state(max_request_bytes, limit_body),
-    );
-    eprintln!("facts mcp: serving MCP over streamable HTTP at http://{local}{PATH}");
-    axum::serve(listener, router)
+    let mut router = axum::Router::new().nest_service(PATH, service);
+    if let Some((path, tenants)) = tokens {
+        let gate = Arc::new(Gate::new(tenants, clock));
+        // Before the URL is printed: from then on, SIGHUP re-reads the file rather than
+        // stopping the process.
+        reload_on_hangup(gate.clone(), path)?;
+        router = router.layer(axum::middleware::from_fn_with_state(gate, authenticate));
+    }
+    // The body limit first: a body too long is refused before anything else is done.
+    let router = router.layer(axum::middleware::from_fn_with_state(
+        max_request_bytes,
+        limit_body,
+    ));
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    eprintln!("facts mcp: serving MCP over streamable HTTP at {scheme}://{local}{PATH}");
+    let stopped = |e: std::io::Error| format!("the HTTP server stopped: {e}");
+    match tls {
+        None => axum::serve(
+            listener,
+            router.into_make_service_with_connect_info::<Peer>(),
+        )
         .await
-        .map_err(|e| format!("the HTTP server stopped: {e}"))
+        .map_err(stopped),
+        Some(tls) => axum::serve(
+            TlsListener::new(listener, tls, local),
+            router.into_make_service_with_connect_info::<Peer>(),
+        )
+        .await
+        .map_err(stopped),
+    }
+}
+
+/// The tenants, and which token created each session.
+struct Gate {
+    tenants: RwLock<Arc<Tenants>>,
+    /// Each session's token digest, and when a request last named it.
+    sessions: Mutex<HashMap<String, (Sha, Duration)>>,
+    clock: Arc<dyn Clock>,
+    /// The origin of [`Gate::elapsed`], in microseconds since the Unix epoch.
+    start: i64,
+}
+
+impl Gate {
+    /// A gate of `tenants`, read at the clock's time zero, as [`Tenants::load`] is given.
+    fn new(tenants: Tenants, clock: Arc<dyn Clock>) -> Gate {
+        let start = clock.now().unix_micros();
+        Gate {
+            tenants: RwLock::new(Arc::new(tenants)),
+            sessions: Mutex::new(HashMap::new()),
+            clock,
+            start,
+        }
+    }
+
+    /// The time since the gate was made (zero if the clock went back before it).
+    fn elapsed(&self) -> Duration {
+        let micros = self.clock.now().unix_micros().saturating_sub(self.start);
+        Duration::from_micros(u64::try_from(micros).unwrap_or(0))
+    }
+
+    fn tenants(&self) -> Arc<Tenants> {
+        self.tenants
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Whether session `id` may be used with the token of `digest`: it is that token's,
+    /// or this gate never saw it (rmcp answers 404 to a session it does not have).
+    fn session_allows(&self, id: &str, digest: &Sha) -> bool {
+        let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        match sessions.get_mut(id) {
+            Some((owner, seen)) if owner == digest => {
+                *seen = self.elapsed();
+                true
+            }
+            Some(_) => false,
+            None => true,
+        }
+    }
+
+    /// Records that `digest`'s token created session `id`, and forgets the sessions idle
+    /// for longer than rmcp keeps them.
+    fn bind(&self, id: String, digest: Sha) {
+        let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = self.elapsed();
+        sessions.retain(|_, (_, seen)| now.saturating_sub(*seen) < SESSION_IDLE);
+        sessions.insert(id, (digest, now));
+    }
+
+    fn forget(&self, id: &str) {
+        self.sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id);
+    }
+}
+
+/// Off Unix there is no SIGHUP: the token file is read once, at start.
+#[cfg(not(unix))]
+fn reload_on_hangup(_gate: Arc<Gate>, _path: PathBuf) -> Result<(), String> {
+    Ok(())
+}
+
+/// Re-reads the token file at `path` on every SIGHUP: a valid file replaces the tenants,
+/// an invalid one is logged and the tenants kept.
+#[cfg(unix)]
+fn reload_on_hangup(gate: Arc<Gate>, path: PathBuf) -> Result<(), String> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut hangups =
+        signal(SignalKind::hangup()).map_err(|e| format!("cannot listen for SIGHUP: {e}"))?;
+    tokio::spawn(async move {
+        while hangups.recv().await.is_some() {
+            match Tenants::load(&path, gate.elapsed()) {
+                Ok(tenants) => {
+                    let count = tenants.len();
+                    *gate.tenants.write().unwrap_or_else(PoisonError::into_inner) =
+                        Arc::new(tenants);
+                    tracing::warn!(
+                        "facts mcp: SIGHUP: re-read {}, {count} tenants",
+                        path.display()
+                    );
+                }
+                Err(e) => {
+                    tracing::error!("facts mcp: SIGHUP: {e}; the tenants read before are kept")
+                }
+            }
+        }
+    });
+    Ok(())
+}
+
+/// The bearer token of a request's `Authorization` header.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(AUTHORIZATION)?.to_str().ok()?.trim();
+    let (scheme, token) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|token| !token.is_empty())
+}
+
+/// Lets a request in only with a listed token, within its tenant's limits and in its own
+/// sessions, and hands the tenant to the tool calls (in the request's extensions).
+async fn authenticate(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) -> Response {
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<Peer>>()
+        .map_or_else(|| "an unknown peer".to_owned(), |info| info.0.0.to_string());
+    let tenants = gate.tenants();
+    let found = bearer(request.headers()).map(|token| tenants.find(token));
+    let (tenant, digest) = match found {
+        None => {
+            tracing::warn!("facts mcp: refused a request from {peer}: no bearer token (401)");
+            return unauthorized("this server needs Authorization: Bearer TOKEN");
+        }
+        Some(None) => {
+            tracing::warn!("facts mcp: refused a request from {peer}: unknown token (401)");
+            return unauthorized("the bearer token is not one this server knows");
+        }
+        Some(Some((tenant, digest))) => (tenant.clone(), digest),
+    };
+    drop(tenants);
+    let session = request
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
+    if let Some(id) = &session
+        && !gate.session_allows(id, &digest)
+    {
+        tracing::warn!(
+            "facts mcp: refused a request of tenant {:?} from {peer}: its session was \
+             created with another token (404)",
+            tenant.name()
+        );
+        return json_error(
+            StatusCode::NOT_FOUND,
+            -32600,
+            "Session not found".to_owned(),
+        );
+    }
+    if let Err(wait) = tenant.admit(gate.elapsed()) {
+        tracing::warn!(
+            "facts mcp: tenant {:?} from {peer} is over its request rate (429)",
+            tenant.name()
+        );
+        return too_many(
+            wait,
+            format!("tenant {:?} is over its request rate", tenant.name()),
+        );
+    }
+    // A GET is the session's stream of server messages, open for as long as the session:
+    // it is not counted among the requests in flight.
+    let permit = if request.method() == Method::GET {
+        None
+    } else {
+        match tenant.enter() {
+            Some(permit) => Some(permit),
+            None => {
+                tracing::warn!(
+                    "facts mcp: tenant {:?} from {peer} has {} requests in flight (429)",
+                    tenant.name(),
+                    tenant.max_concurrent()
+                );
+                return too_many(
+                    Duration::from_secs(1),
+                    format!(
+                        "tenant {:?} has {} requests in flight, its limit",
+                        tenant.name(),
+                        tenant.max_concurrent()
+                    ),
+                );
+            }
+        }
+    };
+    let deleting = request.method() == Method::DELETE;
+    request.extensions_mut().insert(tenant);
+    let response = next.run(request).await;
+    match (&session, deleting) {
+        (Some(id), true) if response.status().is_success() => gate.forget(id),
+        (None, _) => {
+            if let Some(id) = response
+                .headers()
+                .get(SESSION_HEADER)
+                .and_then(|value| value.to_str().ok())
+            {
+                gate.bind(id.to_owned(), digest);
+            }
+        }
+        _ => {}
+    }
+    match permit {
+        // Held until the answer (a stream of events) has been sent or dropped.
+        Some(permit) => response.map(|body| {
+            Body::new(Held {
+                body,
+                _permit: permit,
+            })
+        }),
+        None => response,
+    }
+}
+
+/// A response body that holds a place among its tenant's requests in flight until it is
+/// sent or dropped.
+struct Held {
+    body: Body,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl http_body::Body for Held {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// `401 Unauthorized` with `WWW-Authenticate: Bearer` and a JSON-RPC error body.
+fn unauthorized(message: &str) -> Response {
+    let mut response = json_error(
+        StatusCode::UNAUTHORIZED,
+        UNAUTHORIZED_CODE,
+        format!("Unauthorized: {message}"),
+    );
+    response.headers_mut().insert(
+        WWW_AUTHENTICATE,
+        HeaderValue::from_static("Bearer realm=\"facts\""),
+    );
+    response
+}
+
+/// `429 Too Many Requests` with `Retry-After` (whole seconds, at least one) and a JSON-RPC
+/// error body.
+fn too_many(wait: Duration, message: String) -> Response {
+    let seconds = wait
+        .as_secs()
+        .saturating_add(u64::from(wait.subsec_nanos() > 0))
+        .max(1);
+    let mut response = json_error(
+        StatusCode::TOO_MANY_REQUESTS,
+        TOO_MANY_CODE,
+        format!("Too many requests: {message}; retry after {seconds} s"),
+    );
+    response
+        .headers_mut()
+        .insert(RETRY_AFTER, HeaderValue::from(seconds));
+    response
+}
+
+/// A response of `status` whose body is a JSON-RPC error (id `null`).
+fn json_error(status: StatusCode, code: i64, message: String) -> Response {
+    let answer = json!({"jsonrpc": "2.0", "id": null,
+                        "error": {"code": code, "message": message}});
+    let mut response = Response::new(Body::from(answer.to_string()));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
 }
 
 /// Refuses a body that says it is longer than the limit before reading it, and gives
@@ -179,7 +668,7 @@ mod tests {
     }
 
     #[test]
-    fn only_loopback_is_served_without_allow_remote() {
+    fn only_loopback_is_served_without_allow_remote_and_allow_remote_needs_tokens() {
         for loopback in [
             "127.0.0.1:0",
             "127.0.0.2:80",
@@ -187,14 +676,17 @@ mod tests {
             "[::ffff:127.0.0.1]:0",
         ] {
             assert!(
-                check_address(loopback.parse().unwrap(), false).is_ok(),
+                check_address(loopback.parse().unwrap(), false, false).is_ok(),
                 "{loopback}"
             );
         }
         for remote in ["0.0.0.0:0", "192.0.2.7:8080", "[::]:0"] {
-            let error = check_address(remote.parse().unwrap(), false).unwrap_err();
+            let error = check_address(remote.parse().unwrap(), false, true).unwrap_err();
             assert!(error.contains("--allow-remote"), "{error}");
-            assert!(check_address(remote.parse().unwrap(), true).is_ok());
+            assert!(error.contains("--tokens"), "{error}");
+            assert!(check_address(remote.parse().unwrap(), true, true).is_ok());
+            let error = check_address(remote.parse().unwrap(), true, false).unwrap_err();
+            assert!(error.contains("needs --tokens"), "{error}");
         }
     }
 }

@@ -7,16 +7,24 @@ It starts `facts mcp --http 127.0.0.1:0` (with `--db`, so the memory tools are s
 reads the URL the server prints on stderr, and opens two client sessions at once: what the
 first one ingests and remembers, the second one's prompt, queries and memory search see,
 since all sessions share the server's one runtime. Every result must fit its tool's output
-schema (the checks of `mcp_client.py`). Exits non-zero, with the failing check, when the
-server does not behave.
+schema (the checks of `mcp_client.py`). Then it starts a second server with `--tokens` and
+two tenants, and connects each with its bearer token (an `httpx2.AsyncClient` with the
+`Authorization` header): one tenant's memory is not the other's, a read-only tenant sees only
+the read-only tools and gets `forbidden` for the others, and a request without a token gets
+401. Exits non-zero, with the failing check, when the server does not behave.
 """
 
 import asyncio
+import hashlib
+import json
 import os
 import re
 import subprocess
 import sys
+import tempfile
 import threading
+
+import httpx2
 
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -27,10 +35,12 @@ from mcp_client import ACTIONS, MEMORY_TOOLS, RESULT, Checked, check_tools, chec
 START_TIMEOUT_SECONDS = 30
 
 
-def start(binary: str, project: str, db: str) -> tuple[subprocess.Popen[str], str]:
+def start(
+    binary: str, project: str, db: str, extra: tuple[str, ...] = ()
+) -> tuple[subprocess.Popen[str], str]:
     """The server process and the URL it printed on stderr."""
     server = subprocess.Popen(
-        [binary, "mcp", "--http", "127.0.0.1:0", "--project", project, "--db", db],
+        [binary, "mcp", "--http", "127.0.0.1:0", "--project", project, "--db", db, *extra],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -114,6 +124,70 @@ async def two_clients(url: str) -> None:
         await check_unknown_tool(second)
 
 
+# The tenants' bearer tokens: `alice` may do everything, `bob` only read.
+ALICE = "alice-token-0123456789"
+BOB = "bob-token-9876543210"
+
+
+def token_file(directory: str) -> str:
+    """A token file of the two tenants, listing their tokens' SHA-256."""
+    def digest(token: str) -> str:
+        return hashlib.sha256(token.encode()).hexdigest()
+
+    path = os.path.join(directory, "tokens.json")
+    tenants = [
+        {"tenant": "alice", "sha256": digest(ALICE), "rights": ["read", "write", "runtime"]},
+        {"tenant": "bob", "sha256": digest(BOB), "rights": ["read"]},
+    ]
+    with open(path, "w", encoding="utf-8") as file:
+        json.dump({"tenants": tenants}, file)
+    return path
+
+
+async def tenants(url: str) -> None:
+    """Two tenants on one server, each with its token: apart, and each within its rights."""
+    async with httpx2.AsyncClient() as anonymous:
+        init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "anonymous", "version": "0"}}}
+        r = await anonymous.post(
+            url, json=init, headers={"Accept": "application/json, text/event-stream"}
+        )
+        assert r.status_code == 401, r
+        assert r.headers["www-authenticate"].startswith("Bearer"), r.headers
+        assert r.json()["error"]["message"].startswith("Unauthorized"), r.text
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {ALICE}"}) as http_a,
+        streamable_http_client(url, http_client=http_a) as (read_a, write_a),
+        ClientSession(read_a, write_a) as alice,
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {BOB}"}) as http_b,
+        streamable_http_client(url, http_client=http_b) as (read_b, write_b),
+        ClientSession(read_b, write_b) as bob,
+    ):
+        await alice.initialize()
+        await bob.initialize()
+        tools = await alice.list_tools()
+        check_tools(tools, ACTIONS + MEMORY_TOOLS)
+        bob_tools = await bob.list_tools()
+        names = [t.name for t in bob_tools.tools]
+        assert "memory_search" in names and "memory_add" not in names, names
+        assert all(t.annotations.read_only_hint for t in bob_tools.tools), names
+        a = Checked(alice, tools)
+        b = Checked(bob, bob_tools)
+        r = await a.call(
+            "memory_add",
+            {"subject": "alice", "relation": "prefers_test_framework", "object": "pytest",
+             "statement": "Alice prefers pytest"},
+        )
+        assert not r.is_error and r.structured_content["status"] == "added", r
+        r = await a.call("memory_search", {"query": "pytest"})
+        assert len(r.structured_content["results"]) == 1, r
+        r = await b.call("memory_search", {"query": "pytest"})
+        assert not r.is_error and r.structured_content["results"] == [], r
+        r = await bob.call_tool("memory_add", {"subject": "a", "relation": "b", "object": "c"})
+        assert r.is_error and r.structured_content["error"]["code"] == "forbidden", r
+
+
 def main(binary: str, project: str, db: str) -> None:
     assert not os.path.exists(db), f"{db} exists; give a path for a new database"
     server, url = start(binary, project, db)
@@ -122,6 +196,14 @@ def main(binary: str, project: str, db: str) -> None:
     finally:
         server.terminate()
         server.wait(timeout=10)
+    with tempfile.TemporaryDirectory() as directory:
+        tenant_db = os.path.join(directory, "tenants.db")
+        server, url = start(binary, project, tenant_db, ("--tokens", token_file(directory)))
+        try:
+            asyncio.run(tenants(url))
+        finally:
+            server.terminate()
+            server.wait(timeout=10)
     print("MCP interop over streamable HTTP: the official Python client passed every check")
 
 
