@@ -499,6 +499,8 @@ fn pg_server_script() -> PathBuf {
 /// no scope of the run holds another tenant's facts or messages.
 fn check_database(url: &str, tenants: &[Tenant], logs: &[Log]) {
     let mut db = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    // The store's tables live in its schema, `factmem` by default.
+    db.batch_execute("SET search_path TO factmem").unwrap();
     let mut missing = Vec::new();
     let mut acked = 0;
     for (i, log) in logs.iter().enumerate() {
