@@ -21,6 +21,10 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tempfile::TempDir;
 
+#[path = "support/pg_server.rs"]
+mod pg_server;
+use pg_server::pg_server;
+
 /// The hex SHA-256 of a token, as `printf %s "$TOKEN" | sha256sum` prints it.
 fn digest(token: &str) -> String {
     Sha256::digest(token.as_bytes())
@@ -908,5 +912,84 @@ fn tenants_share_one_model_and_recall_by_meaning_each_in_its_own_scope() {
     assert!(
         !recall["structuredContent"].to_string().contains("Oscar"),
         "{recall}"
+    );
+}
+
+#[test]
+fn tenants_on_postgresql_keep_their_rows_under_their_own_scopes() {
+    let Some(url) = pg_server("the PostgreSQL tests of facts --tokens are") else {
+        return;
+    };
+    // Scopes no other test (of this run or an earlier one) uses.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let root = format!("tenants-{}-{nanos}", std::process::id());
+    let (alice_scope, bob_scope) = (format!("{root}/alice"), format!("{root}/bob"));
+    let dir = TempDir::new().unwrap();
+    let all = ["read", "write", "runtime"];
+    let tokens = write_tokens(
+        dir.path(),
+        &[
+            tenant("alice", &alice_scope, &all),
+            tenant("bob", &bob_scope, &all),
+        ],
+    );
+    let server = Server::start(&[
+        "--tokens",
+        tokens.to_str().unwrap(),
+        "--db",
+        &url,
+        "--project",
+        "tests/fixtures/project",
+    ]);
+    let mut alice = server.connect(&token("alice"));
+    let mut bob = server.connect(&token("bob"));
+    let added = alice.call(
+        "memory_add",
+        json!({"subject": "alice", "relation": "prefers", "object": "oolong",
+               "statement": "Alice prefers oolong"}),
+    );
+    assert_eq!(added["isError"], false, "{added}");
+    let init = alice.call("init_run", json!({"spec_name": "demo", "task_id": "1"}));
+    assert_eq!(init["isError"], false, "{init}");
+    let output = format!(
+        "Work done.\nBEGIN_DISPATCH_RESULT\n{}\nEND_DISPATCH_RESULT\n",
+        json!({"task_id": "1", "status": "completed", "summary": "Parser added",
+               "files_changed": ["src/parser.rs"]})
+    );
+    let ingest = alice.call(
+        "ingest_output",
+        json!({"run_id": "demo:1", "role": "implementer", "task_id": "1", "output": output}),
+    );
+    assert_eq!(ingest["isError"], false, "{ingest}");
+    let found = bob.call("memory_search", json!({"query": "oolong"}));
+    assert_eq!(found["structuredContent"]["results"], json!([]), "{found}");
+    drop(server);
+
+    let mut sql = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let rows: Vec<(String, String)> = sql
+        .query(
+            "SELECT s.name, f.object FROM factmem.facts f JOIN factmem.scopes s \
+             ON s.id = f.scope WHERE s.name LIKE $1",
+            &[&format!("{root}/%")],
+        )
+        .unwrap()
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect();
+    assert!(
+        rows.contains(&(alice_scope.clone(), "oolong".to_owned())),
+        "{rows:?}"
+    );
+    assert!(
+        rows.iter()
+            .any(|(scope, _)| *scope == format!("{alice_scope}/spec:demo")),
+        "{rows:?}"
+    );
+    assert!(
+        rows.iter()
+            .all(|(scope, _)| scope.starts_with(&alice_scope)),
+        "{rows:?}"
     );
 }
