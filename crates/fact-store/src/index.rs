@@ -9,6 +9,7 @@
 //! terms a fact contains, so a brute-force scan with the same weighting gives the same
 //! numbers bit for bit.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt::Debug;
 
@@ -521,6 +522,35 @@ struct Term {
     postings: Vec<(u32, u32)>,
 }
 
+thread_local! {
+    /// The score array of [`TermIndex::score`], one per thread that searches: all zeros
+    /// between searches, grown to the largest index scored (8 bytes a slot).
+    static SCORES: RefCell<Vec<f64>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The score array while a search sums into it: its summed entries are set back to zero
+/// when it is dropped before the search took them (a weighting that panicked).
+struct Sums<'a, 'p> {
+    scores: &'a mut Vec<f64>,
+    postings: &'a [(&'p [(u32, u32)], f64)],
+    done: bool,
+}
+
+impl Drop for Sums<'_, '_> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        for (term_postings, _) in self.postings {
+            for &(slot, _) in *term_postings {
+                if let Some(score) = self.scores.get_mut(slot as usize) {
+                    *score = 0.0;
+                }
+            }
+        }
+    }
+}
+
 /// The length of a dead slot in [`TermIndex::lens`].
 #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
 const DEAD: u32 = u32::MAX;
@@ -706,7 +736,7 @@ impl TermIndex {
     }
 
     /// Scores every live fact that contains a term of `text`; returns `(slot, score)`
-    /// pairs with a score above zero, in slot order.
+    /// pairs with a score above zero, in no particular order (each slot once).
     pub(crate) fn score(
         &self,
         text: &str,
@@ -736,7 +766,7 @@ impl TermIndex {
         } else {
             self.total_len as f64 / self.docs as f64
         };
-        let mut scores = vec![0.0f64; self.lens.len()];
+        let mut postings: Vec<(&[(u32, u32)], f64)> = Vec::with_capacity(known.len());
         for id in known {
             let Some(term) = self.terms.get(id as usize) else {
                 continue;
@@ -745,17 +775,78 @@ impl TermIndex {
                 continue;
             }
             let weight = weighting.term_weight(term.df as usize, self.docs, query_terms);
+            postings.push((&term.postings, weight));
+        }
+        SCORES.with(|scratch| match scratch.try_borrow_mut() {
+            Ok(mut scratch) => self.score_postings(&postings, avg, weighting, &mut scratch),
+            // Scoring on this thread already (a weighting that searches): a fresh array.
+            Err(_) => self.score_postings(&postings, avg, weighting, &mut Vec::new()),
+        })
+    }
+
+    /// Sums the weighted `postings` of the query's terms (in query order) into `scores`,
+    /// an array of zeros, at least as long as there are slots when it comes back; returns
+    /// the live slots with a score above zero, leaving `scores` all zeros again: a query
+    /// with fewer postings than there are slots reads and resets only its candidates'
+    /// entries, a longer one passes over the array once.
+    ///
+    /// Only the candidates' entries are read and reset: no allocation and no pass over
+    /// every slot, which at 1,000,000 facts cost more than the scoring itself (an 8 MB
+    /// array zeroed and scanned per search).
+    fn score_postings(
+        &self,
+        postings: &[(&[(u32, u32)], f64)],
+        avg: f64,
+        weighting: &dyn TermWeighting,
+        scores: &mut Vec<f64>,
+    ) -> Vec<(u32, f64)> {
+        if scores.len() < self.lens.len() {
+            scores.resize(self.lens.len(), 0.0);
+        }
+        // Resets what was summed even if the weighting panics, so that the array stays
+        // zeros for the next search on this thread.
+        let mut sums = Sums {
+            scores,
+            postings,
+            done: false,
+        };
+        for (term_postings, weight) in postings {
             // Dead slots are scored too (their postings stay until a rebuild) and dropped
             // below: cheaper than a branch per posting.
-            weighting.accumulate(weight, avg, &term.postings, &self.lens, &mut scores);
+            weighting.accumulate(*weight, avg, term_postings, &self.lens, sums.scores);
         }
-        scores
-            .iter()
-            .zip(&self.lens)
-            .enumerate()
-            .filter(|(_, (score, len))| **score > 0.0 && **len != DEAD)
-            .map(|(at, (score, _))| (u32::try_from(at).unwrap_or(u32::MAX), *score))
-            .collect()
+        let mut found = Vec::new();
+        let mut take = |slot: usize, score: &mut f64| {
+            let sum = std::mem::replace(score, 0.0);
+            if sum > 0.0 && self.lens.get(slot).is_some_and(|len| *len != DEAD) {
+                found.push((u32::try_from(slot).unwrap_or(u32::MAX), sum));
+            }
+        };
+        let read: usize = postings.iter().map(|(p, _)| p.len()).sum();
+        // Reading a posting's entry again is a random access, a pass over the array a
+        // sequential one, cheaper per entry: the pass wins once the postings outnumber
+        // the slots (at 100,000 facts, a 3-word query's median 0.48 ms with the pass and
+        // 0.26 ms reading its postings, a 40-word query's 0.86 ms and 1.68 ms).
+        if read >= self.lens.len() {
+            // Many candidates (a long query, or common words): one pass over the array.
+            let scored = sums.scores.iter_mut().take(self.lens.len()).enumerate();
+            for (slot, score) in scored.filter(|(_, score)| **score != 0.0) {
+                take(slot, score);
+            }
+        } else {
+            for (term_postings, _) in postings {
+                for &(slot, _) in *term_postings {
+                    // A slot in several terms' postings is taken (and reset) at the first.
+                    if let Some(score) = sums.scores.get_mut(slot as usize)
+                        && *score != 0.0
+                    {
+                        take(slot as usize, score);
+                    }
+                }
+            }
+        }
+        sums.done = true;
+        found
     }
 }
 
@@ -949,6 +1040,138 @@ mod tests {
             });
             proptest::prop_assert_eq!(pack_word(bytes), expected);
         }
+    }
+
+    /// A weighting with a term weight by document frequency and a tf part by length, so
+    /// that a score left over from another search would show.
+    #[derive(Debug)]
+    struct Weighted {
+        /// Panic in `accumulate` after summing (the scratch array's reset is tested).
+        panic: bool,
+    }
+
+    impl TermWeighting for Weighted {
+        fn term_weight(&self, df: usize, docs: usize, _: usize) -> f64 {
+            (1.0 + docs as f64 / (df as f64 + 0.5)).ln()
+        }
+
+        fn tf_weight(&self, tf: u32, doc_len: u32, avg: f64) -> f64 {
+            f64::from(tf) / (1.0 + f64::from(doc_len) / avg.max(1.0))
+        }
+
+        fn accumulate(
+            &self,
+            weight: f64,
+            avg: f64,
+            postings: &[(u32, u32)],
+            lens: &[u32],
+            scores: &mut [f64],
+        ) {
+            for &(slot, tf) in postings {
+                if let (Some(&len), Some(score)) =
+                    (lens.get(slot as usize), scores.get_mut(slot as usize))
+                {
+                    *score += weight * self.tf_weight(tf, len, avg);
+                }
+            }
+            assert!(!self.panic, "a weighting that fails mid-search");
+        }
+    }
+
+    const VOCABULARY: &[&str] = &["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa"];
+
+    fn fact_of(n: usize, words: &[usize]) -> SessionFact {
+        let object: Vec<&str> = words
+            .iter()
+            .map(|w| VOCABULARY[w % VOCABULARY.len()])
+            .collect();
+        SessionFact::builder(format!("subject{n}"), "says", object.join(" "))
+            .tag(Tag::Decision)
+            .source("1", fact_model::SourceRole::Implementer)
+            .valid_from(Timestamp::UNIX_EPOCH)
+            .build()
+            .unwrap()
+    }
+
+    /// An index over `facts` with the slots in `dead` removed, and its live facts by slot.
+    fn index_of(facts: &[SessionFact], dead: &[usize]) -> (TermIndex, HashMap<u32, SessionFact>) {
+        let analyzer = Analyzer::default();
+        let mut index = TermIndex::default();
+        let mut live = HashMap::new();
+        for (n, fact) in facts.iter().enumerate() {
+            let slot = index.insert(n as u64, fact, &analyzer);
+            live.insert(slot, fact.clone());
+        }
+        for slot in dead {
+            let slot = (*slot % facts.len().max(1)) as u32;
+            if live.remove(&slot).is_some() {
+                index.remove(slot);
+            }
+        }
+        (index, live)
+    }
+
+    /// The index's scores by fact id, checked against a scan of the live facts.
+    fn check_scores(index: &TermIndex, live: &HashMap<u32, SessionFact>, query: &str) {
+        let analyzer = Analyzer::default();
+        let weighting = Weighted { panic: false };
+        let mut got: Vec<(FactId, u64)> = index
+            .score(query, &analyzer, &weighting)
+            .into_iter()
+            .map(|(slot, score)| (live[&slot].id(), score.to_bits()))
+            .collect();
+        got.sort_unstable();
+        let mut expected: Vec<(FactId, u64)> =
+            scan_scores(&analyzer, live.values(), query, &weighting)
+                .into_iter()
+                .filter(|(_, score)| *score > 0.0)
+                .map(|(fact, score)| (fact.id(), score.to_bits()))
+                .collect();
+        expected.sort_unstable();
+        assert_eq!(got, expected, "{query:?}");
+    }
+
+    proptest::proptest! {
+        /// Searches of indexes of any size, one after another on one thread (sharing the
+        /// thread's score array, short queries reading only their candidates and long
+        /// ones every slot), each score what a scan of the live facts gives, bit for bit.
+        #[test]
+        fn index_scores_are_the_scan_across_searches_of_any_index(
+            facts in proptest::collection::vec(proptest::collection::vec(0usize..7, 1..6), 0..40),
+            more in proptest::collection::vec(proptest::collection::vec(0usize..7, 1..6), 0..8),
+            dead in proptest::collection::vec(0usize..40, 0..10),
+            queries in proptest::collection::vec(proptest::collection::vec(0usize..9, 0..9), 1..6),
+        ) {
+            let big: Vec<SessionFact> =
+                facts.iter().enumerate().map(|(n, words)| fact_of(n, words)).collect();
+            let small: Vec<SessionFact> =
+                more.iter().enumerate().map(|(n, words)| fact_of(n + 100, words)).collect();
+            let (big, big_live) = index_of(&big, &dead);
+            let (small, small_live) = index_of(&small, &[]);
+            for words in &queries {
+                // Indexes 7 and 8 are words no fact holds.
+                let query: Vec<&str> = words
+                    .iter()
+                    .map(|w| VOCABULARY.get(*w).copied().unwrap_or("nowhere"))
+                    .collect();
+                let query = query.join(" ");
+                check_scores(&big, &big_live, &query);
+                check_scores(&small, &small_live, &query);
+            }
+        }
+    }
+
+    #[test]
+    fn a_weighting_that_panics_mid_search_leaves_no_score_behind() {
+        let facts: Vec<SessionFact> = (0..30).map(|n| fact_of(n, &[n, n / 2, n / 3])).collect();
+        let (index, live) = index_of(&facts, &[3, 9]);
+        let analyzer = Analyzer::default();
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            index.score("alpha beta", &analyzer, &Weighted { panic: true })
+        }));
+        assert!(panicked.is_err());
+        check_scores(&index, &live, "alpha beta");
+        check_scores(&index, &live, "gamma");
     }
 
     #[test]
