@@ -142,7 +142,7 @@ pub use crate::memory::{
 };
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
-pub use crate::postgres::{PgDatabase, PgFactStore, PgOptions};
+pub use crate::postgres::{PgDatabase, PgFactStore, PgOptions, ReplicaStats};
 pub use crate::report::{
     AddReport, CompactionReport, ImportDiagnostic, ImportReport, SkipReason, Skipped,
 };
