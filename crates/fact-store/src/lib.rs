@@ -92,7 +92,7 @@
 //! | feature | adds |
 //! |---|---|
 //! | `sqlite` | `SqliteFactStore` (rusqlite, SQLite compiled in) |
-//! | `postgres` | `PgFactStore`, `PgDatabase`, `PgOptions` (the `postgres` client, an r2d2 pool) |
+//! | `postgres` | `PgFactStore`, `PgDatabase` (with read replicas), `PgOptions`, `ReplicaStats` (the `postgres` client, an r2d2 pool) |
 //! | `postgres-tls` | TLS to the server (rustls, Mozilla's roots): `sslmode=require` works |
 
 #![forbid(unsafe_code)]
