@@ -173,12 +173,64 @@ impl Database {
     /// [`StoreError::Backend`](fact_store::StoreError::Backend) for a malformed
     /// PostgreSQL URL.
     pub fn handle(&self) -> StoreResult<DatabaseHandle> {
+        self.handle_with_replicas(&[])
+    }
+
+    /// [`handle`](Self::handle) with read replicas: hot standbys of this PostgreSQL
+    /// server (PostgreSQL's streaming replication). Every write goes to this server;
+    /// searches, recalls, history and the other reads go to a replica, and each store
+    /// opened from the handle reads its own writes at once (a replica that has not
+    /// replayed them, is down or fails answers nothing: this server does, with a warning
+    /// in the log). See [`PgDatabase::connect_with_replicas`].
+    ///
+    /// ```no_run
+    /// use dispatch_runtime::durable::Database;
+    ///
+    /// let primary: Database = "postgres://factmem@db-primary:5432/memory".parse()?;
+    /// let standby: Database = "postgres://factmem@db-standby:5432/memory".parse()?;
+    /// let handle = primary.handle_with_replicas(&[standby])?;
+    /// # let _ = handle;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Backend`](fact_store::StoreError::Backend) for a malformed URL, for
+    /// replicas of a SQLite file, or for a replica that is not a PostgreSQL server.
+    pub fn handle_with_replicas(&self, replicas: &[Database]) -> StoreResult<DatabaseHandle> {
         let backend = match self {
             #[cfg(feature = "sqlite")]
-            Database::Sqlite(path) => Backend::Sqlite(path.clone()),
+            Database::Sqlite(path) => {
+                if !replicas.is_empty() {
+                    return Err(fact_store::StoreError::Backend {
+                        message: format!(
+                            "{}: read replicas need a PostgreSQL database, not a SQLite file",
+                            path.display()
+                        ),
+                    });
+                }
+                Backend::Sqlite(path.clone())
+            }
             #[cfg(feature = "postgres")]
             Database::Postgres(url) => {
-                Backend::Postgres(PgDatabase::new(url, PgOptions::default())?)
+                let urls = replicas
+                    .iter()
+                    .map(|replica| match replica {
+                        Database::Postgres(url) => Ok(url.as_str()),
+                        #[cfg(feature = "sqlite")]
+                        Database::Sqlite(path) => Err(fact_store::StoreError::Backend {
+                            message: format!(
+                                "read replica {}: not a postgres:// URL",
+                                path.display()
+                            ),
+                        }),
+                    })
+                    .collect::<StoreResult<Vec<&str>>>()?;
+                Backend::Postgres(PgDatabase::new_with_replicas(
+                    url,
+                    &urls,
+                    PgOptions::default(),
+                )?)
             }
         };
         Ok(DatabaseHandle {

@@ -9,6 +9,10 @@
 //! - `add_batches_of_100_one_scope` / `_own_scopes`: 1 or 8 writers (threads, each with its
 //!   own store and connection) adding batches of 100 at once, to one scope or each to its
 //!   own; divan's counter gives batches/s in all.
+//! - `replica::*` (with `FACTMEM_PG_REPLICA_URL` too, a hot standby of the server:
+//!   `.ci/pg-server start-standby`): `history` answered by the primary or by the standby,
+//!   and an `add` then its `history` (the read waiting for the standby to replay the write);
+//!   each prints how its reads were served (`ReplicaStats`).
 //! - `search::*`: one search (limit 10, BM25, the querying task excluded) in a scope of
 //!   100,000 valid facts, loaded once per run in batches of about 1,000, cycling through
 //!   the workload's queries: `workload_query` is the generator's 40 random domain words,
@@ -397,5 +401,108 @@ mod nearest {
     #[divan::bench(sample_count = 300)]
     fn warm(bencher: Bencher<'_, '_>) {
         vectors::bench_warm(bencher, &open(scope(), true), 100);
+    }
+}
+
+/// Read replicas (with `FACTMEM_PG_REPLICA_URL`, a hot standby of the server:
+/// `.ci/pg-server start-standby`): `history` of one subject of a scope of 1,000 facts,
+/// answered by the primary (no replicas) or by the standby (the store wrote nothing since
+/// the standby replayed it: no check); `write_then_read`: an `add` of one fact then its
+/// `history`, the read waiting for the standby to replay the write (or, past the 50 ms
+/// bound, the primary answering), on the standby's store and, for comparison, on the
+/// primary's. The run prints how the reads were served.
+mod replica {
+    use fact_model::SourceRole;
+
+    use super::*;
+
+    fn replica_url() -> Option<String> {
+        std::env::var("FACTMEM_PG_REPLICA_URL")
+            .ok()
+            .filter(|url| !url.is_empty())
+    }
+
+    /// A database with the standby as replica (`None` without one: the benches measure
+    /// the primary twice).
+    fn database(replicas: bool) -> PgDatabase {
+        let url = url().expect("FACTMEM_PG_URL");
+        let replicas: Vec<String> = replicas.then(replica_url).flatten().into_iter().collect();
+        PgDatabase::connect_with_replicas(&url, &replicas, PgOptions::default()).unwrap()
+    }
+
+    fn one(subject: &str, relation: &str, object: &str, secs: i64) -> SessionFact {
+        SessionFact::builder(subject, relation, object)
+            .tag(fact_model::Tag::Decision)
+            .source("bench", SourceRole::Implementer)
+            .valid_from(fact_model::Timestamp::from_unix_secs(1_800_000_000 + secs).unwrap())
+            .build()
+            .unwrap()
+    }
+
+    /// A store of a fresh scope with 1,000 facts about 100 subjects.
+    fn filled(database: &PgDatabase) -> PgFactStore {
+        let store = database
+            .open(
+                &fresh_scope("replica"),
+                unbounded(),
+                Arc::new(ManualClock::default()),
+            )
+            .unwrap();
+        let facts: Vec<SessionFact> = (0..1_000)
+            .map(|n| one(&format!("s{}", n % 100), &format!("r{n}"), "x", n))
+            .collect();
+        store.add(facts).unwrap();
+        store
+    }
+
+    fn history(bencher: Bencher<'_, '_>, replicas: bool) {
+        let database = database(replicas);
+        let store = filled(&database);
+        // Once, so the standby is known to have replayed the fill.
+        assert_eq!(store.history("s1").unwrap().len(), 10);
+        let mut n = 0usize;
+        bencher.bench_local(|| {
+            n += 1;
+            store.history(&format!("s{}", n % 100)).unwrap()
+        });
+        eprintln!(
+            "history, replicas {replicas}: {:?}",
+            database.replica_stats()
+        );
+    }
+
+    #[divan::bench(sample_count = 300)]
+    fn history_on_the_primary(bencher: Bencher<'_, '_>) {
+        history(bencher, false);
+    }
+
+    #[divan::bench(sample_count = 300)]
+    fn history_on_the_replica(bencher: Bencher<'_, '_>) {
+        history(bencher, true);
+    }
+
+    fn write_then_read(bencher: Bencher<'_, '_>, replicas: bool) {
+        let database = database(replicas);
+        let store = filled(&database);
+        let mut n = 10_000i64;
+        bencher.bench_local(|| {
+            n += 1;
+            store.add(vec![one("w", &format!("r{n}"), "x", n)]).unwrap();
+            store.history("w").unwrap()
+        });
+        eprintln!(
+            "write then read, replicas {replicas}: {:?}",
+            database.replica_stats()
+        );
+    }
+
+    #[divan::bench(sample_count = 200, sample_size = 1)]
+    fn write_then_read_on_the_primary(bencher: Bencher<'_, '_>) {
+        write_then_read(bencher, false);
+    }
+
+    #[divan::bench(sample_count = 200, sample_size = 1)]
+    fn write_then_read_on_the_replica(bencher: Bencher<'_, '_>) {
+        write_then_read(bencher, true);
     }
 }

@@ -92,7 +92,7 @@
 //! | feature | adds |
 //! |---|---|
 //! | `sqlite` | `SqliteFactStore` (rusqlite, SQLite compiled in) |
-//! | `postgres` | `PgFactStore`, `PgDatabase`, `PgOptions` (the `postgres` client, an r2d2 pool) |
+//! | `postgres` | `PgFactStore`, `PgDatabase` (with read replicas), `PgOptions`, `ReplicaStats` (the `postgres` client, an r2d2 pool) |
 //! | `postgres-tls` | TLS to the server (rustls, Mozilla's roots): `sslmode=require` works |
 
 #![forbid(unsafe_code)]
@@ -142,7 +142,7 @@ pub use crate::memory::{
 };
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
-pub use crate::postgres::{PgDatabase, PgFactStore, PgOptions};
+pub use crate::postgres::{PgDatabase, PgFactStore, PgOptions, ReplicaStats};
 pub use crate::report::{
     AddReport, CompactionReport, ImportDiagnostic, ImportReport, SkipReason, Skipped,
 };

@@ -179,6 +179,13 @@ enum Command {
         #[arg(long, value_name = "PATH|URL", env = DATABASE_URL_ENV, hide_env_values = true,
               value_parser = database_parser())]
         db: Option<Database>,
+        /// With a postgres:// --db: a hot standby of it (PostgreSQL streaming replication)
+        /// that answers searches, recalls and history while writes go to --db; repeat for
+        /// several (round robin). A session reads its own writes at once: a standby that
+        /// has not replayed them, is down or fails leaves the read to --db, with a warning.
+        #[arg(long = "db-replica", value_name = "URL", requires = "db",
+              value_parser = database_parser())]
+        db_replica: Vec<Database>,
         /// The scope of the memory tools.
         #[arg(long, requires = "db", default_value = "default")]
         scope: String,
@@ -342,6 +349,7 @@ pub fn run() -> ExitCode {
             project,
             tokenizer,
             db,
+            db_replica,
             scope,
             allow_llm_cmd,
             history_limit,
@@ -359,6 +367,7 @@ pub fn run() -> ExitCode {
             tokenizer,
             McpMemory {
                 db: db.as_ref(),
+                replicas: &db_replica,
                 scope: &scope,
                 allow_llm_cmd,
                 config: durable::retained(capacity, history_limit),
@@ -455,6 +464,8 @@ pub(crate) fn check_project(project: &Path) -> Result<(), Failure> {
 struct McpMemory<'a> {
     /// `--db`: the database, when the memory tools are served.
     db: Option<&'a Database>,
+    /// `--db-replica`: read replicas of a PostgreSQL `--db`.
+    replicas: &'a [Database],
     /// `--scope`.
     scope: &'a str,
     /// `--allow-llm-cmd`.
@@ -524,6 +535,7 @@ fn serve_mcp(
 ) -> Result<(), Failure> {
     let McpMemory {
         db,
+        replicas,
         scope,
         allow_llm_cmd,
         config,
@@ -557,6 +569,20 @@ fn serve_mcp(
         counter,
         run_expiry,
     };
+    if let Some(database) = db
+        && !replicas.is_empty()
+        && !database.is_postgres()
+    {
+        return Err(Failure::usage(format!(
+            "--db-replica needs a postgres:// --db (read replicas are PostgreSQL standbys), \
+             not the SQLite file {database}"
+        )));
+    }
+    if let Some(replica) = replicas.iter().find(|replica| !replica.is_postgres()) {
+        return Err(Failure::usage(format!(
+            "--db-replica {replica}: not a postgres:// URL"
+        )));
+    }
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let store_failure = |e| {
         let error = MemoryError::Store(e);
@@ -568,8 +594,13 @@ fn serve_mcp(
     let handle = match db {
         Some(database) => {
             create_parent(database).map_err(Failure::failed)?;
-            // One handle for the memory and every spec's store: on PostgreSQL one pool.
-            Some(database.handle().map_err(store_failure)?)
+            // One handle for the memory and every spec's store: on PostgreSQL one pool
+            // (and one per read replica).
+            Some(
+                database
+                    .handle_with_replicas(replicas)
+                    .map_err(store_failure)?,
+            )
         }
         None => None,
     };

@@ -657,3 +657,46 @@ fn demo_runs_a_whole_session() {
     let config: Value = serde_json::from_str(config.trim()).unwrap();
     assert_eq!(config["mcpServers"]["facts"]["args"][0], "mcp");
 }
+
+#[test]
+fn a_read_replica_needs_a_postgres_database_and_a_postgres_url() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let db = dir.path().join("memory.db");
+    let db = db.to_str().unwrap();
+    let replica = "postgres://factmem@127.0.0.1:1/memory";
+    let output = facts_in(
+        dir.path(),
+        &["mcp", "--db", db, "--db-replica", replica],
+        b"",
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("--db-replica needs a postgres:// --db"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!dir.path().join("memory.db").exists(), "nothing created");
+
+    let output = facts_in(
+        dir.path(),
+        &["mcp", "--db", replica, "--db-replica", "standby.db"],
+        b"",
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("--db-replica standby.db: not a postgres:// URL"),
+        "{}",
+        stderr(&output)
+    );
+
+    // Without --db: clap's own usage error.
+    let output = facts_in(
+        dir.path(),
+        &["mcp", "--db-replica", replica],
+        b"",
+        &[("FACTMEM_DATABASE_URL", "")],
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+}

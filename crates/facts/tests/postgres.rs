@@ -691,3 +691,86 @@ fn mem_on_a_server_judges_a_reply_against_known_facts_and_forgets_for_good() {
     );
     assert_eq!(mem.ok(&["recall", "cello"]), "");
 }
+
+/// The standby `FACTMEM_PG_REPLICA_URL` names (`.ci/pg-server start-standby`); `None`
+/// outside CI when it is unset.
+fn pg_standby() -> Option<String> {
+    if let Ok(url) = std::env::var("FACTMEM_PG_REPLICA_URL")
+        && !url.is_empty()
+    {
+        return Some(url);
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "FACTMEM_PG_REPLICA_URL is not set under CI=true: start a standby with \
+         `eval \"$(.ci/pg-server start-standby)\"` (.ci/run does)"
+    );
+    None
+}
+
+#[test]
+fn mcp_with_a_read_replica_reads_every_write_back_at_once() {
+    let Some(url) = pg_server("the PostgreSQL tests of facts are") else {
+        return;
+    };
+    let Some(standby) = pg_standby() else { return };
+    let dir = TempDir::new().unwrap();
+    let spec = fresh("spec");
+    let project = project(dir.path(), &spec);
+    let scope = fresh("replica");
+    let application: String = fresh("replica")
+        .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+        .chars()
+        .take(60)
+        .collect();
+    let replica = format!("{standby}?application_name={application}");
+    let command = facts(&[
+        "mcp",
+        "--db",
+        &url,
+        "--db-replica",
+        &replica,
+        "--scope",
+        &scope,
+        "--project",
+        &project,
+    ]);
+    let mut client = Client::start(command);
+    for n in 0..20 {
+        let object = format!("framework{n}");
+        client.ok(
+            "memory_add",
+            json!({"subject": "user", "relation": format!("tried_{n}"), "object": object}),
+        );
+        let found = client.ok("memory_search", json!({"query": object}));
+        assert_eq!(found["results"][0]["fact"]["object"], object, "{found}");
+    }
+    // The spec's store reads through the standby too: an ingested result is in the next
+    // task's prompt at once.
+    let init = client.ok("init_run", json!({"spec_name": spec, "task_id": "1"}));
+    let run_1 = init["run_id"].as_str().unwrap().to_owned();
+    client.ok(
+        "ingest_output",
+        json!({"run_id": run_1, "role": "implementer", "task_id": "1",
+               "output": task_one_output()}),
+    );
+    let init = client.ok("init_run", json!({"spec_name": spec, "task_id": "2"}));
+    let run_2 = init["run_id"].as_str().unwrap().to_owned();
+    let compiled = client.ok(
+        "compile_prompt",
+        json!({"run_id": run_2, "role": "implementer", "task_id": "2"}),
+    );
+    let context = compiled["session_context"].as_str().unwrap();
+    assert!(context.contains("src/parser.rs"), "{context}");
+    // Reads ran on the standby, while the server still runs.
+    let mut admin = postgres::Client::connect(&standby, postgres::NoTls).unwrap();
+    let sessions: i64 = admin
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+            &[&application],
+        )
+        .unwrap()
+        .get(0);
+    assert!(sessions >= 1, "no connection of the server on the standby");
+    assert!(client.finish().success());
+}

@@ -25,6 +25,8 @@ mod prompt;
 mod protocol;
 #[cfg(feature = "sqlite")]
 mod reads;
+#[cfg(feature = "postgres")]
+mod replicas;
 mod requests;
 mod runs;
 mod runtime;

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use fact_model::Clock;
 
 use super::pool::{self, Connection, Manager};
+use super::replicas::{self, ReplicaStats, Replicas, Served};
 use super::{PgFactStore, PgOptions, analyzer_tag, describe, query, redacted, schema};
 use crate::sql::error::DbResult;
 use crate::{StoreConfig, StoreError, StoreResult};
@@ -55,6 +56,8 @@ struct Shared {
     /// Set once this handle brought the schema to this build's version: later stores
     /// find their scope on a pooled connection without checking it again.
     migrated: AtomicBool,
+    /// The read replicas (none: the primary answers every read).
+    replicas: Replicas,
 }
 
 impl fmt::Debug for PgDatabase {
@@ -62,6 +65,7 @@ impl fmt::Debug for PgDatabase {
         f.debug_struct("PgDatabase")
             .field("location", &self.shared.location)
             .field("options", &self.shared.options)
+            .field("replicas", &self.shared.replicas)
             .finish_non_exhaustive()
     }
 }
@@ -88,7 +92,44 @@ impl PgDatabase {
     /// As [`connect`](Self::connect); an invalid [`schema`](PgOptions::schema) name is
     /// [`StoreError::Backend`].
     pub fn connect_with(url: &str, options: PgOptions) -> StoreResult<PgDatabase> {
-        let database = PgDatabase::new(url, options)?;
+        PgDatabase::connect_with_replicas::<&str>(url, &[], options)
+    }
+
+    /// [`connect_with`](Self::connect_with) with read replicas: hot standbys of the
+    /// primary at `url`, fed by PostgreSQL's streaming replication, at `replicas`.
+    ///
+    /// Every write goes to the primary; reads (searches through the database's index
+    /// and the search cache's loads, history, valid facts, episodes and message search,
+    /// long-term memory's reads, embeddings) go to a replica, round robin among those
+    /// that are up. Each store opened from the handle reads its own writes: after a
+    /// commit it remembers the primary's WAL position, and a replica answers only once
+    /// it has replayed that far, waiting at most
+    /// [`replica_wait`](PgOptions::replica_wait); otherwise the primary answers. A
+    /// replica that is down or fails a read is left alone for
+    /// [`replica_retry`](PgOptions::replica_retry) while the primary answers, with a
+    /// `tracing` warning (at most one per replica and kind every 10 s), never an error to
+    /// the caller. Nothing connects to a replica before the first read; see
+    /// [`replica_stats`](Self::replica_stats) for how reads were served.
+    ///
+    /// ```no_run
+    /// use fact_store::{PgDatabase, PgOptions};
+    ///
+    /// let primary = "postgres://factmem@db-primary:5432/memory";
+    /// let replicas = ["postgres://factmem@db-standby-1:5432/memory"];
+    /// let database = PgDatabase::connect_with_replicas(primary, &replicas, PgOptions::default())?;
+    /// # Ok::<(), fact_store::StoreError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`connect_with`](Self::connect_with) for the primary; a malformed replica URL
+    /// is [`StoreError::Backend`] (an unreachable replica is not an error).
+    pub fn connect_with_replicas<S: AsRef<str>>(
+        url: &str,
+        replicas: &[S],
+        options: PgOptions,
+    ) -> StoreResult<PgDatabase> {
+        let database = PgDatabase::new_with_replicas(url, replicas, options)?;
         database.first(None)?;
         Ok(database)
     }
@@ -103,6 +144,21 @@ impl PgDatabase {
     /// [`StoreError::Backend`] for a malformed URL or an invalid
     /// [`schema`](PgOptions::schema) name.
     pub fn new(url: &str, options: PgOptions) -> StoreResult<PgDatabase> {
+        PgDatabase::new_with_replicas::<&str>(url, &[], options)
+    }
+
+    /// [`new`](Self::new) with read replicas, as
+    /// [`connect_with_replicas`](Self::connect_with_replicas) opens them.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Backend`] for a malformed URL (of the primary or of a replica) or an
+    /// invalid [`schema`](PgOptions::schema) name.
+    pub fn new_with_replicas<S: AsRef<str>>(
+        url: &str,
+        replicas: &[S],
+        options: PgOptions,
+    ) -> StoreResult<PgDatabase> {
         let location = PathBuf::from(redacted(url));
         let valid_schema = options
             .schema
@@ -137,6 +193,7 @@ impl PgDatabase {
             .connection_timeout(options.connect_timeout)
             .error_handler(Box::new(pool::LogErrors))
             .build_unchecked(manager.clone());
+        let replicas = Replicas::new(replicas, &options)?;
         Ok(PgDatabase {
             shared: Arc::new(Shared {
                 location,
@@ -144,6 +201,7 @@ impl PgDatabase {
                 manager,
                 pool,
                 migrated: AtomicBool::new(false),
+                replicas,
             }),
         })
     }
@@ -163,10 +221,11 @@ impl PgDatabase {
         config: StoreConfig,
         clock: Arc<dyn Clock>,
     ) -> StoreResult<PgFactStore> {
-        let (scope_id, indexed_with) = if self.shared.migrated.load(Ordering::Acquire) {
+        let replicas = self.has_replicas();
+        let found = if self.shared.migrated.load(Ordering::Acquire) {
             let mut pooled = self.connection()?;
             let conn = self.held(&mut pooled)?;
-            find_scope(conn, scope, &config).map_err(|e| e.into_store(self.location()))?
+            find_scope(conn, scope, &config, replicas).map_err(|e| e.into_store(self.location()))?
         } else {
             self.first(Some((scope, &config)))?
                 .ok_or_else(|| StoreError::Backend {
@@ -176,7 +235,7 @@ impl PgDatabase {
                     ),
                 })?
         };
-        PgFactStore::new(self.clone(), scope, scope_id, &indexed_with, config, clock)
+        PgFactStore::new(self.clone(), scope, found, config, clock)
     }
 
     /// The server's URL, without its password.
@@ -191,16 +250,72 @@ impl PgDatabase {
         &self.shared.options
     }
 
+    /// The read replicas' URLs, without their passwords (none without replicas).
+    pub fn replicas(&self) -> impl Iterator<Item = &Path> {
+        self.shared.replicas.locations()
+    }
+
+    /// How the reads of the stores opened from this handle were served so far: by a
+    /// replica, or by the primary and why (all zero without replicas).
+    #[must_use]
+    pub fn replica_stats(&self) -> ReplicaStats {
+        self.shared.replicas.stats()
+    }
+
+    /// Whether reads may go to a replica (and commits must note their WAL position).
+    pub(super) fn has_replicas(&self) -> bool {
+        !self.shared.replicas.is_empty()
+    }
+
+    /// Runs the read `f` on a replica that has replayed WAL position `need`, or on the
+    /// primary (`need` of `None`, no replicas, or none able to answer); errors carry the
+    /// location of the server that answered.
+    pub(super) fn read<T>(
+        &self,
+        need: Option<u64>,
+        mut f: impl FnMut(&mut Connection) -> DbResult<T>,
+    ) -> StoreResult<T> {
+        if let Some(need) = need.filter(|_| self.has_replicas()) {
+            match self.shared.replicas.read(need, &mut f) {
+                Served::Value(value) => return Ok(value),
+                Served::Failed(error) => return Err(error),
+                Served::Primary => {}
+            }
+        }
+        let mut pooled = self.connection()?;
+        let conn = self.held(&mut pooled)?;
+        f(conn).map_err(|e| e.into_store(self.location()))
+    }
+
+    /// The primary's WAL position now, on a pooled connection: past every commit that
+    /// returned (`None` when the primary cannot say).
+    pub(super) fn primary_position(&self) -> Option<u64> {
+        let mut pooled = self.connection().ok()?;
+        let conn = self.held(&mut pooled).ok()?;
+        match replicas::commit_position(conn) {
+            Ok(lsn) => Some(lsn),
+            Err(error) => {
+                tracing::debug!(?error, "could not read the primary's WAL position");
+                None
+            }
+        }
+    }
+
     /// The first connection of the handle, made outside the pool and closed before this
     /// returns: an unreachable server or a refused login fails at once with the driver's
     /// own words, instead of after the pool's timeout with its summary. It migrates the
     /// schema and, given a scope, finds (or creates) it.
-    fn first(&self, scope: Option<(&str, &StoreConfig)>) -> StoreResult<Option<(i64, String)>> {
+    fn first(&self, scope: Option<(&str, &StoreConfig)>) -> StoreResult<Option<FoundScope>> {
         let location = self.location();
         let mut conn = self.shared.manager.open().map_err(|e| StoreError::Io {
             message: format!("{}: {}", location.display(), describe(&e)),
         })?;
-        let outcome = setup(&mut conn, &self.shared.options.schema, scope);
+        let outcome = setup(
+            &mut conn,
+            &self.shared.options.schema,
+            scope,
+            self.has_replicas(),
+        );
         pool::close_now(conn);
         match outcome.map_err(|e| e.into_store(location))? {
             Ok(found) => {
@@ -233,27 +348,60 @@ impl PgDatabase {
     }
 }
 
-/// Migrates the schema and, given a scope, finds (or creates) it: its id and the analyzer
-/// its term documents were made with; `Ok(Err(found))` for a schema newer than this
-/// build's.
+/// A scope as the primary knows it when its store opens.
+pub(super) struct FoundScope {
+    /// The scope's row id.
+    pub(super) id: i64,
+    /// The analyzer its term documents were made with.
+    pub(super) indexed_with: String,
+    /// With read replicas, the primary's WAL position once the scope was found (or
+    /// created): a replica answers the new store's reads only once it has replayed this
+    /// far, so it knows the scope (and everything the primary showed when it opened).
+    pub(super) position: u64,
+}
+
+/// Migrates the schema and, given a scope, finds (or creates) it; `Ok(Err(found))` for a
+/// schema newer than this build's.
 fn setup(
     conn: &mut Connection,
     schema: &str,
     scope: Option<(&str, &StoreConfig)>,
-) -> DbResult<Result<Option<(i64, String)>, u32>> {
+    replicas: bool,
+) -> DbResult<Result<Option<FoundScope>, u32>> {
     if let Err(found) = schema::migrate(&mut conn.client, schema)? {
         return Ok(Err(found));
     }
     scope
-        .map(|(scope, config)| find_scope(conn, scope, config))
+        .map(|(scope, config)| find_scope(conn, scope, config, replicas))
         .transpose()
         .map(Ok)
 }
 
+/// The scope's row, created (tagged with `config`'s analyzer) when there is none, and with
+/// `replicas` the primary's WAL position after; prepared statements, so a scope that
+/// exists costs one round trip (two with replicas).
+fn find_scope(
+    conn: &mut Connection,
+    scope: &str,
+    config: &StoreConfig,
+    replicas: bool,
+) -> DbResult<FoundScope> {
+    let (id, indexed_with) = scope_row(conn, scope, config)?;
+    let position = if replicas {
+        replicas::commit_position(conn)?
+    } else {
+        0
+    };
+    Ok(FoundScope {
+        id,
+        indexed_with,
+        position,
+    })
+}
+
 /// The id of `scope` and the analyzer its term documents were made with, creating its row
-/// (tagged with `config`'s analyzer) when there is none; prepared statements, so a scope
-/// that exists costs one round trip.
-fn find_scope(conn: &mut Connection, scope: &str, config: &StoreConfig) -> DbResult<(i64, String)> {
+/// when there is none.
+fn scope_row(conn: &mut Connection, scope: &str, config: &StoreConfig) -> DbResult<(i64, String)> {
     const FIND: &str = "SELECT id, analyzer FROM scopes WHERE name = $1";
     let found = |conn: &mut Connection| -> DbResult<Option<(i64, String)>> {
         query(conn, FIND, &[&scope])?

@@ -121,9 +121,15 @@ fn episodes_where(db: &mut Db<'_, '_>, scope: i64, condition: &str) -> DbResult<
 
 impl PgFactStore {
     /// Runs `f` in one read-only repeatable-read transaction: one snapshot of the scope.
-    fn snapshot<T>(&self, f: impl FnOnce(&mut Db<'_, '_>, i64) -> DbResult<T>) -> StoreResult<T> {
+    /// `f` may run twice: on a replica that failed, then on the primary.
+    fn snapshot<T>(
+        &self,
+        mut f: impl FnMut(&mut Db<'_, '_>, i64) -> DbResult<T>,
+    ) -> StoreResult<T> {
         self.with_conn(|conn, scope| {
-            let Connection { client, statements } = conn;
+            let Connection {
+                client, statements, ..
+            } = conn;
             let mut tx = client
                 .build_transaction()
                 .isolation_level(IsolationLevel::RepeatableRead)
@@ -352,7 +358,7 @@ impl EpisodeStore for PgFactStore {
     }
 
     fn mark_extracted(&self, id: &str, at: Timestamp) -> StoreResult<()> {
-        let changed = self.with_conn(|conn, scope| {
+        let changed = self.with_primary(|conn, scope| {
             Ok(conn.client.execute(
                 "UPDATE episodes SET extracted_at = $3 \
                  WHERE scope = $1 AND id_hash = hashtextextended($2, 0) AND id = $2",

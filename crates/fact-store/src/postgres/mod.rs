@@ -13,6 +13,8 @@
 //! - `vectors.rs`: the [`FactVectors`] implementation (embeddings as `bytea`).
 //! - `database.rs`: [`PgDatabase`], the database the stores of many scopes share (one
 //!   pool, one schema check).
+//! - `replicas.rs`: read replicas (hot standbys): where reads go, how a store reads its own
+//!   writes there, and what a lagging or failing replica costs.
 //! - `pool.rs`: the connection pool; `codec.rs`: rows → facts.
 
 mod codec;
@@ -20,6 +22,7 @@ mod database;
 mod episodes;
 mod long_term;
 mod pool;
+mod replicas;
 mod rows;
 mod schema;
 mod search;
@@ -36,8 +39,11 @@ use postgres::error::SqlState;
 use postgres::types::ToSql;
 
 use self::codec::read_fact;
+use self::database::FoundScope;
 pub use self::database::PgDatabase;
 use self::pool::{Connection, Manager};
+pub use self::replicas::ReplicaStats;
+use self::replicas::Written;
 use self::rows::PgRows;
 use self::search::CacheSlot;
 use crate::sql::codec::{FACT_COLUMN_COUNT, FACT_COLUMNS, batch_from_sql, id_to_sql};
@@ -63,6 +69,7 @@ use crate::{
 /// assert_eq!((options.pool_size, options.lock_timeout), (2, Duration::from_secs(10)));
 /// assert_eq!(options.schema, "factmem");
 /// assert!(options.search_cache);
+/// assert_eq!(options.replica_wait, Duration::from_millis(50));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -86,6 +93,13 @@ pub struct PgOptions {
     /// Keep the scope's term index in memory for [`search`](SessionFactStore::search)
     /// (default true), checked against the scope's generation on every search.
     pub search_cache: bool,
+    /// With read replicas ([`PgDatabase::connect_with_replicas`]): how long a read waits
+    /// for a replica to replay its store's last write before the primary answers it
+    /// (default 50 ms; zero: never wait).
+    pub replica_wait: Duration,
+    /// With read replicas: how long a replica that failed (unreachable, an error) is left
+    /// alone before a read tries it again; the primary answers meanwhile (default 5 s).
+    pub replica_retry: Duration,
 }
 
 impl Default for PgOptions {
@@ -97,6 +111,8 @@ impl Default for PgOptions {
             lock_timeout: Duration::from_secs(30),
             attempts: 5,
             search_cache: true,
+            replica_wait: Duration::from_millis(50),
+            replica_retry: Duration::from_secs(5),
         }
     }
 }
@@ -141,6 +157,21 @@ impl PgOptions {
     #[must_use]
     pub fn with_search_cache(mut self, search_cache: bool) -> Self {
         self.search_cache = search_cache;
+        self
+    }
+
+    /// Lets a read wait up to `replica_wait` for a replica to replay its store's last
+    /// write.
+    #[must_use]
+    pub fn with_replica_wait(mut self, replica_wait: Duration) -> Self {
+        self.replica_wait = replica_wait;
+        self
+    }
+
+    /// Leaves a failed replica alone for `replica_retry` before trying it again.
+    #[must_use]
+    pub fn with_replica_retry(mut self, replica_retry: Duration) -> Self {
+        self.replica_retry = replica_retry;
         self
     }
 }
@@ -249,6 +280,9 @@ pub struct PgFactStore {
     /// The embeddings' in-process indexes, by model; locked only to read or change them
     /// in memory (`vectors.rs`).
     vectors: Mutex<VectorCache>,
+    /// With read replicas, the primary's WAL position after this store's last commit: a
+    /// replica answers this store's reads once it has replayed that far.
+    written: Written,
 }
 
 impl fmt::Debug for PgFactStore {
@@ -425,16 +459,18 @@ impl PgFactStore {
     fn new(
         database: PgDatabase,
         scope: &str,
-        scope_id: i64,
-        indexed_with: &str,
+        found: FoundScope,
         config: StoreConfig,
         clock: Arc<dyn Clock>,
     ) -> StoreResult<PgFactStore> {
         let analyzer = Analyzer::new(config.analyzer);
+        let written = Written::default();
+        written.at(found.position);
+        let indexed_with = found.indexed_with;
         let store = PgFactStore {
             database,
             scope: scope.to_owned(),
-            scope_id,
+            scope_id: found.id,
             config,
             analyzer,
             episode_analyzer: Analyzer::new(AnalyzerConfig::default()),
@@ -442,6 +478,7 @@ impl PgFactStore {
             words: Mutex::new(HashMap::new()),
             cache: Mutex::new(CacheSlot::default()),
             vectors: Mutex::new(VectorCache::default()),
+            written,
         };
         let tag = analyzer_tag(store.analyzer.config());
         if indexed_with != tag {
@@ -526,7 +563,9 @@ impl PgFactStore {
                 .as_ref()
                 .map(SearchCache::generation);
             let run = |conn: &mut Connection, words: &mut HashMap<String, i64>| {
-                let Connection { client, statements } = conn;
+                let Connection {
+                    client, statements, ..
+                } = conn;
                 let tx = client.transaction()?;
                 let rows = PgRows::new(tx, statements, self.scope_id);
                 let mut writer = Writer::begin(rows, &self.analyzer, words, record_since)?;
@@ -536,7 +575,11 @@ impl PgFactStore {
             let outcome = {
                 let mut pooled = self.connection()?;
                 let conn = self.held(&mut pooled)?;
-                run(conn, &mut words)
+                let outcome = run(conn, &mut words);
+                if outcome.is_ok() {
+                    self.committed(conn);
+                }
+                outcome
             };
             match outcome {
                 Ok((value, outcome)) => {
@@ -580,11 +623,49 @@ impl PgFactStore {
         }
     }
 
-    /// Runs `f` on a pooled connection; errors carry the location.
-    fn with_conn<T>(&self, f: impl FnOnce(&mut Connection, i64) -> DbResult<T>) -> StoreResult<T> {
+    /// With read replicas, notes where the primary's WAL stands after a commit on `conn`,
+    /// for this store's later reads; when `conn` cannot say (it dropped right after the
+    /// commit), the next read asks the primary first.
+    fn committed(&self, conn: &mut Connection) {
+        if !self.database.has_replicas() {
+            return;
+        }
+        match replicas::commit_position(conn) {
+            Ok(lsn) => self.written.at(lsn),
+            Err(error) => {
+                tracing::debug!(scope = %self.scope, ?error, "could not read the commit's WAL position");
+                self.written.lost();
+            }
+        }
+    }
+
+    /// Runs the read `f` (on a pooled connection of a replica that has replayed this
+    /// store's last write, or of the primary); errors carry the location of the server
+    /// that answered. `f` may run twice: once on a replica that failed, then on the
+    /// primary.
+    fn with_conn<T>(
+        &self,
+        mut f: impl FnMut(&mut Connection, i64) -> DbResult<T>,
+    ) -> StoreResult<T> {
+        let need = if self.database.has_replicas() {
+            self.written.need(|| self.database.primary_position())
+        } else {
+            None
+        };
+        self.database.read(need, |conn| f(conn, self.scope_id))
+    }
+
+    /// Runs the write `f` on a pooled connection of the primary (a write outside
+    /// [`write`](Self::write)'s transaction), noting its position for later reads.
+    fn with_primary<T>(
+        &self,
+        f: impl FnOnce(&mut Connection, i64) -> DbResult<T>,
+    ) -> StoreResult<T> {
         let mut pooled = self.connection()?;
         let conn = self.held(&mut pooled)?;
-        f(conn, self.scope_id).map_err(|e| e.into_store(self.location()))
+        let value = f(conn, self.scope_id).map_err(|e| e.into_store(self.location()))?;
+        self.committed(conn);
+        Ok(value)
     }
 
     /// The facts `sql` selects with [`FACT_COLUMNS`] first.
@@ -622,7 +703,9 @@ fn query(
     sql: &str,
     params: &[&(dyn ToSql + Sync)],
 ) -> DbResult<Vec<postgres::Row>> {
-    let Connection { client, statements } = conn;
+    let Connection {
+        client, statements, ..
+    } = conn;
     let statement = match statements.get(sql) {
         Some(statement) => statement.clone(),
         None => {

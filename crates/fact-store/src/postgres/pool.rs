@@ -11,6 +11,8 @@ use super::rows::Statements;
 pub(super) struct Connection {
     pub(super) client: Client,
     pub(super) statements: Statements,
+    /// A connection to a read replica (`replicas.rs`), not to the primary.
+    pub(super) replica: bool,
 }
 
 /// What the pool holds: a connection, closed by [`close`] when dropped (`None` only
@@ -136,6 +138,7 @@ impl Manager {
         Ok(Connection {
             client,
             statements: Statements::new(),
+            replica: false,
         })
     }
 }

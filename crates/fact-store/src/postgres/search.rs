@@ -56,7 +56,9 @@ pub(super) fn search(
     if query.limit == 0 {
         return Ok(Vec::new());
     }
-    let Connection { client, statements } = conn;
+    let Connection {
+        client, statements, ..
+    } = conn;
     // One snapshot: the statistics, the candidates and the facts fetched at the end.
     let mut tx = client
         .build_transaction()

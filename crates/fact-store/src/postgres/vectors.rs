@@ -43,6 +43,21 @@ impl Reads<'_> {
     }
 }
 
+impl Reads<'_> {
+    /// Whether the server holds every embedding row of the scope up to `seq`: it has one
+    /// at or past it. Rows of a scope take their `seq` in commit order (their writes take
+    /// turns on the scope's row), so such a server (a replica) has replayed every commit
+    /// that wrote a row the index holds, and a row it lacks was deleted, not yet to come.
+    /// A replica behind the index (which a read on the primary brought further) keeps the
+    /// index whole: its missing rows are left out of this search's answer only.
+    fn holds(&mut self, seq: i64) -> DbResult<bool> {
+        let statement = self
+            .statement("SELECT EXISTS (SELECT 1 FROM embeddings WHERE scope = $1 AND seq >= $2)")?;
+        let row = self.client.query_one(&statement, &[&self.scope, &seq])?;
+        Ok(row.try_get(0)?)
+    }
+}
+
 impl VectorReads for Reads<'_> {
     fn embeddings_after(
         &mut self,
@@ -103,7 +118,9 @@ impl PgFactStore {
         model: &str,
         embeddings: &Prepared,
     ) -> DbResult<usize> {
-        let Connection { client, statements } = conn;
+        let Connection {
+            client, statements, ..
+        } = conn;
         let mut tx = client.transaction()?;
         let statement = prepared(
             &mut tx,
@@ -163,7 +180,11 @@ impl FactVectors for PgFactStore {
             let written = {
                 let mut pooled = self.connection()?;
                 let conn = self.held(&mut pooled)?;
-                Self::store_embeddings(conn, self.scope_id, model, &prepared)
+                let written = Self::store_embeddings(conn, self.scope_id, model, &prepared);
+                if written.is_ok() {
+                    self.committed(conn);
+                }
+                written
             };
             match written {
                 Ok(written) => return Ok(written),
@@ -214,7 +235,12 @@ impl FactVectors for PgFactStore {
             return Ok(Vec::new());
         }
         self.with_conn(|conn, scope| {
-            let Connection { client, statements } = conn;
+            let Connection {
+                client,
+                statements,
+                replica,
+            } = conn;
+            let replica = *replica;
             let mut reads = Reads {
                 client,
                 statements,
@@ -231,7 +257,12 @@ impl FactVectors for PgFactStore {
                 &mut |wanted| Self::lock(&self.vectors).rank(query, wanted),
                 &mut reads,
             )?;
-            Self::lock(&self.vectors).forget(query.model, &gone);
+            if !gone.is_empty() {
+                let seen = Self::lock(&self.vectors).seen(query.model);
+                if !replica || reads.holds(seen)? {
+                    Self::lock(&self.vectors).forget(query.model, &gone);
+                }
+            }
             Ok(found)
         })
     }

@@ -54,6 +54,8 @@ mod lock_stress;
 mod postgres;
 #[cfg(feature = "postgres")]
 mod postgres_gin;
+#[cfg(feature = "postgres")]
+mod postgres_replica;
 mod properties;
 #[cfg(feature = "sqlite")]
 mod sqlite;
