@@ -40,13 +40,14 @@ pub use self::database::PgDatabase;
 use self::pool::{Connection, Manager};
 use self::rows::PgRows;
 use self::search::CacheSlot;
+use crate::cache::Cached;
 use crate::sql::codec::{FACT_COLUMN_COUNT, FACT_COLUMNS, batch_from_sql, id_to_sql};
 use crate::sql::error::{DbError, DbResult};
 use crate::sql::rules::{Outcome, Writer};
 use crate::sql::search::SearchCache;
 use crate::sql::vectors::VectorCache;
 use crate::{
-    AddReport, Analyzer, AnalyzerConfig, CompactionReport, FactVectors, ImportReport,
+    AddReport, Analyzer, AnalyzerConfig, CacheBudget, CompactionReport, FactVectors, ImportReport,
     SNAPSHOT_VERSION, ScoredFact, SessionFactStore, Snapshot, SnapshotRecord, StoreConfig,
     StoreError, StoreResult, TermQuery, TermWeighting, Transaction, TransactionReport,
 };
@@ -86,6 +87,10 @@ pub struct PgOptions {
     /// Keep the scope's term index in memory for [`search`](SessionFactStore::search)
     /// (default true), checked against the scope's generation on every search.
     pub search_cache: bool,
+    /// The byte budget the in-process caches (search caches, vector indexes) of every
+    /// store opened from the [`PgDatabase`] share, with those of every store given a
+    /// clone of it; see [`CacheBudget`]. Default: [`CacheBudget::unbounded`].
+    pub cache_budget: CacheBudget,
 }
 
 impl Default for PgOptions {
@@ -97,6 +102,7 @@ impl Default for PgOptions {
             lock_timeout: Duration::from_secs(30),
             attempts: 5,
             search_cache: true,
+            cache_budget: CacheBudget::unbounded(),
         }
     }
 }
@@ -141,6 +147,14 @@ impl PgOptions {
     #[must_use]
     pub fn with_search_cache(mut self, search_cache: bool) -> Self {
         self.search_cache = search_cache;
+        self
+    }
+
+    /// Charges the in-process caches of the stores opened with these options to `budget`,
+    /// which evicts the least recently used of them past its limit.
+    #[must_use]
+    pub fn with_cache_budget(mut self, budget: CacheBudget) -> Self {
+        self.cache_budget = budget;
         self
     }
 }
@@ -243,12 +257,12 @@ pub struct PgFactStore {
     /// and gives it back after its commit, so the lock is held for moments only, never
     /// while a transaction talks to the server or sleeps before a retry.
     words: Mutex<HashMap<String, i64>>,
-    /// The scope's term index in this process; locked only to read or change it in
-    /// memory (`search.rs`).
-    cache: Mutex<CacheSlot>,
-    /// The embeddings' in-process indexes, by model; locked only to read or change them
-    /// in memory (`vectors.rs`).
-    vectors: Mutex<VectorCache>,
+    /// The scope's term index in this process, charged to the options' cache budget;
+    /// locked only to read or change it in memory (`search.rs`).
+    cache: Cached<CacheSlot>,
+    /// The embeddings' in-process indexes, by model, charged to the same budget; locked
+    /// only to read or change them in memory (`vectors.rs`).
+    vectors: Cached<VectorCache>,
 }
 
 impl fmt::Debug for PgFactStore {
@@ -431,6 +445,9 @@ impl PgFactStore {
         clock: Arc<dyn Clock>,
     ) -> StoreResult<PgFactStore> {
         let analyzer = Analyzer::new(config.analyzer);
+        let budget = &database.options().cache_budget;
+        let cache = Cached::new(CacheSlot::default(), budget);
+        let vectors = Cached::new(VectorCache::default(), budget);
         let store = PgFactStore {
             database,
             scope: scope.to_owned(),
@@ -440,8 +457,8 @@ impl PgFactStore {
             episode_analyzer: Analyzer::new(AnalyzerConfig::default()),
             clock,
             words: Mutex::new(HashMap::new()),
-            cache: Mutex::new(CacheSlot::default()),
-            vectors: Mutex::new(VectorCache::default()),
+            cache,
+            vectors,
         };
         let tag = analyzer_tag(store.analyzer.config());
         if indexed_with != tag {
@@ -490,6 +507,13 @@ impl PgFactStore {
         self.database.options()
     }
 
+    /// The estimated bytes this store's in-process caches hold now (its search cache and
+    /// vector indexes), as charged to its [`cache_budget`](PgOptions::cache_budget).
+    #[must_use]
+    pub fn cache_bytes(&self) -> usize {
+        self.cache.charged() + self.vectors.charged()
+    }
+
     /// The database the store was opened on: stores of other scopes opened from it share
     /// this store's pool.
     #[must_use]
@@ -521,10 +545,9 @@ impl PgFactStore {
         let mut words = std::mem::take(&mut *Self::lock(&self.words));
         let mut attempt = 0;
         loop {
-            let record_since = Self::lock(&self.cache)
+            let record_since = self
                 .cache
-                .as_ref()
-                .map(SearchCache::generation);
+                .with(|slot| slot.cache.as_ref().map(SearchCache::generation));
             let run = |conn: &mut Connection, words: &mut HashMap<String, i64>| {
                 let Connection { client, statements } = conn;
                 let tx = client.transaction()?;
@@ -574,10 +597,11 @@ impl PgFactStore {
     /// replayed on (another write, of this process or another, came between) stays as it
     /// is, a true image of its generation, and the next search brings it up to date.
     fn apply(&self, outcome: Outcome) {
-        let mut slot = Self::lock(&self.cache);
-        if let Some(current) = slot.cache.as_mut() {
-            current.apply(outcome, &self.analyzer);
-        }
+        self.cache.with(|slot| {
+            if let Some(current) = slot.cache.as_mut() {
+                current.apply(outcome, &self.analyzer);
+            }
+        });
     }
 
     /// Runs `f` on a pooled connection; errors carry the location.
@@ -729,7 +753,8 @@ impl SessionFactStore for PgFactStore {
         query: &TermQuery<'_>,
         weighting: &dyn TermWeighting,
     ) -> StoreResult<Vec<ScoredFact>> {
-        let cache = self.options().search_cache.then_some(&self.cache);
+        let pinned = self.options().search_cache.then(|| self.cache.pin());
+        let cache = pinned.as_ref();
         self.with_conn(|conn, scope| {
             search::search(conn, scope, &self.analyzer, cache, query, weighting)
         })

@@ -2,15 +2,15 @@
 //! shared in-process cache of the scope's term index ([`crate::sql::search`] says how
 //! both score), locked only for work in memory: rows travel with the lock released.
 
-use std::sync::Mutex;
+use std::any::Any;
 
 use fact_model::SessionFact;
 use postgres::IsolationLevel;
 
 use super::codec::read_fact;
-use super::lock;
 use super::pool::Connection;
 use super::rows::{Statements, prepared};
+use crate::cache::{Measure, Pinned};
 use crate::index::{TopK, distinct};
 use crate::sql::codec::{FACT_COLUMNS, id_from_sql, time_from_sql};
 use crate::sql::error::DbResult;
@@ -27,12 +27,28 @@ pub(super) struct CacheSlot {
     loading: bool,
 }
 
-/// Clears [`CacheSlot::loading`] when a load ends, whether it succeeded or failed.
-struct Loading<'s>(&'s Mutex<CacheSlot>);
+/// The slot as its [`CacheBudget`](crate::CacheBudget) sees it: evicted, the index goes
+/// (the next search loads it again).
+impl Measure for CacheSlot {
+    fn heap_bytes(&self) -> usize {
+        self.cache.heap_bytes()
+    }
 
-impl Drop for Loading<'_> {
+    fn evict(&mut self) -> Box<dyn Any + Send> {
+        self.cache.evict()
+    }
+}
+
+/// The cache slot of a search, pinned for the search's whole length: the budget never
+/// evicts it meanwhile, so rows fetched with its lock released still apply.
+type Slot<'p, 'c> = &'p Pinned<'c, CacheSlot>;
+
+/// Clears [`CacheSlot::loading`] when a load ends, whether it succeeded or failed.
+struct Loading<'p, 'c>(Slot<'p, 'c>);
+
+impl Drop for Loading<'_, '_> {
     fn drop(&mut self) {
-        lock(self.0).loading = false;
+        self.0.lock().loading = false;
     }
 }
 
@@ -49,7 +65,7 @@ pub(super) fn search(
     conn: &mut Connection,
     scope: i64,
     analyzer: &Analyzer,
-    cache: Option<&Mutex<CacheSlot>>,
+    cache: Option<Slot<'_, '_>>,
     query: &TermQuery<'_>,
     weighting: &dyn TermWeighting,
 ) -> DbResult<Vec<ScoredFact>> {
@@ -155,7 +171,7 @@ fn from_cache(
     statements: &mut Statements,
     scope: i64,
     analyzer: &Analyzer,
-    slot: &Mutex<CacheSlot>,
+    slot: Slot<'_, '_>,
     at: Generation,
     query: &TermQuery<'_>,
     weighting: &dyn TermWeighting,
@@ -165,7 +181,7 @@ fn from_cache(
     // another search moved it meanwhile; three rounds are plenty.
     for _ in 0..3 {
         let step = {
-            let mut held = lock(slot);
+            let mut held = slot.lock();
             match held.cache.as_ref() {
                 Some(cache) if cache.generation() == at.now => {
                     cache.search(analyzer, query, weighting, top);
@@ -187,7 +203,7 @@ fn from_cache(
         match step {
             Step::Changes(since) => {
                 let changes = changed_since(tx, statements, scope, since)?;
-                let mut held = lock(slot);
+                let mut held = slot.lock();
                 if let Some(cache) = held.cache.as_mut()
                     && cache.generation() == since
                 {
@@ -204,7 +220,7 @@ fn from_cache(
                 let _loading = Loading(slot);
                 let fresh = load(tx, statements, scope, analyzer, at.now)?;
                 tracing::debug!(scope, facts = fresh.len(), "search cache loaded the scope");
-                let mut held = lock(slot);
+                let mut held = slot.lock();
                 if held
                     .cache
                     .as_ref()

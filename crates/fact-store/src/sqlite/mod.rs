@@ -41,13 +41,14 @@ use self::codec::read_fact;
 use self::rows::SqliteRows;
 use self::schema::{Found, SCHEMA_VERSION};
 use self::search::Cold;
+use crate::cache::Cached;
 use crate::sql::codec::{FACT_COLUMN_COUNT, FACT_COLUMNS, batch_from_sql, id_to_sql};
 use crate::sql::error::{DbError, DbResult};
 use crate::sql::rules::{Outcome, Writer};
 use crate::sql::search::SearchCache;
 use crate::sql::vectors::VectorCache;
 use crate::{
-    AddReport, Analyzer, AnalyzerConfig, CompactionReport, FactVectors, ImportReport,
+    AddReport, Analyzer, AnalyzerConfig, CacheBudget, CompactionReport, FactVectors, ImportReport,
     SNAPSHOT_VERSION, ScoredFact, SessionFactStore, Snapshot, SnapshotRecord, StoreConfig,
     StoreError, StoreResult, TermQuery, TermWeighting, Transaction, TransactionReport,
 };
@@ -61,8 +62,9 @@ use crate::{
 /// let options = SqliteOptions::default().with_busy_timeout(Duration::from_secs(30));
 /// assert_eq!(options.busy_timeout, Duration::from_secs(30));
 /// assert!(options.search_cache && !options.read_only);
+/// assert_eq!(options.cache_budget.limit(), None);
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SqliteOptions {
     /// How long a write waits for another connection's write transaction before it fails
@@ -79,6 +81,11 @@ pub struct SqliteOptions {
     /// Keep the scope's term index in memory for [`search`](SessionFactStore::search)
     /// (default true); see [`SqliteFactStore`]'s section on search.
     pub search_cache: bool,
+    /// The byte budget the store's in-process caches (the search cache, the vector
+    /// indexes) share with those of every store given a clone of it; see
+    /// [`CacheBudget`]. Default: [`CacheBudget::unbounded`], a budget of the store's own
+    /// that never evicts.
+    pub cache_budget: CacheBudget,
 }
 
 impl Default for SqliteOptions {
@@ -88,6 +95,7 @@ impl Default for SqliteOptions {
             read_only: false,
             sync_every_commit: false,
             search_cache: true,
+            cache_budget: CacheBudget::unbounded(),
         }
     }
 }
@@ -118,6 +126,15 @@ impl SqliteOptions {
     #[must_use]
     pub fn with_search_cache(mut self, search_cache: bool) -> Self {
         self.search_cache = search_cache;
+        self
+    }
+
+    /// Charges the store's in-process caches to `budget` (a clone of the budget every
+    /// store of the process shares), which evicts the least recently used caches of all
+    /// of them past its limit.
+    #[must_use]
+    pub fn with_cache_budget(mut self, budget: CacheBudget) -> Self {
+        self.cache_budget = budget;
         self
     }
 }
@@ -252,6 +269,11 @@ pub struct SqliteFactStore {
     episode_analyzer: Analyzer,
     clock: Arc<dyn Clock>,
     inner: Mutex<Inner>,
+    /// The scope's term index in this process (`None` until a search loads it, and again
+    /// once the budget evicts it); locked after `inner`, never before.
+    search_cache: Cached<Option<SearchCache>>,
+    /// The embeddings' in-process indexes, by model; locked after `inner`.
+    vector_cache: Cached<VectorCache>,
     /// Held by the search that loads the scope into the cache on a connection of its own,
     /// outside `inner`; searches meanwhile answer from the database.
     loader: Mutex<()>,
@@ -261,14 +283,11 @@ pub struct SqliteFactStore {
     loads: AtomicU64,
 }
 
-/// What the lock guards: the connection and what is cached beside it.
+/// What the lock guards: the connection and the term ids of its writes.
 struct Inner {
     conn: Connection,
     /// Lowercased word → term id of this scope, for writes.
     words: HashMap<String, i64>,
-    cache: Option<SearchCache>,
-    /// The embeddings' in-process indexes, by model.
-    vectors: VectorCache,
 }
 
 impl fmt::Debug for SqliteFactStore {
@@ -385,6 +404,8 @@ impl SqliteFactStore {
             }
             Err(e) => return Err(e.into_store(&path)),
         };
+        let search_cache = Cached::new(None, &options.cache_budget);
+        let vector_cache = Cached::new(VectorCache::default(), &options.cache_budget);
         Ok(SqliteFactStore {
             path,
             scope: scope.to_owned(),
@@ -397,9 +418,9 @@ impl SqliteFactStore {
             inner: Mutex::new(Inner {
                 conn,
                 words: HashMap::new(),
-                cache: None,
-                vectors: VectorCache::default(),
             }),
+            search_cache,
+            vector_cache,
             loader: Mutex::new(()),
             shared,
             loads: AtomicU64::new(0),
@@ -509,6 +530,13 @@ impl SqliteFactStore {
         &self.options
     }
 
+    /// The estimated bytes this store's in-process caches hold now (its search cache and
+    /// vector indexes), as charged to its [`cache_budget`](SqliteOptions::cache_budget).
+    #[must_use]
+    pub fn cache_bytes(&self) -> usize {
+        self.search_cache.charged() + self.vector_cache.charged()
+    }
+
     // No code runs while the lock is held that could leave `Inner` half-updated (a failed
     // transaction rolls back, the caches are dropped on error): recover a poisoned lock.
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -522,10 +550,10 @@ impl SqliteFactStore {
         f: impl FnOnce(&mut Writer<'_, SqliteRows<'_>>) -> DbResult<T>,
     ) -> StoreResult<T> {
         let mut guard = self.lock();
-        let Inner {
-            conn, words, cache, ..
-        } = &mut *guard;
-        let record_since = cache.as_ref().map(SearchCache::generation);
+        let Inner { conn, words } = &mut *guard;
+        // In use until the write is applied to it: not evicted between the two looks.
+        let cache = self.search_cache.pin();
+        let record_since = cache.lock().as_ref().map(SearchCache::generation);
         let run = || -> DbResult<(T, Outcome)> {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let rows = SqliteRows::new(tx, self.scope_id);
@@ -535,10 +563,11 @@ impl SqliteFactStore {
         };
         match run() {
             Ok((value, outcome)) => {
-                if let Some(current) = cache.as_mut()
+                let mut held = cache.lock();
+                if let Some(current) = held.as_mut()
                     && !current.apply(outcome, &self.analyzer)
                 {
-                    *cache = None;
+                    *held = None;
                 }
                 Ok(value)
             }
@@ -560,11 +589,16 @@ impl SqliteFactStore {
         query: &TermQuery<'_>,
         weighting: &dyn TermWeighting,
     ) -> StoreResult<Vec<ScoredFact>> {
+        // In use for the whole search, its load outside the lock included: the budget
+        // never evicts it meanwhile.
+        let pinned = self.search_cache.pin();
         let run = |cold: Cold| {
             self.with_inner(|inner, scope| {
-                let Inner { conn, cache, .. } = inner;
+                // Locked with the connection: the budget only tries its lock, and skips
+                // it while a search holds it.
+                let mut cache = pinned.lock();
                 let searched = search::search(
-                    conn,
+                    &mut inner.conn,
                     scope,
                     &self.analyzer,
                     Some((&mut *cache, cold)),
@@ -594,13 +628,13 @@ impl SqliteFactStore {
         let loaded = self.load_cache().map_err(|e| e.into_store(&self.path))?;
         self.loaded(loaded.len());
         {
-            let mut inner = self.lock();
-            if inner
-                .cache
+            let _inner = self.lock();
+            let mut cache = pinned.lock();
+            if cache
                 .as_ref()
                 .is_none_or(|current| current.generation() < loaded.generation())
             {
-                inner.cache = Some(loaded);
+                *cache = Some(loaded);
             }
         }
         drop(loading);
