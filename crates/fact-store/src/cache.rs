@@ -357,6 +357,7 @@ impl<T: Measure> Cached<T> {
     }
 
     /// Runs `f` on the cache, pinned and locked (work in memory only).
+    #[cfg_attr(not(any(test, feature = "postgres")), allow(dead_code))]
     pub(crate) fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
         let pinned = self.pin();
         let mut held = pinned.lock();

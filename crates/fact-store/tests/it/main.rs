@@ -45,6 +45,8 @@ macro_rules! conformance_suite {
 }
 
 #[cfg(feature = "sqlite")]
+mod cache_budget;
+#[cfg(feature = "sqlite")]
 mod crash;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod durable;
