@@ -26,7 +26,7 @@
 use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError, Weak};
 
 /// A byte budget shared by the in-process caches of many store objects.
@@ -78,7 +78,25 @@ struct Ledger {
     /// The registered total, readable without the lock.
     used: AtomicUsize,
     evictions: AtomicU64,
+    /// Reloads of evicted caches running in the background now.
+    reloads: AtomicUsize,
     state: Mutex<State>,
+}
+
+/// At most this many evicted caches of one budget reload in the background at once: each
+/// holds a whole cache before it is charged, so they are what a budget can exceed by.
+const MAX_RELOADS: usize = 2;
+
+/// The right to reload an evicted cache in the background ([`CacheBudget::reload_permit`]),
+/// given back when dropped.
+pub(crate) struct ReloadPermit {
+    ledger: Arc<Ledger>,
+}
+
+impl Drop for ReloadPermit {
+    fn drop(&mut self) {
+        self.ledger.reloads.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// The registered caches.
@@ -130,6 +148,7 @@ impl CacheBudget {
                 clock: AtomicU64::new(0),
                 used: AtomicUsize::new(0),
                 evictions: AtomicU64::new(0),
+                reloads: AtomicUsize::new(0),
                 state: Mutex::new(State::default()),
             }),
         }
@@ -163,10 +182,32 @@ impl CacheBudget {
             .count()
     }
 
+    /// How many evicted caches are loading again in the background now (a store whose
+    /// cache was evicted answers its next search from the database's index while its
+    /// cache reloads).
+    #[must_use]
+    pub fn reloading(&self) -> usize {
+        self.ledger.reloads.load(Ordering::Acquire)
+    }
+
     /// How many caches this budget has evicted so far.
     #[must_use]
     pub fn evictions(&self) -> u64 {
         self.ledger.evictions.load(Ordering::Relaxed)
+    }
+
+    /// A permit to reload an evicted cache in the background, unless [`MAX_RELOADS`] are
+    /// running.
+    pub(crate) fn reload_permit(&self) -> Option<ReloadPermit> {
+        self.ledger
+            .reloads
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |running| {
+                (running < MAX_RELOADS).then_some(running + 1)
+            })
+            .ok()
+            .map(|_| ReloadPermit {
+                ledger: self.ledger.clone(),
+            })
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -287,6 +328,8 @@ struct Slot<T> {
     stamp: AtomicU64,
     /// The bytes last charged (the ledger's entry), changed only under `value`'s lock.
     charged: AtomicUsize,
+    /// Whether the budget evicted the cache and nothing was loaded since.
+    evicted: AtomicBool,
     /// How many operations use the cache now: a pinned cache is never evicted.
     pins: AtomicUsize,
     value: Mutex<T>,
@@ -309,22 +352,48 @@ impl<T: Measure> Evict for Slot<T> {
             return None;
         }
         self.charged.store(0, Ordering::Relaxed);
+        self.evicted.store(true, Ordering::Relaxed);
         Some(value.evict())
     }
 }
 
-/// A store's cache, registered with a [`CacheBudget`].
+/// A store's cache, registered with a [`CacheBudget`] until it is dropped; it
+/// dereferences to its [`Handle`].
 pub(crate) struct Cached<T: Measure> {
+    handle: Handle<T>,
+}
+
+/// A cache as its users reach it: cheap to clone (for a reload on another thread), and
+/// registered as long as its [`Cached`] lives.
+pub(crate) struct Handle<T: Measure> {
     slot: Arc<Slot<T>>,
     budget: CacheBudget,
     id: u64,
 }
 
+impl<T: Measure> Clone for Handle<T> {
+    fn clone(&self) -> Self {
+        Handle {
+            slot: self.slot.clone(),
+            budget: self.budget.clone(),
+            id: self.id,
+        }
+    }
+}
+
 impl<T: Measure> fmt::Debug for Cached<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Cached")
-            .field("id", &self.id)
+            .field("id", &self.handle.id)
             .finish_non_exhaustive()
+    }
+}
+
+impl<T: Measure> std::ops::Deref for Cached<T> {
+    type Target = Handle<T>;
+
+    fn deref(&self) -> &Handle<T> {
+        &self.handle
     }
 }
 
@@ -335,16 +404,36 @@ impl<T: Measure> Cached<T> {
         let slot = Arc::new(Slot {
             stamp: AtomicU64::new(budget.stamp()),
             charged: AtomicUsize::new(bytes),
+            evicted: AtomicBool::new(false),
             pins: AtomicUsize::new(0),
             value: Mutex::new(value),
         });
         let weak: Weak<Slot<T>> = Arc::downgrade(&slot);
         let id = budget.register(bytes, weak);
         Cached {
-            slot,
-            budget: budget.clone(),
-            id,
+            handle: Handle {
+                slot,
+                budget: budget.clone(),
+                id,
+            },
         }
+    }
+
+    /// A handle on the cache, for another thread.
+    pub(crate) fn handle(&self) -> Handle<T> {
+        self.handle.clone()
+    }
+}
+
+impl<T: Measure> Handle<T> {
+    /// The budget the cache is charged to.
+    pub(crate) fn budget(&self) -> &CacheBudget {
+        &self.budget
+    }
+
+    /// Whether the budget evicted the cache and nothing was loaded into it since.
+    pub(crate) fn evicted(&self) -> bool {
+        self.slot.evicted.load(Ordering::Relaxed)
     }
 
     /// Marks the cache in use until the pin is dropped: it is not evicted meanwhile.
@@ -384,13 +473,13 @@ impl<T: Measure> Cached<T> {
 
 impl<T: Measure> Drop for Cached<T> {
     fn drop(&mut self) {
-        self.budget.unregister(self.id);
+        self.handle.budget.unregister(self.handle.id);
     }
 }
 
-/// A cache in use: [`Cached::pin`].
+/// A cache in use: [`Handle::pin`].
 pub(crate) struct Pinned<'c, T: Measure> {
-    cached: &'c Cached<T>,
+    cached: &'c Handle<T>,
 }
 
 impl<T: Measure> Pinned<'_, T> {
@@ -423,7 +512,7 @@ impl<T: Measure> Drop for Pinned<'_, T> {
 /// A locked cache: dereferences to it; charges its size when dropped.
 pub(crate) struct Held<'p, T: Measure> {
     guard: MutexGuard<'p, T>,
-    cached: &'p Cached<T>,
+    cached: &'p Handle<T>,
 }
 
 impl<T: Measure> std::ops::Deref for Held<'_, T> {
@@ -452,6 +541,9 @@ impl<T: Measure> Drop for Held<'_, T> {
         // Charged with the cache still locked: the ledger and the cache agree whenever
         // the cache's lock is free.
         charged.store(bytes, Ordering::Relaxed);
+        if bytes > 0 {
+            self.cached.slot.evicted.store(false, Ordering::Relaxed);
+        }
         budget.charge(self.cached.id, bytes);
     }
 }

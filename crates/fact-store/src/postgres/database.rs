@@ -13,7 +13,7 @@ use fact_model::Clock;
 use super::pool::{self, Connection, Manager};
 use super::{PgFactStore, PgOptions, analyzer_tag, describe, query, redacted, schema};
 use crate::sql::error::DbResult;
-use crate::{StoreConfig, StoreError, StoreResult};
+use crate::{CacheBudget, StoreConfig, StoreError, StoreResult};
 
 /// A PostgreSQL database, opened once for the stores of many scopes: they share one pool
 /// of at most [`pool_size`](PgOptions::pool_size) connections, and the schema is checked
@@ -177,6 +177,24 @@ impl PgDatabase {
                 })?
         };
         PgFactStore::new(self.clone(), scope, scope_id, &indexed_with, config, clock)
+    }
+
+    /// A handle on the same pool (and schema check) whose stores charge their in-process
+    /// caches to `budget` instead of [`cache_budget`](PgOptions::cache_budget): for a
+    /// process that decides its budget after the handle was made. Stores already opened
+    /// keep theirs.
+    #[must_use]
+    pub fn with_cache_budget(&self, budget: CacheBudget) -> PgDatabase {
+        let shared = &self.shared;
+        PgDatabase {
+            shared: Arc::new(Shared {
+                location: shared.location.clone(),
+                options: shared.options.clone().with_cache_budget(budget),
+                manager: shared.manager.clone(),
+                pool: shared.pool.clone(),
+                migrated: AtomicBool::new(shared.migrated.load(Ordering::Acquire)),
+            }),
+        }
     }
 
     /// The server's URL, without its password.

@@ -27,8 +27,8 @@ mod vectors;
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use fact_model::{Clock, FactId, FactSelector, FactUpdate, SessionFact, Timestamp};
@@ -41,7 +41,7 @@ use self::codec::read_fact;
 use self::rows::SqliteRows;
 use self::schema::{Found, SCHEMA_VERSION};
 use self::search::Cold;
-use crate::cache::Cached;
+use crate::cache::{Cached, Pinned, ReloadPermit};
 use crate::sql::codec::{FACT_COLUMN_COUNT, FACT_COLUMNS, batch_from_sql, id_to_sql};
 use crate::sql::error::{DbError, DbResult};
 use crate::sql::rules::{Outcome, Writer};
@@ -274,13 +274,14 @@ pub struct SqliteFactStore {
     search_cache: Cached<Option<SearchCache>>,
     /// The embeddings' in-process indexes, by model; locked after `inner`.
     vector_cache: Cached<VectorCache>,
-    /// Held by the search that loads the scope into the cache on a connection of its own,
-    /// outside `inner`; searches meanwhile answer from the database.
-    loader: Mutex<()>,
+    /// Set while a search (or a reload in the background) loads the scope into the cache
+    /// on a connection of its own, outside `inner`; searches meanwhile answer from the
+    /// database.
+    loader: Arc<AtomicBool>,
     /// Whether another connection can open the database (not for a private in-memory one).
     shared: bool,
     /// How many times the scope was loaded whole into the search cache.
-    loads: AtomicU64,
+    loads: Arc<AtomicU64>,
 }
 
 /// What the lock guards: the connection and the term ids of its writes.
@@ -421,9 +422,9 @@ impl SqliteFactStore {
             }),
             search_cache,
             vector_cache,
-            loader: Mutex::new(()),
+            loader: Arc::new(AtomicBool::new(false)),
             shared,
-            loads: AtomicU64::new(0),
+            loads: Arc::new(AtomicU64::new(0)),
         })
     }
 
@@ -615,28 +616,24 @@ impl SqliteFactStore {
             // Nobody else writes a private database: it loads once, at the first search.
             return run(Cold::Load).map(Option::unwrap_or_default);
         }
-        let loading = match self.loader.try_lock() {
-            Ok(guard) => guard,
-            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-            Err(TryLockError::WouldBlock) => {
-                return run(Cold::Database).map(Option::unwrap_or_default);
-            }
+        let Some(loading) = Loading::try_start(&self.loader) else {
+            return run(Cold::Database).map(Option::unwrap_or_default);
         };
         if let Some(results) = run(Cold::Return)? {
             return Ok(results);
         }
+        if self.search_cache.evicted() {
+            // The budget evicted the cache: this search answers from FTS5 at once, and
+            // the scope loads again in the background (unless the budget's reloads are
+            // all taken; a later search tries again).
+            if let Some(permit) = self.search_cache.budget().reload_permit() {
+                self.reload_in_background(loading, permit);
+            }
+            return run(Cold::Database).map(Option::unwrap_or_default);
+        }
         let loaded = self.load_cache().map_err(|e| e.into_store(&self.path))?;
         self.loaded(loaded.len());
-        {
-            let _inner = self.lock();
-            let mut cache = pinned.lock();
-            if cache
-                .as_ref()
-                .is_none_or(|current| current.generation() < loaded.generation())
-            {
-                *cache = Some(loaded);
-            }
-        }
+        install(&pinned, loaded);
         drop(loading);
         // Rows written while it loaded are followed; should rows have been deleted
         // meanwhile, this search loads again under the lock rather than chase the writers.
@@ -645,24 +642,48 @@ impl SqliteFactStore {
 
     /// Counts and logs a load of the whole scope into the search cache.
     fn loaded(&self, facts: usize) {
-        let loads = self.loads.fetch_add(1, Ordering::Relaxed) + 1;
-        tracing::debug!(scope = %self.scope, facts, loads, "search cache loaded the scope");
+        counted_load(&self.loads, &self.scope, facts);
     }
 
     /// The scope's search cache, read on a new connection (in one read transaction).
     fn load_cache(&self) -> DbResult<SearchCache> {
-        let flags = if self.options.read_only {
-            OpenFlags::SQLITE_OPEN_READ_ONLY
-        } else {
-            OpenFlags::SQLITE_OPEN_READ_WRITE
+        load_scope(&self.path, &self.options, self.scope_id, &self.analyzer)
+    }
+
+    /// Loads the scope into the search cache on a thread of its own, which installs it
+    /// (charged to the budget) unless a newer cache is there by then; a failure is
+    /// logged, and the next search tries again.
+    fn reload_in_background(&self, loading: Loading, permit: ReloadPermit) {
+        let path = self.path.clone();
+        let options = self.options.clone();
+        let scope_id = self.scope_id;
+        let scope = self.scope.clone();
+        let analyzer = self.analyzer.config();
+        let cache = self.search_cache.handle();
+        let loads = self.loads.clone();
+        let reload = move || {
+            let started = std::time::Instant::now();
+            match load_scope(&path, &options, scope_id, &Analyzer::new(analyzer)) {
+                Ok(loaded) => {
+                    let facts = loaded.len();
+                    install(&cache.pin(), loaded);
+                    counted_load(&loads, &scope, facts);
+                    tracing::debug!(%scope, ms = started.elapsed().as_millis(), "evicted search cache reloaded");
+                }
+                Err(error) => {
+                    let error = error.into_store(&path);
+                    tracing::warn!(%scope, %error, "reloading the search cache failed");
+                }
+            }
+            // Released only once the cache is in place (or failed).
+            drop((loading, permit));
         };
-        let mut conn =
-            Connection::open_with_flags(&self.path, flags | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
-        SqliteFactStore::configure(&conn, &self.options)?;
-        let tx = conn.transaction()?;
-        let cache = search::load(&tx, self.scope_id, &self.analyzer)?;
-        tx.commit()?;
-        Ok(cache)
+        if let Err(error) = std::thread::Builder::new()
+            .name("factmem-cache-reload".to_owned())
+            .spawn(reload)
+        {
+            tracing::warn!(scope = %self.scope, %error, "no thread to reload the search cache");
+        }
     }
 
     /// Runs `f` on the connection; errors carry the path.
@@ -691,6 +712,63 @@ impl SqliteFactStore {
             Ok(usize::try_from(count).unwrap_or(0))
         })
     }
+}
+
+/// Marks a store's scope as loading into its search cache until dropped (moved to the
+/// thread of a background reload).
+struct Loading(Arc<AtomicBool>);
+
+impl Loading {
+    /// The mark, unless another load holds it.
+    fn try_start(flag: &Arc<AtomicBool>) -> Option<Loading> {
+        flag.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .ok()
+            .map(|_| Loading(flag.clone()))
+    }
+}
+
+impl Drop for Loading {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+/// The search cache of `scope_id` in the file at `path`, read on a new connection (in one
+/// read transaction).
+fn load_scope(
+    path: &Path,
+    options: &SqliteOptions,
+    scope_id: i64,
+    analyzer: &Analyzer,
+) -> DbResult<SearchCache> {
+    let flags = if options.read_only {
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+    } else {
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+    };
+    let mut conn = Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+    SqliteFactStore::configure(&conn, options)?;
+    let tx = conn.transaction()?;
+    let cache = search::load(&tx, scope_id, analyzer)?;
+    tx.commit()?;
+    Ok(cache)
+}
+
+/// Puts a cache loaded outside every lock in place, unless the one there is as new.
+fn install(cache: &Pinned<'_, Option<SearchCache>>, loaded: SearchCache) {
+    let mut held = cache.lock();
+    if held
+        .as_ref()
+        .is_none_or(|current| current.generation() < loaded.generation())
+    {
+        *held = Some(loaded);
+    }
+}
+
+/// Counts and logs a load of the whole scope into the search cache.
+fn counted_load(loads: &AtomicU64, scope: &str, facts: usize) {
+    let loads = loads.fetch_add(1, Ordering::Relaxed) + 1;
+    tracing::debug!(%scope, facts, loads, "search cache loaded the scope");
 }
 
 /// The facts a query selects with [`FACT_COLUMNS`] first.
