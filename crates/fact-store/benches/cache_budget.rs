@@ -41,6 +41,10 @@ const BUDGETS: [Option<usize>; 3] = [None, Some(64), Some(256)];
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("fts") {
+        fts_only(Path::new(&args[2]), args[3].parse().unwrap());
+        return;
+    }
     if args.get(1).map(String::as_str) == Some("child") {
         let scopes: usize = args[3].parse().unwrap();
         let budget = args[4].parse::<usize>().ok();
@@ -94,22 +98,25 @@ fn build(dir: &Path, scopes: usize, facts: usize) -> PathBuf {
         let store =
             SqliteFactStore::open_with(&path, &name(scope), unbounded(), options, clock.clone())
                 .unwrap();
-        let workload = workload::generate(facts * 3 / 2 + 100, 0, 42 + scope as u64);
+        // Later facts supersede some earlier ones: add until `facts` are valid.
+        let workload = workload::generate(facts * 2 + 200, 0, 42 + scope as u64);
         let mut batch: Vec<SessionFact> = Vec::new();
-        let mut stored = 0;
         'tasks: for (n, task) in workload.tasks.iter().enumerate() {
             let at = Timestamp::from_unix_secs(n as i64).unwrap();
             for part in facts::task_batches(task, at) {
                 batch.extend(part);
                 if batch.len() >= 100 {
-                    stored += batch.len();
                     store.add(std::mem::take(&mut batch)).unwrap();
-                    if stored >= facts {
+                    if store.valid_count().unwrap() >= facts {
                         break 'tasks;
                     }
                 }
             }
         }
+        assert!(
+            store.valid_count().unwrap() >= facts,
+            "the workload ran out"
+        );
     }
     std::fs::write(&done, b"").unwrap();
     eprintln!(
@@ -135,11 +142,7 @@ fn child(path: &Path, scopes: usize, budget_mb: Option<usize>) {
                 .unwrap()
         })
         .collect();
-    let queries: Vec<String> = workload::generate(2_000, 200, 7)
-        .queries
-        .into_iter()
-        .map(|(_, text)| text.split(' ').take(3).collect::<Vec<_>>().join(" "))
-        .collect();
+    let queries = queries();
     let mut next = queries.iter().cycle();
     let mut search = |store: &SqliteFactStore| {
         let query = TermQuery::new(next.next().unwrap(), 10);
@@ -180,6 +183,43 @@ fn child(path: &Path, scopes: usize, budget_mb: Option<usize>) {
             format!("{} ({} scopes)", p50(cold.clone()), cold.len())
         },
     );
+}
+
+/// The queries every measure cycles through: the workload's task descriptions cut to
+/// three words.
+fn queries() -> Vec<String> {
+    workload::generate(2_000, 200, 7)
+        .queries
+        .into_iter()
+        .map(|(_, text)| text.split(' ').take(3).collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+/// The p50 of searches without any cache (FTS5 alone), one per scope and query, as the
+/// floor of a search of an evicted scope that answers from the database.
+fn fts_only(path: &Path, scopes: usize) {
+    let clock = Arc::new(ManualClock::default());
+    let options = SqliteOptions::default().with_search_cache(false);
+    let stores: Vec<SqliteFactStore> = (0..scopes.min(50))
+        .map(|scope| {
+            SqliteFactStore::open_with(
+                path,
+                &name(scope),
+                unbounded(),
+                options.clone(),
+                clock.clone(),
+            )
+            .unwrap()
+        })
+        .collect();
+    let queries = queries();
+    let mut times = Vec::new();
+    for (store, text) in stores.iter().cycle().zip(queries.iter()).take(100) {
+        let started = Instant::now();
+        store.search(&TermQuery::new(text, 10), &Bm25).unwrap();
+        times.push(started.elapsed());
+    }
+    println!("FTS5 alone (no cache), {scopes} scopes: p50 {}", p50(times));
 }
 
 /// `VmRSS`, `VmHWM` and `RssAnon` in KiB.

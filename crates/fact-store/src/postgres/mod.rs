@@ -217,7 +217,12 @@ impl PgOptions {
 /// The valid facts' term documents are indexed twice over: a `tsvector` with a GIN index
 /// in the database, and (with [`search_cache`](PgOptions::search_cache), the default) the
 /// same index in this process, tagged with the scope's generation and reloaded when
-/// another process wrote. Both score as the in-memory store does.
+/// another process wrote. Both score as the in-memory store does. The in-process index
+/// and the vector indexes are charged to the options'
+/// [`cache_budget`](PgOptions::cache_budget), shared by every store opened from the
+/// [`PgDatabase`] (and by any store given a clone of it): past its limit the least
+/// recently used are dropped (never one a search is using), and the next search of that
+/// scope loads it again (see [`CacheBudget`]).
 ///
 /// # Embeddings
 ///
@@ -753,11 +758,22 @@ impl SessionFactStore for PgFactStore {
         query: &TermQuery<'_>,
         weighting: &dyn TermWeighting,
     ) -> StoreResult<Vec<ScoredFact>> {
-        let pinned = self.options().search_cache.then(|| self.cache.pin());
+        // An evicted cache reloads in the background while its scope's searches answer
+        // from the GIN index; the reload starts once this search answered.
+        let evicted = if self.options().search_cache {
+            search::evicted(&self.database, self.scope_id, &self.analyzer, &self.cache)
+        } else {
+            search::Evicted::Answer
+        };
+        let pinned = matches!(evicted, search::Evicted::No).then(|| self.cache.pin());
         let cache = pinned.as_ref();
-        self.with_conn(|conn, scope| {
+        let results = self.with_conn(|conn, scope| {
             search::search(conn, scope, &self.analyzer, cache, query, weighting)
-        })
+        });
+        if let search::Evicted::Reload(reload) = evicted {
+            reload.start();
+        }
+        results
     }
 
     fn valid_count(&self) -> StoreResult<usize> {

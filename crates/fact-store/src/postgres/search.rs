@@ -7,15 +7,16 @@ use std::any::Any;
 use fact_model::SessionFact;
 use postgres::IsolationLevel;
 
+use super::PgDatabase;
 use super::codec::read_fact;
 use super::pool::Connection;
 use super::rows::{Statements, prepared};
-use crate::cache::{Measure, Pinned};
+use crate::cache::{Cached, Handle, Measure, Pinned, ReloadPermit};
 use crate::index::{TopK, distinct};
 use crate::sql::codec::{FACT_COLUMNS, id_from_sql, time_from_sql};
 use crate::sql::error::DbResult;
 use crate::sql::search::{Filters, Rounds, Scorer, SearchCache, offer, scan, seq_key, seq_sql};
-use crate::{Analyzer, ScoredFact, TermQuery, TermWeighting};
+use crate::{Analyzer, AnalyzerConfig, ScoredFact, StoreResult, TermQuery, TermWeighting};
 
 /// The store's search cache and whether a search is loading it whole.
 #[derive(Debug, Default)]
@@ -359,4 +360,136 @@ fn from_database(
         }
     }
     Ok(())
+}
+
+/// What a search does about an evicted cache: [`evicted`].
+pub(super) enum Evicted {
+    /// The cache was not evicted (or is back): search with it.
+    No,
+    /// Answer from the GIN index; the cache is reloading already, or the budget's
+    /// reloads are all taken (a later search tries again).
+    Answer,
+    /// Answer from the GIN index, then start this reload.
+    Reload(Reload),
+}
+
+/// Whether `cache` was evicted, and if so the reload this search starts once it answered.
+pub(super) fn evicted(
+    database: &PgDatabase,
+    scope: i64,
+    analyzer: &Analyzer,
+    cache: &Cached<CacheSlot>,
+) -> Evicted {
+    if !cache.evicted() {
+        return Evicted::No;
+    }
+    let pinned = cache.pin();
+    let mut held = pinned.lock();
+    if held.cache.is_some() {
+        return Evicted::No;
+    }
+    if held.loading {
+        return Evicted::Answer;
+    }
+    let Some(permit) = cache.budget().reload_permit() else {
+        return Evicted::Answer;
+    };
+    held.loading = true;
+    Evicted::Reload(Reload {
+        job: Some((
+            database.clone(),
+            scope,
+            analyzer.config(),
+            cache.handle(),
+            permit,
+        )),
+    })
+}
+
+/// An evicted cache to load again on a thread of its own; dropped unstarted, it lets the
+/// next search try.
+pub(super) struct Reload {
+    job: Option<(
+        PgDatabase,
+        i64,
+        AnalyzerConfig,
+        Handle<CacheSlot>,
+        ReloadPermit,
+    )>,
+}
+
+impl Drop for Reload {
+    fn drop(&mut self) {
+        if let Some((_, _, _, handle, _)) = &self.job {
+            handle.with(|slot| slot.loading = false);
+        }
+    }
+}
+
+impl Reload {
+    /// Loads the scope on a pooled connection in a thread of its own, and installs the
+    /// cache (charged to the budget) unless a newer one is there by then.
+    pub(super) fn start(mut self) {
+        let Some((database, scope, config, handle, permit)) = self.job.take() else {
+            return;
+        };
+        let on_failure = handle.clone();
+        let reload = move || {
+            let started = std::time::Instant::now();
+            let loaded = load_now(&database, scope, &Analyzer::new(config));
+            let pinned = handle.pin();
+            let mut held = pinned.lock();
+            held.loading = false;
+            match loaded {
+                Ok(fresh) => {
+                    tracing::debug!(
+                        scope,
+                        facts = fresh.len(),
+                        ms = started.elapsed().as_millis(),
+                        "evicted search cache reloaded"
+                    );
+                    if held
+                        .cache
+                        .as_ref()
+                        .is_none_or(|cache| cache.generation() < fresh.generation())
+                    {
+                        held.cache = Some(fresh);
+                    }
+                }
+                Err(error) => tracing::warn!(scope, %error, "reloading the search cache failed"),
+            }
+            drop(permit);
+        };
+        if let Err(error) = std::thread::Builder::new()
+            .name("factmem-cache-reload".to_owned())
+            .spawn(reload)
+        {
+            tracing::warn!(scope, %error, "no thread to reload the search cache");
+            on_failure.with(|slot| slot.loading = false);
+        }
+    }
+}
+
+/// The scope's cache, read whole on a pooled connection in one snapshot.
+fn load_now(database: &PgDatabase, scope: i64, analyzer: &Analyzer) -> StoreResult<SearchCache> {
+    let mut pooled = database.connection()?;
+    let conn = database.held(&mut pooled)?;
+    let run = |conn: &mut Connection| -> DbResult<SearchCache> {
+        let Connection { client, statements } = conn;
+        let mut tx = client
+            .build_transaction()
+            .isolation_level(IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()?;
+        let statement = prepared(
+            &mut tx,
+            statements,
+            "SELECT generation FROM scopes WHERE id = $1",
+        )?;
+        let generation: i64 = tx.query_one(&statement, &[&scope])?.try_get(0)?;
+        let fresh = load(&mut tx, statements, scope, analyzer, generation)?;
+        tx.commit()?;
+        Ok(fresh)
+    };
+    run(conn).map_err(|e| e.into_store(database.location()))
 }

@@ -12,7 +12,10 @@
 //!   connection or process (generations the cache did not see) are replayed from the rows
 //!   they stamped with their generation ([`SearchCache::insert`], [`SearchCache::remove`],
 //!   [`SearchCache::advance`]); only deletions the rows cannot show make the next search
-//!   reload the scope. So a search never answers from stale data.
+//!   reload the scope. So a search never answers from stale data. The cache lives in a
+//!   slot charged to the store's [`CacheBudget`](crate::CacheBudget)
+//!   ([`crate::cache`]), which may empty it between operations: the store is then as
+//!   before its first search, and loads the scope again.
 //! - **Database path**: the database's full-text index finds the valid facts holding a
 //!   query term, and [`Scorer`] scores each from its stored term document with the
 //!   scope's counters (document count, total length) and the terms' document frequencies.
