@@ -59,7 +59,7 @@ use dispatch_runtime::reexports::{
 use dispatch_runtime::{DispatchRuntimeManager, MemoryError, durable};
 
 /// `facts mcp --cache-mb`'s default: the MiB the stores' in-process caches share. About
-/// ten scopes of 100,000 facts (each term index about 40 MiB), or a thousand small ones.
+/// ten scopes of 100,000 facts (each term index about 32 MiB), or a thousand small ones.
 const DEFAULT_CACHE_MB: usize = 512;
 
 /// The environment variable that names the database when `--db` is not given: a SQLite

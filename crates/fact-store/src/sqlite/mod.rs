@@ -203,7 +203,7 @@ impl SqliteOptions {
 /// serve. Past the limit the least recently used caches of any of them are dropped (never
 /// one an operation is using); a scope whose cache was dropped answers its next searches
 /// from FTS5 at once while its cache loads again on a thread of its own (at 100,000 facts
-/// a cache takes about 40 MiB and 0.25 s to load). [`cache_bytes`](Self::cache_bytes)
+/// a cache holds about 32 MiB and takes 0.2 to 0.5 s to load). [`cache_bytes`](Self::cache_bytes)
 /// says what a store holds. Without the cache, FTS5 finds the candidates and their stored term documents are
 /// scored: the same results, score for score, without loading anything (what a process
 /// that answers one query wants). With a weighting that bounds its tf part
