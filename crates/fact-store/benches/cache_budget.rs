@@ -16,9 +16,17 @@
 //!
 //! Queries are the workload's task descriptions cut to their first three words (a
 //! question's length), with BM25 and limit 10. `FACTMEM_CACHE_BENCH=small` runs a
-//! reduced set (100 × 1,000 and 2 × 100,000) for a quick look.
+//! reduced set (100 × 1,000 and 2 × 100,000) for a quick look;
+//! `FACTMEM_CACHE_BENCH_ONLY=1000x1000` one workload. With `FACTMEM_CACHE_BENCH_PG=1`
+//! and `FACTMEM_PG_URL`, the same on PostgreSQL (schema `cachebench`, filled once): every
+//! store opened from one `PgDatabase`, so the scopes share one pool of connections.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::indexing_slicing
+)]
 
 #[path = "support/facts.rs"]
 mod facts;
@@ -51,6 +59,12 @@ fn main() {
         child(Path::new(&args[2]), scopes, budget);
         return;
     }
+    if args.get(1).map(String::as_str) == Some("child-pg") {
+        let scopes: usize = args[3].parse().unwrap();
+        let budget = args[4].parse::<usize>().ok();
+        child_pg(&args[2], &args[5], scopes, budget);
+        return;
+    }
     let small = std::env::var("FACTMEM_CACHE_BENCH").is_ok_and(|v| v == "small");
     let workloads: [(usize, usize); 2] = if small {
         [(100, 1_000), (2, 100_000)]
@@ -63,14 +77,34 @@ fn main() {
         "| scopes × facts | budget | caches after touching all | evictions | VmRSS | VmHWM | first touch p50 | hot p50 | cold p50 (evicted) |"
     );
     println!("|---|---|---|---|---|---|---|---|---|");
+    let only = std::env::var("FACTMEM_CACHE_BENCH_ONLY").ok();
+    let pg = std::env::var("FACTMEM_CACHE_BENCH_PG").is_ok_and(|v| v == "1");
+    let pg_url = std::env::var("FACTMEM_PG_URL").ok().filter(|_| pg);
     for (scopes, facts) in workloads {
-        let path = build(&dir, scopes, facts);
-        for budget in BUDGETS {
+        if only
+            .as_ref()
+            .is_some_and(|only| *only != format!("{scopes}x{facts}"))
+        {
+            continue;
+        }
+        let mut runs: Vec<(&str, String)> = Vec::new();
+        if let Some(url) = &pg_url {
+            build_pg(url, scopes, facts);
+            runs.push(("child-pg", url.clone()));
+        } else {
+            let path = build(&dir, scopes, facts);
+            runs.push(("child", path.display().to_string()));
+        }
+        for ((mode, target), budget) in runs
+            .iter()
+            .flat_map(|run| BUDGETS.iter().map(move |budget| (run, *budget)))
+        {
             let output = Command::new(std::env::current_exe().unwrap())
-                .arg("child")
-                .arg(&path)
+                .arg(mode)
+                .arg(target)
                 .arg(scopes.to_string())
                 .arg(budget.map_or("unbounded".to_owned(), |mb| mb.to_string()))
+                .arg(format!("{scopes}x{facts}:"))
                 .output()
                 .unwrap();
             assert!(
@@ -131,6 +165,97 @@ fn name(scope: usize) -> String {
     format!("user:{scope}")
 }
 
+/// The PostgreSQL options of the benchmark's stores.
+fn pg_options() -> fact_store::PgOptions {
+    fact_store::PgOptions::default().with_schema("cachebench")
+}
+
+/// Fills `scopes` scopes of `facts` facts on the server, unless the last one is full.
+fn build_pg(url: &str, scopes: usize, facts: usize) {
+    let database = fact_store::PgDatabase::connect_with(url, pg_options()).unwrap();
+    let clock = Arc::new(ManualClock::default());
+    let prefix = format!("{scopes}x{facts}:");
+    let last = database
+        .open(
+            &format!("{prefix}{}", name(scopes - 1)),
+            unbounded(),
+            clock.clone(),
+        )
+        .unwrap();
+    if last.valid_count().unwrap() >= facts {
+        return;
+    }
+    let started = Instant::now();
+    for scope in 0..scopes {
+        let store = database
+            .open(
+                &format!("{prefix}{}", name(scope)),
+                unbounded(),
+                clock.clone(),
+            )
+            .unwrap();
+        if store.valid_count().unwrap() >= facts {
+            continue;
+        }
+        fill(&store, facts, scope);
+    }
+    eprintln!(
+        "built {prefix} on PostgreSQL in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// Adds workload facts to `store` until `facts` are valid.
+fn fill(store: &dyn SessionFactStore, facts: usize, scope: usize) {
+    // Later facts supersede some earlier ones: add until `facts` are valid.
+    let workload = workload::generate(facts * 2 + 200, 0, 42 + scope as u64);
+    let mut batch: Vec<SessionFact> = Vec::new();
+    'tasks: for (n, task) in workload.tasks.iter().enumerate() {
+        let at = Timestamp::from_unix_secs(n as i64).unwrap();
+        for part in facts::task_batches(task, at) {
+            batch.extend(part);
+            if batch.len() >= 100 {
+                store.add(std::mem::take(&mut batch)).unwrap();
+                if store.valid_count().unwrap() >= facts {
+                    break 'tasks;
+                }
+            }
+        }
+    }
+    assert!(
+        store.valid_count().unwrap() >= facts,
+        "the workload ran out"
+    );
+}
+
+/// One process: the stores of `scopes` scopes on the server, from one `PgDatabase` whose
+/// options carry a budget of `budget_mb`.
+fn child_pg(url: &str, prefix: &str, scopes: usize, budget_mb: Option<usize>) {
+    let budget = budget_mb.map_or_else(CacheBudget::unbounded, |mb| CacheBudget::new(mb << 20));
+    let database =
+        fact_store::PgDatabase::connect_with(url, pg_options().with_cache_budget(budget.clone()))
+            .unwrap();
+    let clock = Arc::new(ManualClock::default());
+    let stores: Vec<fact_store::PgFactStore> = (0..scopes)
+        .map(|scope| {
+            database
+                .open(
+                    &format!("{prefix}{}", name(scope)),
+                    unbounded(),
+                    clock.clone(),
+                )
+                .unwrap()
+        })
+        .collect();
+    measure(
+        &stores,
+        fact_store::PgFactStore::cache_bytes,
+        &budget,
+        budget_mb,
+        "PostgreSQL",
+    );
+}
+
 /// One process: the stores of `scopes` scopes of `path` under one budget of `budget_mb`.
 fn child(path: &Path, scopes: usize, budget_mb: Option<usize>) {
     let budget = budget_mb.map_or_else(CacheBudget::unbounded, |mb| CacheBudget::new(mb << 20));
@@ -142,9 +267,27 @@ fn child(path: &Path, scopes: usize, budget_mb: Option<usize>) {
                 .unwrap()
         })
         .collect();
+    measure(
+        &stores,
+        SqliteFactStore::cache_bytes,
+        &budget,
+        budget_mb,
+        "SQLite",
+    );
+}
+
+/// Touches every store once, then measures memory, hot and cold searches; prints a row.
+fn measure<S: SessionFactStore>(
+    stores: &[S],
+    cache_bytes: fn(&S) -> usize,
+    budget: &CacheBudget,
+    budget_mb: Option<usize>,
+    backend: &str,
+) {
+    let scopes = stores.len();
     let queries = queries();
     let mut next = queries.iter().cycle();
-    let mut search = |store: &SqliteFactStore| {
+    let mut search = |store: &S| {
         let query = TermQuery::new(next.next().unwrap(), 10);
         let started = Instant::now();
         let found = store.search(&query, &Bm25).unwrap();
@@ -159,17 +302,17 @@ fn child(path: &Path, scopes: usize, budget_mb: Option<usize>) {
     let last = stores.last().unwrap();
     let hot: Vec<Duration> = (0..200).map(|_| search(last)).collect();
     let mut cold = Vec::new();
-    for store in stores.iter().filter(|s| s.cache_bytes() == 0).take(50) {
+    for store in stores.iter().filter(|s| cache_bytes(s) == 0).take(50) {
         cold.push(search(store));
         // A reload may go on after the answer: let it end before the next is timed.
         let waited = Instant::now();
-        while store.cache_bytes() == 0 && waited.elapsed() < Duration::from_secs(10) {
+        while cache_bytes(store) == 0 && waited.elapsed() < Duration::from_secs(10) {
             std::thread::sleep(Duration::from_millis(1));
         }
     }
     let facts = stores.first().unwrap().valid_count().unwrap();
     println!(
-        "| {scopes} × {facts} | {} | {loaded} ({:.0} MiB) | {evictions} | {} MiB ({} anon) | {} MiB | {} | {} | {} |",
+        "| {backend} {scopes} × {facts} | {} | {loaded} ({:.0} MiB) | {evictions} | {} MiB ({} anon) | {} MiB | {} | {} | {} |",
         budget_mb.map_or("unbounded".to_owned(), |mb| format!("{mb} MiB")),
         used as f64 / f64::from(1 << 20),
         rss / 1024,
