@@ -221,8 +221,9 @@ impl PgOptions {
 /// and the vector indexes are charged to the options'
 /// [`cache_budget`](PgOptions::cache_budget), shared by every store opened from the
 /// [`PgDatabase`] (and by any store given a clone of it): past its limit the least
-/// recently used are dropped (never one a search is using), and the next search of that
-/// scope loads it again (see [`CacheBudget`]).
+/// recently used are dropped (never one a search is using), and the searches of that
+/// scope answer from the GIN index while it loads again on a thread of its own, with a
+/// connection of the pool (see [`CacheBudget`]).
 ///
 /// # Embeddings
 ///
