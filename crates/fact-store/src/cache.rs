@@ -36,8 +36,12 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError, Weak};
 /// such cache registers its estimated size with the store's budget and is stamped on every
 /// use; when the caches of a budget together grow past its limit, the least recently used
 /// ones (of any store object sharing the budget, but never one in use) are dropped. A
-/// store whose cache was dropped loads it again at its next search, as at its first; it
-/// loses nothing, since the database holds everything a cache holds.
+/// store whose cache was dropped answers its next searches from the database's own index
+/// (FTS5, GIN) while the cache loads again on a thread of its own (at most two reloads at
+/// once per budget); it loses nothing, since the database holds everything a cache holds.
+/// At 100,000 facts a scope's search cache holds about 32 MiB, and the first search after
+/// its eviction took 37 ms on SQLite where reloading takes about 180 ms
+/// (`benches/cache_budget.rs`).
 ///
 /// A budget is cheap to clone: clones share the limit and the accounting. Give one to
 /// every store of a process through
