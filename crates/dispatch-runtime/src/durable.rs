@@ -37,9 +37,9 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use fact_model::Clock;
+use fact_store::{CacheBudget, SessionFactStore, StoreConfig, StoreResult};
 #[cfg(feature = "postgres")]
 use fact_store::{PgDatabase, PgFactStore, PgOptions};
-use fact_store::{SessionFactStore, StoreConfig, StoreResult};
 #[cfg(feature = "sqlite")]
 use fact_store::{SqliteFactStore, SqliteOptions};
 
@@ -236,6 +236,7 @@ impl Database {
         Ok(DatabaseHandle {
             database: self.clone(),
             backend,
+            cache_budget: CacheBudget::unbounded(),
         })
     }
 }
@@ -246,6 +247,8 @@ impl Database {
 pub struct DatabaseHandle {
     database: Database,
     backend: Backend,
+    /// What every store opened from the handle charges its in-process caches to.
+    cache_budget: CacheBudget,
 }
 
 /// What a [`DatabaseHandle`] opens stores with.
@@ -273,6 +276,51 @@ impl DatabaseHandle {
     #[must_use]
     pub fn database(&self) -> &Database {
         &self.database
+    }
+
+    /// This handle, its stores (every spec's and every memory's opened from it afterwards)
+    /// sharing `budget` for their in-process caches: a scope's term index and vector
+    /// indexes. Past the budget's limit the least recently used caches are dropped, and
+    /// their scopes load again at their next search, so a server that touches many scopes
+    /// holds about the budget, not every scope it ever served. The default is
+    /// [`CacheBudget::unbounded`] (one budget for the handle's stores, never evicting).
+    ///
+    /// ```
+    /// use dispatch_runtime::durable::Database;
+    /// use dispatch_runtime::reexports::CacheBudget;
+    ///
+    /// # #[cfg(feature = "sqlite")] {
+    /// let database: Database = "memory.db".parse()?;
+    /// let budget = CacheBudget::new(512 * 1024 * 1024);
+    /// let handle = database.handle()?.with_cache_budget(budget.clone());
+    /// assert_eq!(handle.cache_budget(), &budget);
+    /// # }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn with_cache_budget(mut self, budget: CacheBudget) -> Self {
+        self.backend = match self.backend {
+            #[cfg(feature = "sqlite")]
+            Backend::Sqlite(path) => Backend::Sqlite(path),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(database) => {
+                Backend::Postgres(database.with_cache_budget(budget.clone()))
+            }
+        };
+        self.cache_budget = budget;
+        self
+    }
+
+    /// The budget the handle's stores charge their in-process caches to.
+    #[must_use]
+    pub fn cache_budget(&self) -> &CacheBudget {
+        &self.cache_budget
+    }
+
+    /// The options of a SQLite store opened from this handle.
+    #[cfg(feature = "sqlite")]
+    fn sqlite_options(&self) -> SqliteOptions {
+        SqliteOptions::default().with_cache_budget(self.cache_budget.clone())
     }
 
     /// A [`StoreFactory`] that opens each spec's store from this handle, under scope
@@ -311,9 +359,13 @@ impl DatabaseHandle {
     ) -> StoreResult<MemoryService> {
         let store: Arc<dyn fact_store::LongTermStore> = match &self.backend {
             #[cfg(feature = "sqlite")]
-            Backend::Sqlite(path) => {
-                Arc::new(SqliteFactStore::open(path, scope, config, clock.clone())?)
-            }
+            Backend::Sqlite(path) => Arc::new(SqliteFactStore::open_with(
+                path,
+                scope,
+                config,
+                self.sqlite_options(),
+                clock.clone(),
+            )?),
             #[cfg(feature = "postgres")]
             Backend::Postgres(database) => Arc::new(database.open(scope, config, clock.clone())?),
         };
@@ -329,7 +381,13 @@ impl DatabaseHandle {
     ) -> StoreResult<Arc<dyn SessionFactStore>> {
         Ok(match &self.backend {
             #[cfg(feature = "sqlite")]
-            Backend::Sqlite(path) => Arc::new(SqliteFactStore::open(path, scope, config, clock)?),
+            Backend::Sqlite(path) => Arc::new(SqliteFactStore::open_with(
+                path,
+                scope,
+                config,
+                self.sqlite_options(),
+                clock,
+            )?),
             #[cfg(feature = "postgres")]
             Backend::Postgres(database) => Arc::new(database.open(scope, config, clock)?),
         })

@@ -111,6 +111,9 @@ pub mod reexports {
     pub use fact_retrieve::{EmbedError, Embedder, HybridError, Recall, RelatedEpisode};
     #[cfg(feature = "onnx")]
     pub use fact_retrieve::{OnnxEmbedder, OnnxOptions};
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
+    #[cfg_attr(docsrs, doc(cfg(any(feature = "sqlite", feature = "postgres"))))]
+    pub use fact_store::CacheBudget;
     #[cfg(feature = "sqlite")]
     #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
     pub use fact_store::SqliteFactStore;

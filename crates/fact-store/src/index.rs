@@ -580,6 +580,11 @@ pub(crate) struct TermIndex {
     total_len: u64,
     live_postings: usize,
     dead_postings: usize,
+    /// The heap of the keys of `ids` and `words` (never removed), as [`crate::heap`]
+    /// counts it.
+    key_heap: usize,
+    /// The heap of every term's postings, as [`crate::heap`] counts it.
+    postings_heap: usize,
 }
 
 #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
@@ -590,6 +595,7 @@ impl TermIndex {
             return *id;
         }
         let id = u32::try_from(self.terms.len()).unwrap_or(u32::MAX);
+        self.key_heap += crate::heap::chunk(term.capacity());
         self.ids.insert(term, id);
         self.terms.push(Term::default());
         id
@@ -616,7 +622,9 @@ impl TermIndex {
                     Some(id) => *id,
                     None => {
                         let id = self.term_id(analyzer.term_of(word));
-                        self.words.insert(word.to_owned(), id);
+                        let word = word.to_owned();
+                        self.key_heap += crate::heap::chunk(word.capacity());
+                        self.words.insert(word, id);
                         id
                     }
                 };
@@ -632,7 +640,14 @@ impl TermIndex {
         for &(id, tf) in counts {
             if let Some(term) = self.terms.get_mut(id as usize) {
                 term.df += 1;
+                let before = term.postings.capacity();
                 term.postings.push((slot, tf));
+                let after = term.postings.capacity();
+                if after != before {
+                    self.postings_heap = (self.postings_heap
+                        + crate::heap::vec_bytes::<(u32, u32)>(after))
+                    .saturating_sub(crate::heap::vec_bytes::<(u32, u32)>(before));
+                }
             }
         }
         let terms_len = u32::try_from(counts.len()).unwrap_or(u32::MAX);
@@ -727,6 +742,21 @@ impl TermIndex {
             .enumerate()
             .map(|(slot, entry)| (entry.seq, u32::try_from(slot).unwrap_or(u32::MAX)))
             .collect()
+    }
+
+    /// The heap the index holds, as [`crate::heap`] counts it (every allocation by its
+    /// capacity).
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
+    pub(crate) fn heap_bytes(&self) -> usize {
+        use crate::heap::{map_bytes, vec_bytes};
+        map_bytes::<String, u32>(self.ids.capacity())
+            + map_bytes::<String, u32>(self.words.capacity())
+            + self.key_heap
+            + vec_bytes::<Term>(self.terms.capacity())
+            + self.postings_heap
+            + vec_bytes::<u32>(self.lens.capacity())
+            + vec_bytes::<Slot>(self.slots.capacity())
+            + vec_bytes::<(u32, u32)>(self.fact_terms.capacity())
     }
 
     /// The live fact in `slot`.

@@ -105,9 +105,12 @@
 #[doc = include_str!("../../../README.md")]
 struct ReadmeDoctests;
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod cache;
 mod compaction;
 mod episode;
 mod error;
+mod heap;
 mod index;
 mod long_term;
 mod memory;
@@ -127,6 +130,9 @@ use std::fmt::Debug;
 
 use fact_model::{FactId, FactSelector, FactUpdate, SessionFact, Tag, Timestamp};
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "sqlite", feature = "postgres"))))]
+pub use crate::cache::CacheBudget;
 pub use crate::episode::{
     DEFAULT_CONTEXT_WEIGHT, DEFAULT_MESSAGE_CONTEXT, Episode, EpisodeStore, InMemoryEpisodeStore,
     MAX_SEARCH_LIMIT, MessageHit, MessageQuery,

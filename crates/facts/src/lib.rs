@@ -54,9 +54,13 @@ use clap::parser::ValueSource;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use dispatch_runtime::durable::Database;
 use dispatch_runtime::reexports::{
-    self, CharsPerToken, Clock, StoreConfig, SystemClock, TokenCounter,
+    self, CacheBudget, CharsPerToken, Clock, StoreConfig, SystemClock, TokenCounter,
 };
 use dispatch_runtime::{DispatchRuntimeManager, MemoryError, durable};
+
+/// `facts mcp --cache-mb`'s default: the MiB the stores' in-process caches share. About
+/// ten scopes of 100,000 facts (each term index about 32 MiB), or a thousand small ones.
+const DEFAULT_CACHE_MB: usize = 512;
 
 /// The environment variable that names the database when `--db` is not given: a SQLite
 /// path or a PostgreSQL URL (for `facts mem`, before `$FACTMEM_DB`).
@@ -200,6 +204,13 @@ enum Command {
         /// subject, then dropped, oldest first). Default: no limit.
         #[arg(long, value_name = "N", requires = "db")]
         capacity: Option<usize>,
+        /// With --db: the memory, in MiB, that the in-process search caches of every
+        /// scope served (each spec's and the memory's term index and vectors) share. Past
+        /// it the least recently used are dropped and load again at their next search
+        /// (tens of milliseconds at 100,000 facts); a scope larger than the whole budget
+        /// is kept alone.
+        #[arg(long, value_name = "MIB", default_value_t = DEFAULT_CACHE_MB)]
+        cache_mb: usize,
         /// With --db: a local sentence-embedding model (a directory with model.onnx,
         /// tokenizer.json and the ONNX Runtime library), loaded once at start, so
         /// memory_recall finds facts by meaning as well as by words. From the environment
@@ -354,6 +365,7 @@ pub fn run() -> ExitCode {
             allow_llm_cmd,
             history_limit,
             capacity,
+            cache_mb,
             embedder,
             http,
             allow_remote,
@@ -371,6 +383,7 @@ pub fn run() -> ExitCode {
                 scope: &scope,
                 allow_llm_cmd,
                 config: durable::retained(capacity, history_limit),
+                cache_mb,
                 embedder: embedder.map(|dir| (dir, embedder_typed)),
             },
             McpHttp {
@@ -472,6 +485,8 @@ struct McpMemory<'a> {
     allow_llm_cmd: bool,
     /// What the stores keep (`--capacity`, `--history-limit`).
     config: StoreConfig,
+    /// `--cache-mb`: the stores' shared cache budget.
+    cache_mb: usize,
     /// `--embedder`, and whether it was typed (rather than set in the environment).
     embedder: Option<(PathBuf, bool)>,
 }
@@ -539,6 +554,7 @@ fn serve_mcp(
         scope,
         allow_llm_cmd,
         config,
+        cache_mb,
         embedder,
     } = options;
     let embedder = match (embedder, db) {
@@ -595,11 +611,14 @@ fn serve_mcp(
         Some(database) => {
             create_parent(database).map_err(Failure::failed)?;
             // One handle for the memory and every spec's store: on PostgreSQL one pool
-            // (and one per read replica).
+            // (and one per read replica); one cache budget for them all, so the server
+            // holds about it however many scopes it serves.
+            let budget = CacheBudget::new(cache_mb.saturating_mul(1024 * 1024));
             Some(
                 database
                     .handle_with_replicas(replicas)
-                    .map_err(store_failure)?,
+                    .map_err(store_failure)?
+                    .with_cache_budget(budget),
             )
         }
         None => None,

@@ -1737,3 +1737,26 @@ fn http_on_an_address_that_is_not_loopback_needs_allow_remote() {
     assert!(stderr.contains("--allow-llm-cmd"), "{stderr}");
     assert!(!db.exists());
 }
+
+#[test]
+fn a_cache_budget_of_zero_still_answers_every_search_and_a_bad_one_is_a_usage_error() {
+    // A budget of 0 MiB keeps at most the cache in use: searches still answer the same.
+    let dir = TempDir::new().unwrap();
+    let db = dir.path().join("memory.db");
+    let mut client = start_on(&db, &["--cache-mb", "0"]);
+    remember(&mut client, "prefers_editor", "helix", "User prefers helix");
+    for _ in 0..3 {
+        let found = client.call("memory_search", json!({"query": "editor helix"}));
+        let results = found["structuredContent"]["results"].as_array().unwrap();
+        assert_eq!(results.len(), 1, "{found}");
+    }
+    assert!(client.finish().success());
+
+    let output = Command::new(env!("CARGO_BIN_EXE_facts"))
+        .args(["mcp", "--cache-mb", "lots"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--cache-mb"), "{stderr}");
+}

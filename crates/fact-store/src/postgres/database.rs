@@ -14,7 +14,7 @@ use super::pool::{self, Connection, Manager};
 use super::replicas::{self, ReplicaStats, Replicas, Served};
 use super::{PgFactStore, PgOptions, analyzer_tag, describe, query, redacted, schema};
 use crate::sql::error::DbResult;
-use crate::{StoreConfig, StoreError, StoreResult};
+use crate::{CacheBudget, StoreConfig, StoreError, StoreResult};
 
 /// A PostgreSQL database, opened once for the stores of many scopes: they share one pool
 /// of at most [`pool_size`](PgOptions::pool_size) connections, and the schema is checked
@@ -56,8 +56,9 @@ struct Shared {
     /// Set once this handle brought the schema to this build's version: later stores
     /// find their scope on a pooled connection without checking it again.
     migrated: AtomicBool,
-    /// The read replicas (none: the primary answers every read).
-    replicas: Replicas,
+    /// The read replicas (none: the primary answers every read); shared with the handles
+    /// [`PgDatabase::with_cache_budget`] makes.
+    replicas: Arc<Replicas>,
 }
 
 impl fmt::Debug for PgDatabase {
@@ -193,7 +194,7 @@ impl PgDatabase {
             .connection_timeout(options.connect_timeout)
             .error_handler(Box::new(pool::LogErrors))
             .build_unchecked(manager.clone());
-        let replicas = Replicas::new(replicas, &options)?;
+        let replicas = Arc::new(Replicas::new(replicas, &options)?);
         Ok(PgDatabase {
             shared: Arc::new(Shared {
                 location,
@@ -236,6 +237,25 @@ impl PgDatabase {
                 })?
         };
         PgFactStore::new(self.clone(), scope, found, config, clock)
+    }
+
+    /// A handle on the same pool (and schema check) whose stores charge their in-process
+    /// caches to `budget` instead of [`cache_budget`](PgOptions::cache_budget): for a
+    /// process that decides its budget after the handle was made. Stores already opened
+    /// keep theirs.
+    #[must_use]
+    pub fn with_cache_budget(&self, budget: CacheBudget) -> PgDatabase {
+        let shared = &self.shared;
+        PgDatabase {
+            shared: Arc::new(Shared {
+                location: shared.location.clone(),
+                options: shared.options.clone().with_cache_budget(budget),
+                manager: shared.manager.clone(),
+                pool: shared.pool.clone(),
+                migrated: AtomicBool::new(shared.migrated.load(Ordering::Acquire)),
+                replicas: shared.replicas.clone(),
+            }),
+        }
     }
 
     /// The server's URL, without its password.

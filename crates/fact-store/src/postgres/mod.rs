@@ -46,13 +46,14 @@ pub use self::replicas::ReplicaStats;
 use self::replicas::Written;
 use self::rows::PgRows;
 use self::search::CacheSlot;
+use crate::cache::Cached;
 use crate::sql::codec::{FACT_COLUMN_COUNT, FACT_COLUMNS, batch_from_sql, id_to_sql};
 use crate::sql::error::{DbError, DbResult};
 use crate::sql::rules::{Outcome, Writer};
 use crate::sql::search::SearchCache;
 use crate::sql::vectors::VectorCache;
 use crate::{
-    AddReport, Analyzer, AnalyzerConfig, CompactionReport, FactVectors, ImportReport,
+    AddReport, Analyzer, AnalyzerConfig, CacheBudget, CompactionReport, FactVectors, ImportReport,
     SNAPSHOT_VERSION, ScoredFact, SessionFactStore, Snapshot, SnapshotRecord, StoreConfig,
     StoreError, StoreResult, TermQuery, TermWeighting, Transaction, TransactionReport,
 };
@@ -100,6 +101,10 @@ pub struct PgOptions {
     /// With read replicas: how long a replica that failed (unreachable, an error) is left
     /// alone before a read tries it again; the primary answers meanwhile (default 5 s).
     pub replica_retry: Duration,
+    /// The byte budget the in-process caches (search caches, vector indexes) of every
+    /// store opened from the [`PgDatabase`] share, with those of every store given a
+    /// clone of it; see [`CacheBudget`]. Default: [`CacheBudget::unbounded`].
+    pub cache_budget: CacheBudget,
 }
 
 impl Default for PgOptions {
@@ -113,6 +118,7 @@ impl Default for PgOptions {
             search_cache: true,
             replica_wait: Duration::from_millis(50),
             replica_retry: Duration::from_secs(5),
+            cache_budget: CacheBudget::unbounded(),
         }
     }
 }
@@ -172,6 +178,14 @@ impl PgOptions {
     #[must_use]
     pub fn with_replica_retry(mut self, replica_retry: Duration) -> Self {
         self.replica_retry = replica_retry;
+        self
+    }
+
+    /// Charges the in-process caches of the stores opened with these options to `budget`,
+    /// which evicts the least recently used of them past its limit.
+    #[must_use]
+    pub fn with_cache_budget(mut self, budget: CacheBudget) -> Self {
+        self.cache_budget = budget;
         self
     }
 }
@@ -234,7 +248,13 @@ impl PgOptions {
 /// The valid facts' term documents are indexed twice over: a `tsvector` with a GIN index
 /// in the database, and (with [`search_cache`](PgOptions::search_cache), the default) the
 /// same index in this process, tagged with the scope's generation and reloaded when
-/// another process wrote. Both score as the in-memory store does.
+/// another process wrote. Both score as the in-memory store does. The in-process index
+/// and the vector indexes are charged to the options'
+/// [`cache_budget`](PgOptions::cache_budget), shared by every store opened from the
+/// [`PgDatabase`] (and by any store given a clone of it): past its limit the least
+/// recently used are dropped (never one a search is using), and the searches of that
+/// scope answer from the GIN index while it loads again on a thread of its own, with a
+/// connection of the pool (see [`CacheBudget`]).
 ///
 /// # Embeddings
 ///
@@ -274,12 +294,12 @@ pub struct PgFactStore {
     /// and gives it back after its commit, so the lock is held for moments only, never
     /// while a transaction talks to the server or sleeps before a retry.
     words: Mutex<HashMap<String, i64>>,
-    /// The scope's term index in this process; locked only to read or change it in
-    /// memory (`search.rs`).
-    cache: Mutex<CacheSlot>,
-    /// The embeddings' in-process indexes, by model; locked only to read or change them
-    /// in memory (`vectors.rs`).
-    vectors: Mutex<VectorCache>,
+    /// The scope's term index in this process, charged to the options' cache budget;
+    /// locked only to read or change it in memory (`search.rs`).
+    cache: Cached<CacheSlot>,
+    /// The embeddings' in-process indexes, by model, charged to the same budget; locked
+    /// only to read or change them in memory (`vectors.rs`).
+    vectors: Cached<VectorCache>,
     /// With read replicas, the primary's WAL position after this store's last commit: a
     /// replica answers this store's reads once it has replayed that far.
     written: Written,
@@ -467,6 +487,9 @@ impl PgFactStore {
         let written = Written::default();
         written.at(found.position);
         let indexed_with = found.indexed_with;
+        let budget = &database.options().cache_budget;
+        let cache = Cached::new(CacheSlot::default(), budget);
+        let vectors = Cached::new(VectorCache::default(), budget);
         let store = PgFactStore {
             database,
             scope: scope.to_owned(),
@@ -476,8 +499,8 @@ impl PgFactStore {
             episode_analyzer: Analyzer::new(AnalyzerConfig::default()),
             clock,
             words: Mutex::new(HashMap::new()),
-            cache: Mutex::new(CacheSlot::default()),
-            vectors: Mutex::new(VectorCache::default()),
+            cache,
+            vectors,
             written,
         };
         let tag = analyzer_tag(store.analyzer.config());
@@ -527,6 +550,13 @@ impl PgFactStore {
         self.database.options()
     }
 
+    /// The estimated bytes this store's in-process caches hold now (its search cache and
+    /// vector indexes), as charged to its [`cache_budget`](PgOptions::cache_budget).
+    #[must_use]
+    pub fn cache_bytes(&self) -> usize {
+        self.cache.charged() + self.vectors.charged()
+    }
+
     /// The database the store was opened on: stores of other scopes opened from it share
     /// this store's pool.
     #[must_use]
@@ -558,10 +588,9 @@ impl PgFactStore {
         let mut words = std::mem::take(&mut *Self::lock(&self.words));
         let mut attempt = 0;
         loop {
-            let record_since = Self::lock(&self.cache)
+            let record_since = self
                 .cache
-                .as_ref()
-                .map(SearchCache::generation);
+                .with(|slot| slot.cache.as_ref().map(SearchCache::generation));
             let run = |conn: &mut Connection, words: &mut HashMap<String, i64>| {
                 let Connection {
                     client, statements, ..
@@ -617,10 +646,11 @@ impl PgFactStore {
     /// replayed on (another write, of this process or another, came between) stays as it
     /// is, a true image of its generation, and the next search brings it up to date.
     fn apply(&self, outcome: Outcome) {
-        let mut slot = Self::lock(&self.cache);
-        if let Some(current) = slot.cache.as_mut() {
-            current.apply(outcome, &self.analyzer);
-        }
+        self.cache.with(|slot| {
+            if let Some(current) = slot.cache.as_mut() {
+                current.apply(outcome, &self.analyzer);
+            }
+        });
     }
 
     /// With read replicas, notes where the primary's WAL stands after a commit on `conn`,
@@ -812,10 +842,22 @@ impl SessionFactStore for PgFactStore {
         query: &TermQuery<'_>,
         weighting: &dyn TermWeighting,
     ) -> StoreResult<Vec<ScoredFact>> {
-        let cache = self.options().search_cache.then_some(&self.cache);
-        self.with_conn(|conn, scope| {
+        // An evicted cache reloads in the background while its scope's searches answer
+        // from the GIN index; the reload starts once this search answered.
+        let evicted = if self.options().search_cache {
+            search::evicted(&self.database, self.scope_id, &self.analyzer, &self.cache)
+        } else {
+            search::Evicted::Answer
+        };
+        let pinned = matches!(evicted, search::Evicted::No).then(|| self.cache.pin());
+        let cache = pinned.as_ref();
+        let results = self.with_conn(|conn, scope| {
             search::search(conn, scope, &self.analyzer, cache, query, weighting)
-        })
+        });
+        if let search::Evicted::Reload(reload) = evicted {
+            reload.start();
+        }
+        results
     }
 
     fn valid_count(&self) -> StoreResult<usize> {

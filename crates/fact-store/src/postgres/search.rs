@@ -2,20 +2,21 @@
 //! shared in-process cache of the scope's term index ([`crate::sql::search`] says how
 //! both score), locked only for work in memory: rows travel with the lock released.
 
-use std::sync::Mutex;
+use std::any::Any;
 
 use fact_model::SessionFact;
 use postgres::IsolationLevel;
 
+use super::PgDatabase;
 use super::codec::read_fact;
-use super::lock;
 use super::pool::Connection;
 use super::rows::{Statements, prepared};
+use crate::cache::{Cached, Handle, Measure, Pinned, ReloadPermit};
 use crate::index::{TopK, distinct};
 use crate::sql::codec::{FACT_COLUMNS, id_from_sql, time_from_sql};
 use crate::sql::error::DbResult;
 use crate::sql::search::{Filters, Rounds, Scorer, SearchCache, offer, scan, seq_key, seq_sql};
-use crate::{Analyzer, ScoredFact, TermQuery, TermWeighting};
+use crate::{Analyzer, AnalyzerConfig, ScoredFact, StoreResult, TermQuery, TermWeighting};
 
 /// The store's search cache and whether a search is loading it whole.
 #[derive(Debug, Default)]
@@ -27,12 +28,28 @@ pub(super) struct CacheSlot {
     loading: bool,
 }
 
-/// Clears [`CacheSlot::loading`] when a load ends, whether it succeeded or failed.
-struct Loading<'s>(&'s Mutex<CacheSlot>);
+/// The slot as its [`CacheBudget`](crate::CacheBudget) sees it: evicted, the index goes
+/// (the next search loads it again).
+impl Measure for CacheSlot {
+    fn heap_bytes(&self) -> usize {
+        self.cache.heap_bytes()
+    }
 
-impl Drop for Loading<'_> {
+    fn evict(&mut self) -> Box<dyn Any + Send> {
+        self.cache.evict()
+    }
+}
+
+/// The cache slot of a search, pinned for the search's whole length: the budget never
+/// evicts it meanwhile, so rows fetched with its lock released still apply.
+type Slot<'p, 'c> = &'p Pinned<'c, CacheSlot>;
+
+/// Clears [`CacheSlot::loading`] when a load ends, whether it succeeded or failed.
+struct Loading<'p, 'c>(Slot<'p, 'c>);
+
+impl Drop for Loading<'_, '_> {
     fn drop(&mut self) {
-        lock(self.0).loading = false;
+        self.0.lock().loading = false;
     }
 }
 
@@ -49,7 +66,7 @@ pub(super) fn search(
     conn: &mut Connection,
     scope: i64,
     analyzer: &Analyzer,
-    cache: Option<&Mutex<CacheSlot>>,
+    cache: Option<Slot<'_, '_>>,
     query: &TermQuery<'_>,
     weighting: &dyn TermWeighting,
 ) -> DbResult<Vec<ScoredFact>> {
@@ -157,7 +174,7 @@ fn from_cache(
     statements: &mut Statements,
     scope: i64,
     analyzer: &Analyzer,
-    slot: &Mutex<CacheSlot>,
+    slot: Slot<'_, '_>,
     at: Generation,
     query: &TermQuery<'_>,
     weighting: &dyn TermWeighting,
@@ -167,7 +184,7 @@ fn from_cache(
     // another search moved it meanwhile; three rounds are plenty.
     for _ in 0..3 {
         let step = {
-            let mut held = lock(slot);
+            let mut held = slot.lock();
             match held.cache.as_ref() {
                 Some(cache) if cache.generation() == at.now => {
                     cache.search(analyzer, query, weighting, top);
@@ -189,7 +206,7 @@ fn from_cache(
         match step {
             Step::Changes(since) => {
                 let changes = changed_since(tx, statements, scope, since)?;
-                let mut held = lock(slot);
+                let mut held = slot.lock();
                 if let Some(cache) = held.cache.as_mut()
                     && cache.generation() == since
                 {
@@ -206,7 +223,7 @@ fn from_cache(
                 let _loading = Loading(slot);
                 let fresh = load(tx, statements, scope, analyzer, at.now)?;
                 tracing::debug!(scope, facts = fresh.len(), "search cache loaded the scope");
-                let mut held = lock(slot);
+                let mut held = slot.lock();
                 if held
                     .cache
                     .as_ref()
@@ -345,4 +362,138 @@ fn from_database(
         }
     }
     Ok(())
+}
+
+/// What a search does about an evicted cache: [`evicted`].
+pub(super) enum Evicted {
+    /// The cache was not evicted (or is back): search with it.
+    No,
+    /// Answer from the GIN index; the cache is reloading already, or the budget's
+    /// reloads are all taken (a later search tries again).
+    Answer,
+    /// Answer from the GIN index, then start this reload.
+    Reload(Reload),
+}
+
+/// Whether `cache` was evicted, and if so the reload this search starts once it answered.
+pub(super) fn evicted(
+    database: &PgDatabase,
+    scope: i64,
+    analyzer: &Analyzer,
+    cache: &Cached<CacheSlot>,
+) -> Evicted {
+    if !cache.evicted() {
+        return Evicted::No;
+    }
+    let pinned = cache.pin();
+    let mut held = pinned.lock();
+    if held.cache.is_some() {
+        return Evicted::No;
+    }
+    if held.loading {
+        return Evicted::Answer;
+    }
+    let Some(permit) = cache.budget().reload_permit() else {
+        return Evicted::Answer;
+    };
+    held.loading = true;
+    Evicted::Reload(Reload {
+        job: Some((
+            database.clone(),
+            scope,
+            analyzer.config(),
+            cache.handle(),
+            permit,
+        )),
+    })
+}
+
+/// An evicted cache to load again on a thread of its own; dropped unstarted, it lets the
+/// next search try.
+pub(super) struct Reload {
+    job: Option<(
+        PgDatabase,
+        i64,
+        AnalyzerConfig,
+        Handle<CacheSlot>,
+        ReloadPermit,
+    )>,
+}
+
+impl Drop for Reload {
+    fn drop(&mut self) {
+        if let Some((_, _, _, handle, _)) = &self.job {
+            handle.with(|slot| slot.loading = false);
+        }
+    }
+}
+
+impl Reload {
+    /// Loads the scope on a pooled connection in a thread of its own, and installs the
+    /// cache (charged to the budget) unless a newer one is there by then.
+    pub(super) fn start(mut self) {
+        let Some((database, scope, config, handle, permit)) = self.job.take() else {
+            return;
+        };
+        let on_failure = handle.clone();
+        let reload = move || {
+            let started = std::time::Instant::now();
+            let loaded = load_now(&database, scope, &Analyzer::new(config));
+            let pinned = handle.pin();
+            let mut held = pinned.lock();
+            held.loading = false;
+            match loaded {
+                Ok(fresh) => {
+                    tracing::debug!(
+                        scope,
+                        facts = fresh.len(),
+                        ms = started.elapsed().as_millis(),
+                        "evicted search cache reloaded"
+                    );
+                    if held
+                        .cache
+                        .as_ref()
+                        .is_none_or(|cache| cache.generation() < fresh.generation())
+                    {
+                        held.cache = Some(fresh);
+                    }
+                }
+                Err(error) => tracing::warn!(scope, %error, "reloading the search cache failed"),
+            }
+            drop(permit);
+        };
+        if let Err(error) = std::thread::Builder::new()
+            .name("factmem-cache-reload".to_owned())
+            .spawn(reload)
+        {
+            tracing::warn!(scope, %error, "no thread to reload the search cache");
+            on_failure.with(|slot| slot.loading = false);
+        }
+    }
+}
+
+/// The scope's cache, read whole on a pooled connection in one snapshot.
+fn load_now(database: &PgDatabase, scope: i64, analyzer: &Analyzer) -> StoreResult<SearchCache> {
+    let mut pooled = database.connection()?;
+    let conn = database.held(&mut pooled)?;
+    let run = |conn: &mut Connection| -> DbResult<SearchCache> {
+        let Connection {
+            client, statements, ..
+        } = conn;
+        let mut tx = client
+            .build_transaction()
+            .isolation_level(IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()?;
+        let statement = prepared(
+            &mut tx,
+            statements,
+            "SELECT generation FROM scopes WHERE id = $1",
+        )?;
+        let generation: i64 = tx.query_one(&statement, &[&scope])?.try_get(0)?;
+        let fresh = load(&mut tx, statements, scope, analyzer, generation)?;
+        tx.commit()?;
+        Ok(fresh)
+    };
+    run(conn).map_err(|e| e.into_store(database.location()))
 }

@@ -249,18 +249,21 @@ impl FactVectors for PgFactStore {
             // The rows since the newest the index holds, fetched with the index unlocked
             // and applied under its lock; each round ranks under the lock and checks its
             // candidates with it released.
-            let after = Self::lock(&self.vectors).seen(query.model);
+            // Pinned for the whole search: the budget never evicts the indexes between
+            // two of these looks.
+            let vectors = self.vectors.pin();
+            let after = vectors.lock().seen(query.model);
             let fetched = VectorCache::fetch(&mut reads, query.model, after)?;
-            Self::lock(&self.vectors).merge(query.model, fetched);
+            vectors.lock().merge(query.model, fetched);
             let (found, gone) = rounds(
                 query,
-                &mut |wanted| Self::lock(&self.vectors).rank(query, wanted),
+                &mut |wanted| vectors.lock().rank(query, wanted),
                 &mut reads,
             )?;
             if !gone.is_empty() {
-                let seen = Self::lock(&self.vectors).seen(query.model);
+                let seen = vectors.lock().seen(query.model);
                 if !replica || reads.holds(seen)? {
-                    Self::lock(&self.vectors).forget(query.model, &gone);
+                    vectors.lock().forget(query.model, &gone);
                 }
             }
             Ok(found)

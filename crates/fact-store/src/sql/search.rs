@@ -12,7 +12,10 @@
 //!   connection or process (generations the cache did not see) are replayed from the rows
 //!   they stamped with their generation ([`SearchCache::insert`], [`SearchCache::remove`],
 //!   [`SearchCache::advance`]); only deletions the rows cannot show make the next search
-//!   reload the scope. So a search never answers from stale data.
+//!   reload the scope. So a search never answers from stale data. The cache lives in a
+//!   slot charged to the store's [`CacheBudget`](crate::CacheBudget)
+//!   ([`crate::cache`]), which may empty it between operations: the store is then as
+//!   before its first search, and loads the scope again.
 //! - **Database path**: the database's full-text index finds the valid facts holding a
 //!   query term, and [`Scorer`] scores each from its stored term document with the
 //!   scope's counters (document count, total length) and the terms' document frequencies.
@@ -23,6 +26,7 @@
 //! - An `as_of` search scans the versions valid at that instant ([`scan`]), as the
 //!   in-memory store does.
 
+use std::any::Any;
 use std::collections::HashMap;
 
 use fact_model::{FactId, SessionFact, Tag, Timestamp};
@@ -30,6 +34,8 @@ use fact_model::{FactId, SessionFact, Tag, Timestamp};
 use super::codec::{parse_term, tags_from_sql};
 use super::error::DbResult;
 use super::rules::{IndexEvent, Outcome};
+use crate::cache::Measure;
+use crate::heap::{chunk, map_bytes};
 use crate::index::{TermIndex, TopK, scan_scores};
 use crate::{Analyzer, TermQuery, TermWeighting};
 
@@ -42,6 +48,8 @@ pub(crate) struct SearchCache {
     slots: HashMap<u64, u32>,
     /// Seq → source task, for the source-task exclusion without a lookup.
     tasks: HashMap<u64, Box<str>>,
+    /// The heap of the texts in `tasks`, as [`crate::heap`] counts it.
+    tasks_heap: usize,
 }
 
 /// A seq as the index keys it.
@@ -62,7 +70,17 @@ impl SearchCache {
             index: TermIndex::default(),
             slots: HashMap::new(),
             tasks: HashMap::new(),
+            tasks_heap: 0,
         }
+    }
+
+    /// The heap the cache holds, as [`crate::heap`] counts it: what a
+    /// [`CacheBudget`](crate::CacheBudget) is charged for it.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.index.heap_bytes()
+            + map_bytes::<u64, u32>(self.slots.capacity())
+            + map_bytes::<u64, Box<str>>(self.tasks.capacity())
+            + self.tasks_heap
     }
 
     /// The generation of the scope this cache mirrors.
@@ -81,7 +99,9 @@ impl SearchCache {
         self.remove(seq);
         let slot = self.index.insert(key, fact, analyzer);
         self.slots.insert(key, slot);
-        self.tasks.insert(key, fact.source_task_id().into());
+        let task: Box<str> = fact.source_task_id().into();
+        self.tasks_heap += chunk(task.len());
+        self.tasks.insert(key, task);
     }
 
     /// Drops the version in `seq` from the cache (it is no longer valid, or gone).
@@ -90,7 +110,9 @@ impl SearchCache {
         if let Some(slot) = self.slots.remove(&key) {
             self.index.remove(slot);
         }
-        self.tasks.remove(&key);
+        if let Some(task) = self.tasks.remove(&key) {
+            self.tasks_heap = self.tasks_heap.saturating_sub(chunk(task.len()));
+        }
     }
 
     /// Marks the cache as mirroring `generation`, after the caller replayed every change
@@ -152,6 +174,18 @@ impl SearchCache {
                 top.push(score, entry.valid_from, entry.id, entry.seq);
             }
         }
+    }
+}
+
+/// A store's search cache as its [`CacheBudget`](crate::CacheBudget) sees it: `None`
+/// until a search loads the scope, and again once the budget evicts it.
+impl Measure for Option<SearchCache> {
+    fn heap_bytes(&self) -> usize {
+        self.as_ref().map_or(0, SearchCache::heap_bytes)
+    }
+
+    fn evict(&mut self) -> Box<dyn Any + Send> {
+        Box::new(self.take())
     }
 }
 

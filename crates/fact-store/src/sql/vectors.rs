@@ -26,12 +26,15 @@
 //! never ranks costs memory, never a wrong answer. When too few candidates of a round
 //! pass, the next round asks the index for twice as many.
 
+use std::any::Any;
 use std::collections::{HashMap, HashSet};
 
 use fact_model::{FactId, SessionFact};
 
 use super::codec::{id_from_sql, id_to_sql};
 use super::error::{DbError, DbResult};
+use crate::cache::Measure;
+use crate::heap::{chunk, map_bytes};
 use crate::vector::{VectorIndex, VectorQuery, unit_query, unit_vector};
 use crate::{ScoredFact, StoreError, StoreResult};
 
@@ -119,6 +122,26 @@ pub(crate) struct VectorCache {
 /// filtered facts among the nearest rarely need a second round.
 fn first_round(limit: usize) -> usize {
     limit.saturating_mul(3).saturating_add(16)
+}
+
+/// A store's vector indexes as its [`CacheBudget`](crate::CacheBudget) sees them:
+/// evicted, every model's index goes, and the next search of a model loads it whole.
+impl Measure for VectorCache {
+    fn heap_bytes(&self) -> usize {
+        map_bytes::<String, Loaded>(self.models.capacity())
+            + self
+                .models
+                .iter()
+                .map(|(model, loaded)| {
+                    chunk(model.capacity())
+                        + loaded.index.as_ref().map_or(0, VectorIndex::heap_bytes)
+                })
+                .sum::<usize>()
+    }
+
+    fn evict(&mut self) -> Box<dyn Any + Send> {
+        Box::new(std::mem::take(&mut self.models))
+    }
 }
 
 impl VectorCache {

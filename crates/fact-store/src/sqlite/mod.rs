@@ -27,8 +27,8 @@ mod vectors;
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use fact_model::{Clock, FactId, FactSelector, FactUpdate, SessionFact, Timestamp};
@@ -41,13 +41,14 @@ use self::codec::read_fact;
 use self::rows::SqliteRows;
 use self::schema::{Found, SCHEMA_VERSION};
 use self::search::Cold;
+use crate::cache::{Cached, Pinned, ReloadPermit};
 use crate::sql::codec::{FACT_COLUMN_COUNT, FACT_COLUMNS, batch_from_sql, id_to_sql};
 use crate::sql::error::{DbError, DbResult};
 use crate::sql::rules::{Outcome, Writer};
 use crate::sql::search::SearchCache;
 use crate::sql::vectors::VectorCache;
 use crate::{
-    AddReport, Analyzer, AnalyzerConfig, CompactionReport, FactVectors, ImportReport,
+    AddReport, Analyzer, AnalyzerConfig, CacheBudget, CompactionReport, FactVectors, ImportReport,
     SNAPSHOT_VERSION, ScoredFact, SessionFactStore, Snapshot, SnapshotRecord, StoreConfig,
     StoreError, StoreResult, TermQuery, TermWeighting, Transaction, TransactionReport,
 };
@@ -61,8 +62,9 @@ use crate::{
 /// let options = SqliteOptions::default().with_busy_timeout(Duration::from_secs(30));
 /// assert_eq!(options.busy_timeout, Duration::from_secs(30));
 /// assert!(options.search_cache && !options.read_only);
+/// assert_eq!(options.cache_budget.limit(), None);
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SqliteOptions {
     /// How long a write waits for another connection's write transaction before it fails
@@ -79,6 +81,11 @@ pub struct SqliteOptions {
     /// Keep the scope's term index in memory for [`search`](SessionFactStore::search)
     /// (default true); see [`SqliteFactStore`]'s section on search.
     pub search_cache: bool,
+    /// The byte budget the store's in-process caches (the search cache, the vector
+    /// indexes) share with those of every store given a clone of it; see
+    /// [`CacheBudget`]. Default: [`CacheBudget::unbounded`], a budget of the store's own
+    /// that never evicts.
+    pub cache_budget: CacheBudget,
 }
 
 impl Default for SqliteOptions {
@@ -88,6 +95,7 @@ impl Default for SqliteOptions {
             read_only: false,
             sync_every_commit: false,
             search_cache: true,
+            cache_budget: CacheBudget::unbounded(),
         }
     }
 }
@@ -118,6 +126,15 @@ impl SqliteOptions {
     #[must_use]
     pub fn with_search_cache(mut self, search_cache: bool) -> Self {
         self.search_cache = search_cache;
+        self
+    }
+
+    /// Charges the store's in-process caches to `budget` (a clone of the budget every
+    /// store of the process shares), which evicts the least recently used caches of all
+    /// of them past its limit.
+    #[must_use]
+    pub fn with_cache_budget(mut self, budget: CacheBudget) -> Self {
+        self.cache_budget = budget;
         self
     }
 }
@@ -178,7 +195,16 @@ impl SqliteOptions {
 /// whole only at the first search, and again after another connection deleted facts the
 /// cache may hold (a `delete`, compaction past a limit); it is loaded on a connection of
 /// its own, outside the store's lock, and the searches that come meanwhile answer from
-/// FTS5. Without the cache, FTS5 finds the candidates and their stored term documents are
+/// FTS5.
+///
+/// The cache (and the vector indexes below) is charged to the store's
+/// [`cache_budget`](SqliteOptions::cache_budget): give every store of a process one
+/// [`CacheBudget`] and they hold about its limit together, however many scopes they
+/// serve. Past the limit the least recently used caches of any of them are dropped (never
+/// one an operation is using); a scope whose cache was dropped answers its next searches
+/// from FTS5 at once while its cache loads again on a thread of its own (at 100,000 facts
+/// a cache holds about 32 MiB and takes 0.2 to 0.5 s to load). [`cache_bytes`](Self::cache_bytes)
+/// says what a store holds. Without the cache, FTS5 finds the candidates and their stored term documents are
 /// scored: the same results, score for score, without loading anything (what a process
 /// that answers one query wants). With a weighting that bounds its tf part
 /// ([`TermWeighting::max_tf_weight`], as BM25 does) the candidates of the rarest query terms
@@ -252,23 +278,26 @@ pub struct SqliteFactStore {
     episode_analyzer: Analyzer,
     clock: Arc<dyn Clock>,
     inner: Mutex<Inner>,
-    /// Held by the search that loads the scope into the cache on a connection of its own,
-    /// outside `inner`; searches meanwhile answer from the database.
-    loader: Mutex<()>,
+    /// The scope's term index in this process (`None` until a search loads it, and again
+    /// once the budget evicts it); locked after `inner`, never before.
+    search_cache: Cached<Option<SearchCache>>,
+    /// The embeddings' in-process indexes, by model; locked after `inner`.
+    vector_cache: Cached<VectorCache>,
+    /// Set while a search (or a reload in the background) loads the scope into the cache
+    /// on a connection of its own, outside `inner`; searches meanwhile answer from the
+    /// database.
+    loader: Arc<AtomicBool>,
     /// Whether another connection can open the database (not for a private in-memory one).
     shared: bool,
     /// How many times the scope was loaded whole into the search cache.
-    loads: AtomicU64,
+    loads: Arc<AtomicU64>,
 }
 
-/// What the lock guards: the connection and what is cached beside it.
+/// What the lock guards: the connection and the term ids of its writes.
 struct Inner {
     conn: Connection,
     /// Lowercased word → term id of this scope, for writes.
     words: HashMap<String, i64>,
-    cache: Option<SearchCache>,
-    /// The embeddings' in-process indexes, by model.
-    vectors: VectorCache,
 }
 
 impl fmt::Debug for SqliteFactStore {
@@ -385,6 +414,8 @@ impl SqliteFactStore {
             }
             Err(e) => return Err(e.into_store(&path)),
         };
+        let search_cache = Cached::new(None, &options.cache_budget);
+        let vector_cache = Cached::new(VectorCache::default(), &options.cache_budget);
         Ok(SqliteFactStore {
             path,
             scope: scope.to_owned(),
@@ -397,12 +428,12 @@ impl SqliteFactStore {
             inner: Mutex::new(Inner {
                 conn,
                 words: HashMap::new(),
-                cache: None,
-                vectors: VectorCache::default(),
             }),
-            loader: Mutex::new(()),
+            search_cache,
+            vector_cache,
+            loader: Arc::new(AtomicBool::new(false)),
             shared,
-            loads: AtomicU64::new(0),
+            loads: Arc::new(AtomicU64::new(0)),
         })
     }
 
@@ -509,6 +540,13 @@ impl SqliteFactStore {
         &self.options
     }
 
+    /// The estimated bytes this store's in-process caches hold now (its search cache and
+    /// vector indexes), as charged to its [`cache_budget`](SqliteOptions::cache_budget).
+    #[must_use]
+    pub fn cache_bytes(&self) -> usize {
+        self.search_cache.charged() + self.vector_cache.charged()
+    }
+
     // No code runs while the lock is held that could leave `Inner` half-updated (a failed
     // transaction rolls back, the caches are dropped on error): recover a poisoned lock.
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -522,10 +560,10 @@ impl SqliteFactStore {
         f: impl FnOnce(&mut Writer<'_, SqliteRows<'_>>) -> DbResult<T>,
     ) -> StoreResult<T> {
         let mut guard = self.lock();
-        let Inner {
-            conn, words, cache, ..
-        } = &mut *guard;
-        let record_since = cache.as_ref().map(SearchCache::generation);
+        let Inner { conn, words } = &mut *guard;
+        // In use until the write is applied to it: not evicted between the two looks.
+        let cache = self.search_cache.pin();
+        let record_since = cache.lock().as_ref().map(SearchCache::generation);
         let run = || -> DbResult<(T, Outcome)> {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let rows = SqliteRows::new(tx, self.scope_id);
@@ -535,10 +573,11 @@ impl SqliteFactStore {
         };
         match run() {
             Ok((value, outcome)) => {
-                if let Some(current) = cache.as_mut()
+                let mut held = cache.lock();
+                if let Some(current) = held.as_mut()
                     && !current.apply(outcome, &self.analyzer)
                 {
-                    *cache = None;
+                    *held = None;
                 }
                 Ok(value)
             }
@@ -560,11 +599,16 @@ impl SqliteFactStore {
         query: &TermQuery<'_>,
         weighting: &dyn TermWeighting,
     ) -> StoreResult<Vec<ScoredFact>> {
+        // In use for the whole search, its load outside the lock included: the budget
+        // never evicts it meanwhile.
+        let pinned = self.search_cache.pin();
         let run = |cold: Cold| {
             self.with_inner(|inner, scope| {
-                let Inner { conn, cache, .. } = inner;
+                // Locked with the connection: the budget only tries its lock, and skips
+                // it while a search holds it.
+                let mut cache = pinned.lock();
                 let searched = search::search(
-                    conn,
+                    &mut inner.conn,
                     scope,
                     &self.analyzer,
                     Some((&mut *cache, cold)),
@@ -581,28 +625,26 @@ impl SqliteFactStore {
             // Nobody else writes a private database: it loads once, at the first search.
             return run(Cold::Load).map(Option::unwrap_or_default);
         }
-        let loading = match self.loader.try_lock() {
-            Ok(guard) => guard,
-            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-            Err(TryLockError::WouldBlock) => {
-                return run(Cold::Database).map(Option::unwrap_or_default);
-            }
+        let Some(loading) = Loading::try_start(&self.loader) else {
+            return run(Cold::Database).map(Option::unwrap_or_default);
         };
         if let Some(results) = run(Cold::Return)? {
             return Ok(results);
         }
+        if self.search_cache.evicted() {
+            // The budget evicted the cache: this search answers from FTS5 at once, and
+            // the scope loads again in the background (unless the budget's reloads are
+            // all taken; a later search tries again).
+            // The answer first: the reload does not compete with it.
+            let results = run(Cold::Database)?;
+            if let Some(permit) = self.search_cache.budget().reload_permit() {
+                self.reload_in_background(loading, permit);
+            }
+            return Ok(results.unwrap_or_default());
+        }
         let loaded = self.load_cache().map_err(|e| e.into_store(&self.path))?;
         self.loaded(loaded.len());
-        {
-            let mut inner = self.lock();
-            if inner
-                .cache
-                .as_ref()
-                .is_none_or(|current| current.generation() < loaded.generation())
-            {
-                inner.cache = Some(loaded);
-            }
-        }
+        install(&pinned, loaded);
         drop(loading);
         // Rows written while it loaded are followed; should rows have been deleted
         // meanwhile, this search loads again under the lock rather than chase the writers.
@@ -611,24 +653,48 @@ impl SqliteFactStore {
 
     /// Counts and logs a load of the whole scope into the search cache.
     fn loaded(&self, facts: usize) {
-        let loads = self.loads.fetch_add(1, Ordering::Relaxed) + 1;
-        tracing::debug!(scope = %self.scope, facts, loads, "search cache loaded the scope");
+        counted_load(&self.loads, &self.scope, facts);
     }
 
     /// The scope's search cache, read on a new connection (in one read transaction).
     fn load_cache(&self) -> DbResult<SearchCache> {
-        let flags = if self.options.read_only {
-            OpenFlags::SQLITE_OPEN_READ_ONLY
-        } else {
-            OpenFlags::SQLITE_OPEN_READ_WRITE
+        load_scope(&self.path, &self.options, self.scope_id, &self.analyzer)
+    }
+
+    /// Loads the scope into the search cache on a thread of its own, which installs it
+    /// (charged to the budget) unless a newer cache is there by then; a failure is
+    /// logged, and the next search tries again.
+    fn reload_in_background(&self, loading: Loading, permit: ReloadPermit) {
+        let path = self.path.clone();
+        let options = self.options.clone();
+        let scope_id = self.scope_id;
+        let scope = self.scope.clone();
+        let analyzer = self.analyzer.config();
+        let cache = self.search_cache.handle();
+        let loads = self.loads.clone();
+        let reload = move || {
+            let started = std::time::Instant::now();
+            match load_scope(&path, &options, scope_id, &Analyzer::new(analyzer)) {
+                Ok(loaded) => {
+                    let facts = loaded.len();
+                    install(&cache.pin(), loaded);
+                    counted_load(&loads, &scope, facts);
+                    tracing::debug!(%scope, ms = started.elapsed().as_millis(), "evicted search cache reloaded");
+                }
+                Err(error) => {
+                    let error = error.into_store(&path);
+                    tracing::warn!(%scope, %error, "reloading the search cache failed");
+                }
+            }
+            // Released only once the cache is in place (or failed).
+            drop((loading, permit));
         };
-        let mut conn =
-            Connection::open_with_flags(&self.path, flags | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
-        SqliteFactStore::configure(&conn, &self.options)?;
-        let tx = conn.transaction()?;
-        let cache = search::load(&tx, self.scope_id, &self.analyzer)?;
-        tx.commit()?;
-        Ok(cache)
+        if let Err(error) = std::thread::Builder::new()
+            .name("factmem-cache-reload".to_owned())
+            .spawn(reload)
+        {
+            tracing::warn!(scope = %self.scope, %error, "no thread to reload the search cache");
+        }
     }
 
     /// Runs `f` on the connection; errors carry the path.
@@ -657,6 +723,63 @@ impl SqliteFactStore {
             Ok(usize::try_from(count).unwrap_or(0))
         })
     }
+}
+
+/// Marks a store's scope as loading into its search cache until dropped (moved to the
+/// thread of a background reload).
+struct Loading(Arc<AtomicBool>);
+
+impl Loading {
+    /// The mark, unless another load holds it.
+    fn try_start(flag: &Arc<AtomicBool>) -> Option<Loading> {
+        flag.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .ok()
+            .map(|_| Loading(flag.clone()))
+    }
+}
+
+impl Drop for Loading {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+/// The search cache of `scope_id` in the file at `path`, read on a new connection (in one
+/// read transaction).
+fn load_scope(
+    path: &Path,
+    options: &SqliteOptions,
+    scope_id: i64,
+    analyzer: &Analyzer,
+) -> DbResult<SearchCache> {
+    let flags = if options.read_only {
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+    } else {
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+    };
+    let mut conn = Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+    SqliteFactStore::configure(&conn, options)?;
+    let tx = conn.transaction()?;
+    let cache = search::load(&tx, scope_id, analyzer)?;
+    tx.commit()?;
+    Ok(cache)
+}
+
+/// Puts a cache loaded outside every lock in place, unless the one there is as new.
+fn install(cache: &Pinned<'_, Option<SearchCache>>, loaded: SearchCache) {
+    let mut held = cache.lock();
+    if held
+        .as_ref()
+        .is_none_or(|current| current.generation() < loaded.generation())
+    {
+        *held = Some(loaded);
+    }
+}
+
+/// Counts and logs a load of the whole scope into the search cache.
+fn counted_load(loads: &AtomicU64, scope: &str, facts: usize) {
+    let loads = loads.fetch_add(1, Ordering::Relaxed) + 1;
+    tracing::debug!(%scope, facts, loads, "search cache loaded the scope");
 }
 
 /// The facts a query selects with [`FACT_COLUMNS`] first.

@@ -547,7 +547,7 @@ fn a_search_while_another_loads_the_scope_answers_from_fts5_without_waiting() {
     let expected = fresh_search(&path, "parser lexer task");
     {
         // Another search holds the loader (it is loading the scope on its own connection).
-        let _loading = store.loader.lock().unwrap();
+        let _loading = super::Loading::try_start(&store.loader).unwrap();
         assert_eq!(search(&store, "parser lexer task"), expected);
         store
             .add(vec![fact("task:2", "status", "lexer done", 2)])

@@ -6,7 +6,7 @@ use fact_model::{FactId, SessionFact};
 use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
 
 use super::codec::read_fact;
-use super::{Inner, SqliteFactStore, query_facts};
+use super::{SqliteFactStore, query_facts};
 use crate::sql::codec::FACT_COLUMNS;
 use crate::sql::error::{DbError, DbResult};
 use crate::sql::vectors::{EachRow, Prepared, VectorReads, count};
@@ -146,11 +146,12 @@ impl FactVectors for SqliteFactStore {
         if query.limit == 0 {
             return Ok(Vec::new());
         }
+        let pinned = self.vector_cache.pin();
         self.with_inner(|inner, scope| {
-            let Inner { conn, vectors, .. } = inner;
+            let mut vectors = pinned.lock();
             // One read transaction: the new rows and the candidates' facts come from one
             // snapshot of the database.
-            let tx = conn.transaction()?;
+            let tx = inner.conn.transaction()?;
             let found = vectors.nearest(&mut Reads { tx: &tx, scope }, query)?;
             tx.commit()?;
             Ok(found)

@@ -119,6 +119,16 @@ impl VectorIndex {
         VectorIndex::with_exact_limit(dimension, EXACT_SEARCH_LIMIT)
     }
 
+    /// The heap the index holds, as [`crate::heap`] counts it.
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
+    pub(crate) fn heap_bytes(&self) -> usize {
+        use crate::heap::{map_bytes, vec_bytes};
+        vec_bytes::<FactId>(self.ids.capacity())
+            + vec_bytes::<f32>(self.values.capacity())
+            + vec_bytes::<u64>(self.codes.capacity())
+            + map_bytes::<FactId, usize>(self.slots.capacity())
+    }
+
     /// An empty index whose searches are exact up to `exact_limit` vectors (instead of
     /// [`EXACT_SEARCH_LIMIT`]): tests reach the binary path with few vectors.
     pub(crate) fn with_exact_limit(dimension: usize, exact_limit: usize) -> Self {

@@ -45,6 +45,10 @@ macro_rules! conformance_suite {
 }
 
 #[cfg(feature = "sqlite")]
+mod cache_budget;
+#[cfg(feature = "postgres")]
+mod cache_budget_pg;
+#[cfg(feature = "sqlite")]
 mod crash;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod durable;

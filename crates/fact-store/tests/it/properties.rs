@@ -709,7 +709,7 @@ mod sqlite {
         ) {
             let options = SqliteOptions::default().with_search_cache(false);
             differential(config, &ops, &|config, clock| {
-                Box::new(SqliteFactStore::open_with(":memory:", "p", config, options, clock).unwrap())
+                Box::new(SqliteFactStore::open_with(":memory:", "p", config, options.clone(), clock).unwrap())
             })?;
         }
     }

@@ -257,9 +257,14 @@ fn a_read_only_store_reads_and_refuses_writes_with_a_typed_error() {
         .add(vec![fact("a", "r", "o", 1, 0)])
         .unwrap();
     let options = SqliteOptions::default().with_read_only(true);
-    let store =
-        SqliteFactStore::open_with(&path, "s", StoreConfig::default(), options, clock.clone())
-            .unwrap();
+    let store = SqliteFactStore::open_with(
+        &path,
+        "s",
+        StoreConfig::default(),
+        options.clone(),
+        clock.clone(),
+    )
+    .unwrap();
     assert_eq!(store.valid_count().unwrap(), 1);
     assert_eq!(search(&store, "o").len(), 1);
     let err = store.add(vec![fact("b", "r", "o", 1, 1)]).unwrap_err();
