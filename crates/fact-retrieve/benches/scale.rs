@@ -51,6 +51,15 @@ use search_support::{Bm25, unbounded};
 
 fn main() {
     divan::main();
+    // The stores live in statics, which are never dropped: their files go here.
+    let _ = std::fs::remove_dir_all(scratch());
+}
+
+/// This process's folder for its databases, removed when the benchmarks end.
+fn scratch() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("factmem-scale-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }
 
 /// The size of the big scope.
@@ -265,7 +274,7 @@ mod sqlite {
 
     /// A file holding `size` facts of the scope.
     fn build(size: usize) -> Big {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir_in(scratch()).unwrap();
         let path = dir.path().join("scale.db");
         let store = open(&path, SqliteOptions::default());
         let workload = workload::generate(size * 3 / 2 + 200_000, 500, 42);
