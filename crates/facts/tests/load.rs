@@ -30,7 +30,9 @@
     clippy::panic,
     clippy::cast_precision_loss,
     clippy::cast_possible_truncation,
-    clippy::cast_sign_loss
+    clippy::cast_sign_loss,
+    // The report is the point of `cargo xtask load`.
+    clippy::print_stdout
 )]
 
 #[path = "support/pg_server.rs"]
@@ -77,7 +79,7 @@ struct Plan {
 
 impl Plan {
     /// `self`, with what the `FACTMEM_LOAD_*` variables set.
-    fn from_env(self) -> Plan {
+    fn with_env(self) -> Plan {
         fn var<T: std::str::FromStr>(name: &str) -> Option<T> {
             std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
         }
@@ -172,10 +174,10 @@ fn start_server(db: &str, tokens: &Path) -> Server {
         let mut sent = false;
         for line in BufReader::new(stderr).lines() {
             let Ok(line) = line else { break };
-            if !sent && let Some(at) = line.find("http://") {
-                let url: String = line[at..]
+            if !sent && let Some((_, rest)) = line.split_once("http://") {
+                let url: String = "http://"
                     .chars()
-                    .take_while(|c| !c.is_whitespace())
+                    .chain(rest.chars().take_while(|c| !c.is_whitespace()))
                     .collect();
                 sent = found.send(url).is_ok();
             }
@@ -708,7 +710,7 @@ fn full_load() {
         rate: 10.0,
         restart_after: None,
     }
-    .from_env();
+    .with_env();
     if let Some(report) = load(plan)
         && let Ok(path) = std::env::var("FACTMEM_LOAD_REPORT")
     {
