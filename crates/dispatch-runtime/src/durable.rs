@@ -241,6 +241,10 @@ impl Database {
     }
 }
 
+/// The page cache (KiB) of each SQLite connection of a handle with a bounded cache budget.
+#[cfg(feature = "sqlite")]
+const MANY_STORES_PAGE_CACHE_KIB: u32 = 2048;
+
 /// A [`Database`] as the stores opened from it share it: [`Database::handle`]. Cheap to
 /// clone; clones share the connections.
 #[derive(Clone)]
@@ -285,6 +289,12 @@ impl DatabaseHandle {
     /// holds about the budget, not every scope it ever served. The default is
     /// [`CacheBudget::unbounded`] (one budget for the handle's stores, never evicting).
     ///
+    /// A bounded budget also bounds each SQLite store's connection (one per store): no
+    /// memory map (`mmap_size` 0) and a page cache of 2 MiB, where a store alone maps up to
+    /// 256 MiB of the file and caches 32 MiB of pages. The pages each connection touched
+    /// through its map counted in the process once per connection (419 MiB over 1,000
+    /// scopes of one file); searches and writes measured as fast without it.
+    ///
     /// ```
     /// use dispatch_runtime::durable::Database;
     /// use dispatch_runtime::reexports::CacheBudget;
@@ -317,10 +327,21 @@ impl DatabaseHandle {
         &self.cache_budget
     }
 
-    /// The options of a SQLite store opened from this handle.
+    /// The options of a SQLite store opened from this handle. Each store has a connection
+    /// of its own; under a bounded budget (a server of many scopes) the connections' own
+    /// memory is bounded too: no memory map (the pages each connection touched through
+    /// its map counted once per connection: 419 MiB over 1,000 scopes) and a small page
+    /// cache. One store, or an unbounded budget, keeps the defaults.
     #[cfg(feature = "sqlite")]
     fn sqlite_options(&self) -> SqliteOptions {
-        SqliteOptions::default().with_cache_budget(self.cache_budget.clone())
+        let options = SqliteOptions::default().with_cache_budget(self.cache_budget.clone());
+        if self.cache_budget.limit().is_some() {
+            options
+                .with_mmap_size(0)
+                .with_page_cache_kib(MANY_STORES_PAGE_CACHE_KIB)
+        } else {
+            options
+        }
     }
 
     /// A [`StoreFactory`] that opens each spec's store from this handle, under scope
@@ -763,5 +784,25 @@ mod tests {
             assert_eq!(db.to_string(), "postgres://me@h/db");
             assert_eq!(format!("{db:?}"), r#"Postgres("postgres://me@h/db")"#);
         }
+    }
+
+    #[cfg(feature = "sqlite")]
+    #[test]
+    fn a_bounded_budget_opens_sqlite_stores_without_a_map_and_with_a_small_page_cache() {
+        let db: Database = "memory.db".parse().unwrap();
+        let single = db.handle().unwrap();
+        let defaults = SqliteOptions::default();
+        assert_eq!(single.sqlite_options().mmap_size, defaults.mmap_size);
+        assert_eq!(
+            single.sqlite_options().page_cache_kib,
+            defaults.page_cache_kib
+        );
+        let many = single.with_cache_budget(CacheBudget::new(64 << 20));
+        assert_eq!(many.sqlite_options().mmap_size, 0);
+        assert_eq!(
+            many.sqlite_options().page_cache_kib,
+            MANY_STORES_PAGE_CACHE_KIB
+        );
+        assert_eq!(many.sqlite_options().cache_budget, *many.cache_budget());
     }
 }

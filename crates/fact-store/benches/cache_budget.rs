@@ -20,6 +20,11 @@
 //! `FACTMEM_CACHE_BENCH_ONLY=1000x1000` one workload. With `FACTMEM_CACHE_BENCH_PG=1`
 //! and `FACTMEM_PG_URL`, the same on PostgreSQL (schema `cachebench`, filled once): every
 //! store opened from one `PgDatabase`, so the scopes share one pool of connections.
+//!
+//! Under a bounded budget the SQLite stores are opened as `DatabaseHandle` opens them:
+//! no memory map (`mmap_size` 0) and a page cache of 2 MiB per connection
+//! (`FACTMEM_CACHE_BENCH_PAGE_KIB` changes it; `FACTMEM_CACHE_BENCH_MMAP=1` keeps the
+//! single-store defaults, 256 MiB of map and 32 MiB of cache, for comparison).
 
 #![allow(
     clippy::unwrap_used,
@@ -262,7 +267,16 @@ fn child(path: &Path, scopes: usize, budget_mb: Option<usize>) {
     let clock = Arc::new(ManualClock::default());
     let stores: Vec<SqliteFactStore> = (0..scopes)
         .map(|scope| {
-            let options = SqliteOptions::default().with_cache_budget(budget.clone());
+            let mut options = SqliteOptions::default().with_cache_budget(budget.clone());
+            // As `DatabaseHandle` opens the stores of a bounded budget: no memory map and
+            // a small page cache per connection (`FACTMEM_CACHE_BENCH_MMAP=1`: defaults).
+            if budget_mb.is_some() && std::env::var("FACTMEM_CACHE_BENCH_MMAP").is_err() {
+                let kib = std::env::var("FACTMEM_CACHE_BENCH_PAGE_KIB")
+                    .ok()
+                    .and_then(|kib| kib.parse().ok())
+                    .unwrap_or(2048);
+                options = options.with_mmap_size(0).with_page_cache_kib(kib);
+            }
             SqliteFactStore::open_with(path, &name(scope), unbounded(), options, clock.clone())
                 .unwrap()
         })

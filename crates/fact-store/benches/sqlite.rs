@@ -3,6 +3,9 @@
 //!
 //! - `insert_batch_of_100`: one `add` of 100 workload facts (one transaction) into a store
 //!   on a file that already holds 1,000 or 100,000 facts; divan reports facts per second.
+//!   `insert_batch_of_100_small_connection`: the same on a connection without a memory
+//!   map and with a 2 MiB page cache (as a `DatabaseHandle` under a bounded cache
+//!   budget opens its stores).
 //! - `search_*`: one search (limit 10, BM25, the querying task excluded) in a store of
 //!   100,000 facts, cycling through the workload's queries: `workload_query` is the
 //!   generator's 40 random domain words (nearly every fact is a candidate), `short_query`
@@ -108,6 +111,23 @@ fn open_on_disk(options: SqliteOptions) -> (tempfile::TempDir, SqliteFactStore) 
 #[divan::bench(args = [1_000, 100_000], sample_count = 200, sample_size = 1)]
 fn insert_batch_of_100(bencher: Bencher<'_, '_>, size: usize) {
     let (_dir, store) = open_on_disk(SqliteOptions::default());
+    let workload = workload::generate(size * 3 / 2 + 40_000, 0, 42);
+    let rest = fill(&store, &workload.tasks, size);
+    let mut batches = batches_of_100(rest, 1_000_000).into_iter();
+    bencher
+        .counter(ItemsCount::new(100usize))
+        .with_inputs(|| batches.next().expect("spare batches ran out"))
+        .bench_local_values(|batch| store.add(batch).unwrap());
+}
+
+/// `insert_batch_of_100` on a connection as `DatabaseHandle` opens it under a bounded
+/// cache budget: no memory map, a page cache of 2 MiB.
+#[divan::bench(args = [1_000, 100_000], sample_count = 200, sample_size = 1)]
+fn insert_batch_of_100_small_connection(bencher: Bencher<'_, '_>, size: usize) {
+    let options = SqliteOptions::default()
+        .with_mmap_size(0)
+        .with_page_cache_kib(2048);
+    let (_dir, store) = open_on_disk(options);
     let workload = workload::generate(size * 3 / 2 + 40_000, 0, 42);
     let rest = fill(&store, &workload.tasks, size);
     let mut batches = batches_of_100(rest, 1_000_000).into_iter();

@@ -51,6 +51,12 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError, Weak};
 /// default is [`unbounded`](Self::unbounded), a budget of its own for each store that
 /// never evicts anything, which is how the stores behaved before budgets existed.
 ///
+/// The budget counts the caches only, not the database connections: a SQLite store has a
+/// connection of its own, about 165 KiB of SQLite's memory plus the pages it reads
+/// (through its memory map, counted once per connection, unless
+/// [`mmap_size`](crate::SqliteOptions::mmap_size) is 0, as a process of many stores sets
+/// it).
+///
 /// Sizes are estimates of the heap a cache holds: every allocation counted by its
 /// capacity, as the chunk `malloc` gives it. Between operations the total stays within the
 /// limit, except while one cache alone is larger than the whole budget (it is then the

@@ -86,6 +86,15 @@ pub struct SqliteOptions {
     /// [`CacheBudget`]. Default: [`CacheBudget::unbounded`], a budget of the store's own
     /// that never evicts.
     pub cache_budget: CacheBudget,
+    /// How many bytes of the file each of the store's connections reads through a memory
+    /// map (`PRAGMA mmap_size`; default 256 MiB, 0 reads every page into the page cache).
+    /// The pages a connection touches through its map count in the process's resident
+    /// memory once per connection, so a process holding many stores of one file (one
+    /// connection each) sets it to 0.
+    pub mmap_size: u64,
+    /// The page cache of each of the store's connections, in KiB (`PRAGMA cache_size`;
+    /// default 32 MiB). It fills only with pages read other than through the memory map.
+    pub page_cache_kib: u32,
 }
 
 impl Default for SqliteOptions {
@@ -96,6 +105,8 @@ impl Default for SqliteOptions {
             sync_every_commit: false,
             search_cache: true,
             cache_budget: CacheBudget::unbounded(),
+            mmap_size: 256 * 1024 * 1024,
+            page_cache_kib: 32 * 1024,
         }
     }
 }
@@ -135,6 +146,20 @@ impl SqliteOptions {
     #[must_use]
     pub fn with_cache_budget(mut self, budget: CacheBudget) -> Self {
         self.cache_budget = budget;
+        self
+    }
+
+    /// Maps up to `mmap_size` bytes of the file into each connection (0: no map).
+    #[must_use]
+    pub fn with_mmap_size(mut self, mmap_size: u64) -> Self {
+        self.mmap_size = mmap_size;
+        self
+    }
+
+    /// Gives each connection a page cache of `page_cache_kib` KiB.
+    #[must_use]
+    pub fn with_page_cache_kib(mut self, page_cache_kib: u32) -> Self {
+        self.page_cache_kib = page_cache_kib;
         self
     }
 }
@@ -444,9 +469,14 @@ impl SqliteFactStore {
         // cached statement whenever a bound value could change its plan, which was a
         // fifth of the time of an `add`.
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
-        // A page cache for large stores (the default is 2 MiB), and reads through mmap.
-        conn.pragma_update(None, "cache_size", -32_768)?;
-        conn.pragma_update(None, "mmap_size", 256 * 1024 * 1024)?;
+        // By default a page cache for large stores (SQLite's default is 2 MiB), and reads
+        // through mmap; a process of many stores makes both small (see `SqliteOptions`).
+        conn.pragma_update(None, "cache_size", -i64::from(options.page_cache_kib))?;
+        conn.pragma_update(
+            None,
+            "mmap_size",
+            i64::try_from(options.mmap_size).unwrap_or(i64::MAX),
+        )?;
         Ok(())
     }
 

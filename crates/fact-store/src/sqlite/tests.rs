@@ -565,3 +565,45 @@ fn a_search_while_another_loads_the_scope_answers_from_fts5_without_waiting() {
     );
     assert_eq!(store.loads.load(Ordering::Relaxed), 1);
 }
+
+/// `mmap_size` and `cache_size` of the store's connection, read back.
+fn connection_memory(store: &SqliteFactStore) -> (i64, i64) {
+    let inner = store.inner.lock().unwrap();
+    let mmap: i64 = inner
+        .conn
+        .pragma_query_value(None, "mmap_size", |row| row.get(0))
+        .unwrap();
+    let cache: i64 = inner
+        .conn
+        .pragma_query_value(None, "cache_size", |row| row.get(0))
+        .unwrap();
+    (mmap, cache)
+}
+
+#[test]
+fn the_connection_memory_options_reach_the_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory.db");
+    let clock = Arc::new(ManualClock::default());
+    let open = |options: SqliteOptions| {
+        SqliteFactStore::open_with(
+            &path,
+            "spec:a",
+            StoreConfig::default(),
+            options,
+            clock.clone(),
+        )
+        .unwrap()
+    };
+    let default = open(SqliteOptions::default());
+    assert_eq!(connection_memory(&default), (256 * 1024 * 1024, -32 * 1024));
+    let small = open(
+        SqliteOptions::default()
+            .with_mmap_size(0)
+            .with_page_cache_kib(256),
+    );
+    assert_eq!(connection_memory(&small), (0, -256));
+    // Beyond what SQLite's build allows, the map is clamped, never an error.
+    let huge = open(SqliteOptions::default().with_mmap_size(u64::MAX));
+    assert!(connection_memory(&huge).0 > 0);
+}
