@@ -36,8 +36,10 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::Duration;
+
+use fact_model::{Clock, SystemClock, Timestamp};
 
 use postgres::error::SqlState;
 use postgres::types::PgLsn;
@@ -49,6 +51,17 @@ use crate::{StoreError, StoreResult};
 
 /// At most one warning per replica and kind of trouble in this time.
 pub(super) const WARN_EVERY: Duration = Duration::from_secs(10);
+
+/// How long from `earlier` to `later`; zero when the clock went back.
+fn since(later: Timestamp, earlier: Timestamp) -> Duration {
+    let micros = later.unix_micros().saturating_sub(earlier.unix_micros());
+    Duration::from_micros(u64::try_from(micros).unwrap_or(0))
+}
+
+/// `at` plus `by` (`at` itself past the last representable instant).
+fn after(at: Timestamp, by: Duration) -> Timestamp {
+    at.checked_add(by).unwrap_or(at)
+}
 
 /// A replica known to lag is passed over for one known to be caught up, until what is
 /// known of it is this old.
@@ -192,6 +205,8 @@ pub(super) struct Replicas {
     wait: Duration,
     retry: Duration,
     counters: Counters,
+    /// Times back-offs, waits and warnings (the system clock).
+    clock: Arc<dyn Clock>,
 }
 
 impl fmt::Debug for Replicas {
@@ -209,9 +224,10 @@ impl Replicas {
     ///
     /// [`StoreError::Backend`] for a malformed URL.
     pub(super) fn new<S: AsRef<str>>(urls: &[S], options: &PgOptions) -> StoreResult<Replicas> {
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let list = urls
             .iter()
-            .map(|url| Replica::new(url.as_ref(), options))
+            .map(|url| Replica::new(url.as_ref(), options, clock.clone()))
             .collect::<StoreResult<Vec<_>>>()?;
         Ok(Replicas {
             list,
@@ -219,6 +235,7 @@ impl Replicas {
             wait: options.replica_wait,
             retry: options.replica_retry,
             counters: Counters::default(),
+            clock,
         })
     }
 
@@ -249,7 +266,7 @@ impl Replicas {
     fn pick(&self, need: u64) -> Option<&Replica> {
         let count = self.list.len();
         let start = self.next.fetch_add(1, Ordering::Relaxed);
-        let now = Instant::now();
+        let now = self.clock.now();
         let mut usable = (0..count)
             .filter_map(|offset| self.list.get(start.wrapping_add(offset) % count))
             .filter(|replica| replica.usable(now));
@@ -354,15 +371,16 @@ struct Replica {
     /// The newest replay position a check saw (0: none yet, or a new connection since).
     replayed: AtomicU64,
     /// When a check last saw it (`None`: never, or a new connection since).
-    checked: Mutex<Option<Instant>>,
+    checked: Mutex<Option<Timestamp>>,
     /// Skipped until then, after a failure.
-    down_until: Mutex<Option<Instant>>,
+    down_until: Mutex<Option<Timestamp>>,
     lag_warnings: Warnings,
     error_warnings: Warnings,
+    clock: Arc<dyn Clock>,
 }
 
 impl Replica {
-    fn new(url: &str, options: &PgOptions) -> StoreResult<Replica> {
+    fn new(url: &str, options: &PgOptions, clock: Arc<dyn Clock>) -> StoreResult<Replica> {
         let location = PathBuf::from(redacted(url));
         let mut config = postgres::Config::from_str(url).map_err(|e| StoreError::Backend {
             message: format!("{}: not a PostgreSQL URL: {e}", location.display()),
@@ -385,22 +403,24 @@ impl Replica {
                 wait: options.connect_timeout,
                 state: Mutex::new(PoolState::default()),
                 freed: Condvar::new(),
+                clock: clock.clone(),
             },
             replayed: AtomicU64::new(0),
             checked: Mutex::new(None),
             down_until: Mutex::new(None),
             lag_warnings: Warnings::default(),
             error_warnings: Warnings::default(),
+            clock,
         })
     }
 
-    fn usable(&self, now: Instant) -> bool {
+    fn usable(&self, now: Timestamp) -> bool {
         lock(&self.down_until).is_none_or(|until| now >= until)
     }
 
     /// Whether its replay position was never checked, or not for [`RECHECK`].
-    fn stale(&self, now: Instant) -> bool {
-        lock(&self.checked).is_none_or(|at| now.duration_since(at) >= RECHECK)
+    fn stale(&self, now: Timestamp) -> bool {
+        lock(&self.checked).is_none_or(|at| since(now, at) >= RECHECK)
     }
 
     /// Forgets what was seen of it: a new connection, or a failure.
@@ -411,9 +431,11 @@ impl Replica {
 
     /// Polls the replay position until it reaches `need` or `wait` has passed.
     fn wait_for(&self, conn: &mut Connection, need: u64, wait: Duration) -> DbResult<Caught> {
-        let start = Instant::now();
+        let start = self.clock.now();
         let mut pause = Duration::from_millis(1);
         let mut slept = false;
+        // What was slept bounds the wait too, whatever the clock says.
+        let mut slept_for = Duration::ZERO;
         loop {
             let rows = query(
                 conn,
@@ -429,8 +451,9 @@ impl Replica {
             }
             let replayed = replayed.map_or(0, u64::from);
             self.replayed.fetch_max(replayed, Ordering::AcqRel);
-            *lock(&self.checked) = Some(Instant::now());
-            let waited = start.elapsed();
+            let now = self.clock.now();
+            *lock(&self.checked) = Some(now);
+            let waited = since(now, start).max(slept_for);
             if replayed >= need {
                 return Ok(Caught::Up { waited: slept });
             }
@@ -438,6 +461,7 @@ impl Replica {
                 return Ok(Caught::Behind { replayed, waited });
             };
             std::thread::sleep(pause.min(left));
+            slept_for += pause.min(left);
             slept = true;
             pause = (pause * 2).min(POLL_AT_MOST);
         }
@@ -452,11 +476,11 @@ impl Replica {
     }
 
     fn back_off(&self, retry: Duration) {
-        *lock(&self.down_until) = Some(Instant::now() + retry);
+        *lock(&self.down_until) = Some(after(self.clock.now(), retry));
     }
 
     fn lagged(&self, need: u64, replayed: u64, waited: Duration) {
-        if let Some(suppressed) = self.lag_warnings.due() {
+        if let Some(suppressed) = self.lag_warnings.due(self.clock.now()) {
             tracing::warn!(
                 replica = %self.location.display(),
                 needed = %PgLsn::from(need),
@@ -470,7 +494,7 @@ impl Replica {
 
     fn not_standby(&self, retry: Duration) {
         self.back_off(retry);
-        if let Some(suppressed) = self.error_warnings.due() {
+        if let Some(suppressed) = self.error_warnings.due(self.clock.now()) {
             tracing::warn!(
                 replica = %self.location.display(),
                 retry_in_ms = retry.as_millis(),
@@ -494,7 +518,7 @@ impl Replica {
             self.forget();
             self.pool.clear();
         }
-        if let Some(suppressed) = self.error_warnings.due() {
+        if let Some(suppressed) = self.error_warnings.due(self.clock.now()) {
             match failure {
                 Failure::Down => tracing::warn!(
                     replica = %self.location.display(),
@@ -517,16 +541,15 @@ impl Replica {
 /// Rate limit of one kind of warning: at most one per [`WARN_EVERY`].
 #[derive(Debug, Default)]
 struct Warnings {
-    last: Mutex<Option<Instant>>,
+    last: Mutex<Option<Timestamp>>,
     suppressed: AtomicU64,
 }
 
 impl Warnings {
-    /// `Some(how many were left out since the last)` when a warning is due now.
-    fn due(&self) -> Option<u64> {
-        let now = Instant::now();
+    /// `Some(how many were left out since the last)` when a warning is due at `now`.
+    fn due(&self, now: Timestamp) -> Option<u64> {
         let mut last = lock(&self.last);
-        if last.is_some_and(|at| now.duration_since(at) < WARN_EVERY) {
+        if last.is_some_and(|at| since(now, at) < WARN_EVERY) {
             self.suppressed.fetch_add(1, Ordering::Relaxed);
             return None;
         }
@@ -545,6 +568,7 @@ struct ReplicaPool {
     wait: Duration,
     state: Mutex<PoolState>,
     freed: Condvar,
+    clock: Arc<dyn Clock>,
 }
 
 #[derive(Default)]
@@ -585,7 +609,7 @@ impl Drop for Lease<'_> {
 impl ReplicaPool {
     /// An idle connection, a new one, or (with `max` in use) the next one freed.
     fn get(&self) -> Result<Lease<'_>, String> {
-        let deadline = Instant::now() + self.wait;
+        let deadline = after(self.clock.now(), self.wait);
         let mut state = lock(&self.state);
         loop {
             if let Some(conn) = state.idle.pop() {
@@ -623,17 +647,24 @@ impl ReplicaPool {
                     }
                 };
             }
-            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+            let left = since(deadline, self.clock.now());
+            if left.is_zero() {
                 return Err(format!(
                     "no connection came free within {} ms",
                     self.wait.as_millis()
                 ));
-            };
-            state = self
+            }
+            let (next, timeout) = self
                 .freed
                 .wait_timeout(state, left)
-                .map(|(state, _)| state)
-                .unwrap_or_else(|poisoned| poisoned.into_inner().0);
+                .unwrap_or_else(PoisonError::into_inner);
+            state = next;
+            if timeout.timed_out() && state.idle.is_empty() && state.open >= self.max {
+                return Err(format!(
+                    "no connection came free within {} ms",
+                    self.wait.as_millis()
+                ));
+            }
         }
     }
 
@@ -735,11 +766,12 @@ mod tests {
     #[test]
     fn warnings_are_rate_limited_and_count_what_they_leave_out() {
         let warnings = Warnings::default();
-        assert_eq!(warnings.due(), Some(0));
-        assert_eq!(warnings.due(), None);
-        assert_eq!(warnings.due(), None);
-        *lock(&warnings.last) = Instant::now().checked_sub(WARN_EVERY);
-        assert_eq!(warnings.due(), Some(2));
+        let start = Timestamp::from_unix_secs(1_800_000_000).unwrap();
+        assert_eq!(warnings.due(start), Some(0));
+        assert_eq!(warnings.due(start), None);
+        assert_eq!(warnings.due(after(start, WARN_EVERY / 2)), None);
+        assert_eq!(warnings.due(after(start, WARN_EVERY)), Some(2));
+        assert_eq!(warnings.due(after(start, WARN_EVERY)), None);
     }
 
     #[test]

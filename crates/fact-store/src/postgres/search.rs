@@ -437,19 +437,13 @@ impl Reload {
         };
         let on_failure = handle.clone();
         let reload = move || {
-            let started = std::time::Instant::now();
             let loaded = load_now(&database, scope, &Analyzer::new(config));
             let pinned = handle.pin();
             let mut held = pinned.lock();
             held.loading = false;
             match loaded {
                 Ok(fresh) => {
-                    tracing::debug!(
-                        scope,
-                        facts = fresh.len(),
-                        ms = started.elapsed().as_millis(),
-                        "evicted search cache reloaded"
-                    );
+                    tracing::debug!(scope, facts = fresh.len(), "evicted search cache reloaded");
                     if held
                         .cache
                         .as_ref()

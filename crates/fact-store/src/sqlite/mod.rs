@@ -703,13 +703,12 @@ impl SqliteFactStore {
         let cache = self.search_cache.handle();
         let loads = self.loads.clone();
         let reload = move || {
-            let started = std::time::Instant::now();
             match load_scope(&path, &options, scope_id, &Analyzer::new(analyzer)) {
                 Ok(loaded) => {
                     let facts = loaded.len();
                     install(&cache.pin(), loaded);
                     counted_load(&loads, &scope, facts);
-                    tracing::debug!(%scope, ms = started.elapsed().as_millis(), "evicted search cache reloaded");
+                    tracing::debug!(%scope, facts, "evicted search cache reloaded");
                 }
                 Err(error) => {
                     let error = error.into_store(&path);
