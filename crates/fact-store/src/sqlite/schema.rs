@@ -124,6 +124,17 @@ pub(super) enum Found {
 
 /// Reads the header without writing anything.
 pub(super) fn check(conn: &Connection) -> DbResult<Found> {
+    // One read transaction: the version and the tables come from one snapshot. Read apart,
+    // a connection could see version 0, then the tables another connection's first
+    // migration committed meanwhile, and take a new fact store for another application's.
+    let tx = rusqlite::Transaction::new_unchecked(conn, TransactionBehavior::Deferred)?;
+    let found = check_in(&tx)?;
+    tx.commit()?;
+    Ok(found)
+}
+
+/// [`check`] inside its read transaction.
+fn check_in(conn: &Connection) -> DbResult<Found> {
     // The first read of the file: a file that is not a database fails here (SQLITE_NOTADB).
     let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
     let application: i64 = conn.pragma_query_value(None, "application_id", |row| row.get(0))?;
