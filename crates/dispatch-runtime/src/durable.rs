@@ -41,7 +41,7 @@ use fact_store::{CacheBudget, SessionFactStore, StoreConfig, StoreResult};
 #[cfg(feature = "postgres")]
 use fact_store::{PgDatabase, PgFactStore, PgOptions};
 #[cfg(feature = "sqlite")]
-use fact_store::{SqliteFactStore, SqliteOptions};
+use fact_store::{SqliteDatabase, SqliteFactStore, SqliteOptions};
 
 use crate::{MemoryService, StoreFactory};
 
@@ -150,8 +150,9 @@ impl Database {
 
     /// A handle that every store opened from it shares: on PostgreSQL one pool of
     /// connections (at most [`PgOptions::pool_size`], 4) and one schema check, whatever
-    /// the number of specs and memories; a SQLite file is opened by each store. Nothing is
-    /// connected yet: the first store opened connects.
+    /// the number of specs and memories; on SQLite the file's connections (a few kept
+    /// open between operations, [`SqliteOptions::idle_connections`], whatever the number
+    /// of scopes). Nothing is connected yet: the first store opened connects.
     ///
     /// ```no_run
     /// use std::sync::Arc;
@@ -198,6 +199,7 @@ impl Database {
     /// [`StoreError::Backend`](fact_store::StoreError::Backend) for a malformed URL, for
     /// replicas of a SQLite file, or for a replica that is not a PostgreSQL server.
     pub fn handle_with_replicas(&self, replicas: &[Database]) -> StoreResult<DatabaseHandle> {
+        let cache_budget = CacheBudget::unbounded();
         let backend = match self {
             #[cfg(feature = "sqlite")]
             Database::Sqlite(path) => {
@@ -209,7 +211,7 @@ impl Database {
                         ),
                     });
                 }
-                Backend::Sqlite(path.clone())
+                Backend::Sqlite(SqliteDatabase::new(path, sqlite_options(&cache_budget)))
             }
             #[cfg(feature = "postgres")]
             Database::Postgres(url) => {
@@ -236,7 +238,7 @@ impl Database {
         Ok(DatabaseHandle {
             database: self.clone(),
             backend,
-            cache_budget: CacheBudget::unbounded(),
+            cache_budget,
         })
     }
 }
@@ -244,6 +246,22 @@ impl Database {
 /// The page cache (KiB) of each SQLite connection of a handle with a bounded cache budget.
 #[cfg(feature = "sqlite")]
 const MANY_STORES_PAGE_CACHE_KIB: u32 = 2048;
+
+/// The options of the SQLite stores of a handle whose caches are charged to `budget`:
+/// the defaults for an unbounded budget; under a bounded one (a server of many scopes)
+/// the connections' own memory is bounded too: no memory map (the pages each connection
+/// touched through its map counted once per connection) and a small page cache.
+#[cfg(feature = "sqlite")]
+fn sqlite_options(budget: &CacheBudget) -> SqliteOptions {
+    let options = SqliteOptions::default().with_cache_budget(budget.clone());
+    if budget.limit().is_some() {
+        options
+            .with_mmap_size(0)
+            .with_page_cache_kib(MANY_STORES_PAGE_CACHE_KIB)
+    } else {
+        options
+    }
+}
 
 /// A [`Database`] as the stores opened from it share it: [`Database::handle`]. Cheap to
 /// clone; clones share the connections.
@@ -258,9 +276,9 @@ pub struct DatabaseHandle {
 /// What a [`DatabaseHandle`] opens stores with.
 #[derive(Clone)]
 enum Backend {
-    /// Each store opens the file.
+    /// Every store shares the file's connections.
     #[cfg(feature = "sqlite")]
-    Sqlite(PathBuf),
+    Sqlite(SqliteDatabase),
     /// Every store shares the database's pool.
     #[cfg(feature = "postgres")]
     Postgres(PgDatabase),
@@ -289,11 +307,11 @@ impl DatabaseHandle {
     /// holds about the budget, not every scope it ever served. The default is
     /// [`CacheBudget::unbounded`] (one budget for the handle's stores, never evicting).
     ///
-    /// A bounded budget also bounds each SQLite store's connection (one per store): no
-    /// memory map (`mmap_size` 0) and a page cache of 2 MiB, where a store alone maps up to
-    /// 256 MiB of the file and caches 32 MiB of pages. The pages each connection touched
-    /// through its map counted in the process once per connection (419 MiB over 1,000
-    /// scopes of one file); searches and writes measured as fast without it.
+    /// A bounded budget also bounds the SQLite connections (which the handle's stores
+    /// share): no memory map (`mmap_size` 0) and a page cache of 2 MiB, where a store
+    /// alone maps up to 256 MiB of the file and caches 32 MiB of pages. The pages each
+    /// connection touched through its map counted in the process once per connection;
+    /// searches and writes measured as fast without it.
     ///
     /// ```
     /// use dispatch_runtime::durable::Database;
@@ -311,7 +329,10 @@ impl DatabaseHandle {
     pub fn with_cache_budget(mut self, budget: CacheBudget) -> Self {
         self.backend = match self.backend {
             #[cfg(feature = "sqlite")]
-            Backend::Sqlite(path) => Backend::Sqlite(path),
+            Backend::Sqlite(database) => Backend::Sqlite(SqliteDatabase::new(
+                database.path(),
+                sqlite_options(&budget),
+            )),
             #[cfg(feature = "postgres")]
             Backend::Postgres(database) => {
                 Backend::Postgres(database.with_cache_budget(budget.clone()))
@@ -325,23 +346,6 @@ impl DatabaseHandle {
     #[must_use]
     pub fn cache_budget(&self) -> &CacheBudget {
         &self.cache_budget
-    }
-
-    /// The options of a SQLite store opened from this handle. Each store has a connection
-    /// of its own; under a bounded budget (a server of many scopes) the connections' own
-    /// memory is bounded too: no memory map (the pages each connection touched through
-    /// its map counted once per connection: 419 MiB over 1,000 scopes) and a small page
-    /// cache. One store, or an unbounded budget, keeps the defaults.
-    #[cfg(feature = "sqlite")]
-    fn sqlite_options(&self) -> SqliteOptions {
-        let options = SqliteOptions::default().with_cache_budget(self.cache_budget.clone());
-        if self.cache_budget.limit().is_some() {
-            options
-                .with_mmap_size(0)
-                .with_page_cache_kib(MANY_STORES_PAGE_CACHE_KIB)
-        } else {
-            options
-        }
     }
 
     /// A [`StoreFactory`] that opens each spec's store from this handle, under scope
@@ -380,13 +384,7 @@ impl DatabaseHandle {
     ) -> StoreResult<MemoryService> {
         let store: Arc<dyn fact_store::LongTermStore> = match &self.backend {
             #[cfg(feature = "sqlite")]
-            Backend::Sqlite(path) => Arc::new(SqliteFactStore::open_with(
-                path,
-                scope,
-                config,
-                self.sqlite_options(),
-                clock.clone(),
-            )?),
+            Backend::Sqlite(database) => Arc::new(database.open(scope, config, clock.clone())?),
             #[cfg(feature = "postgres")]
             Backend::Postgres(database) => Arc::new(database.open(scope, config, clock.clone())?),
         };
@@ -402,13 +400,7 @@ impl DatabaseHandle {
     ) -> StoreResult<Arc<dyn SessionFactStore>> {
         Ok(match &self.backend {
             #[cfg(feature = "sqlite")]
-            Backend::Sqlite(path) => Arc::new(SqliteFactStore::open_with(
-                path,
-                scope,
-                config,
-                self.sqlite_options(),
-                clock,
-            )?),
+            Backend::Sqlite(database) => Arc::new(database.open(scope, config, clock)?),
             #[cfg(feature = "postgres")]
             Backend::Postgres(database) => Arc::new(database.open(scope, config, clock)?),
         })
@@ -789,20 +781,22 @@ mod tests {
     #[cfg(feature = "sqlite")]
     #[test]
     fn a_bounded_budget_opens_sqlite_stores_without_a_map_and_with_a_small_page_cache() {
-        let db: Database = "memory.db".parse().unwrap();
-        let single = db.handle().unwrap();
         let defaults = SqliteOptions::default();
-        assert_eq!(single.sqlite_options().mmap_size, defaults.mmap_size);
-        assert_eq!(
-            single.sqlite_options().page_cache_kib,
-            defaults.page_cache_kib
-        );
-        let many = single.with_cache_budget(CacheBudget::new(64 << 20));
-        assert_eq!(many.sqlite_options().mmap_size, 0);
-        assert_eq!(
-            many.sqlite_options().page_cache_kib,
-            MANY_STORES_PAGE_CACHE_KIB
-        );
-        assert_eq!(many.sqlite_options().cache_budget, *many.cache_budget());
+        let single = sqlite_options(&CacheBudget::unbounded());
+        assert_eq!(single.mmap_size, defaults.mmap_size);
+        assert_eq!(single.page_cache_kib, defaults.page_cache_kib);
+        let budget = CacheBudget::new(64 << 20);
+        let many = sqlite_options(&budget);
+        assert_eq!(many.mmap_size, 0);
+        assert_eq!(many.page_cache_kib, MANY_STORES_PAGE_CACHE_KIB);
+        assert_eq!(many.cache_budget, budget);
+        // And a handle given the budget opens its stores so.
+        let db: Database = "memory.db".parse().unwrap();
+        let handle = db.handle().unwrap().with_cache_budget(budget.clone());
+        match &handle.backend {
+            Backend::Sqlite(database) => assert_eq!(database.options(), &many),
+            #[allow(unreachable_patterns)]
+            _ => unreachable!("a SQLite path opens a SQLite handle"),
+        }
     }
 }

@@ -21,8 +21,10 @@
 //! and `FACTMEM_PG_URL`, the same on PostgreSQL (schema `cachebench`, filled once): every
 //! store opened from one `PgDatabase`, so the scopes share one pool of connections.
 //!
-//! Under a bounded budget the SQLite stores are opened as `DatabaseHandle` opens them:
-//! no memory map (`mmap_size` 0) and a page cache of 2 MiB per connection
+//! The SQLite stores are opened as `DatabaseHandle` opens them: every scope's store from
+//! one `SqliteDatabase`, sharing its connections (`FACTMEM_CACHE_BENCH_OWN_CONNECTIONS=1`
+//! gives each store its own, as before), and under a bounded budget with no memory map
+//! (`mmap_size` 0) and a page cache of 2 MiB per connection
 //! (`FACTMEM_CACHE_BENCH_PAGE_KIB` changes it; `FACTMEM_CACHE_BENCH_MMAP=1` keeps the
 //! single-store defaults, 256 MiB of map and 32 MiB of cache, for comparison).
 
@@ -46,7 +48,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fact_model::{ManualClock, SessionFact, Timestamp};
-use fact_store::{CacheBudget, SessionFactStore, SqliteFactStore, SqliteOptions, TermQuery};
+use fact_store::{
+    CacheBudget, SessionFactStore, SqliteDatabase, SqliteFactStore, SqliteOptions, TermQuery,
+};
 use search_support::{Bm25, unbounded};
 
 /// The budgets measured, in MiB (`None`: unbounded, as stores were before budgets).
@@ -265,20 +269,35 @@ fn child_pg(url: &str, prefix: &str, scopes: usize, budget_mb: Option<usize>) {
 fn child(path: &Path, scopes: usize, budget_mb: Option<usize>) {
     let budget = budget_mb.map_or_else(CacheBudget::unbounded, |mb| CacheBudget::new(mb << 20));
     let clock = Arc::new(ManualClock::default());
+    let mut options = SqliteOptions::default().with_cache_budget(budget.clone());
+    // As `DatabaseHandle` opens the stores of a bounded budget: no memory map and a small
+    // page cache per connection (`FACTMEM_CACHE_BENCH_MMAP=1`: defaults).
+    if budget_mb.is_some() && std::env::var("FACTMEM_CACHE_BENCH_MMAP").is_err() {
+        let kib = std::env::var("FACTMEM_CACHE_BENCH_PAGE_KIB")
+            .ok()
+            .and_then(|kib| kib.parse().ok())
+            .unwrap_or(2048);
+        options = options.with_mmap_size(0).with_page_cache_kib(kib);
+    }
+    // As `DatabaseHandle` opens them too: every store from one database, sharing its
+    // connections (`FACTMEM_CACHE_BENCH_OWN_CONNECTIONS=1`: a connection per store, as
+    // before).
+    let database = SqliteDatabase::new(path, options.clone());
+    let own = std::env::var("FACTMEM_CACHE_BENCH_OWN_CONNECTIONS").is_ok();
     let stores: Vec<SqliteFactStore> = (0..scopes)
         .map(|scope| {
-            let mut options = SqliteOptions::default().with_cache_budget(budget.clone());
-            // As `DatabaseHandle` opens the stores of a bounded budget: no memory map and
-            // a small page cache per connection (`FACTMEM_CACHE_BENCH_MMAP=1`: defaults).
-            if budget_mb.is_some() && std::env::var("FACTMEM_CACHE_BENCH_MMAP").is_err() {
-                let kib = std::env::var("FACTMEM_CACHE_BENCH_PAGE_KIB")
-                    .ok()
-                    .and_then(|kib| kib.parse().ok())
-                    .unwrap_or(2048);
-                options = options.with_mmap_size(0).with_page_cache_kib(kib);
-            }
-            SqliteFactStore::open_with(path, &name(scope), unbounded(), options, clock.clone())
+            if own {
+                SqliteFactStore::open_with(
+                    path,
+                    &name(scope),
+                    unbounded(),
+                    options.clone(),
+                    clock.clone(),
+                )
                 .unwrap()
+            } else {
+                database.open(&name(scope), unbounded(), clock.clone()).unwrap()
+            }
         })
         .collect();
     measure(

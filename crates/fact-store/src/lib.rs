@@ -155,7 +155,7 @@ pub use crate::report::{
 pub use crate::snapshot::{SNAPSHOT_VERSION, Snapshot, SnapshotRecord};
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
-pub use crate::sqlite::{SqliteFactStore, SqliteOptions};
+pub use crate::sqlite::{SqliteDatabase, SqliteFactStore, SqliteOptions};
 pub use crate::transaction::{NotEndedReason, Step, StepReport, Transaction, TransactionReport};
 pub use crate::vector::{
     EXACT_SEARCH_LIMIT, FactVectors, MAX_DIMENSION, MAX_MODEL_BYTES, VectorQuery,

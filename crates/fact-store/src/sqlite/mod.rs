@@ -13,6 +13,7 @@
 //! - `codec.rs` and `error.rs`: rows → facts, SQLite errors → [`StoreError`].
 
 mod codec;
+mod database;
 mod episodes;
 mod error;
 mod long_term;
@@ -26,15 +27,16 @@ mod vectors;
 
 use std::collections::HashMap;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use fact_model::{Clock, FactId, FactSelector, FactUpdate, SessionFact, Timestamp};
 use rusqlite::config::DbConfig;
-use rusqlite::{Connection, OpenFlags, OptionalExtension, Params, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, Params, TransactionBehavior, params};
 
+pub use self::database::SqliteDatabase;
 pub(crate) use self::error::store_error;
 
 use self::codec::read_fact;
@@ -89,12 +91,17 @@ pub struct SqliteOptions {
     /// How many bytes of the file each of the store's connections reads through a memory
     /// map (`PRAGMA mmap_size`; default 256 MiB, 0 reads every page into the page cache).
     /// The pages a connection touches through its map count in the process's resident
-    /// memory once per connection, so a process holding many stores of one file (one
-    /// connection each) sets it to 0.
+    /// memory once per connection, so a process holding many connections to one file
+    /// (many stores, or a [`SqliteDatabase`] serving many operations at once) sets it
+    /// to 0.
     pub mmap_size: u64,
     /// The page cache of each of the store's connections, in KiB (`PRAGMA cache_size`;
     /// default 32 MiB). It fills only with pages read other than through the memory map.
     pub page_cache_kib: u32,
+    /// How many connections a [`SqliteDatabase`] keeps open between operations for the
+    /// stores opened from it (default 4; at least one is kept). More are opened while
+    /// more operations run at once, and closed when they end.
+    pub idle_connections: usize,
 }
 
 impl Default for SqliteOptions {
@@ -107,6 +114,7 @@ impl Default for SqliteOptions {
             cache_budget: CacheBudget::unbounded(),
             mmap_size: 256 * 1024 * 1024,
             page_cache_kib: 32 * 1024,
+            idle_connections: 4,
         }
     }
 }
@@ -162,6 +170,13 @@ impl SqliteOptions {
         self.page_cache_kib = page_cache_kib;
         self
     }
+
+    /// Keeps up to `idle_connections` connections open between operations.
+    #[must_use]
+    pub fn with_idle_connections(mut self, idle_connections: usize) -> Self {
+        self.idle_connections = idle_connections;
+        self
+    }
 }
 
 /// A durable [`SessionFactStore`], [`EpisodeStore`](crate::EpisodeStore) and
@@ -169,9 +184,12 @@ impl SqliteOptions {
 ///
 /// One file holds many scopes (`spec:todo-api`, `user:alice`); a store sees only its own:
 /// every table has a `scope` column, first in every index, and no query crosses scopes.
-/// Several stores (threads or processes, one connection each) can read and write one file
-/// at once: the database runs in WAL mode, and a write waits up to
-/// [`busy_timeout`](SqliteOptions::busy_timeout) for another writer.
+/// Several stores (threads or processes) can read and write one file at once: the database
+/// runs in WAL mode, and a write waits up to
+/// [`busy_timeout`](SqliteOptions::busy_timeout) for another writer. A store opened with
+/// [`open`](Self::open) has connections of its own; the stores of many scopes opened from
+/// one [`SqliteDatabase`] share its few connections, each operation taking one for its
+/// length.
 ///
 /// The semantics are exactly those of [`InMemorySessionFactStore`](crate::InMemorySessionFactStore)
 /// (batches, invalidation, refresh, supersession, out-of-order arrival, history, statement
@@ -292,17 +310,20 @@ impl SqliteOptions {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct SqliteFactStore {
-    path: PathBuf,
+    /// The file, its options and its connections (shared with the stores of other scopes
+    /// opened from the same [`SqliteDatabase`]).
+    database: SqliteDatabase,
     scope: String,
     scope_id: i64,
     config: StoreConfig,
-    options: SqliteOptions,
     analyzer: Analyzer,
     /// Episodes are analyzed as [`InMemoryEpisodeStore`](crate::InMemoryEpisodeStore)
     /// analyzes them: with the default configuration.
     episode_analyzer: Analyzer,
     clock: Arc<dyn Clock>,
-    inner: Mutex<Inner>,
+    /// Lowercased word → term id of this scope, for writes; its lock serializes the
+    /// store's operations (each on a connection of the database's).
+    words: Mutex<HashMap<String, i64>>,
     /// The scope's term index in this process (`None` until a search loads it, and again
     /// once the budget evicts it); locked after `inner`, never before.
     search_cache: Cached<Option<SearchCache>>,
@@ -312,26 +333,17 @@ pub struct SqliteFactStore {
     /// on a connection of its own, outside `inner`; searches meanwhile answer from the
     /// database.
     loader: Arc<AtomicBool>,
-    /// Whether another connection can open the database (not for a private in-memory one).
-    shared: bool,
     /// How many times the scope was loaded whole into the search cache.
     loads: Arc<AtomicU64>,
-}
-
-/// What the lock guards: the connection and the term ids of its writes.
-struct Inner {
-    conn: Connection,
-    /// Lowercased word → term id of this scope, for writes.
-    words: HashMap<String, i64>,
 }
 
 impl fmt::Debug for SqliteFactStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SqliteFactStore")
-            .field("path", &self.path)
+            .field("path", &self.path())
             .field("scope", &self.scope)
             .field("config", &self.config)
-            .field("options", &self.options)
+            .field("options", self.options())
             .finish_non_exhaustive()
     }
 }
@@ -377,17 +389,7 @@ impl SqliteFactStore {
         options: SqliteOptions,
         clock: Arc<dyn Clock>,
     ) -> StoreResult<SqliteFactStore> {
-        let path = path.as_ref().to_path_buf();
-        let flags = if options.read_only {
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX
-        } else {
-            OpenFlags::SQLITE_OPEN_READ_WRITE
-                | OpenFlags::SQLITE_OPEN_CREATE
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX
-        };
-        let conn = Connection::open_with_flags(&path, flags)
-            .map_err(|e| DbError::from(e).into_store(&path))?;
-        SqliteFactStore::init(conn, path, true, scope, config, options, clock)
+        SqliteDatabase::new(path, options.with_idle_connections(1)).open(scope, config, clock)
     }
 
     /// A store in a private in-memory database (nothing is written to disk): for tests,
@@ -411,53 +413,35 @@ impl SqliteFactStore {
         config: StoreConfig,
         clock: Arc<dyn Clock>,
     ) -> StoreResult<SqliteFactStore> {
-        let path = PathBuf::from(":memory:");
-        let conn = Connection::open_in_memory().map_err(|e| DbError::from(e).into_store(&path))?;
-        let options = SqliteOptions::default();
-        SqliteFactStore::init(conn, path, false, scope, config, options, clock)
+        SqliteDatabase::in_memory()?.open(scope, config, clock)
     }
 
+    /// The store of `scope` in `database`.
     fn init(
-        mut conn: Connection,
-        path: PathBuf,
-        shared: bool,
+        database: SqliteDatabase,
         scope: &str,
         config: StoreConfig,
-        options: SqliteOptions,
         clock: Arc<dyn Clock>,
     ) -> StoreResult<SqliteFactStore> {
         let analyzer = Analyzer::new(config.analyzer);
-        let setup = SqliteFactStore::setup(&mut conn, scope, &analyzer, &options);
-        let scope_id = match setup {
-            Ok(Ok(scope_id)) => scope_id,
-            Ok(Err(found)) => {
-                return Err(StoreError::NewerSchema {
-                    path,
-                    found,
-                    supported: SCHEMA_VERSION,
-                });
-            }
-            Err(e) => return Err(e.into_store(&path)),
-        };
-        let search_cache = Cached::new(None, &options.cache_budget);
-        let vector_cache = Cached::new(VectorCache::default(), &options.cache_budget);
+        let scope_id = database
+            .with_connection(|conn| SqliteFactStore::find_scope(conn, scope, &analyzer))
+            .map_err(|e| e.into_store(database.path()))?;
+        let budget = &database.options().cache_budget;
+        let search_cache = Cached::new(None, budget);
+        let vector_cache = Cached::new(VectorCache::default(), budget);
         Ok(SqliteFactStore {
-            path,
+            database,
             scope: scope.to_owned(),
             scope_id,
             config,
-            options,
             analyzer,
             episode_analyzer: Analyzer::new(AnalyzerConfig::default()),
             clock,
-            inner: Mutex::new(Inner {
-                conn,
-                words: HashMap::new(),
-            }),
+            words: Mutex::new(HashMap::new()),
             search_cache,
             vector_cache,
             loader: Arc::new(AtomicBool::new(false)),
-            shared,
             loads: Arc::new(AtomicU64::new(0)),
         })
     }
@@ -480,18 +464,20 @@ impl SqliteFactStore {
         Ok(())
     }
 
-    /// Checks, configures and migrates the database, and finds (or creates) the scope;
-    /// `Ok(Err(version))` for a schema newer than this build's.
-    fn setup(
-        conn: &mut Connection,
-        scope: &str,
-        analyzer: &Analyzer,
-        options: &SqliteOptions,
-    ) -> DbResult<Result<i64, u32>> {
+    /// Configures a new connection to the database at `path`, checks the schema and
+    /// migrates it: [`StoreError::NewerSchema`] for a schema newer than this build's.
+    fn prepare(conn: &mut Connection, path: &Path, options: &SqliteOptions) -> DbResult<()> {
         SqliteFactStore::configure(conn, options)?;
         // Read before anything is written: a newer or foreign file stays untouched.
+        let newer = |found| {
+            DbError::Store(StoreError::NewerSchema {
+                path: path.to_path_buf(),
+                found,
+                supported: SCHEMA_VERSION,
+            })
+        };
         let version = match schema::check(conn)? {
-            Found::Newer(found) => return Ok(Err(found)),
+            Found::Newer(found) => return Err(newer(found)),
             Found::Version(version) => version,
         };
         if !options.read_only {
@@ -513,9 +499,15 @@ impl SqliteFactStore {
         if version < SCHEMA_VERSION {
             let migrated = schema::migrate(conn)?;
             if migrated > SCHEMA_VERSION {
-                return Ok(Err(migrated));
+                return Err(newer(migrated));
             }
         }
+        Ok(())
+    }
+
+    /// The id of `scope` (created when new), its term documents rebuilt when they were
+    /// made with another analyzer.
+    fn find_scope(conn: &mut Connection, scope: &str, analyzer: &Analyzer) -> DbResult<i64> {
         let tag = analyzer_tag(analyzer.config());
         let select = "SELECT id, analyzer FROM scopes WHERE name = ?1";
         let found: Option<(i64, String)> = conn
@@ -543,13 +535,13 @@ impl SqliteFactStore {
             writer.reindex(&tag)?;
             writer.commit()?;
         }
-        Ok(Ok(scope_id))
+        Ok(scope_id)
     }
 
     /// The database file (`:memory:` for [`open_in_memory`](Self::open_in_memory)).
     #[must_use]
     pub fn path(&self) -> &Path {
-        &self.path
+        self.database.path()
     }
 
     /// The scope this store reads and writes.
@@ -567,7 +559,14 @@ impl SqliteFactStore {
     /// The options the store was opened with.
     #[must_use]
     pub fn options(&self) -> &SqliteOptions {
-        &self.options
+        self.database.options()
+    }
+
+    /// The database whose connections this store uses: open other scopes of the file
+    /// from it to share them.
+    #[must_use]
+    pub fn database(&self) -> &SqliteDatabase {
+        &self.database
     }
 
     /// The estimated bytes this store's in-process caches hold now (its search cache and
@@ -577,10 +576,10 @@ impl SqliteFactStore {
         self.search_cache.charged() + self.vector_cache.charged()
     }
 
-    // No code runs while the lock is held that could leave `Inner` half-updated (a failed
-    // transaction rolls back, the caches are dropped on error): recover a poisoned lock.
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    // No code runs while the lock is held that could leave the term ids half-updated (a
+    // failed transaction rolls back and clears them): recover a poisoned lock.
+    fn lock_words(&self) -> MutexGuard<'_, HashMap<String, i64>> {
+        self.words.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Runs `f` in one `BEGIN IMMEDIATE` transaction of the store's scope and commits;
@@ -589,19 +588,18 @@ impl SqliteFactStore {
         &self,
         f: impl FnOnce(&mut Writer<'_, SqliteRows<'_>>) -> DbResult<T>,
     ) -> StoreResult<T> {
-        let mut guard = self.lock();
-        let Inner { conn, words } = &mut *guard;
+        let mut words = self.lock_words();
         // In use until the write is applied to it: not evicted between the two looks.
         let cache = self.search_cache.pin();
         let record_since = cache.lock().as_ref().map(SearchCache::generation);
-        let run = || -> DbResult<(T, Outcome)> {
+        let run = |conn: &mut Connection| -> DbResult<(T, Outcome)> {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let rows = SqliteRows::new(tx, self.scope_id);
-            let mut writer = Writer::begin(rows, &self.analyzer, words, record_since)?;
+            let mut writer = Writer::begin(rows, &self.analyzer, &mut words, record_since)?;
             let value = f(&mut writer)?;
             Ok((value, writer.commit()?))
         };
-        match run() {
+        match self.database.with_connection(run) {
             Ok((value, outcome)) => {
                 let mut held = cache.lock();
                 if let Some(current) = held.as_mut()
@@ -614,7 +612,7 @@ impl SqliteFactStore {
             Err(error) => {
                 // Term ids created by the rolled-back transaction no longer exist.
                 words.clear();
-                Err(error.into_store(&self.path))
+                Err(error.into_store(self.path()))
             }
         }
     }
@@ -633,12 +631,12 @@ impl SqliteFactStore {
         // never evicts it meanwhile.
         let pinned = self.search_cache.pin();
         let run = |cold: Cold| {
-            self.with_inner(|inner, scope| {
+            self.with_conn(|conn, scope| {
                 // Locked with the connection: the budget only tries its lock, and skips
                 // it while a search holds it.
                 let mut cache = pinned.lock();
                 let searched = search::search(
-                    &mut inner.conn,
+                    conn,
                     scope,
                     &self.analyzer,
                     Some((&mut *cache, cold)),
@@ -651,7 +649,7 @@ impl SqliteFactStore {
                 Ok(searched.results)
             })
         };
-        if !self.shared {
+        if !self.database.reopens() {
             // Nobody else writes a private database: it loads once, at the first search.
             return run(Cold::Load).map(Option::unwrap_or_default);
         }
@@ -672,7 +670,7 @@ impl SqliteFactStore {
             }
             return Ok(results.unwrap_or_default());
         }
-        let loaded = self.load_cache().map_err(|e| e.into_store(&self.path))?;
+        let loaded = self.load_cache().map_err(|e| e.into_store(self.path()))?;
         self.loaded(loaded.len());
         install(&pinned, loaded);
         drop(loading);
@@ -686,24 +684,24 @@ impl SqliteFactStore {
         counted_load(&self.loads, &self.scope, facts);
     }
 
-    /// The scope's search cache, read on a new connection (in one read transaction).
+    /// The scope's search cache, read on a connection other than the one the store's
+    /// operation holds (in one read transaction).
     fn load_cache(&self) -> DbResult<SearchCache> {
-        load_scope(&self.path, &self.options, self.scope_id, &self.analyzer)
+        load_scope(&self.database, self.scope_id, &self.analyzer)
     }
 
     /// Loads the scope into the search cache on a thread of its own, which installs it
     /// (charged to the budget) unless a newer cache is there by then; a failure is
     /// logged, and the next search tries again.
     fn reload_in_background(&self, loading: Loading, permit: ReloadPermit) {
-        let path = self.path.clone();
-        let options = self.options.clone();
+        let database = self.database.clone();
         let scope_id = self.scope_id;
         let scope = self.scope.clone();
         let analyzer = self.analyzer.config();
         let cache = self.search_cache.handle();
         let loads = self.loads.clone();
         let reload = move || {
-            match load_scope(&path, &options, scope_id, &Analyzer::new(analyzer)) {
+            match load_scope(&database, scope_id, &Analyzer::new(analyzer)) {
                 Ok(loaded) => {
                     let facts = loaded.len();
                     install(&cache.pin(), loaded);
@@ -711,7 +709,7 @@ impl SqliteFactStore {
                     tracing::debug!(%scope, facts, "evicted search cache reloaded");
                 }
                 Err(error) => {
-                    let error = error.into_store(&path);
+                    let error = error.into_store(database.path());
                     tracing::warn!(%scope, %error, "reloading the search cache failed");
                 }
             }
@@ -726,15 +724,13 @@ impl SqliteFactStore {
         }
     }
 
-    /// Runs `f` on the connection; errors carry the path.
+    /// Runs `f` on a connection of the database with the store's scope id, under the
+    /// store's lock (one operation of the store at a time); errors carry the path.
     fn with_conn<T>(&self, f: impl FnOnce(&mut Connection, i64) -> DbResult<T>) -> StoreResult<T> {
-        self.with_inner(|inner, scope| f(&mut inner.conn, scope))
-    }
-
-    /// Runs `f` on the connection and what is cached beside it; errors carry the path.
-    fn with_inner<T>(&self, f: impl FnOnce(&mut Inner, i64) -> DbResult<T>) -> StoreResult<T> {
-        let mut guard = self.lock();
-        f(&mut guard, self.scope_id).map_err(|e| e.into_store(&self.path))
+        let _operation = self.lock_words();
+        self.database
+            .with_connection(|conn| f(conn, self.scope_id))
+            .map_err(|e| e.into_store(self.path()))
     }
 
     /// The facts `sql` selects with [`FACT_COLUMNS`] first.
@@ -773,25 +769,19 @@ impl Drop for Loading {
     }
 }
 
-/// The search cache of `scope_id` in the file at `path`, read on a new connection (in one
+/// The search cache of `scope_id` in `database`, read on a connection of its own (in one
 /// read transaction).
 fn load_scope(
-    path: &Path,
-    options: &SqliteOptions,
+    database: &SqliteDatabase,
     scope_id: i64,
     analyzer: &Analyzer,
 ) -> DbResult<SearchCache> {
-    let flags = if options.read_only {
-        OpenFlags::SQLITE_OPEN_READ_ONLY
-    } else {
-        OpenFlags::SQLITE_OPEN_READ_WRITE
-    };
-    let mut conn = Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
-    SqliteFactStore::configure(&conn, options)?;
-    let tx = conn.transaction()?;
-    let cache = search::load(&tx, scope_id, analyzer)?;
-    tx.commit()?;
-    Ok(cache)
+    database.with_connection(|conn| {
+        let tx = conn.transaction()?;
+        let cache = search::load(&tx, scope_id, analyzer)?;
+        tx.commit()?;
+        Ok(cache)
+    })
 }
 
 /// Puts a cache loaded outside every lock in place, unless the one there is as new.
@@ -924,7 +914,7 @@ impl SessionFactStore for SqliteFactStore {
         query: &TermQuery<'_>,
         weighting: &dyn TermWeighting,
     ) -> StoreResult<Vec<ScoredFact>> {
-        if self.options.search_cache && query.as_of.is_none() {
+        if self.options().search_cache && query.as_of.is_none() {
             return self.cached_search(query, weighting);
         }
         self.with_conn(|conn, scope| {

@@ -568,16 +568,13 @@ fn a_search_while_another_loads_the_scope_answers_from_fts5_without_waiting() {
 
 /// `mmap_size` and `cache_size` of the store's connection, read back.
 fn connection_memory(store: &SqliteFactStore) -> (i64, i64) {
-    let inner = store.inner.lock().unwrap();
-    let mmap: i64 = inner
-        .conn
-        .pragma_query_value(None, "mmap_size", |row| row.get(0))
-        .unwrap();
-    let cache: i64 = inner
-        .conn
-        .pragma_query_value(None, "cache_size", |row| row.get(0))
-        .unwrap();
-    (mmap, cache)
+    store
+        .with_conn(|conn, _| {
+            let mmap: i64 = conn.pragma_query_value(None, "mmap_size", |row| row.get(0))?;
+            let cache: i64 = conn.pragma_query_value(None, "cache_size", |row| row.get(0))?;
+            Ok((mmap, cache))
+        })
+        .unwrap()
 }
 
 #[test]

@@ -83,10 +83,8 @@ impl FactVectors for SqliteFactStore {
         embeddings: Vec<(FactId, Vec<f32>)>,
     ) -> StoreResult<usize> {
         let prepared = Prepared::new(model, embeddings)?;
-        let mut guard = self.lock();
-        let conn = &mut guard.conn;
         let scope = self.scope_id;
-        let mut run = || -> DbResult<usize> {
+        let run = |conn: &mut rusqlite::Connection, _| -> DbResult<usize> {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             // Read under the write lock: the dimension cannot change before the commit.
             let stored: Option<i64> = tx
@@ -115,7 +113,7 @@ impl FactVectors for SqliteFactStore {
             tx.commit()?;
             Ok(written)
         };
-        run().map_err(|e| e.into_store(&self.path))
+        self.with_conn(run)
     }
 
     fn unembedded(&self, model: &str, limit: usize) -> StoreResult<Vec<SessionFact>> {
@@ -147,11 +145,11 @@ impl FactVectors for SqliteFactStore {
             return Ok(Vec::new());
         }
         let pinned = self.vector_cache.pin();
-        self.with_inner(|inner, scope| {
+        self.with_conn(|conn, scope| {
             let mut vectors = pinned.lock();
             // One read transaction: the new rows and the candidates' facts come from one
             // snapshot of the database.
-            let tx = inner.conn.transaction()?;
+            let tx = conn.transaction()?;
             let found = vectors.nearest(&mut Reads { tx: &tx, scope }, query)?;
             tx.commit()?;
             Ok(found)

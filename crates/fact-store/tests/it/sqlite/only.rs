@@ -1,6 +1,6 @@
 //! What only the durable store has: reopening a file, scopes sharing one file, files that
-//! are not (or not yet) fact stores, read-only files, episodes, and several connections
-//! writing at once. (Migrations from older schemas are tested in `src/sqlite/tests.rs`,
+//! are not (or not yet) fact stores, read-only files, episodes, several connections
+//! writing at once, and the stores of many scopes sharing one database's connections. (Migrations from older schemas are tested in `src/sqlite/tests.rs`,
 //! which can build a database with the statements of each older version.)
 
 use std::path::Path;
@@ -9,8 +9,10 @@ use std::sync::Arc;
 use fact_model::{FactId, FactSelector, ManualClock, ProfileField};
 use fact_store::{
     AliasChange, Episode, EpisodeStore, LongTermStore, MemoryWrite, MessageQuery, ProfileEntry,
-    SessionFactStore, SqliteFactStore, SqliteOptions, StoreConfig, StoreError, TermQuery,
+    SessionFactStore, SqliteDatabase, SqliteFactStore, SqliteOptions, StoreConfig, StoreError,
+    TermQuery,
 };
+use proptest::prelude::*;
 
 use super::{fact, t};
 use crate::{Overlap, durable};
@@ -514,4 +516,132 @@ fn another_connection_sees_messages_aliases_and_profile() {
         &open(&path, "user:alice", &clock),
         &open(&path, "user:alice", &clock),
     );
+}
+
+#[test]
+fn the_stores_of_many_scopes_share_the_connections_of_one_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = SqliteDatabase::new(dir.path().join("facts.db"), SqliteOptions::default());
+    let clock = clock();
+    let stores: Vec<SqliteFactStore> = (0..200)
+        .map(|n| {
+            let store = database
+                .open(&format!("user:{n}"), StoreConfig::default(), clock.clone())
+                .unwrap();
+            store
+                .add(vec![fact(
+                    &format!("user:{n}"),
+                    "likes",
+                    &format!("tea{n}"),
+                    1,
+                    0,
+                )])
+                .unwrap();
+            store
+        })
+        .collect();
+    for (n, store) in stores.iter().enumerate() {
+        // Each scope sees its own fact only (the search loads its cache on the same
+        // connection, given back in between).
+        let found = search(store, &format!("tea{n} tea{}", (n + 1) % 200));
+        assert_eq!(found.len(), 1, "scope {n}: {found:?}");
+        assert_eq!(store.valid_count().unwrap(), 1);
+        assert_eq!(store.database().path(), database.path());
+    }
+    // Operations one after the other: one connection served the 200 stores.
+    assert_eq!(database.opened_connections(), 1);
+    assert_eq!(database.idle_connections(), 1);
+}
+
+#[test]
+fn a_database_refuses_a_newer_schema_for_every_store_and_leaves_it_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("facts.db");
+    drop(open(&path, "spec:a", &clock()));
+    patch_header(&path, 60, SqliteFactStore::SCHEMA_VERSION + 1);
+    let before = std::fs::read(&path).unwrap();
+    let database = SqliteDatabase::new(&path, SqliteOptions::default());
+    for scope in ["spec:a", "spec:b"] {
+        let error = database
+            .open(scope, StoreConfig::default(), clock())
+            .unwrap_err();
+        assert!(
+            matches!(error, StoreError::NewerSchema { found, .. } if found == SqliteFactStore::SCHEMA_VERSION + 1),
+            "{error:?}"
+        );
+    }
+    assert_eq!(database.idle_connections(), 0);
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}
+
+/// Threads writing and searching the stores of several scopes of one database at once.
+/// Returns the database once every thread is done.
+fn write_at_once(
+    threads: usize,
+    idle: usize,
+    batches: usize,
+) -> (tempfile::TempDir, SqliteDatabase) {
+    let dir = tempfile::tempdir().unwrap();
+    let options = SqliteOptions::default().with_idle_connections(idle);
+    let database = SqliteDatabase::new(dir.path().join("facts.db"), options);
+    let clock = clock();
+    std::thread::scope(|s| {
+        for thread in 0..threads {
+            let (database, clock) = (&database, &clock);
+            s.spawn(move || {
+                // Two threads per scope: a scope's store is shared as a server shares it.
+                let scope = format!("tenant:{}", thread / 2);
+                let store = database
+                    .open(&scope, StoreConfig::default(), clock.clone())
+                    .unwrap();
+                for batch in 0..batches {
+                    let subject = format!("task:{thread}-{batch}");
+                    store
+                        .add(vec![fact(&subject, "requires", "parser", 1, batch as i64)])
+                        .unwrap();
+                    assert!(!search(&store, "parser").is_empty());
+                }
+            });
+        }
+    });
+    (dir, database)
+}
+
+#[test]
+fn operations_at_once_open_more_connections_and_keep_only_the_idle_limit() {
+    let (_dir, database) = write_at_once(6, 2, 20);
+    assert!(database.idle_connections() <= 2);
+    assert!(database.opened_connections() >= 1);
+    // Every write of every thread is there, in its own scope.
+    for scope in 0..3 {
+        let store = database
+            .open(&format!("tenant:{scope}"), StoreConfig::default(), clock())
+            .unwrap();
+        assert_eq!(store.valid_count().unwrap(), 2 * 20, "tenant:{scope}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    /// However many operations run at once, a database keeps at most its idle limit of
+    /// connections open between them (at least one), and loses no write.
+    #[test]
+    fn a_database_keeps_at_most_its_idle_limit_and_loses_no_write(
+        threads in 1usize..6,
+        idle in 0usize..4,
+        batches in 1usize..6,
+    ) {
+        let (_dir, database) = write_at_once(threads, idle, batches);
+        prop_assert!(database.idle_connections() <= idle.max(1));
+        prop_assert!(database.idle_connections() >= 1);
+        let mut stored = 0;
+        for scope in 0..threads.div_ceil(2) {
+            let store = database
+                .open(&format!("tenant:{scope}"), StoreConfig::default(), clock())
+                .unwrap();
+            stored += store.valid_count().unwrap();
+        }
+        prop_assert_eq!(stored, threads * batches);
+    }
 }
