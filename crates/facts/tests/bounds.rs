@@ -29,6 +29,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
+#[path = "support/http_response.rs"]
+mod http_response;
+use http_response::Response;
+
 const BIN: &str = env!("CARGO_BIN_EXE_facts");
 
 /// How long any child may run before the watchdog kills it (a guard, not a measurement).
@@ -615,7 +619,7 @@ impl HttpServer {
     /// POSTs `body` to `/mcp` with `headers`; chunked when `chunked`. Writing may fail once
     /// the server has answered (it stops reading a body past the limit): the answer is
     /// read all the same.
-    fn post(&self, headers: &[(&str, &str)], body: &[u8], chunked: bool) -> HttpResponse {
+    fn post(&self, headers: &[(&str, &str)], body: &[u8], chunked: bool) -> Response {
         let mut stream = TcpStream::connect(&self.authority).unwrap();
         stream
             .set_read_timeout(Some(Duration::from_secs(120)))
@@ -664,7 +668,7 @@ impl HttpServer {
             }
         }
         let _ = sent.join().unwrap();
-        HttpResponse::parse(&raw)
+        Response::parse(&raw)
     }
 
     /// Initializes a session; its id.
@@ -690,91 +694,6 @@ impl Drop for HttpServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-/// An HTTP response: status, headers (names in lowercase), body.
-struct HttpResponse {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
-}
-
-impl HttpResponse {
-    fn parse(raw: &[u8]) -> HttpResponse {
-        let split = raw
-            .windows(4)
-            .position(|w| w == b"\r\n\r\n")
-            .unwrap_or_else(|| panic!("no answer: {}", String::from_utf8_lossy(raw)));
-        let head = String::from_utf8(raw[..split].to_vec()).unwrap();
-        let mut body = raw[split + 4..].to_vec();
-        let mut lines = head.split("\r\n");
-        let status = lines
-            .next()
-            .unwrap()
-            .split(' ')
-            .nth(1)
-            .unwrap()
-            .parse()
-            .unwrap();
-        let headers: Vec<(String, String)> = lines
-            .map(|l| {
-                let (name, value) = l.split_once(':').unwrap();
-                (name.trim().to_ascii_lowercase(), value.trim().to_owned())
-            })
-            .collect();
-        if headers
-            .iter()
-            .any(|(n, v)| n == "transfer-encoding" && v == "chunked")
-        {
-            body = dechunk(&body);
-        }
-        HttpResponse {
-            status,
-            headers,
-            body: String::from_utf8(body).unwrap(),
-        }
-    }
-
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// The JSON-RPC message of the body: the document, or the last server-sent event's
-    /// `data`.
-    fn message(&self) -> Value {
-        if self
-            .header("content-type")
-            .is_some_and(|t| t.starts_with("application/json"))
-        {
-            return serde_json::from_str(&self.body).unwrap();
-        }
-        let data = self
-            .body
-            .lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .map(str::trim)
-            .rfind(|d| !d.is_empty())
-            .unwrap_or_else(|| panic!("no data: {}", self.body));
-        serde_json::from_str(data).unwrap()
-    }
-}
-
-/// The body of a chunked transfer.
-fn dechunk(mut raw: &[u8]) -> Vec<u8> {
-    let mut body = Vec::new();
-    loop {
-        let end = raw.windows(2).position(|w| w == b"\r\n").unwrap();
-        let size = std::str::from_utf8(&raw[..end]).unwrap();
-        let size = usize::from_str_radix(size.split(';').next().unwrap().trim(), 16).unwrap();
-        if size == 0 {
-            return body;
-        }
-        body.extend_from_slice(&raw[end + 2..end + 2 + size]);
-        raw = &raw[end + 2 + size + 2..];
     }
 }
 

@@ -346,8 +346,7 @@ async fn client(
                             .to_owned(),
                     )
                 } else {
-                    record(&mut log, &tenant, &markers, tool, &arguments, &content);
-                    None
+                    record(&mut log, &tenant, &markers, tool, &arguments, &content)
                 }
             }
         };
@@ -365,7 +364,8 @@ async fn client(
     log
 }
 
-/// Notes what a successful call acknowledged, and any other tenant's marker in its answer.
+/// Notes what a successful call acknowledged, and any other tenant's marker in its answer;
+/// an answer that lacks what its tool promises is the call's error.
 fn record(
     log: &mut Log,
     tenant: &Tenant,
@@ -373,7 +373,7 @@ fn record(
     tool: &str,
     arguments: &Map<String, Value>,
     content: &Value,
-) {
+) -> Option<String> {
     match tool {
         "memory_add" => log.acked.push(Acked::Fact {
             subject: arguments["subject"].as_str().unwrap_or_default().to_owned(),
@@ -381,9 +381,7 @@ fn record(
         }),
         "memory_archive" => match content["episode_id"].as_str() {
             Some(id) => log.acked.push(Acked::Episode(id.to_owned())),
-            None => log
-                .leaks
-                .push(format!("memory_archive answered no episode id: {content}")),
+            None => return Some(format!("memory_archive answered no episode id: {content}")),
         },
         _ => {
             let text = content.to_string();
@@ -397,6 +395,7 @@ fn record(
             }
         }
     }
+    None
 }
 
 /// The latency report of a run: requests, p50 and p99 per tool, errors.

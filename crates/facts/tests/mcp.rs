@@ -33,6 +33,9 @@ const ACTIONS: [&str; 9] = [
     "get_telemetry",
 ];
 
+#[path = "support/http_response.rs"]
+mod http_response;
+use http_response::Response;
 #[path = "support/stdio_client.rs"]
 mod stdio_client;
 
@@ -1410,45 +1413,6 @@ impl Drop for HttpServer {
     }
 }
 
-/// An HTTP response: status, headers (names in lowercase) and body.
-struct Response {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
-}
-
-impl Response {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// The JSON-RPC messages of the body: one JSON document, or the `data` of each
-    /// server-sent event.
-    fn messages(&self) -> Vec<Value> {
-        if self
-            .header("content-type")
-            .is_some_and(|t| t.starts_with("application/json"))
-        {
-            return vec![serde_json::from_str(&self.body).unwrap()];
-        }
-        self.body
-            .split("\n\n")
-            .filter_map(|event| {
-                let data: Vec<&str> = event
-                    .lines()
-                    .filter_map(|l| l.strip_prefix("data:"))
-                    .map(|d| d.strip_prefix(' ').unwrap_or(d))
-                    .collect();
-                let data = data.join("\n");
-                (!data.trim().is_empty()).then(|| serde_json::from_str(&data).unwrap())
-            })
-            .collect()
-    }
-}
-
 /// One POST of `body` to `url` over a new connection, with extra `headers`.
 fn post(url: &str, headers: &[(&str, &str)], body: &str) -> Response {
     let rest = url.strip_prefix("http://").unwrap();
@@ -1477,50 +1441,7 @@ fn post(url: &str, headers: &[(&str, &str)], body: &str) -> Response {
     stream.write_all(request.as_bytes()).unwrap();
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw).unwrap();
-    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
-    let head = String::from_utf8(raw[..split].to_vec()).unwrap();
-    let mut body = raw[split + 4..].to_vec();
-    let mut lines = head.split("\r\n");
-    let status = lines
-        .next()
-        .unwrap()
-        .split(' ')
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
-    let headers: Vec<(String, String)> = lines
-        .map(|l| {
-            let (name, value) = l.split_once(':').unwrap();
-            (name.trim().to_ascii_lowercase(), value.trim().to_owned())
-        })
-        .collect();
-    if headers
-        .iter()
-        .any(|(n, v)| n == "transfer-encoding" && v == "chunked")
-    {
-        body = dechunk(&body);
-    }
-    Response {
-        status,
-        headers,
-        body: String::from_utf8(body).unwrap(),
-    }
-}
-
-/// The body of a chunked transfer.
-fn dechunk(mut raw: &[u8]) -> Vec<u8> {
-    let mut body = Vec::new();
-    loop {
-        let end = raw.windows(2).position(|w| w == b"\r\n").unwrap();
-        let size = std::str::from_utf8(&raw[..end]).unwrap();
-        let size = usize::from_str_radix(size.split(';').next().unwrap().trim(), 16).unwrap();
-        if size == 0 {
-            return body;
-        }
-        body.extend_from_slice(&raw[end + 2..end + 2 + size]);
-        raw = &raw[end + 2 + size + 2..];
-    }
+    Response::parse(&raw)
 }
 
 /// The protocol version the HTTP clients negotiate.

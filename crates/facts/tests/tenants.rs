@@ -21,6 +21,9 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tempfile::TempDir;
 
+#[path = "support/http_response.rs"]
+mod http_response;
+use http_response::Response;
 #[path = "support/pg_server.rs"]
 mod pg_server;
 use pg_server::pg_server;
@@ -201,94 +204,6 @@ fn exchange(mut stream: impl Read + Write, request: &[u8]) -> Vec<u8> {
 
 /// The protocol version the clients negotiate.
 const PROTOCOL_VERSION: &str = "2025-06-18";
-
-/// An HTTP response: status, headers (names in lowercase) and body.
-struct Response {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
-}
-
-impl Response {
-    fn parse(raw: &[u8]) -> Response {
-        let split = raw
-            .windows(4)
-            .position(|w| w == b"\r\n\r\n")
-            .unwrap_or_else(|| panic!("no head: {}", String::from_utf8_lossy(raw)));
-        let head = String::from_utf8(raw[..split].to_vec()).unwrap();
-        let mut body = raw[split + 4..].to_vec();
-        let mut lines = head.split("\r\n");
-        let status = lines
-            .next()
-            .unwrap()
-            .split(' ')
-            .nth(1)
-            .unwrap()
-            .parse()
-            .unwrap();
-        let headers: Vec<(String, String)> = lines
-            .map(|l| {
-                let (name, value) = l.split_once(':').unwrap();
-                (name.trim().to_ascii_lowercase(), value.trim().to_owned())
-            })
-            .collect();
-        if headers
-            .iter()
-            .any(|(n, v)| n == "transfer-encoding" && v == "chunked")
-        {
-            body = dechunk(&body);
-        }
-        Response {
-            status,
-            headers,
-            body: String::from_utf8(body).unwrap(),
-        }
-    }
-
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// The JSON-RPC messages of the body: one JSON document, or each event's `data`.
-    fn messages(&self) -> Vec<Value> {
-        if self
-            .header("content-type")
-            .is_some_and(|t| t.starts_with("application/json"))
-        {
-            return vec![serde_json::from_str(&self.body).unwrap()];
-        }
-        self.body
-            .split("\n\n")
-            .filter_map(|event| {
-                let data: Vec<&str> = event
-                    .lines()
-                    .filter_map(|l| l.strip_prefix("data:"))
-                    .map(|d| d.strip_prefix(' ').unwrap_or(d))
-                    .collect();
-                let data = data.join("\n");
-                (!data.trim().is_empty()).then(|| serde_json::from_str(&data).unwrap())
-            })
-            .collect()
-    }
-}
-
-/// The body of a chunked transfer.
-fn dechunk(mut raw: &[u8]) -> Vec<u8> {
-    let mut body = Vec::new();
-    loop {
-        let end = raw.windows(2).position(|w| w == b"\r\n").unwrap();
-        let size = std::str::from_utf8(&raw[..end]).unwrap();
-        let size = usize::from_str_radix(size.split(';').next().unwrap().trim(), 16).unwrap();
-        if size == 0 {
-            return body;
-        }
-        body.extend_from_slice(&raw[end + 2..end + 2 + size]);
-        raw = &raw[end + 2 + size + 2..];
-    }
-}
 
 /// A tenant's MCP session.
 struct Session<'a> {
