@@ -1,6 +1,11 @@
-//! `memory_recall` through `facts mcp --db`, round trip: a JSON-RPC `tools/call` written to
-//! the server's stdin until its response line is read back, with 1,000 memories in the
-//! SQLite database (issue goal: at most 2 ms).
+//! Tool calls through `facts mcp`, round trip:
+//!
+//! - `memory_recall_round_trip`: `memory_recall` over stdio, a JSON-RPC `tools/call` written
+//!   to the server's stdin until its response line is read back, with 1,000 memories in
+//!   the SQLite database (issue goal: at most 2 ms);
+//! - `http_tool_call_round_trip`: `get_telemetry` over streamable HTTP (`--http`), one POST
+//!   on a new loopback connection until the server closes it, with and without `--tokens`
+//!   (the cost of a call over HTTP whatever it does: 44 ms before `TCP_NODELAY`).
 //!
 //! Run with `cargo bench -p factmem-cli --bench mcp`.
 
@@ -15,9 +20,12 @@ fn main() {
     divan::main();
 }
 
+#[path = "../tests/support/http_client.rs"]
+mod http_client;
 #[path = "../tests/support/stdio_client.rs"]
 mod stdio_client;
 
+use http_client::{HttpClient, HttpServer};
 use stdio_client::Client;
 
 /// `facts mcp --db` on a new SQLite database, and the folder that holds it.
@@ -78,4 +86,32 @@ fn memory_recall_round_trip(bencher: Bencher<'_, '_>) {
             json!({"query": format!("which {topic} does the user prefer?"), "max_tokens": 500}),
         )
     });
+}
+
+/// The token of the `--tokens` variant (its SHA-256 is in the token file).
+const TOKEN: &str = "bench-token-0123456789abcdef";
+
+#[divan::bench(args = [false, true], sample_count = 300, sample_size = 1)]
+fn http_tool_call_round_trip(bencher: Bencher<'_, '_>, tokens: bool) {
+    let dir = tempfile::TempDir::new().unwrap();
+    let mut args: Vec<String> = vec!["--project".into(), "tests/fixtures/project".into()];
+    let mut headers = Vec::new();
+    if tokens {
+        use sha2::Digest;
+        let digest: String = sha2::Sha256::digest(TOKEN.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let file = dir.path().join("tokens.json");
+        let tenants = json!({"defaults": {"rate_per_sec": 100_000, "burst": 100_000},
+            "tenants": [{"tenant": "bench", "sha256": digest, "scope": "bench", "rights": ["read"]}]});
+        std::fs::write(&file, tenants.to_string()).unwrap();
+        args.extend(["--tokens".into(), file.display().to_string()]);
+        headers.push(("Authorization".to_owned(), format!("Bearer {TOKEN}")));
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let server = HttpServer::start("127.0.0.1:0", &args);
+    let mut client = HttpClient::connect_with(&server.url, &headers);
+    client.call("get_telemetry", json!({}));
+    bencher.bench_local(|| client.call("get_telemetry", json!({})));
 }

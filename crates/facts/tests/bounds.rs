@@ -29,9 +29,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-#[path = "support/http_response.rs"]
-mod http_response;
-use http_response::Response;
+#[path = "support/http_client.rs"]
+mod http_client;
+use http_client::Response;
 
 const BIN: &str = env!("CARGO_BIN_EXE_facts");
 

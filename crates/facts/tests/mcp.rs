@@ -11,10 +11,8 @@
 )]
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -33,9 +31,9 @@ const ACTIONS: [&str; 9] = [
     "get_telemetry",
 ];
 
-#[path = "support/http_response.rs"]
-mod http_response;
-use http_response::Response;
+#[path = "support/http_client.rs"]
+mod http_client;
+use http_client::{HttpClient, HttpServer, PROTOCOL_VERSION, post};
 #[path = "support/stdio_client.rs"]
 mod stdio_client;
 
@@ -1366,145 +1364,6 @@ fn every_tool_answers_within_its_output_schema_for_valid_and_invalid_requests() 
 }
 
 // Streamable HTTP: `facts mcp --http`.
-
-/// A `facts mcp --http` process, killed when dropped (a failing test leaves no server).
-struct HttpServer {
-    child: Child,
-    /// The endpoint's URL, as printed on stderr.
-    url: String,
-}
-
-impl HttpServer {
-    /// Starts `facts mcp --http ADDRESS ARGS…` from the crate's directory and reads the
-    /// URL it prints on stderr.
-    fn start(address: &str, args: &[&str]) -> HttpServer {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_facts"))
-            .args(["mcp", "--http", address])
-            .args(args)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut server = HttpServer {
-            child,
-            url: String::new(),
-        };
-        let mut line = String::new();
-        while server.url.is_empty() {
-            line.clear();
-            assert_ne!(stderr.read_line(&mut line).unwrap(), 0, "no URL on stderr");
-            if let Some(start) = line.find("http://") {
-                server.url = line[start..].trim().to_owned();
-            }
-        }
-        // Keep reading, so the server never blocks on a full pipe.
-        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-        server
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// One POST of `body` to `url` over a new connection, with extra `headers`.
-fn post(url: &str, headers: &[(&str, &str)], body: &str) -> Response {
-    let rest = url.strip_prefix("http://").unwrap();
-    let (authority, path) = rest.split_at(rest.find('/').unwrap());
-    let mut stream = TcpStream::connect(authority).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(60)))
-        .unwrap();
-    let mut request = format!(
-        "POST {path} HTTP/1.1\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\
-         Connection: close\r\n",
-        body.len()
-    );
-    if !headers
-        .iter()
-        .any(|(name, _)| name.eq_ignore_ascii_case("host"))
-    {
-        request.push_str(&format!("Host: {authority}\r\n"));
-    }
-    for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
-    }
-    request.push_str("\r\n");
-    request.push_str(body);
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).unwrap();
-    Response::parse(&raw)
-}
-
-/// The protocol version the HTTP clients negotiate.
-const PROTOCOL_VERSION: &str = "2025-06-18";
-
-/// An MCP client over streamable HTTP: a session, one POST per message.
-struct HttpClient {
-    url: String,
-    session: String,
-    next_id: u64,
-}
-
-impl HttpClient {
-    /// Initializes a session on `url`.
-    fn connect(url: &str) -> HttpClient {
-        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": PROTOCOL_VERSION, "capabilities": {},
-            "clientInfo": {"name": "facts-http-test", "version": "0"}}});
-        let response = post(url, &[], &init.to_string());
-        assert_eq!(response.status, 200, "{}", response.body);
-        let session = response.header("mcp-session-id").unwrap().to_owned();
-        let messages = response.messages();
-        let result = &messages.iter().find(|m| m["id"] == 0).unwrap()["result"];
-        assert_eq!(result["serverInfo"]["name"], "facts", "{result}");
-        let client = HttpClient {
-            url: url.to_owned(),
-            session,
-            next_id: 0,
-        };
-        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        let response = client.post(&initialized);
-        assert_eq!(response.status, 202, "{}", response.body);
-        client
-    }
-
-    fn post(&self, message: &Value) -> Response {
-        let headers = [
-            ("Mcp-Session-Id", self.session.as_str()),
-            ("MCP-Protocol-Version", PROTOCOL_VERSION),
-        ];
-        post(&self.url, &headers, &message.to_string())
-    }
-
-    /// Sends a request and returns its response message.
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        let id = self.next_id;
-        let response =
-            self.post(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        assert_eq!(response.status, 200, "{}", response.body);
-        response
-            .messages()
-            .into_iter()
-            .find(|m| m["id"] == id)
-            .unwrap_or_else(|| panic!("no response to {id}: {}", response.body))
-    }
-
-    /// Calls a tool and returns its result.
-    fn call(&mut self, tool: &str, arguments: Value) -> Value {
-        let response = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
-        response["result"].clone()
-    }
-}
 
 #[test]
 fn http_clients_share_one_runtime_each_in_its_own_session() {

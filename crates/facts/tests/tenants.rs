@@ -21,9 +21,9 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tempfile::TempDir;
 
-#[path = "support/http_response.rs"]
-mod http_response;
-use http_response::Response;
+#[path = "support/http_client.rs"]
+mod http_client;
+use http_client::Response;
 #[path = "support/pg_server.rs"]
 mod pg_server;
 use pg_server::pg_server;
