@@ -116,8 +116,8 @@ are stored under SCOPE/spec:NAME, and project_path must lie in its project (else
 other protocol actions); a call without the right is a `forbidden` tool error, and tools/list
 shows only the tools a tenant may call. Over a tenant's rate or requests in flight: 429 with
 Retry-After. SIGHUP re-reads FILE (an invalid one is logged and the old tenants kept).
---allow-remote needs --tokens. --tls-cert and --tls-key (PEM) serve HTTPS; or put a reverse
-proxy that terminates TLS in front of --http 127.0.0.1:PORT.
+--allow-remote needs --tokens. --tls-cert and --tls-key (PEM) serve HTTPS (SIGHUP re-reads
+them too); or put a reverse proxy that terminates TLS in front of --http 127.0.0.1:PORT.
 
 Exit codes:
   0  the server stopped normally (over stdio: the client disconnected)
@@ -233,6 +233,7 @@ enum Command {
         #[arg(long, value_name = "FILE", requires = "http")]
         tokens: Option<PathBuf>,
         /// With --http: serve HTTPS with this certificate chain (PEM); needs --tls-key.
+        /// SIGHUP re-reads both files (the old certificate stays if they cannot be loaded).
         #[arg(long, value_name = "PEM", requires_all = ["http", "tls_key"])]
         tls_cert: Option<PathBuf>,
         /// With --http: the private key (PEM) of --tls-cert.

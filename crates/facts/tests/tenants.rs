@@ -755,6 +755,92 @@ fn https_serves_a_client_that_trusts_the_certificate() {
     assert!(stderr.contains("--tls-cert /no/cert.pem"), "{stderr}");
 }
 
+/// A self-signed certificate for 127.0.0.1, written to `cert.pem` and `key.pem` in `dir`,
+/// and a client configuration that trusts it alone.
+fn certify(dir: &Path) -> (PathBuf, PathBuf, Arc<rustls::ClientConfig>) {
+    let certified =
+        rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+            .unwrap();
+    let cert = dir.join("cert.pem");
+    let key = dir.join("key.pem");
+    std::fs::write(&cert, certified.cert.pem()).unwrap();
+    std::fs::write(&key, certified.signing_key.serialize_pem()).unwrap();
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(certified.cert.der().clone()).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    (cert, key, Arc::new(config))
+}
+
+/// Whether a TLS handshake with the server succeeds for a client trusting `config`.
+fn handshakes(server: &Server, config: &Arc<rustls::ClientConfig>) -> bool {
+    let authority = server
+        .url
+        .split_once("://")
+        .unwrap()
+        .1
+        .split('/')
+        .next()
+        .unwrap();
+    let mut tcp = TcpStream::connect(authority).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+    let mut connection = rustls::ClientConnection::new(config.clone(), name).unwrap();
+    while connection.is_handshaking() {
+        if connection.complete_io(&mut tcp).is_err() {
+            return false;
+        }
+    }
+    true
+}
+
+#[test]
+fn sighup_rereads_the_certificate_and_keeps_the_old_one_when_the_new_is_wrong() {
+    let dir = TempDir::new().unwrap();
+    let (cert, key, first) = certify(dir.path());
+    let tokens = write_tokens(dir.path(), &[tenant("alice", "alice", &["read"])]);
+    let mut server = Server::start(&[
+        "--tokens",
+        tokens.to_str().unwrap(),
+        "--tls-cert",
+        cert.to_str().unwrap(),
+        "--tls-key",
+        key.to_str().unwrap(),
+    ]);
+    assert!(handshakes(&server, &first));
+
+    // A renewed certificate: served to the connections after the SIGHUP.
+    let (_, _, renewed) = certify(dir.path());
+    assert!(!handshakes(&server, &renewed), "not before the SIGHUP");
+    server.hangup();
+    server.wait_for_log("new connections are served with them");
+    assert!(handshakes(&server, &renewed));
+    assert!(
+        !handshakes(&server, &first),
+        "the old certificate is no longer served"
+    );
+    server.tls = Some(renewed.clone());
+    let mut alice = server.connect(&token("alice"));
+    assert_eq!(alice.call("get_telemetry", json!({}))["isError"], false);
+
+    // A certificate file that cannot be read is logged, and the one read before stays.
+    std::fs::write(&cert, "not a certificate").unwrap();
+    server.hangup();
+    server.wait_for_log("the certificate read before is kept");
+    assert!(
+        !server.logged().contains("not a certificate"),
+        "no file content in the log"
+    );
+    assert!(handshakes(&server, &renewed));
+    assert_eq!(alice.call("get_telemetry", json!({}))["isError"], false);
+    // The tenants were read again too, and kept.
+    assert!(server.logged().contains("SIGHUP: re-read"));
+}
+
 #[test]
 fn without_tokens_nobody_is_asked_for_one() {
     let server = Server::start(&[]);

@@ -24,7 +24,9 @@
 //!
 //! With `--tls-cert` and `--tls-key`, the server speaks HTTPS (rustls, ring provider,
 //! TLS 1.2 and 1.3); TLS handshakes run beside the accept loop, each within ten seconds,
-//! so a client that stalls its handshake holds nobody up.
+//! so a client that stalls its handshake holds nobody up. SIGHUP re-reads the certificate
+//! and key too: new connections get the renewed certificate, and files that cannot be
+//! loaded are logged and the old certificate kept.
 //!
 //! A POST body is at most `--max-request-bytes` long (16 MiB by default). One that says it
 //! is longer (`Content-Length`) is refused before it is read; one that turns out longer as
@@ -97,14 +99,47 @@ pub(crate) struct Listen {
     pub(crate) clock: Arc<dyn Clock>,
 }
 
-/// The server's TLS configuration (`--tls-cert`, `--tls-key`).
+/// The server's TLS configuration (`--tls-cert`, `--tls-key`): the files, and the
+/// configuration last read from them, which SIGHUP reads again (a renewed certificate is
+/// served to the connections that come after, without a restart).
 #[derive(Debug, Clone)]
-pub(crate) struct Tls(Arc<rustls::ServerConfig>);
+pub(crate) struct Tls {
+    cert: PathBuf,
+    key: PathBuf,
+    current: Arc<RwLock<Arc<rustls::ServerConfig>>>,
+}
 
 impl Tls {
     /// Loads the certificate chain and the private key (PEM files), for HTTP/1.1 over TLS
     /// 1.2 or 1.3 with the ring provider.
     pub(crate) fn load(cert: &Path, key: &Path) -> Result<Tls, String> {
+        Ok(Tls {
+            cert: cert.to_path_buf(),
+            key: key.to_path_buf(),
+            current: Arc::new(RwLock::new(Tls::read(cert, key)?)),
+        })
+    }
+
+    /// Reads the files again: valid, they replace the configuration; otherwise the
+    /// error, and the configuration read before stays.
+    fn reload(&self) -> Result<(), String> {
+        let config = Tls::read(&self.cert, &self.key)?;
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = config;
+        Ok(())
+    }
+
+    /// An acceptor with the configuration read last.
+    fn acceptor(&self) -> TlsAcceptor {
+        TlsAcceptor::from(
+            self.current
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone(),
+        )
+    }
+
+    /// The configuration in the files `cert` and `key`.
+    fn read(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>, String> {
         use rustls::pki_types::pem::PemObject;
         use rustls::pki_types::{CertificateDer, PrivateKeyDer};
         let certs = CertificateDer::pem_file_iter(cert)
@@ -126,7 +161,7 @@ impl Tls {
             .with_single_cert(certs, key)
             .map_err(|e| format!("--tls-cert and --tls-key: {e}"))?;
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
-        Ok(Tls(Arc::new(config)))
+        Ok(Arc::new(config))
     }
 }
 
@@ -195,7 +230,6 @@ struct TlsListener {
 impl TlsListener {
     fn new(listener: TcpListener, tls: Tls, local: SocketAddr) -> TlsListener {
         let (sender, handshaken) = tokio::sync::mpsc::channel(HANDSHAKES_QUEUED);
-        let acceptor = TlsAcceptor::from(tls.0);
         tokio::spawn(async move {
             loop {
                 let (mut tcp, peer) = match listener.accept().await {
@@ -208,7 +242,8 @@ impl TlsListener {
                     }
                 };
                 no_delay(&mut tcp);
-                let acceptor = acceptor.clone();
+                // Each connection with the configuration read last (SIGHUP renews it).
+                let acceptor = tls.acceptor();
                 let sender = sender.clone();
                 tokio::spawn(async move {
                     match tokio::time::timeout(HANDSHAKE, acceptor.accept(tcp)).await {
@@ -279,13 +314,18 @@ pub(super) async fn serve(
     let service =
         StreamableHttpService::new(move || Ok(server.clone()), Arc::new(sessions), config);
     let mut router = axum::Router::new().nest_service(PATH, service);
+    let mut reloads = Reloads {
+        tokens: None,
+        tls: tls.clone(),
+    };
     if let Some((path, tenants)) = tokens {
         let gate = Arc::new(Gate::new(tenants, clock));
-        // Before the URL is printed: from then on, SIGHUP re-reads the file rather than
-        // stopping the process.
-        reload_on_hangup(gate.clone(), path)?;
+        reloads.tokens = Some((gate.clone(), path));
         router = router.layer(axum::middleware::from_fn_with_state(gate, authenticate));
     }
+    // Before the URL is printed: from then on, SIGHUP re-reads the files rather than
+    // stopping the process.
+    reload_on_hangup(reloads)?;
     // The body limit first: a body too long is refused before anything else is done.
     let router = router.layer(axum::middleware::from_fn_with_state(
         max_request_bytes,
@@ -377,22 +417,20 @@ impl Gate {
     }
 }
 
-/// Off Unix there is no SIGHUP: the token file is read once, at start.
-#[cfg(not(unix))]
-fn reload_on_hangup(_gate: Arc<Gate>, _path: PathBuf) -> Result<(), String> {
-    Ok(())
+/// What SIGHUP reads again: the token file, and the certificate and key.
+struct Reloads {
+    /// `--tokens`: the tenants' gate and the file.
+    tokens: Option<(Arc<Gate>, PathBuf)>,
+    /// `--tls-cert` and `--tls-key`.
+    tls: Option<Tls>,
 }
 
-/// Re-reads the token file at `path` on every SIGHUP: a valid file replaces the tenants,
-/// an invalid one is logged and the tenants kept.
-#[cfg(unix)]
-fn reload_on_hangup(gate: Arc<Gate>, path: PathBuf) -> Result<(), String> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut hangups =
-        signal(SignalKind::hangup()).map_err(|e| format!("cannot listen for SIGHUP: {e}"))?;
-    tokio::spawn(async move {
-        while hangups.recv().await.is_some() {
-            match Tenants::load(&path, gate.elapsed()) {
+impl Reloads {
+    /// Reads every file again: each valid one replaces what was read from it before; an
+    /// invalid one is logged, and what was read before stays.
+    fn reload(&self) {
+        if let Some((gate, path)) = &self.tokens {
+            match Tenants::load(path, gate.elapsed()) {
                 Ok(tenants) => {
                     let count = tenants.len();
                     *gate.tenants.write().unwrap_or_else(PoisonError::into_inner) =
@@ -406,6 +444,41 @@ fn reload_on_hangup(gate: Arc<Gate>, path: PathBuf) -> Result<(), String> {
                     tracing::error!("facts mcp: SIGHUP: {e}; the tenants read before are kept")
                 }
             }
+        }
+        if let Some(tls) = &self.tls {
+            match tls.reload() {
+                Ok(()) => tracing::warn!(
+                    "facts mcp: SIGHUP: re-read {} and {}; new connections are served with them",
+                    tls.cert.display(),
+                    tls.key.display()
+                ),
+                Err(e) => {
+                    tracing::error!("facts mcp: SIGHUP: {e}; the certificate read before is kept")
+                }
+            }
+        }
+    }
+}
+
+/// Off Unix there is no SIGHUP: the files are read once, at start.
+#[cfg(not(unix))]
+fn reload_on_hangup(_reloads: Reloads) -> Result<(), String> {
+    Ok(())
+}
+
+/// Reads the token file and the certificate again on every SIGHUP ([`Reloads::reload`]).
+/// Without either, SIGHUP keeps its default: it stops the process.
+#[cfg(unix)]
+fn reload_on_hangup(reloads: Reloads) -> Result<(), String> {
+    use tokio::signal::unix::{SignalKind, signal};
+    if reloads.tokens.is_none() && reloads.tls.is_none() {
+        return Ok(());
+    }
+    let mut hangups =
+        signal(SignalKind::hangup()).map_err(|e| format!("cannot listen for SIGHUP: {e}"))?;
+    tokio::spawn(async move {
+        while hangups.recv().await.is_some() {
+            reloads.reload();
         }
     });
     Ok(())
