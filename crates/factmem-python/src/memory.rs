@@ -507,6 +507,31 @@ impl PyMemory {
         Ok(versions.iter().map(convert::fact_tuple).collect())
     }
 
+    /// For the timing script (`bench/bench.py`): runs `search(query, limit)` for every
+    /// query of `queries`, `rounds` times over, with the GIL released, and answers the
+    /// microseconds it took by the system clock: the Rust call alone, which the script
+    /// compares with the same searches through `Memory.search`.
+    fn _bench_search(
+        &self,
+        py: Python<'_>,
+        queries: Vec<String>,
+        limit: &Bound<'_, PyAny>,
+        rounds: &Bound<'_, PyAny>,
+    ) -> PyResult<i64> {
+        let limit = convert::count(py, "limit", limit, 0, MAX_SEARCH_LIMIT)?;
+        let rounds = convert::count(py, "rounds", rounds, 0, 1_000_000)?;
+        let clock = SystemClock;
+        self.run(py, move |memory| {
+            let started = clock.now();
+            for _ in 0..rounds {
+                for query in &queries {
+                    memory.search(query, limit, None)?;
+                }
+            }
+            Ok(clock.now().unix_micros() - started.unix_micros())
+        })
+    }
+
     /// The memory as a system-prompt block within `max_tokens`.
     #[pyo3(signature = (max_tokens, as_of))]
     fn format(

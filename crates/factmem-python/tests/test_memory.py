@@ -180,3 +180,15 @@ def test_logs_go_to_the_factmem_logger(caplog, tmp_path):
         result = memory.add("I moved to Lisbon.")
     assert result.diagnostics
     assert any(r.name == "factmem" for r in caplog.records), caplog.records
+
+
+def test_the_package_under_test_is_the_installed_wheel():
+    """Under `.ci/py` the suite must test the wheel a user installs, not the sources."""
+    import os
+
+    if os.environ.get("FACTMEM_EXPECT_INSTALLED") != "1":
+        return
+    from conftest import REPO
+
+    location = os.path.realpath(factmem.__file__)
+    assert "site-packages" in location and not location.startswith(str(REPO)), location
