@@ -71,14 +71,18 @@ def add_facts(memory: factmem.Memory, rows: Sequence[Tuple[str, str, str, str]])
     return time.perf_counter() - started
 
 
-def per_call_us(run: Callable[[], None], calls: int, repeats: int = 5) -> float:
-    """The best of ``repeats`` means of ``calls`` calls, in µs (the least disturbed)."""
-    means = []
+def per_call_us(runs: Sequence[Callable[[], None]], calls: int,
+                repeats: int = 15) -> List[float]:  # fmt: skip
+    """For each of ``runs``, the best of ``repeats`` means of ``calls`` calls, in µs (the
+    least disturbed). The runs take turns, so a load that comes and goes weighs on each
+    alike."""
+    best = [float("inf")] * len(runs)
     for _ in range(repeats):
-        started = time.perf_counter()
-        run()
-        means.append((time.perf_counter() - started) * 1e6 / calls)
-    return min(means)
+        for index, run in enumerate(runs):
+            started = time.perf_counter()
+            run()
+            best[index] = min(best[index], (time.perf_counter() - started) * 1e6 / calls)
+    return best
 
 
 def searches_per_second(memory: factmem.Memory, qs: List[str], threads: int,
@@ -101,6 +105,25 @@ def searches_per_second(memory: factmem.Memory, qs: List[str], threads: int,
     for thread in pool:
         thread.join()
     return sum(counts) / (time.perf_counter() - started)
+
+
+def rust_loops_per_second(memory: factmem.Memory, qs: List[str],
+                          threads: int) -> Tuple[float, float]:  # fmt: skip
+    """Searches per second when each Python thread runs a long loop of searches inside
+    one Rust call (``_bench_search``), one thread against ``threads``: above 1 only if the
+    call releases the GIL, since no Python runs while it loops."""
+
+    def rate(count: int) -> float:
+        pool = [threading.Thread(target=memory._native._bench_search, args=(qs, LIMIT, 20))
+                for _ in range(count)]  # fmt: skip
+        started = time.perf_counter()
+        for thread in pool:
+            thread.start()
+        for thread in pool:
+            thread.join()
+        return count * 20 * len(qs) / (time.perf_counter() - started)
+
+    return max(rate(1) for _ in range(3)), max(rate(threads) for _ in range(3))
 
 
 def fts5_peer(rows: Sequence[Tuple[str, str, str, str]], qs: List[str]) -> dict:
@@ -135,7 +158,7 @@ def main() -> None:
     args = parser.parse_args()
     rows, qs = facts(args.facts), queries()
     emit("setup", factmem=factmem.__version__, facts=len(rows), queries=len(qs),
-         cpus=os.cpu_count())  # fmt: skip
+         cpus=os.cpu_count(), load_average=round(os.getloadavg()[0], 2))  # fmt: skip
 
     with tempfile.TemporaryDirectory() as tmp:
         with factmem.Memory(os.path.join(tmp, "bench.db")) as memory:
@@ -144,7 +167,7 @@ def main() -> None:
                  facts_per_second=round(len(rows) / elapsed), goal_at_least=20_000)  # fmt: skip
 
             memory.search(qs[0])  # loads the search cache once
-            rounds = 20
+            rounds = 5
             calls = rounds * len(qs)
 
             def through_python() -> None:
@@ -155,8 +178,7 @@ def main() -> None:
             def rust_alone() -> None:
                 memory._native._bench_search(qs, LIMIT, rounds)
 
-            python_us = per_call_us(through_python, calls)
-            rust_us = per_call_us(rust_alone, calls)
+            python_us, rust_us = per_call_us([through_python, rust_alone], calls)
             hits = statistics.fmean(len(memory.search(q, limit=LIMIT)) for q in qs)
             emit("search_overhead", store="sqlite", limit=LIMIT, mean_hits=round(hits, 1),
                  python_us=round(python_us, 2), rust_us=round(rust_us, 2),
@@ -168,13 +190,24 @@ def main() -> None:
                  one_thread_per_s=round(one), many_threads_per_s=round(many),
                  speedup=round(many / one, 2), goal_at_least=1.6)  # fmt: skip
 
-        with factmem.Memory() as memory:
-            add_facts(memory, rows)
-            one = searches_per_second(memory, qs, 1, args.seconds)
-            many = searches_per_second(memory, qs, args.threads, args.seconds)
-            emit("threads", store="in-memory", threads=args.threads,
-                 one_thread_per_s=round(one), many_threads_per_s=round(many),
-                 speedup=round(many / one, 2), goal_at_least=1.6)  # fmt: skip
+        stores = [("in-memory", None)]
+        if os.environ.get("FACTMEM_PG_URL"):
+            stores.append(("postgres", os.environ["FACTMEM_PG_URL"]))
+        for store, db in stores:
+            scope = f"bench-{os.getpid()}-{time.time_ns()}"
+            with factmem.Memory(db, scope=scope) as memory:
+                add_facts(memory, rows)
+                memory.search(qs[0])
+                one = searches_per_second(memory, qs, 1, args.seconds)
+                many = searches_per_second(memory, qs, args.threads, args.seconds)
+                emit("threads", store=store, threads=args.threads,
+                     one_thread_per_s=round(one), many_threads_per_s=round(many),
+                     speedup=round(many / one, 2), goal_at_least=1.6)  # fmt: skip
+                if store == "in-memory":
+                    one, many = rust_loops_per_second(memory, qs, args.threads)
+                    emit("gil_released", store=store, threads=args.threads,
+                         one_thread_per_s=round(one), many_threads_per_s=round(many),
+                         speedup=round(many / one, 2))  # fmt: skip
 
     emit("fts5_peer", system="python sqlite3 fts5 porter bm25", limit=LIMIT,
          **fts5_peer(rows, qs))  # fmt: skip

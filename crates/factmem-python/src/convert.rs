@@ -3,6 +3,7 @@
 //! parameter.
 
 use dispatch_runtime::reexports::{FactId, ScoredFact, SessionFact, Tag, Timestamp};
+use pyo3::IntoPyObject;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt, PyString};
 
@@ -10,16 +11,18 @@ use crate::errors;
 
 /// A fact as the Python half reads it, in this order: `id`, `subject`, `relation`,
 /// `object`, `statement`, `tags`, `confidence`, `source`, `valid_from`, `valid_to`,
-/// `recorded_at`, `superseded_by` (instants in Unix microseconds).
-pub(crate) type FactTuple = (
+/// `recorded_at`, `superseded_by` (instants in Unix microseconds). The texts are borrowed
+/// from the fact: Python's strings are made from them directly, with no Rust copy first
+/// (a search's results cross in about a microsecond each).
+pub(crate) type FactTuple<'a> = (
     String,
-    String,
-    String,
-    String,
-    Option<String>,
+    &'a str,
+    &'a str,
+    &'a str,
+    Option<&'a str>,
     Vec<&'static str>,
     f64,
-    String,
+    &'a str,
     i64,
     Option<i64>,
     Option<i64>,
@@ -27,20 +30,20 @@ pub(crate) type FactTuple = (
 );
 
 /// `fact` as a [`FactTuple`].
-pub(crate) fn fact_tuple(fact: &SessionFact) -> FactTuple {
+pub(crate) fn fact_tuple(fact: &SessionFact) -> FactTuple<'_> {
     (
         fact.id().to_string(),
-        fact.subject().to_owned(),
-        fact.relation().to_owned(),
-        fact.object().to_owned(),
-        fact.statement().map(str::to_owned),
+        fact.subject(),
+        fact.relation(),
+        fact.object(),
+        fact.statement(),
         fact.tags()
             .as_slice()
             .iter()
             .map(|tag| tag.as_str())
             .collect(),
         fact.confidence(),
-        fact.source_task_id().to_owned(),
+        fact.source_task_id(),
         fact.valid_from().unix_micros(),
         fact.valid_to().map(Timestamp::unix_micros),
         fact.recorded_at().map(Timestamp::unix_micros),
@@ -48,9 +51,27 @@ pub(crate) fn fact_tuple(fact: &SessionFact) -> FactTuple {
     )
 }
 
-/// A scored fact as `(score, fact)`.
-pub(crate) fn scored_tuple(scored: &ScoredFact) -> (f64, FactTuple) {
-    (scored.score, fact_tuple(&scored.fact))
+/// `fact` as a Python tuple ([`FactTuple`]).
+pub(crate) fn fact<'py>(py: Python<'py>, fact: &SessionFact) -> PyResult<Bound<'py, PyAny>> {
+    Ok(fact_tuple(fact).into_pyobject(py)?.into_any())
+}
+
+/// `facts` as a Python list of [`FactTuple`]s.
+pub(crate) fn facts<'py>(py: Python<'py>, facts: &[SessionFact]) -> PyResult<Bound<'py, PyAny>> {
+    facts
+        .iter()
+        .map(fact_tuple)
+        .collect::<Vec<_>>()
+        .into_pyobject(py)
+}
+
+/// Scored facts as a Python list of `(score, FactTuple)`.
+pub(crate) fn scored<'py>(py: Python<'py>, found: &[ScoredFact]) -> PyResult<Bound<'py, PyAny>> {
+    found
+        .iter()
+        .map(|scored| (scored.score, fact_tuple(&scored.fact)))
+        .collect::<Vec<_>>()
+        .into_pyobject(py)
 }
 
 /// Ids as strings.
@@ -160,7 +181,7 @@ mod tests {
             .unwrap();
         let tuple = fact_tuple(&fact);
         assert_eq!(tuple.0, fact.id().to_string());
-        assert_eq!(tuple.4.as_deref(), Some("User prefers helix"));
+        assert_eq!(tuple.4, Some("User prefers helix"));
         assert_eq!(tuple.5, vec!["preference"]);
         assert_eq!((tuple.6, tuple.8, tuple.9), (0.5, 1_000_000, None));
     }

@@ -14,14 +14,14 @@ use std::time::Duration;
 
 use dispatch_runtime::durable::{self, Database};
 use dispatch_runtime::memory_protocol::{MAX_SEARCH_LIMIT, add_status, client_extractor};
-use dispatch_runtime::reexports::{Clock, InMemoryLongTermStore, SystemClock};
+use dispatch_runtime::reexports::{Clock, InMemoryLongTermStore, SessionFact, SystemClock};
 use dispatch_runtime::{
     ArchiveReport, ArchiveRequest, MemoryChange, MemoryError, MemoryService, NewMemory,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt};
 
-use crate::convert::{self, FactTuple};
+use crate::convert;
 use crate::errors::{self, Kind};
 use crate::llm::{self, PyLlm};
 
@@ -35,17 +35,17 @@ const SOURCE: &str = "python";
 /// What `add_fact` answers: the status (`added`, `already_current`, `duplicate`,
 /// `arrived_superseded`, `skipped`), the fact, the ids it superseded, and for a duplicate
 /// the id of the fact that already states it.
-type AddFactAnswer = (&'static str, FactTuple, Vec<String>, Option<String>);
+type AddFactAnswer<'py> = (&'static str, Bound<'py, PyAny>, Vec<String>, Option<String>);
 /// What `add` answers: the episode's id, title, message count and start (µs), whether a
 /// model extracted, the facts added, and the ids refreshed, superseded, removed, arrived
 /// superseded; the skipped count, and the diagnostics.
-type AddAnswer = (
+type AddAnswer<'py> = (
     String,
     String,
     usize,
     i64,
     bool,
-    Vec<FactTuple>,
+    Bound<'py, PyAny>,
     (Vec<String>, Vec<String>, Vec<String>, Vec<String>),
     usize,
     Vec<String>,
@@ -55,7 +55,7 @@ type MessageTuple = (usize, &'static str, String, Option<i64>, f64);
 /// An episode that answered a recall: id, title, time (µs), summary, messages.
 type EpisodeTuple = (String, String, i64, String, Vec<MessageTuple>);
 /// What `recall` answers: the text, its tokens, the facts and the episodes.
-type RecallAnswer = (String, usize, Vec<(f64, FactTuple)>, Vec<EpisodeTuple>);
+type RecallAnswer<'py> = (String, usize, Bound<'py, PyAny>, Vec<EpisodeTuple>);
 
 /// One scope of long-term memory. See the module documentation and the package's stubs.
 #[pyclass(name = "Memory", module = "factmem._factmem", frozen)]
@@ -275,9 +275,9 @@ impl PyMemory {
     /// Remembers one fact; see the stubs for the answer.
     #[pyo3(signature = (subject, relation, object, statement, category, confidence, valid_from))]
     #[allow(clippy::too_many_arguments)] // One per Python keyword.
-    fn add_fact(
+    fn add_fact<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         subject: &Bound<'_, PyAny>,
         relation: &Bound<'_, PyAny>,
         object: &Bound<'_, PyAny>,
@@ -285,7 +285,7 @@ impl PyMemory {
         category: &Bound<'_, PyAny>,
         confidence: &Bound<'_, PyAny>,
         valid_from: &Bound<'_, PyAny>,
-    ) -> PyResult<AddFactAnswer> {
+    ) -> PyResult<AddFactAnswer<'py>> {
         let mut new = NewMemory::new(
             convert::text("subject", subject)?,
             convert::text("relation", relation)?,
@@ -300,7 +300,7 @@ impl PyMemory {
         let (status, existing) = add_status(&outcome);
         Ok((
             status,
-            convert::fact_tuple(&outcome.fact),
+            convert::fact(py, &outcome.fact)?,
             convert::ids(&outcome.report.invalidated),
             existing.map(|id| id.to_string()),
         ))
@@ -308,13 +308,13 @@ impl PyMemory {
 
     /// Archives a conversation (JSON Lines) and extracts its facts with the `llm`.
     #[pyo3(signature = (transcript, title, session_time))]
-    fn add(
+    fn add<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         transcript: &Bound<'_, PyAny>,
         title: &Bound<'_, PyAny>,
         session_time: &Bound<'_, PyAny>,
-    ) -> PyResult<AddAnswer> {
+    ) -> PyResult<AddAnswer<'py>> {
         let transcript = convert::text("messages", transcript)?;
         let title = convert::optional_text("title", title)?;
         let session_time = convert::instant(py, "session_time", session_time)?;
@@ -335,7 +335,7 @@ impl PyMemory {
             report.messages,
             report.started_at.unix_micros(),
             extracted,
-            added,
+            convert::facts(py, &added)?,
             (
                 convert::ids(&changes.refreshed),
                 convert::ids(&changes.superseded),
@@ -349,14 +349,14 @@ impl PyMemory {
 
     /// The current facts (or those valid at `as_of`) that match `query`, best first.
     #[pyo3(signature = (query, limit, as_of, hybrid))]
-    fn search(
+    fn search<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         query: &Bound<'_, PyAny>,
         limit: &Bound<'_, PyAny>,
         as_of: &Bound<'_, PyAny>,
         hybrid: &Bound<'_, PyAny>,
-    ) -> PyResult<Vec<(f64, FactTuple)>> {
+    ) -> PyResult<Bound<'py, PyAny>> {
         let query = convert::text("query", query)?;
         let limit = convert::count(py, "limit", limit, 0, MAX_SEARCH_LIMIT)?;
         let as_of = convert::instant(py, "as_of", as_of)?;
@@ -375,19 +375,19 @@ impl PyMemory {
                 memory.search(&query, limit, as_of)
             }
         })?;
-        Ok(found.iter().map(convert::scored_tuple).collect())
+        convert::scored(py, &found)
     }
 
     /// The facts and episode messages that answer `query`, rendered within `max_tokens`.
     #[pyo3(signature = (query, max_tokens, limit, as_of))]
-    fn recall(
+    fn recall<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         query: &Bound<'_, PyAny>,
         max_tokens: &Bound<'_, PyAny>,
         limit: &Bound<'_, PyAny>,
         as_of: &Bound<'_, PyAny>,
-    ) -> PyResult<RecallAnswer> {
+    ) -> PyResult<RecallAnswer<'py>> {
         let query = convert::text("query", query)?;
         let max_tokens = convert::count(py, "max_tokens", max_tokens, 0, MAX_TOKENS)?;
         let limit = convert::count(py, "limit", limit, 0, MAX_SEARCH_LIMIT)?;
@@ -424,38 +424,42 @@ impl PyMemory {
         Ok((
             recall.text,
             recall.tokens,
-            recall.facts.iter().map(convert::scored_tuple).collect(),
+            convert::scored(py, &recall.facts)?,
             episodes,
         ))
     }
 
     /// The latest version of a fact, current or not.
-    fn get(&self, py: Python<'_>, id: &Bound<'_, PyAny>) -> PyResult<FactTuple> {
+    fn get<'py>(&self, py: Python<'py>, id: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let id = convert::text("id", id)?;
         let fact = self.run(py, move |memory| memory.get(&id))?;
-        Ok(convert::fact_tuple(&fact))
+        convert::fact(py, &fact)
     }
 
     /// Every current fact (or every fact valid at `as_of`), oldest first.
     #[pyo3(signature = (as_of))]
-    fn get_all(&self, py: Python<'_>, as_of: &Bound<'_, PyAny>) -> PyResult<Vec<FactTuple>> {
+    fn get_all<'py>(
+        &self,
+        py: Python<'py>,
+        as_of: &Bound<'_, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let as_of = convert::instant(py, "as_of", as_of)?;
         let facts = self.run(py, move |memory| memory.list(as_of))?;
-        Ok(facts.iter().map(convert::fact_tuple).collect())
+        convert::facts(py, &facts)
     }
 
     /// Changes a fact; answers the fact after the change and the id it superseded (a new
     /// object makes a new fact).
     #[pyo3(signature = (id, statement, object, category, confidence))]
-    fn update(
+    fn update<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         id: &Bound<'_, PyAny>,
         statement: &Bound<'_, PyAny>,
         object: &Bound<'_, PyAny>,
         category: &Bound<'_, PyAny>,
         confidence: &Bound<'_, PyAny>,
-    ) -> PyResult<(FactTuple, Option<String>)> {
+    ) -> PyResult<(Bound<'py, PyAny>, Option<String>)> {
         let id = convert::text("id", id)?;
         let change = MemoryChange {
             statement: convert::optional_text("statement", statement)?,
@@ -484,7 +488,7 @@ impl PyMemory {
             Ok((fact, old.id()))
         })?;
         let superseded = (fact.id() != old).then(|| old.to_string());
-        Ok((convert::fact_tuple(&fact), superseded))
+        Ok((convert::fact(py, &fact)?, superseded))
     }
 
     /// Deletes every version of a fact; answers how many.
@@ -495,16 +499,16 @@ impl PyMemory {
 
     /// Every version of the facts about `subject`, by the time they became true.
     #[pyo3(signature = (subject, as_of))]
-    fn history(
+    fn history<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         subject: &Bound<'_, PyAny>,
         as_of: &Bound<'_, PyAny>,
-    ) -> PyResult<Vec<FactTuple>> {
+    ) -> PyResult<Bound<'py, PyAny>> {
         let subject = convert::text("subject", subject)?;
         let as_of = convert::instant(py, "as_of", as_of)?;
         let versions = self.run(py, move |memory| memory.history(&subject, as_of))?;
-        Ok(versions.iter().map(convert::fact_tuple).collect())
+        convert::facts(py, &versions)
     }
 
     /// For the timing script (`bench/bench.py`): runs `search(query, limit)` for every
@@ -558,14 +562,14 @@ fn flag(param: &str, value: &Bound<'_, PyAny>) -> PyResult<bool> {
 fn added_facts(
     memory: &MemoryService,
     report: &ArchiveReport,
-) -> Result<Vec<FactTuple>, MemoryError> {
+) -> Result<Vec<SessionFact>, MemoryError> {
     let Some(changes) = &report.changes else {
         return Ok(Vec::new());
     };
     changes
         .added
         .iter()
-        .map(|id| memory.get(&id.to_string()).map(|f| convert::fact_tuple(&f)))
+        .map(|id| memory.get(&id.to_string()))
         .collect()
 }
 
