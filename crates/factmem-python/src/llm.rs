@@ -57,10 +57,13 @@ enum Reply {
     Text(String),
     Raised(PyErr, String),
     NotText(String),
+    /// The interpreter cannot run Python now (it is shutting down).
+    Unavailable,
 }
 
 fn call(callable: &Py<PyAny>, prompt: &str) -> Reply {
-    Python::attach(|py| match callable.bind(py).call1((prompt,)) {
+    // `try_attach`: an interpreter shutting down answers nothing rather than panic.
+    Python::try_attach(|py| match callable.bind(py).call1((prompt,)) {
         Ok(value) => match value.cast::<PyString>() {
             Ok(text) => match text.to_cow() {
                 Ok(text) => Reply::Text(text.into_owned()),
@@ -79,6 +82,7 @@ fn call(callable: &Py<PyAny>, prompt: &str) -> Reply {
             Reply::Raised(error, described)
         }
     })
+    .unwrap_or(Reply::Unavailable)
 }
 
 /// `TypeName: message` of an exception.
@@ -127,6 +131,10 @@ impl LlmClient for PyLlm {
             Ok(Reply::NotText(type_name)) => Err(LlmError::InvalidReply(format!(
                 "the llm callable returned {type_name}, not str"
             ))),
+            Ok(Reply::Unavailable) => Err(LlmError::Transport(
+                "the Python interpreter is shutting down: the llm callable was not called"
+                    .to_owned(),
+            )),
             Err(mpsc::RecvTimeoutError::Timeout) => Err(LlmError::Timeout {
                 after: self.timeout,
             }),

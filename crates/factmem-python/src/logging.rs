@@ -45,7 +45,8 @@ impl<S: Subscriber> Layer<S> for PythonLogging {
         let mut text = Text::default();
         event.record(&mut text);
         let message = format!("{}: {}", event.metadata().target(), text.0);
-        Python::attach(|py| {
+        // `try_attach`: an event while the interpreter shuts down is dropped, never a panic.
+        let _ = Python::try_attach(|py| {
             let logged = py
                 .import("logging")
                 .and_then(|logging| logging.call_method1("getLogger", (LOGGER,)))
