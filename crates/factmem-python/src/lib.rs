@@ -30,9 +30,11 @@ use pyo3::prelude::*;
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The module `factmem._factmem`: the classes, the version, and the log bridge installed.
+/// Public so a Rust test can load it into an embedded interpreter
+/// (`pyo3::wrap_pymodule!`) without building the wheel.
 #[pymodule]
 #[pyo3(name = "_factmem")]
-fn factmem_module(module: &Bound<'_, PyModule>) -> PyResult<()> {
+pub fn factmem_module(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("__version__", VERSION)?;
     module.add_class::<memory::PyMemory>()?;
     module.add_class::<runtime::PyRuntime>()?;
