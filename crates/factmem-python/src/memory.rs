@@ -90,6 +90,21 @@ impl PyMemory {
     }
 }
 
+impl Drop for PyMemory {
+    /// The store goes without the GIL, as in `close`: dropping a SQLite connection or a
+    /// PostgreSQL pool can wait, and a log event on another thread may want the GIL.
+    fn drop(&mut self) {
+        let taken = self
+            .service
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if taken.is_some() {
+            let _ = Python::try_attach(|py| py.detach(move || drop(taken)));
+        }
+    }
+}
+
 fn raise_closed(py: Python<'_>) -> PyErr {
     errors::raise(py, Kind::Error, "closed", "this Memory is closed", &[])
 }
