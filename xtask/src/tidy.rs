@@ -69,6 +69,11 @@ const CONCRETE: &[(&str, &str)] = &[
 ];
 /// The crates that choose implementations: the runtime and the binary on top of it.
 const COMPOSERS: &[&str] = &[RUNTIME, "facts"];
+/// The front ends: the crates users run or import (the `facts` command, the Python
+/// package). Each has a library target (for its tests, the fuzz target, the Python
+/// extension module), yet like a binary it depends on no workspace crate but
+/// `dispatch-runtime` (layering rule 5).
+const FRONT_ENDS: &[&str] = &["factmem-cli", "factmem-python"];
 /// Directories never searched for files.
 const SKIPPED_DIRS: &[&str] = &["target", ".git"];
 
@@ -306,8 +311,9 @@ struct CrateInfo {
 /// 3. No crate among `fact-model` and [`SERVICES`] depends on
 ///    `dispatch-runtime` (any kind): only it and binaries above it may.
 /// 4. No crate other than `xtask` depends on `xtask` (any kind).
-/// 5. A binary-only crate (no library target, not `xtask`) has a normal or build
-///    dependency on no workspace crate but `dispatch-runtime`: binaries reach the layers
+/// 5. A binary-only crate (no library target, not `xtask`) and a front end
+///    ([`FRONT_ENDS`]: the `facts` command, the Python package) has a normal or build
+///    dependency on no workspace crate but `dispatch-runtime`: they reach the layers
 ///    below through it (its `reexports`), so the runtime stays the one composer.
 ///
 /// Dependencies on crates that are not in `crates` are ignored.
@@ -338,15 +344,16 @@ fn check_layering(crates: &[CrateInfo]) -> Vec<String> {
                      belong in `{RUNTIME}`)"
                 ));
             }
-            if !krate.is_lib
+            if (!krate.is_lib || FRONT_ENDS.contains(&name))
                 && name != XTASK
                 && dep_name != RUNTIME
                 && dep_name != XTASK
                 && dep.kind != DepKind::Dev
             {
                 violations.push(format!(
-                    "binary crate `{name}` has a {kind} dependency on `{dep_name}`; \
-                     [layering 5] binaries depend on `{RUNTIME}` alone; fix: use what \
+                    "binary or front-end crate `{name}` has a {kind} dependency on \
+                     `{dep_name}`; [layering 5] binaries and front ends depend on \
+                     `{RUNTIME}` alone; fix: use what \
                      `{RUNTIME}` re-exports (`dispatch_runtime::reexports`), adding the \
                      item there if it is missing"
                 ));

@@ -11,7 +11,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use fact_extract::{CommandLlm, LlmExtractorConfig, LlmFactExtractor};
+use fact_extract::{
+    CommandLlm, ConversationExtractor, LlmClient, LlmExtractorConfig, LlmFactExtractor,
+};
 use fact_model::{Clock, FactId, ProfileField, SessionFact, Tag, Timestamp};
 use fact_retrieve::Recall;
 use fact_store::{Alias, ScoredFact, SkipReason};
@@ -81,6 +83,22 @@ pub fn command_extractor(
         clock,
         LlmExtractorConfig::default(),
     )
+}
+
+/// The extractor of any language model `client` (a front end's own: the Python package
+/// wraps a Python callable), with the default extraction settings and facts dated by
+/// `clock`: what [`command_extractor`] is for a model command, so a front end names no
+/// extractor implementation.
+#[must_use]
+pub fn client_extractor(
+    client: Arc<dyn LlmClient>,
+    clock: Arc<dyn Clock>,
+) -> Arc<dyn ConversationExtractor> {
+    Arc::new(LlmFactExtractor::new(
+        client,
+        clock,
+        LlmExtractorConfig::default(),
+    ))
 }
 
 macro_rules! request {

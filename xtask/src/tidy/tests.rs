@@ -206,6 +206,11 @@ mod layering {
                 false,
                 &[("dispatch-runtime", Normal), ("fact-store", Dev)],
             ),
+            krate(
+                "factmem-python",
+                true,
+                &[("dispatch-runtime", Normal), ("pyo3", Normal)],
+            ),
             krate("xtask", false, &[("serde_json", Dev)]),
         ]
     }
@@ -284,6 +289,21 @@ mod layering {
             &violations_with("factmem-cli", "factmem-ledger", Build),
             "factmem-cli",
             "5",
+        );
+        // A front end with a library target (the Python package) is held to the same rule.
+        assert_one(
+            &violations_with("factmem-python", "fact-store", Normal),
+            "factmem-python",
+            "5",
+        );
+        assert_one(
+            &violations_with("factmem-python", "fact-model", Build),
+            "factmem-python",
+            "5",
+        );
+        assert_eq!(
+            violations_with("factmem-python", "fact-store", Dev),
+            Vec::<String>::new()
         );
         // Tests of a binary may use the layers below.
         assert_eq!(

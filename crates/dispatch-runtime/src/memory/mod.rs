@@ -31,8 +31,8 @@ use fact_model::{
     SourceRole, Tag, Timestamp, TokenCounter, UserContext, normalize_entity,
 };
 use fact_retrieve::{
-    Bm25, Embedder, HybridError, HybridRetriever, MemoryData, MemoryFact, Recall, RecallQuery,
-    format_memory, recall,
+    Bm25, Embedder, FactQuery, HybridError, HybridRetriever, MemoryData, MemoryFact, Recall,
+    RecallQuery, format_memory, recall,
 };
 use fact_store::{
     AddReport, Alias, AliasChange, LongTermStore, MemoryWrite, ProfileEntry, ScoredFact,
@@ -523,6 +523,39 @@ impl MemoryService {
             term_query = term_query.with_as_of(at);
         }
         Ok(self.store.search(&term_query, &Bm25::default())?)
+    }
+
+    /// [`search`](Self::search) ranked by words and meaning together when the service
+    /// has an embedder ([`with_embedder`](Self::with_embedder);
+    /// [`HybridRetriever::rank`], fused as [`recall`](Self::recall) fuses them), by words
+    /// alone without one. The vector index holds what is valid now, so a search `as_of`
+    /// another instant ranks the facts valid then by their words, as `search` does. The
+    /// scores are the fusion's, not BM25's.
+    ///
+    /// # Errors
+    ///
+    /// The store's read error, or [`MemoryError::Embedding`] when the model fails on the
+    /// query.
+    pub fn search_hybrid(
+        &self,
+        query: &str,
+        limit: usize,
+        as_of: Option<Timestamp>,
+    ) -> Result<Vec<ScoredFact>, MemoryError> {
+        let Some(hybrid) = self.hybrid.as_ref().filter(|_| as_of.is_none()) else {
+            return self.search(query, limit, as_of);
+        };
+        let text = self.entities()?.expand_query(self.store.analyzer(), query);
+        let fact_query = FactQuery::new("", text).with_max_facts(limit);
+        Ok(hybrid
+            .rank(&fact_query)
+            .map_err(store_first)?
+            .into_iter()
+            .map(|found| ScoredFact {
+                fact: found.fact,
+                score: found.score,
+            })
+            .collect())
     }
 
     /// Every version of the facts about `subject` (normalized, resolved through the

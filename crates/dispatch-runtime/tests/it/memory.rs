@@ -8,7 +8,7 @@ use dispatch_runtime::{ArchiveRequest, MemoryChange, MemoryError, MemoryService,
 use fact_extract::{
     ConversationExtractor, LlmClient, LlmError, LlmExtractorConfig, LlmFactExtractor,
 };
-use fact_model::{ManualClock, Tag};
+use fact_model::{Clock, ManualClock, Tag};
 use fact_store::{InMemoryLongTermStore, StoreConfig};
 
 fn service() -> (MemoryService, Arc<ManualClock>) {
@@ -276,5 +276,65 @@ fn format_lists_facts_by_confidence() {
     assert!(
         text.contains("- [preference | 0.90] User prefers pytest"),
         "{text}"
+    );
+}
+
+/// A model of two dimensions: texts about places, and the rest.
+#[derive(Debug)]
+struct Places;
+
+impl fact_retrieve::Embedder for Places {
+    fn model(&self) -> &str {
+        "places-v1"
+    }
+
+    fn dimension(&self) -> usize {
+        2
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, fact_retrieve::EmbedError> {
+        Ok(texts
+            .iter()
+            .map(|text| {
+                let lower = text.to_lowercase();
+                if ["lisbon", "live", "home"].iter().any(|w| lower.contains(w)) {
+                    vec![1.0, 0.1]
+                } else {
+                    vec![0.1, 1.0]
+                }
+            })
+            .collect())
+    }
+}
+
+#[test]
+fn search_hybrid_finds_by_meaning_with_an_embedder_and_by_words_without() {
+    let (memory, clock) = service();
+    memory
+        .add(NewMemory::new("user", "moved_to", "Lisbon").with_statement("User moved to Lisbon"))
+        .unwrap();
+    memory
+        .add(preference("pytest", "User prefers pytest over unittest"))
+        .unwrap();
+    // No embedder: the words decide, as `search`.
+    let words = memory.search_hybrid("where is home", 10, None).unwrap();
+    assert_eq!(words, memory.search("where is home", 10, None).unwrap());
+    assert!(words.is_empty(), "{words:?}");
+    // With one: a question that shares no word with the fact finds it.
+    let memory = memory.with_embedder(Arc::new(Places)).unwrap();
+    let found = memory.search_hybrid("where is home", 10, None).unwrap();
+    assert_eq!(
+        found.first().map(|s| s.fact.object()),
+        Some("Lisbon"),
+        "{found:?}"
+    );
+    // As of another instant, the words alone (the vectors are of what is valid now).
+    clock.advance(Duration::from_secs(60));
+    let now = clock.now();
+    assert!(
+        memory
+            .search_hybrid("where is home", 10, Some(now))
+            .unwrap()
+            .is_empty()
     );
 }

@@ -1,0 +1,671 @@
+"""factmem: temporal fact memory for agents, in-process.
+
+The Rust factmem memory and dispatch runtime, loaded into Python:
+
+- :class:`Memory`: long-term memory of one scope (facts that supersede each other in
+  time, conversations archived as episodes, recall within a token budget) on a SQLite
+  file, a PostgreSQL server or in process memory.
+- :class:`Runtime`: the dispatch runtime of one project, speaking the JSON protocol of
+  ``docs/protocol.md``.
+
+Results are frozen dataclasses with ``to_dict()``; datetimes are timezone-aware (UTC).
+Errors are :class:`Error` and its subclasses. The GIL is released while the store or a
+model works, so threads share one :class:`Memory` and run in parallel. Logs go to the
+``factmem`` logger of :mod:`logging`.
+"""
+
+import json
+import logging
+import os
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+from . import _factmem as _native
+from ._errors import Error, ExtractionError, InvalidInput, NotFound, StoreError
+
+__version__: str = _native.__version__
+
+__all__ = [
+    "AddFactResult",
+    "AddResult",
+    "Error",
+    "ExtractionError",
+    "Fact",
+    "InvalidInput",
+    "Memory",
+    "NotFound",
+    "Recall",
+    "RecalledEpisode",
+    "RecalledMessage",
+    "Runtime",
+    "ScoredFact",
+    "StoreError",
+    "__version__",
+]
+
+_log = logging.getLogger("factmem")
+_log.addHandler(logging.NullHandler())
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_MICROSECOND = timedelta(microseconds=1)
+_EARLIEST = datetime.min.replace(tzinfo=timezone.utc)
+_LATEST = datetime.max.replace(tzinfo=timezone.utc)
+
+#: The default budget of :meth:`Memory.recall` and :meth:`Memory.format`, in tokens.
+DEFAULT_MAX_TOKENS = 2000
+#: How long the ``llm`` may take per call by default, in seconds.
+DEFAULT_TIMEOUT = 120.0
+
+
+def _datetime(micros: Optional[int]) -> Optional[datetime]:
+    """Unix microseconds as an aware UTC datetime (``None`` stays ``None``). The store
+    keeps years 0000 to 9999; Python has no year 0, so an instant in it is the earliest
+    datetime Python has."""
+    if micros is None:
+        return None
+    try:
+        return _EPOCH + micros * _MICROSECOND
+    except OverflowError:
+        return _EARLIEST if micros < 0 else _LATEST
+
+
+def _micros(name: str, value: Any) -> Optional[int]:
+    """An aware datetime as Unix microseconds; ``TypeError`` or ``InvalidInput`` naming
+    the parameter otherwise."""
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise TypeError(f"{name}: expected datetime, got {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidInput(
+            f"{name}: a timezone-aware datetime is required "
+            "(datetime.now(timezone.utc), not datetime.now())"
+        )
+    return (value - _EPOCH) // _MICROSECOND
+
+
+def _iso(value: Optional[datetime]) -> Optional[str]:
+    return None if value is None else value.isoformat()
+
+
+def _path(name: str, value: Any) -> Optional[str]:
+    """A path or URL argument as text: ``str`` or :class:`os.PathLike` of ``str``."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, os.PathLike):
+        path = os.fspath(value)
+        if isinstance(path, str):
+            return path
+    raise TypeError(f"{name}: expected str or os.PathLike, got {type(value).__name__}")
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One version of a fact: ``subject relation object``, true from ``valid_from`` until
+    ``valid_to`` (``None`` while it is current). A newer fact with the same subject and
+    relation supersedes it (``superseded_by``); history keeps every version."""
+
+    id: str
+    subject: str
+    relation: str
+    object: str
+    statement: Optional[str]
+    tags: Tuple[str, ...]
+    confidence: float
+    source: str
+    valid_from: datetime
+    valid_to: Optional[datetime]
+    recorded_at: Optional[datetime]
+    superseded_by: Optional[str]
+
+    @property
+    def category(self) -> str:
+        """The first tag (``preference``, ``knowledge``, ...)."""
+        return self.tags[0] if self.tags else "knowledge"
+
+    @property
+    def is_current(self) -> bool:
+        """Whether the fact is true now (no ``valid_to``)."""
+        return self.valid_to is None
+
+    @property
+    def memory(self) -> str:
+        """The fact as text: its statement, else ``subject relation object`` (Mem0's
+        ``memory`` field)."""
+        return self.statement or f"{self.subject} {self.relation} {self.object}"
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The fact as JSON-ready values: datetimes in ISO 8601, tags as a list."""
+        return {
+            "id": self.id,
+            "subject": self.subject,
+            "relation": self.relation,
+            "object": self.object,
+            "statement": self.statement,
+            "memory": self.memory,
+            "tags": list(self.tags),
+            "confidence": self.confidence,
+            "source": self.source,
+            "valid_from": _iso(self.valid_from),
+            "valid_to": _iso(self.valid_to),
+            "recorded_at": _iso(self.recorded_at),
+            "superseded_by": self.superseded_by,
+        }
+
+
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _fact(row: Sequence[Any]) -> Fact:
+    """A :class:`Fact` from the native row. The hot path of every read: the instance's
+    ``__dict__`` is set whole rather than through the frozen dataclass's ``__init__``
+    (twelve ``object.__setattr__`` calls), which halves what a search costs in Python;
+    the values are the ones ``__init__`` would store."""
+    (id_, subject, relation, object_, statement, tags, confidence, source,
+     valid_from, valid_to, recorded_at, superseded_by) = row  # fmt: skip
+    fact = _new(Fact)
+    _set(fact, "__dict__", {
+        "id": id_, "subject": subject, "relation": relation, "object": object_,
+        "statement": statement, "tags": tuple(tags), "confidence": confidence,
+        "source": source, "valid_from": _instant(valid_from),
+        "valid_to": None if valid_to is None else _instant(valid_to),
+        "recorded_at": None if recorded_at is None else _instant(recorded_at),
+        "superseded_by": superseded_by,
+    })  # fmt: skip
+    return fact
+
+
+_INSTANTS: Dict[int, datetime] = {}
+#: How many instants :func:`_instant` keeps (a fact's ``valid_from`` is most often its
+#: ``recorded_at``, and the facts of one batch share both).
+_INSTANTS_KEPT = 4096
+
+
+def _instant(micros: int) -> datetime:
+    """:func:`_datetime` with a small cache of the instants made last (datetimes are
+    immutable, so sharing one is invisible)."""
+    made = _INSTANTS.get(micros)
+    if made is None:
+        if len(_INSTANTS) >= _INSTANTS_KEPT:
+            _INSTANTS.clear()
+        made = _INSTANTS[micros] = _datetime(micros)  # type: ignore[assignment]
+    return made  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class ScoredFact:
+    """A fact that answered a query, with its score (higher is better)."""
+
+    score: float
+    fact: Fact
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The fact's fields and ``score``."""
+        out = self.fact.to_dict()
+        out["score"] = self.score
+        return out
+
+
+def _scored(rows: Sequence[Any]) -> List[ScoredFact]:
+    out = []
+    for score, row in rows:
+        scored = _new(ScoredFact)
+        _set(scored, "__dict__", {"score": score, "fact": _fact(row)})
+        out.append(scored)
+    return out
+
+
+@dataclass(frozen=True)
+class AddFactResult:
+    """What :meth:`Memory.add_fact` did. ``status``: ``added``; ``already_current``
+    (the same fact is current, nothing changed); ``duplicate`` (a current fact states
+    the same sentence: ``existing_id``); ``arrived_superseded`` (older than the current
+    fact of its subject and relation: stored as history); ``skipped``."""
+
+    status: str
+    fact: Fact
+    superseded: List[str] = field(default_factory=list)
+    existing_id: Optional[str] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "status": self.status,
+            "fact": self.fact.to_dict(),
+            "superseded": list(self.superseded),
+            "existing_id": self.existing_id,
+        }
+
+
+@dataclass(frozen=True)
+class AddResult:
+    """What :meth:`Memory.add` did: the episode archived, and when an ``llm`` extracted
+    (``extracted``), what changed: the facts ``added``, and the ids of facts
+    ``refreshed`` (stated again), ``superseded`` (replaced by a newer fact), ``removed``
+    (the model said they no longer hold) and ``arrived_superseded`` (older than the
+    current truth); ``skipped`` counts repeats; ``diagnostics`` lists what was not
+    understood (an unparseable reply is one, never an exception)."""
+
+    episode_id: str
+    title: str
+    messages: int
+    started_at: datetime
+    extracted: bool
+    added: List[Fact]
+    refreshed: List[str]
+    superseded: List[str]
+    removed: List[str]
+    arrived_superseded: List[str]
+    skipped: int
+    diagnostics: List[str]
+
+    def to_dict(self) -> Dict[str, Any]:
+        out = asdict(self)
+        out["started_at"] = _iso(self.started_at)
+        out["added"] = [fact.to_dict() for fact in self.added]
+        return out
+
+
+@dataclass(frozen=True)
+class RecalledMessage:
+    """A message of an episode that answered a recall."""
+
+    turn: int
+    role: str
+    content: str
+    at: Optional[datetime]
+    score: float
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"turn": self.turn, "role": self.role, "content": self.content,
+                "at": _iso(self.at), "score": self.score}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RecalledEpisode:
+    """An episode (an archived conversation) that answered a recall."""
+
+    id: str
+    title: str
+    at: datetime
+    summary: str
+    messages: List[RecalledMessage]
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"id": self.id, "title": self.title, "at": _iso(self.at),
+                "summary": self.summary,
+                "messages": [m.to_dict() for m in self.messages]}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Recall:
+    """What :meth:`Memory.recall` found: ``text`` (``## Relevant Facts`` and ``## Related
+    Episodes``, within the budget; put it in a prompt) costing ``tokens``, and the facts
+    and episodes it shows."""
+
+    text: str
+    tokens: int
+    facts: List[ScoredFact]
+    episodes: List[RecalledEpisode]
+
+    def __str__(self) -> str:
+        return self.text
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"text": self.text, "tokens": self.tokens,
+                "facts": [f.to_dict() for f in self.facts],
+                "episodes": [e.to_dict() for e in self.episodes]}  # fmt: skip
+
+
+_MessageInput = Union[str, Mapping[str, Any], Sequence[Mapping[str, Any]]]
+
+
+def _transcript(messages: Any) -> str:
+    """``messages`` as the JSON Lines transcript the store reads."""
+    if isinstance(messages, str):
+        messages = [{"role": "user", "content": messages}]
+    elif isinstance(messages, Mapping):
+        messages = [messages]
+    elif not isinstance(messages, (list, tuple)):
+        raise TypeError(
+            "messages: expected str, a message dict or a list of them, "
+            f"got {type(messages).__name__}"
+        )
+    lines = []
+    for index, message in enumerate(messages):
+        name = f"messages[{index}]"
+        if not isinstance(message, Mapping):
+            raise TypeError(f"{name}: expected dict, got {type(message).__name__}")
+        line: Dict[str, Any] = {}
+        for key, value in message.items():
+            if key in ("role", "content"):
+                if not isinstance(value, str):
+                    raise TypeError(f"{name}.{key}: expected str, got {type(value).__name__}")
+                line[key] = value
+            elif key in ("timestamp", "time", "created_at"):
+                if isinstance(value, datetime):
+                    line["timestamp"] = _iso(_datetime(_micros(f"{name}.{key}", value)))
+                elif isinstance(value, str) or value is None:
+                    line["timestamp"] = value
+                else:
+                    raise TypeError(
+                        f"{name}.{key}: expected datetime or str, got {type(value).__name__}"
+                    )
+            elif key == "name":
+                continue  # OpenAI's speaker name: not kept.
+            else:
+                raise InvalidInput(
+                    f"{name}: unknown key {key!r} (allowed: role, content, timestamp)"
+                )
+        if "role" not in line or "content" not in line:
+            raise InvalidInput(f"{name}: needs 'role' and 'content'")
+        lines.append(json.dumps(line, ensure_ascii=False))
+    if not lines:
+        raise InvalidInput("messages: give at least one message")
+    return "\n".join(lines)
+
+
+class Memory:
+    """Long-term memory of one ``scope`` (one user, one agent), in ``db``.
+
+    ``db``: ``None`` (process memory, gone when the object is), a SQLite path (created
+    with its directory) or a ``postgres://`` URL (shared by every process that connects).
+    ``embedder``: a directory with a sentence-embedding model (``model.onnx``,
+    ``tokenizer.json`` and ONNX Runtime) for recall and search by meaning.
+    ``llm``: any callable ``str -> str`` (an OpenAI, Anthropic or local client) that
+    :meth:`add` asks to extract facts from conversations, waiting at most ``timeout``
+    seconds per call.
+
+    Safe to share between threads; a context manager that closes the store.
+    """
+
+    __slots__ = ("_native", "__weakref__")
+
+    def __init__(
+        self,
+        db: Union[None, str, "os.PathLike[str]"] = None,
+        scope: str = "default",
+        embedder: Union[None, str, "os.PathLike[str]"] = None,
+        llm: Optional[Callable[[str], str]] = None,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        self._native = _native.Memory(
+            _path("db", db), scope, _path("embedder", embedder), llm, timeout
+        )
+        _log.debug("opened %r (scope %r)", self._native, scope)
+
+    def __repr__(self) -> str:
+        return repr(self._native)
+
+    def __enter__(self) -> "Memory":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._native.closed
+
+    def close(self) -> None:
+        """Closes the store; later calls raise :class:`Error` (code ``closed``)."""
+        self._native.close()
+
+    def add(
+        self,
+        messages: _MessageInput,
+        *,
+        session_time: Optional[datetime] = None,
+        metadata: Optional[Mapping[str, Any]] = None,
+        title: Optional[str] = None,
+    ) -> AddResult:
+        """Archives a conversation as an episode and, with an ``llm``, extracts its facts:
+        new facts supersede the current ones of their subject and relation, and the model,
+        told what memory holds, may supersede or remove facts by id. The extraction is
+        applied in one commit, or not at all.
+
+        ``messages``: a string (one user message), a ``{"role", "content"}`` dict
+        (optionally ``"timestamp"``: a datetime or RFC 3339 text), or a list of them.
+        ``session_time`` dates the messages without a time of their own (default: now).
+        ``metadata``: only ``{"title": str}`` is read (the episode's title); factmem keeps
+        no other metadata, so another key is :class:`InvalidInput`.
+        """
+        if metadata is not None:
+            if not isinstance(metadata, Mapping):
+                raise TypeError(f"metadata: expected dict, got {type(metadata).__name__}")
+            for key in metadata:
+                if key != "title":
+                    raise InvalidInput(
+                        f"metadata: unknown key {key!r}: only 'title' is kept"
+                    )
+            if title is None:
+                title = metadata.get("title")
+        row = self._native.add(
+            _transcript(messages), title, _micros("session_time", session_time)
+        )
+        (episode_id, title_, count, started_at, extracted, added,
+         (refreshed, superseded, removed, arrived), skipped, diagnostics) = row  # fmt: skip
+        for line in diagnostics:
+            _log.info("add %s: %s", episode_id, line)
+        return AddResult(
+            episode_id, title_, count, _datetime(started_at), extracted,
+            [_fact(f) for f in added], refreshed, superseded, removed, arrived,
+            skipped, diagnostics,
+        )  # fmt: skip
+
+    def add_fact(
+        self,
+        subject: str,
+        relation: str,
+        object: str,
+        statement: Optional[str] = None,
+        *,
+        category: str = "knowledge",
+        confidence: float = 1.0,
+        valid_from: Optional[datetime] = None,
+    ) -> AddFactResult:
+        """Remembers one fact, true from ``valid_from`` (default: now). A current fact
+        with the same subject and relation is superseded; one whose statement a current
+        fact already holds is a ``duplicate``."""
+        status, row, superseded, existing = self._native.add_fact(
+            subject, relation, object, statement, category, confidence,
+            _micros("valid_from", valid_from),
+        )  # fmt: skip
+        return AddFactResult(status, _fact(row), superseded, existing)
+
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        as_of: Optional[datetime] = None,
+        hybrid: bool = False,
+    ) -> List[ScoredFact]:
+        """The current facts (or those valid at ``as_of``) that match ``query``, best
+        first: BM25 over their words, or with ``hybrid=True`` (needs ``embedder``) words
+        and meaning fused."""
+        return _scored(
+            self._native.search(query, limit, _micros("as_of", as_of), hybrid)
+        )
+
+    def recall(
+        self,
+        query: str,
+        *,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        limit: int = 10,
+        as_of: Optional[datetime] = None,
+    ) -> Recall:
+        """The facts and archived messages that answer ``query``, as text for a prompt
+        within ``max_tokens`` (whole lines only), plus what it shows. With an
+        ``embedder``, facts are ranked by words and meaning."""
+        text, tokens, facts, episodes = self._native.recall(
+            query, max_tokens, limit, _micros("as_of", as_of)
+        )
+        return Recall(
+            text,
+            tokens,
+            _scored(facts),
+            [
+                RecalledEpisode(
+                    id_, title, _datetime(at), summary,
+                    [RecalledMessage(turn, role, content, _datetime(when), score)
+                     for turn, role, content, when, score in messages],
+                )  # fmt: skip
+                for id_, title, at, summary, messages in episodes
+            ],
+        )
+
+    def get(self, id: str) -> Fact:
+        """The latest version of the fact ``id`` (16 hex digits), current or not;
+        :class:`NotFound` when there is none."""
+        return _fact(self._native.get(id))
+
+    def get_all(self, *, as_of: Optional[datetime] = None) -> List[Fact]:
+        """Every current fact (or every fact valid at ``as_of``), oldest first."""
+        return [_fact(row) for row in self._native.get_all(_micros("as_of", as_of))]
+
+    def update(
+        self,
+        id: str,
+        *,
+        statement: Optional[str] = None,
+        object: Optional[str] = None,
+        category: Optional[str] = None,
+        confidence: Optional[float] = None,
+    ) -> Fact:
+        """Changes a fact and returns it as it now is. A new ``object`` makes a new fact
+        (a new id) that supersedes the old one, which history keeps; the other changes
+        edit the fact in place."""
+        row, _superseded = self._native.update(id, statement, object, category, confidence)
+        return _fact(row)
+
+    def delete(self, id: str) -> int:
+        """Deletes every version of a fact (for good: not an ending in time); returns how
+        many versions went."""
+        return self._native.delete(id)
+
+    def history(self, subject: str, *, as_of: Optional[datetime] = None) -> List[Fact]:
+        """Every version of the facts about ``subject`` (and its aliases), by the time
+        they became true; ended versions carry ``valid_to`` and ``superseded_by``."""
+        return [_fact(row) for row in self._native.history(subject, _micros("as_of", as_of))]
+
+    def format(
+        self, max_tokens: int = DEFAULT_MAX_TOKENS, *, as_of: Optional[datetime] = None
+    ) -> str:
+        """The whole memory as a system-prompt block (``User Context:``, ``History:``,
+        ``Facts:`` by confidence) within ``max_tokens``."""
+        return self._native.format(max_tokens, _micros("as_of", as_of))
+
+
+def _raise_for(answer: Dict[str, Any]) -> None:
+    """The protocol's error answer as an exception of this package."""
+    error = answer.get("error") or {}
+    code = str(error.get("code", "error"))
+    message = str(error.get("message", code))
+    if code.startswith("store_"):
+        raise StoreError(message, code)
+    if code.endswith("not_found") or code == "run_not_initialized":
+        raise NotFound(message, code)
+    if code.startswith("invalid_") or code in ("run_rebind",):
+        raise InvalidInput(message, code)
+    raise Error(message, code)
+
+
+class Runtime:
+    """The dispatch runtime of the project at ``project`` (its
+    ``.spec-context/specs/<spec>/tasks.md``), with each spec's facts in ``db`` (a SQLite
+    path or a ``postgres://`` URL) or in process memory.
+
+    :meth:`handle` answers any request of the JSON protocol (``docs/protocol.md``) as the
+    ``facts`` command does; :meth:`init_run`, :meth:`compile_prompt` and
+    :meth:`ingest_output` are the common actions as methods, raising :class:`Error`
+    subclasses where the answer is an error. Safe to share between threads.
+    """
+
+    __slots__ = ("_native",)
+
+    def __init__(
+        self,
+        project: Union[str, "os.PathLike[str]"] = ".",
+        db: Union[None, str, "os.PathLike[str]"] = None,
+    ) -> None:
+        self._native = _native.Runtime(_path("project", project), _path("db", db))
+
+    def __repr__(self) -> str:
+        return repr(self._native)
+
+    def handle(self, request: Mapping[str, Any]) -> Dict[str, Any]:
+        """Answers one protocol request (``{"action": ..., ...}``) with its answer
+        (``{"ok": true, ...}`` or ``{"ok": false, "error": {"code", "message"}}``)."""
+        if not isinstance(request, Mapping):
+            raise TypeError(f"request: expected dict, got {type(request).__name__}")
+        try:
+            text = json.dumps(request, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError) as error:
+            raise TypeError(f"request: not JSON: {error}") from None
+        answer: Dict[str, Any] = json.loads(self._native.handle(text))
+        return answer
+
+    def _call(self, request: Dict[str, Any]) -> Dict[str, Any]:
+        answer = self.handle({k: v for k, v in request.items() if v is not None})
+        if not answer.get("ok"):
+            _raise_for(answer)
+        return answer
+
+    def init_run(
+        self,
+        spec_name: str,
+        task_id: str,
+        *,
+        run_id: Optional[str] = None,
+        project_path: Union[None, str, "os.PathLike[str]"] = None,
+        rebind: bool = False,
+    ) -> Dict[str, Any]:
+        """Binds a run to a task of a spec's tasks.md; the answer has ``run_id``."""
+        return self._call({
+            "action": "init_run", "spec_name": spec_name, "task_id": task_id,
+            "run_id": run_id, "project_path": _path("project_path", project_path),
+            "rebind": rebind or None,
+        })  # fmt: skip
+
+    def compile_prompt(
+        self,
+        run_id: str,
+        role: str,
+        task_id: str,
+        *,
+        task_prompt: Optional[str] = None,
+        max_output_tokens: Optional[int] = None,
+    ) -> Dict[str, Any]:
+        """The prompt for ``role`` (``implementer`` or ``reviewer``) on the run's task,
+        with the facts earlier tasks left (``session_context``)."""
+        return self._call({
+            "action": "compile_prompt", "run_id": run_id, "role": role,
+            "task_id": task_id, "task_prompt": task_prompt,
+            "max_output_tokens": max_output_tokens,
+        })  # fmt: skip
+
+    def ingest_output(
+        self,
+        run_id: str,
+        role: str,
+        task_id: str,
+        output: str,
+        *,
+        max_output_tokens: Optional[int] = None,
+    ) -> Dict[str, Any]:
+        """Reads an agent's raw output: facts into the spec's store, the task ledger
+        updated, and ``next_action``. An output that breaks the contract is an answer
+        with ``status`` ``failed`` (and ``next_action``), not an exception."""
+        answer = self.handle({k: v for k, v in {
+            "action": "ingest_output", "run_id": run_id, "role": role,
+            "task_id": task_id, "output": output,
+            "max_output_tokens": max_output_tokens,
+        }.items() if v is not None})  # fmt: skip
+        if not answer.get("ok") and answer.get("status") != "failed":
+            _raise_for(answer)
+        return answer

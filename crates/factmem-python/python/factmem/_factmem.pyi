@@ -1,0 +1,72 @@
+"""The native half of factmem (Rust, PyO3). Import :mod:`factmem` instead: it checks
+datetimes and builds the dataclasses from the tuples answered here.
+
+A fact crosses as ``FactRow``: ``(id, subject, relation, object, statement, tags,
+confidence, source, valid_from, valid_to, recorded_at, superseded_by)``, instants in Unix
+microseconds (UTC).
+"""
+
+from typing import Any, Callable, List, Optional, Tuple
+
+__version__: str
+
+FactRow = Tuple[
+    str, str, str, str, Optional[str], List[str], float, str, int, Optional[int],
+    Optional[int], Optional[str],
+]
+ScoredRow = Tuple[float, FactRow]
+MessageRow = Tuple[int, str, str, Optional[int], float]
+EpisodeRow = Tuple[str, str, int, str, List[MessageRow]]
+
+class Memory:
+    def __init__(
+        self,
+        db: Optional[str],
+        scope: str,
+        embedder: Optional[str],
+        llm: Optional[Callable[[str], str]],
+        timeout: float,
+    ) -> None: ...
+    @property
+    def closed(self) -> bool: ...
+    def close(self) -> None: ...
+    def add_fact(
+        self,
+        subject: str,
+        relation: str,
+        object: str,
+        statement: Optional[str],
+        category: str,
+        confidence: float,
+        valid_from: Optional[int],
+    ) -> Tuple[str, FactRow, List[str], Optional[str]]: ...
+    def add(
+        self, transcript: str, title: Optional[str], session_time: Optional[int]
+    ) -> Tuple[
+        str, str, int, int, bool, List[FactRow],
+        Tuple[List[str], List[str], List[str], List[str]], int, List[str],
+    ]: ...
+    def search(
+        self, query: str, limit: int, as_of: Optional[int], hybrid: bool
+    ) -> List[ScoredRow]: ...
+    def recall(
+        self, query: str, max_tokens: int, limit: int, as_of: Optional[int]
+    ) -> Tuple[str, int, List[ScoredRow], List[EpisodeRow]]: ...
+    def get(self, id: str) -> FactRow: ...
+    def get_all(self, as_of: Optional[int]) -> List[FactRow]: ...
+    def update(
+        self,
+        id: str,
+        statement: Optional[str],
+        object: Optional[str],
+        category: Optional[str],
+        confidence: Optional[float],
+    ) -> Tuple[FactRow, Optional[str]]: ...
+    def delete(self, id: str) -> int: ...
+    def history(self, subject: str, as_of: Optional[int]) -> List[FactRow]: ...
+    def format(self, max_tokens: int, as_of: Optional[int]) -> str: ...
+
+class Runtime:
+    def __init__(self, project: str, db: Optional[str]) -> None: ...
+    def handle(self, request: str) -> str: ...
+

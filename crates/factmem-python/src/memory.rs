@@ -1,0 +1,619 @@
+//! `factmem._factmem.Memory`: one scope of long-term memory (`dispatch_runtime`'s
+//! [`MemoryService`]) for Python, on a SQLite file, a PostgreSQL server or in process
+//! memory.
+//!
+//! Every method checks its arguments first (a `TypeError` or `InvalidInput` naming the
+//! parameter), then releases the GIL for the store and model work. The service sits
+//! behind a lock that is held only to clone its `Arc`: threads share one `Memory`, and
+//! `close` takes the service out, so later calls raise `factmem.Error` (code `closed`)
+//! while calls already running finish on their own reference.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
+
+use dispatch_runtime::durable::{self, Database};
+use dispatch_runtime::memory_protocol::{MAX_SEARCH_LIMIT, add_status, client_extractor};
+use dispatch_runtime::reexports::{Clock, InMemoryLongTermStore, SessionFact, SystemClock};
+use dispatch_runtime::{
+    ArchiveReport, ArchiveRequest, MemoryChange, MemoryError, MemoryService, NewMemory,
+};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyFloat, PyInt};
+
+use crate::convert;
+use crate::errors::{self, Kind};
+use crate::llm::{self, PyLlm};
+
+/// The most tokens `recall` and `format` may be asked to fit (a million).
+const MAX_TOKENS: usize = 1_000_000;
+/// The longest `timeout` of the `llm`, in seconds (a day).
+const MAX_TIMEOUT_SECS: f64 = 86_400.0;
+/// The source of facts added through `add_fact`.
+const SOURCE: &str = "python";
+
+/// What `add_fact` answers: the status (`added`, `already_current`, `duplicate`,
+/// `arrived_superseded`, `skipped`), the fact, the ids it superseded, and for a duplicate
+/// the id of the fact that already states it.
+type AddFactAnswer<'py> = (&'static str, Bound<'py, PyAny>, Vec<String>, Option<String>);
+/// What `add` answers: the episode's id, title, message count and start (µs), whether a
+/// model extracted, the facts added, and the ids refreshed, superseded, removed, arrived
+/// superseded; the skipped count, and the diagnostics.
+type AddAnswer<'py> = (
+    String,
+    String,
+    usize,
+    i64,
+    bool,
+    Bound<'py, PyAny>,
+    (Vec<String>, Vec<String>, Vec<String>, Vec<String>),
+    usize,
+    Vec<String>,
+);
+/// A message that answered a recall: its turn, role, content, time (µs) and score.
+type MessageTuple = (usize, &'static str, String, Option<i64>, f64);
+/// An episode that answered a recall: id, title, time (µs), summary, messages.
+type EpisodeTuple = (String, String, i64, String, Vec<MessageTuple>);
+/// What `recall` answers: the text, its tokens, the facts and the episodes.
+type RecallAnswer<'py> = (String, usize, Bound<'py, PyAny>, Vec<EpisodeTuple>);
+
+/// One scope of long-term memory. See the module documentation and the package's stubs.
+#[pyclass(name = "Memory", module = "factmem._factmem", frozen)]
+pub struct PyMemory {
+    service: RwLock<Option<Arc<MemoryService>>>,
+    /// Where it lives, for `repr` (a PostgreSQL URL without its password).
+    label: String,
+    /// Whether an embedder makes `search(hybrid=True)` and recall semantic.
+    semantic: bool,
+}
+
+impl PyMemory {
+    /// The open service, or `factmem.Error` (code `closed`).
+    fn service(&self, py: Python<'_>) -> PyResult<Arc<MemoryService>> {
+        self.service
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .ok_or_else(|| raise_closed(py))
+    }
+
+    /// Runs `work` on the open service with the GIL released; its error as the
+    /// package's exception.
+    fn run<T: Send>(
+        &self,
+        py: Python<'_>,
+        work: impl FnOnce(&MemoryService) -> Result<T, MemoryError> + Send,
+    ) -> PyResult<T> {
+        let service = self.service(py)?;
+        py.detach(move || work(&service))
+            .map_err(|error| memory_error(py, &error))
+    }
+}
+
+impl Drop for PyMemory {
+    /// The store goes without the GIL, as in `close`: dropping a SQLite connection or a
+    /// PostgreSQL pool can wait, and a log event on another thread may want the GIL.
+    fn drop(&mut self) {
+        let taken = self
+            .service
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if taken.is_some() {
+            let _ = Python::try_attach(|py| py.detach(move || drop(taken)));
+        }
+    }
+}
+
+fn raise_closed(py: Python<'_>) -> PyErr {
+    errors::raise(py, Kind::Error, "closed", "this Memory is closed", &[])
+}
+
+/// A memory error as the package's exception; an extraction that failed because the
+/// `llm` raised chains that exception as `__cause__`.
+fn memory_error(py: Python<'_>, error: &MemoryError) -> PyErr {
+    let raised = errors::memory_error(py, error);
+    if matches!(error, MemoryError::Extraction { .. }) {
+        raised.set_cause(py, llm::take_cause());
+    }
+    raised
+}
+
+/// Why a memory could not be opened: the exception's class, code and message.
+struct OpenError {
+    kind: Kind,
+    code: &'static str,
+    message: String,
+}
+
+impl OpenError {
+    fn new(kind: Kind, code: &'static str, message: impl Into<String>) -> Self {
+        OpenError {
+            kind,
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+/// The service over `db` (`None`: process memory), scope `scope`.
+fn open(db: Option<&str>, scope: &str, clock: Arc<dyn Clock>) -> Result<MemoryService, OpenError> {
+    let Some(db) = db else {
+        return Ok(MemoryService::new(
+            Arc::new(InMemoryLongTermStore::default()),
+            clock,
+        ));
+    };
+    let database: Database = db
+        .parse()
+        .map_err(|e| OpenError::new(Kind::InvalidInput, "invalid_input", format!("db: {e}")))?;
+    #[allow(irrefutable_let_patterns)] // Both backends are compiled in.
+    if let Database::Sqlite(path) = &database {
+        create_parent(path)?;
+    }
+    durable::open_memory_on(&database, scope, clock)
+        .map_err(|e| OpenError::new(Kind::Store, e.code(), e.to_string()))
+}
+
+/// Creates the directory of a SQLite file when it is missing.
+fn create_parent(path: &Path) -> Result<(), OpenError> {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() && !parent.exists() => {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                OpenError::new(
+                    Kind::Store,
+                    "io",
+                    format!("cannot create {}: {e}", parent.display()),
+                )
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The label of `db` for `repr`: a PostgreSQL URL without its password.
+fn label(db: Option<&str>) -> String {
+    match db.map(str::parse::<Database>) {
+        None => ":memory:".to_owned(),
+        Some(Ok(database)) => database.to_string(),
+        Some(Err(_)) => "?".to_owned(),
+    }
+}
+
+/// A timeout argument in seconds: a positive real number up to a day.
+fn timeout(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Duration> {
+    if !(value.is_instance_of::<PyFloat>() || value.is_instance_of::<PyInt>())
+        || value.is_instance_of::<PyBool>()
+    {
+        return Err(errors::wrong_type("timeout", "float", value));
+    }
+    let seconds: f64 = value
+        .extract()
+        .map_err(|_| errors::invalid(py, "timeout", "out of range"))?;
+    if seconds > 0.0 && seconds <= MAX_TIMEOUT_SECS {
+        Ok(Duration::from_secs_f64(seconds))
+    } else {
+        Err(errors::invalid(
+            py,
+            "timeout",
+            &format!("must be above 0 and at most {MAX_TIMEOUT_SECS} seconds"),
+        ))
+    }
+}
+
+#[pymethods]
+impl PyMemory {
+    /// Opens the memory of `scope` in `db` (see the package's stubs).
+    #[new]
+    #[pyo3(signature = (db, scope, embedder, llm, timeout))]
+    fn new(
+        py: Python<'_>,
+        db: &Bound<'_, PyAny>,
+        scope: &Bound<'_, PyAny>,
+        embedder: &Bound<'_, PyAny>,
+        llm: &Bound<'_, PyAny>,
+        timeout: &Bound<'_, PyAny>,
+    ) -> PyResult<Self> {
+        let db = convert::optional_text("db", db)?;
+        let scope = convert::text("scope", scope)?;
+        if scope.trim().is_empty() {
+            return Err(errors::invalid(py, "scope", "must not be empty"));
+        }
+        let embedder = convert::optional_text("embedder", embedder)?.map(PathBuf::from);
+        let llm = if llm.is_none() {
+            None
+        } else if llm.is_callable() {
+            Some(llm.clone().unbind())
+        } else {
+            return Err(errors::wrong_type("llm", "a callable str -> str", llm));
+        };
+        let timeout = self::timeout(py, timeout)?;
+        if db.as_deref().is_some_and(|db| db.trim().is_empty()) {
+            return Err(errors::invalid(py, "db", "must not be empty"));
+        }
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let label = label(db.as_deref());
+        let semantic = embedder.is_some();
+        let opened = py.detach(|| -> Result<MemoryService, OpenError> {
+            let mut service = open(db.as_deref(), &scope, clock.clone())?;
+            if let Some(llm) = llm {
+                let client = Arc::new(PyLlm::new(llm, timeout));
+                service = service.with_extractor(client_extractor(client, clock));
+            }
+            if let Some(dir) = embedder {
+                service = with_embedder(service, &dir)?;
+            }
+            Ok(service)
+        });
+        match opened {
+            Ok(service) => Ok(PyMemory {
+                service: RwLock::new(Some(Arc::new(service))),
+                label,
+                semantic,
+            }),
+            Err(error) => Err(errors::raise(
+                py,
+                error.kind,
+                error.code,
+                &error.message,
+                &[],
+            )),
+        }
+    }
+
+    /// Whether `close` was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.service
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_none()
+    }
+
+    /// Closes the store (the last call running keeps it until it returns); later calls
+    /// raise `factmem.Error`. Closing twice is allowed.
+    fn close(&self, py: Python<'_>) {
+        let taken = self
+            .service
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        // Dropping a SQLite connection or a PostgreSQL pool can block: without the GIL.
+        py.detach(move || drop(taken));
+    }
+
+    fn __repr__(&self) -> String {
+        let state = if self.closed() { ", closed" } else { "" };
+        format!("factmem.Memory({}{state})", self.label)
+    }
+
+    /// Remembers one fact; see the stubs for the answer.
+    #[pyo3(signature = (subject, relation, object, statement, category, confidence, valid_from))]
+    #[allow(clippy::too_many_arguments)] // One per Python keyword.
+    fn add_fact<'py>(
+        &self,
+        py: Python<'py>,
+        subject: &Bound<'_, PyAny>,
+        relation: &Bound<'_, PyAny>,
+        object: &Bound<'_, PyAny>,
+        statement: &Bound<'_, PyAny>,
+        category: &Bound<'_, PyAny>,
+        confidence: &Bound<'_, PyAny>,
+        valid_from: &Bound<'_, PyAny>,
+    ) -> PyResult<AddFactAnswer<'py>> {
+        let mut new = NewMemory::new(
+            convert::text("subject", subject)?,
+            convert::text("relation", relation)?,
+            convert::text("object", object)?,
+        )
+        .with_category(convert::category(py, "category", category)?)
+        .with_confidence(convert::confidence(py, "confidence", confidence)?)
+        .with_source(SOURCE);
+        new.statement = convert::optional_text("statement", statement)?;
+        new.valid_from = convert::instant(py, "valid_from", valid_from)?;
+        let outcome = self.run(py, move |memory| memory.add(new))?;
+        let (status, existing) = add_status(&outcome);
+        Ok((
+            status,
+            convert::fact(py, &outcome.fact)?,
+            convert::ids(&outcome.report.invalidated),
+            existing.map(|id| id.to_string()),
+        ))
+    }
+
+    /// Archives a conversation (JSON Lines) and extracts its facts with the `llm`.
+    #[pyo3(signature = (transcript, title, session_time))]
+    fn add<'py>(
+        &self,
+        py: Python<'py>,
+        transcript: &Bound<'_, PyAny>,
+        title: &Bound<'_, PyAny>,
+        session_time: &Bound<'_, PyAny>,
+    ) -> PyResult<AddAnswer<'py>> {
+        let transcript = convert::text("messages", transcript)?;
+        let title = convert::optional_text("title", title)?;
+        let session_time = convert::instant(py, "session_time", session_time)?;
+        let (report, added) = self.run(py, move |memory| {
+            let mut request = ArchiveRequest::new(&transcript).with_session_time(session_time);
+            if let Some(title) = title.as_deref() {
+                request = request.with_title(title);
+            }
+            let report = memory.archive(request)?;
+            let added = added_facts(memory, &report)?;
+            Ok((report, added))
+        })?;
+        let extracted = report.changes.is_some();
+        let changes = report.changes.unwrap_or_default();
+        Ok((
+            report.episode_id,
+            report.title,
+            report.messages,
+            report.started_at.unix_micros(),
+            extracted,
+            convert::facts(py, &added)?,
+            (
+                convert::ids(&changes.refreshed),
+                convert::ids(&changes.superseded),
+                convert::ids(&changes.removed),
+                convert::ids(&changes.arrived_superseded),
+            ),
+            changes.skipped,
+            report.diagnostics,
+        ))
+    }
+
+    /// The current facts (or those valid at `as_of`) that match `query`, best first.
+    #[pyo3(signature = (query, limit, as_of, hybrid))]
+    fn search<'py>(
+        &self,
+        py: Python<'py>,
+        query: &Bound<'_, PyAny>,
+        limit: &Bound<'_, PyAny>,
+        as_of: &Bound<'_, PyAny>,
+        hybrid: &Bound<'_, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let query = convert::text("query", query)?;
+        let limit = convert::count(py, "limit", limit, 0, MAX_SEARCH_LIMIT)?;
+        let as_of = convert::instant(py, "as_of", as_of)?;
+        let hybrid = flag("hybrid", hybrid)?;
+        if hybrid && !self.semantic {
+            return Err(errors::invalid(
+                py,
+                "hybrid",
+                "needs a sentence-embedding model: Memory(embedder=DIR)",
+            ));
+        }
+        let found = self.run(py, move |memory| {
+            if hybrid {
+                memory.search_hybrid(&query, limit, as_of)
+            } else {
+                memory.search(&query, limit, as_of)
+            }
+        })?;
+        convert::scored(py, &found)
+    }
+
+    /// The facts and episode messages that answer `query`, rendered within `max_tokens`.
+    #[pyo3(signature = (query, max_tokens, limit, as_of))]
+    fn recall<'py>(
+        &self,
+        py: Python<'py>,
+        query: &Bound<'_, PyAny>,
+        max_tokens: &Bound<'_, PyAny>,
+        limit: &Bound<'_, PyAny>,
+        as_of: &Bound<'_, PyAny>,
+    ) -> PyResult<RecallAnswer<'py>> {
+        let query = convert::text("query", query)?;
+        let max_tokens = convert::count(py, "max_tokens", max_tokens, 0, MAX_TOKENS)?;
+        let limit = convert::count(py, "limit", limit, 0, MAX_SEARCH_LIMIT)?;
+        let as_of = convert::instant(py, "as_of", as_of)?;
+        let recall = self.run(py, move |memory| {
+            memory.recall(&query, limit, max_tokens, as_of)
+        })?;
+        let episodes = recall
+            .episodes
+            .iter()
+            .map(|episode| {
+                let messages = episode
+                    .messages
+                    .iter()
+                    .map(|hit| {
+                        (
+                            hit.turn,
+                            hit.message.role.as_str(),
+                            hit.message.content.clone(),
+                            hit.message.timestamp.map(|at| at.unix_micros()),
+                            hit.score,
+                        )
+                    })
+                    .collect();
+                (
+                    episode.id.clone(),
+                    episode.title.clone(),
+                    episode.at.unix_micros(),
+                    episode.summary.clone(),
+                    messages,
+                )
+            })
+            .collect();
+        Ok((
+            recall.text,
+            recall.tokens,
+            convert::scored(py, &recall.facts)?,
+            episodes,
+        ))
+    }
+
+    /// The latest version of a fact, current or not.
+    fn get<'py>(&self, py: Python<'py>, id: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let id = convert::text("id", id)?;
+        let fact = self.run(py, move |memory| memory.get(&id))?;
+        convert::fact(py, &fact)
+    }
+
+    /// Every current fact (or every fact valid at `as_of`), oldest first.
+    #[pyo3(signature = (as_of))]
+    fn get_all<'py>(
+        &self,
+        py: Python<'py>,
+        as_of: &Bound<'_, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let as_of = convert::instant(py, "as_of", as_of)?;
+        let facts = self.run(py, move |memory| memory.list(as_of))?;
+        convert::facts(py, &facts)
+    }
+
+    /// Changes a fact; answers the fact after the change and the id it superseded (a new
+    /// object makes a new fact).
+    #[pyo3(signature = (id, statement, object, category, confidence))]
+    fn update<'py>(
+        &self,
+        py: Python<'py>,
+        id: &Bound<'_, PyAny>,
+        statement: &Bound<'_, PyAny>,
+        object: &Bound<'_, PyAny>,
+        category: &Bound<'_, PyAny>,
+        confidence: &Bound<'_, PyAny>,
+    ) -> PyResult<(Bound<'py, PyAny>, Option<String>)> {
+        let id = convert::text("id", id)?;
+        let change = MemoryChange {
+            statement: convert::optional_text("statement", statement)?,
+            object: convert::optional_text("object", object)?,
+            category: if category.is_none() {
+                None
+            } else {
+                Some(convert::category(py, "category", category)?)
+            },
+            confidence: if confidence.is_none() {
+                None
+            } else {
+                Some(convert::confidence(py, "confidence", confidence)?)
+            },
+        };
+        if change == MemoryChange::default() {
+            return Err(errors::invalid(
+                py,
+                "update",
+                "give at least one of statement, object, category, confidence",
+            ));
+        }
+        let (fact, old) = self.run(py, move |memory| {
+            let old = memory.get(&id)?;
+            let fact = memory.update(&id, change)?;
+            Ok((fact, old.id()))
+        })?;
+        let superseded = (fact.id() != old).then(|| old.to_string());
+        Ok((convert::fact(py, &fact)?, superseded))
+    }
+
+    /// Deletes every version of a fact; answers how many.
+    fn delete(&self, py: Python<'_>, id: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let id = convert::text("id", id)?;
+        self.run(py, move |memory| memory.delete(&id))
+    }
+
+    /// Every version of the facts about `subject`, by the time they became true.
+    #[pyo3(signature = (subject, as_of))]
+    fn history<'py>(
+        &self,
+        py: Python<'py>,
+        subject: &Bound<'_, PyAny>,
+        as_of: &Bound<'_, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let subject = convert::text("subject", subject)?;
+        let as_of = convert::instant(py, "as_of", as_of)?;
+        let versions = self.run(py, move |memory| memory.history(&subject, as_of))?;
+        convert::facts(py, &versions)
+    }
+
+    /// For the timing script (`bench/bench.py`): runs `search(query, limit)` for every
+    /// query of `queries`, `rounds` times over, with the GIL released, and answers the
+    /// microseconds it took by the system clock: the Rust call alone, which the script
+    /// compares with the same searches through `Memory.search`.
+    fn _bench_search(
+        &self,
+        py: Python<'_>,
+        queries: Vec<String>,
+        limit: &Bound<'_, PyAny>,
+        rounds: &Bound<'_, PyAny>,
+    ) -> PyResult<i64> {
+        let limit = convert::count(py, "limit", limit, 0, MAX_SEARCH_LIMIT)?;
+        let rounds = convert::count(py, "rounds", rounds, 0, 1_000_000)?;
+        let clock = SystemClock;
+        self.run(py, move |memory| {
+            let started = clock.now();
+            for _ in 0..rounds {
+                for query in &queries {
+                    memory.search(query, limit, None)?;
+                }
+            }
+            Ok(clock.now().unix_micros() - started.unix_micros())
+        })
+    }
+
+    /// The memory as a system-prompt block within `max_tokens`.
+    #[pyo3(signature = (max_tokens, as_of))]
+    fn format(
+        &self,
+        py: Python<'_>,
+        max_tokens: &Bound<'_, PyAny>,
+        as_of: &Bound<'_, PyAny>,
+    ) -> PyResult<String> {
+        let max_tokens = convert::count(py, "max_tokens", max_tokens, 0, MAX_TOKENS)?;
+        let as_of = convert::instant(py, "as_of", as_of)?;
+        self.run(py, move |memory| memory.format(max_tokens, as_of))
+    }
+}
+
+/// A `bool` argument (only `True` or `False`).
+fn flag(param: &str, value: &Bound<'_, PyAny>) -> PyResult<bool> {
+    match value.cast::<PyBool>() {
+        Ok(flag) => Ok(flag.is_true()),
+        Err(_) => Err(errors::wrong_type(param, "bool", value)),
+    }
+}
+
+/// The facts an archive added, as stored.
+fn added_facts(
+    memory: &MemoryService,
+    report: &ArchiveReport,
+) -> Result<Vec<SessionFact>, MemoryError> {
+    let Some(changes) = &report.changes else {
+        return Ok(Vec::new());
+    };
+    changes
+        .added
+        .iter()
+        .map(|id| memory.get(&id.to_string()))
+        .collect()
+}
+
+/// `service` with the sentence-embedding model in `dir`.
+fn with_embedder(service: MemoryService, dir: &Path) -> Result<MemoryService, OpenError> {
+    #[cfg(feature = "onnx")]
+    {
+        let embedder = durable::open_embedder(dir).map_err(|error| {
+            let kind = if error.code() == "missing" {
+                Kind::InvalidInput
+            } else {
+                Kind::Store
+            };
+            OpenError::new(kind, error.code(), format!("embedder: {error}"))
+        })?;
+        service.with_embedder(embedder).map_err(|error| {
+            OpenError::new(errors::kind_of(&error), error.code(), error.to_string())
+        })
+    }
+    #[cfg(not(feature = "onnx"))]
+    {
+        let _ = service;
+        Err(OpenError::new(
+            Kind::InvalidInput,
+            "no_onnx",
+            format!(
+                "embedder {}: this build of factmem has no onnx feature",
+                dir.display()
+            ),
+        ))
+    }
+}
