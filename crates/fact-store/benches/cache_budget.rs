@@ -296,7 +296,9 @@ fn child(path: &Path, scopes: usize, budget_mb: Option<usize>) {
                 )
                 .unwrap()
             } else {
-                database.open(&name(scope), unbounded(), clock.clone()).unwrap()
+                database
+                    .open(&name(scope), unbounded(), clock.clone())
+                    .unwrap()
             }
         })
         .collect();

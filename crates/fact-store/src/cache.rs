@@ -27,7 +27,10 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError, Weak};
+use std::sync::{
+    Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError,
+    Weak,
+};
 
 /// A byte budget shared by the in-process caches of many store objects.
 ///
@@ -315,7 +318,7 @@ impl CacheBudget {
 }
 
 /// A cache as a budget sees it: its size and what it holds that can go.
-pub(crate) trait Measure: Send + 'static {
+pub(crate) trait Measure: Send + Sync + 'static {
     /// The estimated heap it holds ([`crate::heap`]'s model).
     fn heap_bytes(&self) -> usize;
 
@@ -342,7 +345,9 @@ struct Slot<T> {
     evicted: AtomicBool,
     /// How many operations use the cache now: a pinned cache is never evicted.
     pins: AtomicUsize,
-    value: Mutex<T>,
+    /// Read by many searches at once; written by one operation at a time (a load, the
+    /// rows a search follows, a write applied) and by an eviction.
+    value: RwLock<T>,
 }
 
 impl<T: Measure> Evict for Slot<T> {
@@ -351,7 +356,7 @@ impl<T: Measure> Evict for Slot<T> {
     }
 
     fn try_evict(&self) -> Option<Box<dyn Any + Send>> {
-        let mut value = match self.value.try_lock() {
+        let mut value = match self.value.try_write() {
             Ok(value) => value,
             Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
             Err(TryLockError::WouldBlock) => return None,
@@ -416,7 +421,7 @@ impl<T: Measure> Cached<T> {
             charged: AtomicUsize::new(bytes),
             evicted: AtomicBool::new(false),
             pins: AtomicUsize::new(0),
-            value: Mutex::new(value),
+            value: RwLock::new(value),
         });
         let weak: Weak<Slot<T>> = Arc::downgrade(&slot);
         let id = budget.register(bytes, weak);
@@ -475,7 +480,7 @@ impl<T: Measure> Cached<T> {
     fn peek(&self) -> usize {
         self.slot
             .value
-            .lock()
+            .read()
             .unwrap_or_else(PoisonError::into_inner)
             .heap_bytes()
     }
@@ -493,18 +498,30 @@ pub(crate) struct Pinned<'c, T: Measure> {
 }
 
 impl<T: Measure> Pinned<'_, T> {
-    /// Locks the cache; its size is charged to the budget when the lock is released.
+    /// Locks the cache to change it; its size is charged to the budget when the lock is
+    /// released.
     pub(crate) fn lock(&self) -> Held<'_, T> {
         let guard = self
             .cached
             .slot
             .value
-            .lock()
+            .write()
             .unwrap_or_else(PoisonError::into_inner);
         Held {
             guard,
             cached: self.cached,
         }
+    }
+
+    /// Locks the cache to read it, beside the other readers: nothing changes, so nothing
+    /// is charged.
+    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
+    pub(crate) fn read(&self) -> RwLockReadGuard<'_, T> {
+        self.cached
+            .slot
+            .value
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -521,7 +538,7 @@ impl<T: Measure> Drop for Pinned<'_, T> {
 
 /// A locked cache: dereferences to it; charges its size when dropped.
 pub(crate) struct Held<'p, T: Measure> {
-    guard: MutexGuard<'p, T>,
+    guard: RwLockWriteGuard<'p, T>,
     cached: &'p Handle<T>,
 }
 

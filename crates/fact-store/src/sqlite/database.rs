@@ -200,7 +200,10 @@ impl SqliteDatabase {
     fn connect(&self) -> DbResult<Connection> {
         let shared = &self.shared;
         // Nothing is left half-done under it: a poisoned lock is as good as a free one.
-        let _opening = shared.opening.lock().unwrap_or_else(PoisonError::into_inner);
+        let _opening = shared
+            .opening
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let flags = if shared.options.read_only {
             OpenFlags::SQLITE_OPEN_READ_ONLY
         } else {

@@ -631,20 +631,20 @@ impl SqliteFactStore {
         // never evicts it meanwhile.
         let pinned = self.search_cache.pin();
         let run = |cold: Cold| {
-            self.with_conn(|conn, scope| {
-                // Locked with the connection: the budget only tries its lock, and skips
-                // it while a search holds it.
-                let mut cache = pinned.lock();
+            self.with_read_conn(|conn, scope| {
+                // The cache is read beside other searches, or locked to bring it to the
+                // search's snapshot; the budget only tries its lock, and skips it while
+                // a search holds it.
                 let searched = search::search(
                     conn,
                     scope,
                     &self.analyzer,
-                    Some((&mut *cache, cold)),
+                    Some((&pinned, cold)),
                     query,
                     weighting,
                 )?;
-                if searched.loaded {
-                    self.loaded(cache.as_ref().map_or(0, SearchCache::len));
+                if let Some(facts) = searched.loaded {
+                    self.loaded(facts);
                 }
                 Ok(searched.results)
             })
@@ -724,8 +724,24 @@ impl SqliteFactStore {
         }
     }
 
+    /// Runs a read `f` on a connection of the database with the store's scope id, beside
+    /// the store's other operations (each on a connection of its own; under the store's
+    /// lock only for a private in-memory database, whose one connection they share);
+    /// errors carry the path.
+    fn with_read_conn<T>(
+        &self,
+        f: impl FnOnce(&mut Connection, i64) -> DbResult<T>,
+    ) -> StoreResult<T> {
+        if !self.database.reopens() {
+            return self.with_conn(f);
+        }
+        self.database
+            .with_connection(|conn| f(conn, self.scope_id))
+            .map_err(|e| e.into_store(self.path()))
+    }
+
     /// Runs `f` on a connection of the database with the store's scope id, under the
-    /// store's lock (one operation of the store at a time); errors carry the path.
+    /// store's lock (one such operation of the store at a time); errors carry the path.
     fn with_conn<T>(&self, f: impl FnOnce(&mut Connection, i64) -> DbResult<T>) -> StoreResult<T> {
         let _operation = self.lock_words();
         self.database
@@ -735,13 +751,13 @@ impl SqliteFactStore {
 
     /// The facts `sql` selects with [`FACT_COLUMNS`] first.
     fn facts(&self, sql: &str, params: impl Params) -> StoreResult<Vec<SessionFact>> {
-        self.with_conn(|conn, _| query_facts(conn, sql, params))
+        self.with_read_conn(|conn, _| query_facts(conn, sql, params))
     }
 
     /// One of the scope's counters.
     fn counter(&self, column: &str) -> StoreResult<usize> {
         let sql = format!("SELECT {column} FROM scopes WHERE id = ?1");
-        self.with_conn(|conn, scope| {
+        self.with_read_conn(|conn, scope| {
             let count: i64 = conn
                 .prepare_cached(&sql)?
                 .query_row([scope], |row| row.get(0))?;
@@ -917,7 +933,7 @@ impl SessionFactStore for SqliteFactStore {
         if self.options().search_cache && query.as_of.is_none() {
             return self.cached_search(query, weighting);
         }
-        self.with_conn(|conn, scope| {
+        self.with_read_conn(|conn, scope| {
             let searched = search::search(conn, scope, &self.analyzer, None, query, weighting)?;
             Ok(searched.results.unwrap_or_default())
         })

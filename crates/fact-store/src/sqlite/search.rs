@@ -14,6 +14,7 @@ use rusqlite::{Connection, Transaction, params};
 
 use super::codec::read_fact;
 use super::rows::select_fact_sql;
+use crate::cache::Pinned;
 use crate::index::{TopK, distinct};
 use crate::sql::codec::{FACT_COLUMNS, id_from_sql, time_from_sql};
 use crate::sql::error::DbResult;
@@ -37,8 +38,9 @@ pub(super) enum Cold {
 pub(super) struct Searched {
     /// The results; `None` only for [`Cold::Return`].
     pub(super) results: Option<Vec<ScoredFact>>,
-    /// Whether it loaded the whole scope into the cache ([`Cold::Load`]).
-    pub(super) loaded: bool,
+    /// The facts it loaded into the cache when it loaded the whole scope
+    /// ([`Cold::Load`]).
+    pub(super) loaded: Option<usize>,
 }
 
 /// The scope's row as the search cache reads it.
@@ -123,11 +125,11 @@ pub(super) fn search(
     conn: &mut Connection,
     scope: i64,
     analyzer: &Analyzer,
-    cache: Option<(&mut Option<SearchCache>, Cold)>,
+    cache: Option<(&Pinned<'_, Option<SearchCache>>, Cold)>,
     query: &TermQuery<'_>,
     weighting: &dyn TermWeighting,
 ) -> DbResult<Searched> {
-    let mut loaded = false;
+    let mut loaded = None;
     if query.limit == 0 {
         return Ok(Searched {
             results: Some(Vec::new()),
@@ -155,19 +157,38 @@ pub(super) fn search(
             }
             scan(&facts, analyzer, query, weighting, &mut top);
         }
-        (None, Some((cache, cold))) => {
+        (None, Some((pinned, cold))) => {
             let now = Generations::read(&tx, scope)?;
+            // Most searches: the cache is at the snapshot's generation and is only read,
+            // beside the other searches of the store.
+            let read = pinned.read();
+            if let Some(current) = read.as_ref()
+                && current.generation() == now.generation
+            {
+                current.search(analyzer, query, weighting, &mut top);
+                drop(read);
+                return finish(tx, scope, top, loaded);
+            }
+            drop(read);
+            // Otherwise one search at a time brings it to the snapshot (and others wait
+            // to read it there), or answers from the database.
+            let mut cache = pinned.lock();
             let warm = match cache.as_mut() {
                 Some(current) if current.generation() == now.generation => true,
                 Some(current) if now.followable_from(current.generation()) => {
                     follow(&tx, scope, analyzer, current, now.generation)?;
                     true
                 }
+                // A write of this store committed (and reached the cache) after this
+                // search's snapshot began: the database answers for the snapshot, and the
+                // cache stays where it is.
+                Some(current) if current.generation() > now.generation => false,
                 _ => match cold {
                     Cold::Load => {
                         *cache = None;
-                        *cache = Some(load(&tx, scope, analyzer)?);
-                        loaded = true;
+                        let fresh = load(&tx, scope, analyzer)?;
+                        loaded = Some(fresh.len());
+                        *cache = Some(fresh);
                         true
                     }
                     Cold::Database => false,
@@ -186,6 +207,11 @@ pub(super) fn search(
         }
         (None, None) => from_database(&tx, scope, analyzer, query, weighting, &mut top)?,
     }
+    finish(tx, scope, top, loaded)
+}
+
+/// The facts of the ranked seqs, read in the search's transaction, which then ends.
+fn finish(tx: Transaction<'_>, scope: i64, top: TopK, loaded: Option<usize>) -> DbResult<Searched> {
     let mut results = Vec::new();
     let mut stmt = tx.prepare_cached(&select_fact_sql())?;
     for (score, seq) in top.into_sorted() {

@@ -645,3 +645,75 @@ proptest! {
         prop_assert_eq!(stored, threads * batches);
     }
 }
+
+#[test]
+fn searches_of_one_store_run_beside_each_other_and_beside_its_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = SqliteDatabase::new(dir.path().join("facts.db"), SqliteOptions::default());
+    let clock = clock();
+    let store = database
+        .open("spec:shared", StoreConfig::default(), clock.clone())
+        .unwrap();
+    // Enough facts that a search takes a while: searches of four threads overlap.
+    for start in (0..4000).step_by(200) {
+        let batch = (start..start + 200)
+            .map(|n| {
+                fact(
+                    &format!("file:{n}"),
+                    "requires",
+                    &format!("parser w{}", n % 50),
+                    1,
+                    0,
+                )
+            })
+            .collect();
+        store.add(batch).unwrap();
+    }
+    assert!(!search(&store, "parser w7").is_empty());
+    let barrier = std::sync::Barrier::new(5);
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            let (store, barrier) = (&store, &barrier);
+            s.spawn(move || {
+                barrier.wait();
+                // The writer only adds facts holding `marker`: what a search finds of
+                // them never shrinks, whichever snapshot it reads.
+                let mut seen = 0;
+                for n in 0..300 {
+                    assert!(!search(store, &format!("parser w{}", n % 50)).is_empty());
+                    let marked = search(store, "marker").len();
+                    assert!(marked >= seen, "{marked} after {seen}");
+                    seen = marked;
+                }
+            });
+        }
+        let (store, barrier) = (&store, &barrier);
+        s.spawn(move || {
+            barrier.wait();
+            for n in 0..40 {
+                let subject = format!("task:{n}");
+                store
+                    .add(vec![fact(&subject, "completed_with", "marker", 2, n)])
+                    .unwrap();
+            }
+        });
+    });
+    // Searches took connections of their own at once (one connection would have done
+    // for searches one at a time).
+    assert!(
+        database.opened_connections() >= 2,
+        "{}",
+        database.opened_connections()
+    );
+    // And the store's cache answers as a store that loads the scope afresh.
+    let fresh = SqliteFactStore::open(
+        database.path(),
+        "spec:shared",
+        StoreConfig::default(),
+        clock,
+    )
+    .unwrap();
+    for text in ["marker", "parser w7 marker", "w3 w4"] {
+        assert_eq!(search(&store, text), search(&fresh, text), "{text}");
+    }
+}
