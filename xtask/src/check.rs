@@ -100,8 +100,15 @@ const STEPS: &[Step] = &[
         "warnings",
     ]),
     // Unit, integration and doc tests, including xtask's tidy tests, with every feature
-    // (the default build is compiled by the benchmark step).
-    cargo_step(&["test", "--workspace", "--all-features", "--locked"]),
+    // (the default build is compiled by the benchmark step). The Python package links
+    // libpython (its tests embed an interpreter): without one, outside CI, it is left out.
+    Step {
+        action: Action::Cargo {
+            args: &["test", "--workspace", "--all-features", "--locked"],
+            env: &[],
+        },
+        gate: Some(python_gate),
+    },
     Step {
         action: Action::Cargo {
             args: &[
@@ -124,7 +131,13 @@ const STEPS: &[Step] = &[
         gate: None,
     },
     // Benchmarks must keep compiling; running them is not CI's job.
-    cargo_step(&["bench", "--workspace", "--no-run", "--locked"]),
+    Step {
+        action: Action::Cargo {
+            args: &["bench", "--workspace", "--no-run", "--locked"],
+            env: &[],
+        },
+        gate: Some(python_gate),
+    },
     // Every publishable package (xtask is `publish = false`) is packaged and built from its
     // package alone, against the others' packages: a file outside a package, a missing
     // `version` on a path dependency or a package that only builds inside the workspace fails
@@ -258,6 +271,56 @@ fn missing_tool(tool: &str, install: &str, policy: Missing, ci: bool) -> Result<
         ))),
         _ => Ok(Gate::Skip(format!("{tool} is not installed ({install})"))),
     }
+}
+
+/// The package that links libpython: `crates/factmem-python`.
+const PYTHON_PACKAGE: &str = "factmem-python";
+
+/// Asks the Python that PyO3 builds with (`PYO3_PYTHON`, else `python3`) whether it has a
+/// shared libpython to link against: its exit status.
+const LIBPYTHON_PROBE: &str = "import os, sys, sysconfig\n\
+    libdir = sysconfig.get_config_var('LIBDIR') or ''\n\
+    library = sysconfig.get_config_var('LDLIBRARY') or ''\n\
+    sys.exit(0 if library.endswith('.so') and os.path.exists(os.path.join(libdir, library)) else 1)\n";
+
+/// Whether a Python with its shared library is there for PyO3 to link the Python
+/// package's tests and benchmarks against.
+fn libpython() -> bool {
+    let python = std::env::var("PYO3_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    Command::new(python)
+        .args(["-c", LIBPYTHON_PROBE])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
+/// The test and benchmark builds: with the Python package when libpython is there; without
+/// it (`--exclude factmem-python`, said on stderr) outside CI; an error under `CI=true`,
+/// where `.ci/run` installs it.
+fn python_gate() -> Result<Gate, Error> {
+    python_gate_for(libpython(), in_ci())
+}
+
+/// [`python_gate`] for a machine with (`found`) or without libpython, in CI or not.
+fn python_gate_for(found: bool, ci: bool) -> Result<Gate, Error> {
+    if found {
+        return Ok(Gate::Run(Vec::new()));
+    }
+    if ci {
+        return Err(Error::Failed(format!(
+            "no Python 3 with a shared libpython (python3-dev) to link {PYTHON_PACKAGE}'s \
+             tests against, and under CI=true they must run (.ci/run installs it)"
+        )));
+    }
+    eprintln!(
+        "    note: {PYTHON_PACKAGE} left out: no Python 3 with a shared libpython to link \
+         against (install python3-dev, or set PYO3_PYTHON)"
+    );
+    Ok(Gate::Run(vec![
+        "--exclude".to_owned(),
+        PYTHON_PACKAGE.to_owned(),
+    ]))
 }
 
 /// How cargo-deny is installed, as `.ci/run` does it.
@@ -438,6 +501,50 @@ mod tests {
             missing_tool("cargo-semver-checks", "x", Missing::Skip, true),
             Ok(Gate::Skip(_))
         ));
+    }
+
+    #[test]
+    fn without_libpython_the_python_package_is_left_out_except_under_ci() {
+        assert_eq!(python_gate_for(true, true).unwrap(), Gate::Run(Vec::new()));
+        assert_eq!(python_gate_for(true, false).unwrap(), Gate::Run(Vec::new()));
+        assert_eq!(
+            python_gate_for(false, false).unwrap(),
+            Gate::Run(vec!["--exclude".into(), "factmem-python".into()])
+        );
+        match python_gate_for(false, true) {
+            Err(Error::Failed(message)) => {
+                assert!(message.contains("CI=true"), "{message}");
+                assert!(message.contains("python3-dev"), "{message}");
+            }
+            other => panic!("expected a failure under CI, got {other:?}"),
+        }
+        // The test and benchmark builds are the gated steps.
+        for command in ["test", "bench"] {
+            let step = STEPS
+                .iter()
+                .find(|step| step.args().first() == Some(&command))
+                .expect("a step");
+            let gate = step.gate.expect("a gated step");
+            assert!(std::ptr::fn_addr_eq(
+                gate,
+                python_gate as fn() -> Result<Gate, Error>
+            ));
+        }
+    }
+
+    #[test]
+    fn this_machine_s_python_probe_runs() {
+        // The probe is valid Python: with python3 there, it answers (either way) rather
+        // than failing to parse; the answer itself depends on the machine.
+        let status = Command::new("python3")
+            .args([
+                "-c",
+                &format!("compile({LIBPYTHON_PROBE:?}, 'probe', 'exec')"),
+            ])
+            .status();
+        if let Ok(status) = status {
+            assert!(status.success(), "the probe does not compile");
+        }
     }
 
     #[test]
