@@ -376,7 +376,11 @@ impl SqliteFactStore {
         SqliteFactStore::open_with(path, scope, config, SqliteOptions::default(), clock)
     }
 
-    /// [`open`](Self::open) with explicit [`SqliteOptions`].
+    /// [`open`](Self::open) with explicit [`SqliteOptions`]. The store has a
+    /// [`SqliteDatabase`] of its own ([`database`](Self::database)), which keeps up to
+    /// [`idle_connections`](SqliteOptions::idle_connections) connections for the store's
+    /// operations that run at once; open the stores of many scopes of one file from one
+    /// [`SqliteDatabase`] instead, to share them.
     ///
     /// # Errors
     ///
@@ -389,7 +393,7 @@ impl SqliteFactStore {
         options: SqliteOptions,
         clock: Arc<dyn Clock>,
     ) -> StoreResult<SqliteFactStore> {
-        SqliteDatabase::new(path, options.with_idle_connections(1)).open(scope, config, clock)
+        SqliteDatabase::new(path, options).open(scope, config, clock)
     }
 
     /// A store in a private in-memory database (nothing is written to disk): for tests,
