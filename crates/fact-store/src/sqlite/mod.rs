@@ -238,7 +238,10 @@ impl SqliteOptions {
 /// whole only at the first search, and again after another connection deleted facts the
 /// cache may hold (a `delete`, compaction past a limit); it is loaded on a connection of
 /// its own, outside the store's lock, and the searches that come meanwhile answer from
-/// FTS5.
+/// FTS5. Searches (and the other reads) of one store run at once, each on a connection of
+/// its [`SqliteDatabase`], and read a cache at their snapshot under a shared lock; a
+/// search whose snapshot is older than a write of this store already applied to the cache
+/// answers from FTS5 for its snapshot.
 ///
 /// The cache (and the vector indexes below) is charged to the store's
 /// [`cache_budget`](SqliteOptions::cache_budget): give every store of a process one
@@ -322,15 +325,16 @@ pub struct SqliteFactStore {
     episode_analyzer: Analyzer,
     clock: Arc<dyn Clock>,
     /// Lowercased word → term id of this scope, for writes; its lock serializes the
-    /// store's operations (each on a connection of the database's).
+    /// store's writes (reads run beside them, each on a connection of the database's; on
+    /// a private in-memory database, whose one connection they share, reads take it too).
     words: Mutex<HashMap<String, i64>>,
     /// The scope's term index in this process (`None` until a search loads it, and again
-    /// once the budget evicts it); locked after `inner`, never before.
+    /// once the budget evicts it); locked after `words`, never before.
     search_cache: Cached<Option<SearchCache>>,
-    /// The embeddings' in-process indexes, by model; locked after `inner`.
+    /// The embeddings' in-process indexes, by model; locked after `words`.
     vector_cache: Cached<VectorCache>,
     /// Set while a search (or a reload in the background) loads the scope into the cache
-    /// on a connection of its own, outside `inner`; searches meanwhile answer from the
+    /// on a connection of its own, outside every lock; searches meanwhile answer from the
     /// database.
     loader: Arc<AtomicBool>,
     /// How many times the scope was loaded whole into the search cache.
