@@ -158,7 +158,8 @@ pub use crate::snapshot::{SNAPSHOT_VERSION, Snapshot, SnapshotRecord};
 pub use crate::sqlite::{SqliteDatabase, SqliteFactStore, SqliteOptions};
 pub use crate::transaction::{NotEndedReason, Step, StepReport, Transaction, TransactionReport};
 pub use crate::vector::{
-    EXACT_SEARCH_LIMIT, FactVectors, MAX_DIMENSION, MAX_MODEL_BYTES, VectorQuery,
+    EXACT_SEARCH_LIMIT, FactVectors, InvalidTokenVectors, MAX_DIMENSION, MAX_MODEL_BYTES,
+    MAX_TOKENS, TokenEncoding, TokenVectorStats, TokenVectors, VectorQuery,
 };
 
 /// A store of temporal facts, shared by reference between the components of a run.

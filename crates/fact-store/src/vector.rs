@@ -13,6 +13,7 @@
 //! [`SessionFactStore::vectors`]: crate::SessionFactStore::vectors
 
 mod index;
+mod tokens;
 
 use std::fmt::Debug;
 
@@ -21,6 +22,7 @@ use fact_model::{FactId, SessionFact, Tag};
 use crate::{ScoredFact, StoreError, StoreResult};
 
 pub use self::index::EXACT_SEARCH_LIMIT;
+pub use self::tokens::{InvalidTokenVectors, MAX_TOKENS, TokenEncoding, TokenVectors};
 pub(crate) use self::index::{ModelIndexes, VectorIndex};
 
 /// The longest model identity a store accepts, in bytes.
@@ -151,6 +153,96 @@ pub trait FactVectors: Send + Sync + Debug {
     ///
     /// A [`StoreError`] when a durable store cannot read.
     fn nearest(&self, query: &VectorQuery<'_>) -> StoreResult<Vec<ScoredFact>>;
+
+    /// Stores each `(id, tokens)` as the token vectors of fact `id` by `model` (what a
+    /// late-interaction scorer compares a query's tokens with), replacing earlier ones, and
+    /// returns how many were stored (ids of no stored fact are skipped).
+    ///
+    /// Token vectors follow their fact as its embeddings do: deleting a fact's last
+    /// version deletes them, and those of another model are never returned for this one.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::InvalidEmbedding`] when `model` is empty or longer than
+    /// [`MAX_MODEL_BYTES`]; nothing of the call is stored then. A durable store's I/O
+    /// errors as for [`add`](crate::SessionFactStore::add).
+    fn put_token_vectors(
+        &self,
+        model: &str,
+        tokens: Vec<(FactId, TokenVectors)>,
+    ) -> StoreResult<usize>;
+
+    /// The token vectors by `model` of those of `ids` that have them, in the order of
+    /// `ids` (an id without any is left out; a repeated id comes once). Whether the fact
+    /// is valid is not checked: a caller asks for candidates a search just returned.
+    ///
+    /// # Errors
+    ///
+    /// A [`StoreError`] when a durable store cannot read, or holds bytes that are not
+    /// token vectors ([`StoreError::Corrupt`]).
+    fn token_vectors(
+        &self,
+        model: &str,
+        ids: &[FactId],
+    ) -> StoreResult<Vec<(FactId, TokenVectors)>>;
+
+    /// Up to `limit` valid facts that have no token vectors by `model`, oldest first: what
+    /// a caller embeds to catch up, as [`unembedded`](Self::unembedded) for embeddings.
+    ///
+    /// # Errors
+    ///
+    /// A [`StoreError`] when a durable store cannot read.
+    fn untokenized(&self, model: &str, limit: usize) -> StoreResult<Vec<SessionFact>>;
+
+    /// How many facts (valid or not) have token vectors by `model`, and their encoded
+    /// bytes in all.
+    ///
+    /// # Errors
+    ///
+    /// A [`StoreError`] when a durable store cannot read.
+    fn token_vector_stats(&self, model: &str) -> StoreResult<TokenVectorStats>;
+}
+
+/// What [`FactVectors::token_vector_stats`] counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TokenVectorStats {
+    /// Facts with token vectors by the model.
+    pub facts: usize,
+    /// Their encoded bytes ([`TokenVectors::as_bytes`]) in all.
+    pub bytes: u64,
+}
+
+impl TokenVectorStats {
+    /// The stats of `facts` facts holding `bytes` bytes.
+    #[must_use]
+    pub fn new(facts: usize, bytes: u64) -> Self {
+        TokenVectorStats { facts, bytes }
+    }
+
+    /// The average bytes per fact (0 with no facts).
+    #[must_use]
+    pub fn bytes_per_fact(&self) -> f64 {
+        if self.facts == 0 {
+            0.0
+        } else {
+            self.bytes as f64 / self.facts as f64
+        }
+    }
+}
+
+/// Checks a model identity as [`FactVectors::put_token_vectors`] does.
+pub(crate) fn check_token_model(model: &str, id: FactId) -> StoreResult<()> {
+    if model.is_empty() || model.len() > MAX_MODEL_BYTES {
+        return Err(StoreError::InvalidEmbedding {
+            id,
+            reason: format!(
+                "the model identity must be 1 to {MAX_MODEL_BYTES} bytes, not {}",
+                model.len()
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// `vector` scaled to unit length, or why it cannot be an embedding of `model`.

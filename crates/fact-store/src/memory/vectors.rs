@@ -7,8 +7,10 @@ use fact_model::{FactId, SessionFact, Timestamp};
 
 use super::InMemorySessionFactStore;
 use super::state::State;
-use crate::vector::{VectorIndex, unit_query, unit_vector};
-use crate::{FactVectors, ScoredFact, StoreResult, VectorQuery};
+use crate::vector::{VectorIndex, check_token_model, unit_query, unit_vector};
+use crate::{
+    FactVectors, ScoredFact, StoreResult, TokenVectorStats, TokenVectors, VectorQuery,
+};
 
 impl FactVectors for InMemorySessionFactStore {
     fn put_embeddings(
@@ -42,20 +44,9 @@ impl FactVectors for InMemorySessionFactStore {
         }
         let state = self.read();
         let index = state.vectors.get(model);
-        let mut missing: Vec<(Timestamp, FactId, u32)> = state
-            .live()
-            .filter(|(_, r)| r.is_valid() && !index.is_some_and(|index| index.contains(r.id)))
-            .map(|(rid, r)| (r.valid_from, r.id, rid))
-            .collect();
-        if missing.len() > limit {
-            missing.select_nth_unstable(limit);
-            missing.truncate(limit);
-        }
-        missing.sort_unstable();
-        Ok(missing
-            .into_iter()
-            .filter_map(|(_, _, rid)| state.fact(rid))
-            .collect())
+        Ok(oldest_valid(&state, limit, |id| {
+            index.is_some_and(|index| index.contains(id))
+        }))
     }
 
     fn embedded_count(&self, model: &str) -> StoreResult<usize> {
@@ -85,6 +76,80 @@ impl FactVectors for InMemorySessionFactStore {
             })
             .collect())
     }
+
+    fn put_token_vectors(
+        &self,
+        model: &str,
+        tokens: Vec<(FactId, TokenVectors)>,
+    ) -> StoreResult<usize> {
+        if let Some((id, _)) = tokens.first() {
+            check_token_model(model, *id)?;
+        }
+        let mut state = self.write();
+        let mut stored = 0;
+        for (id, vectors) in tokens {
+            if state.latest_version(id).is_some() {
+                state.vectors.put_tokens(model, id, vectors);
+                stored += 1;
+            }
+        }
+        Ok(stored)
+    }
+
+    fn token_vectors(
+        &self,
+        model: &str,
+        ids: &[FactId],
+    ) -> StoreResult<Vec<(FactId, TokenVectors)>> {
+        let state = self.read();
+        let Some(tokens) = state.vectors.tokens(model) else {
+            return Ok(Vec::new());
+        };
+        let mut seen = std::collections::HashSet::new();
+        Ok(ids
+            .iter()
+            .filter(|id| seen.insert(**id))
+            .filter_map(|id| Some((*id, tokens.get(id)?.clone())))
+            .collect())
+    }
+
+    fn untokenized(&self, model: &str, limit: usize) -> StoreResult<Vec<SessionFact>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let state = self.read();
+        let tokens = state.vectors.tokens(model);
+        Ok(oldest_valid(&state, limit, |id| {
+            tokens.is_some_and(|tokens| tokens.contains_key(&id))
+        }))
+    }
+
+    fn token_vector_stats(&self, model: &str) -> StoreResult<TokenVectorStats> {
+        let state = self.read();
+        let Some(tokens) = state.vectors.tokens(model) else {
+            return Ok(TokenVectorStats::default());
+        };
+        let bytes = tokens.values().map(|t| t.as_bytes().len() as u64).sum();
+        Ok(TokenVectorStats::new(tokens.len(), bytes))
+    }
+}
+
+/// Up to `limit` valid facts for which `has` is false, oldest first (then by id).
+fn oldest_valid(state: &State, limit: usize, has: impl Fn(FactId) -> bool) -> Vec<SessionFact> {
+    let mut missing: Vec<(Timestamp, FactId, u32)> = state
+        .live()
+        .filter(|(_, r)| r.is_valid() && !has(r.id))
+        .map(|(rid, r)| (r.valid_from, r.id, rid))
+        .collect();
+    if missing.len() > limit {
+        missing.select_nth_unstable(limit);
+        missing.truncate(limit);
+    }
+    missing.sort_unstable();
+    missing
+        .into_iter()
+        .filter_map(|(_, _, rid)| state.fact(rid))
+        .collect()
 }
 
 /// The valid record of `id`, if it passes the tag filter of `query` and its source task

@@ -66,6 +66,7 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 
 use fact_model::FactId;
+use super::tokens::TokenVectors;
 
 /// Up to this many vectors a search compares the query with every vector exactly; above
 /// it, binary codes pick the candidates that are then compared exactly.
@@ -471,10 +472,11 @@ pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
     ((l0 + l4) + (l1 + l5)) + ((l2 + l6) + (l3 + l7)) + tail
 }
 
-/// One [`VectorIndex`] per model identity.
+/// One [`VectorIndex`] per model identity, and the token vectors of each model.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ModelIndexes {
     models: HashMap<String, VectorIndex>,
+    tokens: HashMap<String, HashMap<FactId, TokenVectors>>,
 }
 
 impl ModelIndexes {
@@ -500,9 +502,26 @@ impl ModelIndexes {
         }
     }
 
-    /// Removes `id`'s vectors under every model. A model left without vectors is
-    /// forgotten (its next vector may have another dimension).
+    /// The token vectors of `model`, by fact id.
+    pub(crate) fn tokens(&self, model: &str) -> Option<&HashMap<FactId, TokenVectors>> {
+        self.tokens.get(model)
+    }
+
+    /// Stores `tokens` as `id`'s token vectors under `model`.
+    pub(crate) fn put_tokens(&mut self, model: &str, id: FactId, tokens: TokenVectors) {
+        self.tokens
+            .entry(model.to_owned())
+            .or_default()
+            .insert(id, tokens);
+    }
+
+    /// Removes `id`'s vectors and token vectors under every model. A model left without
+    /// vectors is forgotten (its next vector may have another dimension).
     pub(crate) fn remove(&mut self, id: FactId) {
+        for tokens in self.tokens.values_mut() {
+            tokens.remove(&id);
+        }
+        self.tokens.retain(|_, tokens| !tokens.is_empty());
         let mut emptied = false;
         for index in self.models.values_mut() {
             emptied |= index.remove(id) && index.is_empty();
