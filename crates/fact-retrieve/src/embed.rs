@@ -61,6 +61,72 @@ pub trait Embedder: Send + Sync + Debug {
     ///
     /// An [`EmbedError`] when the model fails on this input; nothing is returned then.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
+
+    /// One [`TokenEmbedding`] per text, in the order of `texts`: the text's vector (as
+    /// [`embed`](Self::embed) gives it) and one unit vector per token, what late
+    /// interaction ([`LateInteraction`](crate::LateInteraction)) compares.
+    ///
+    /// The default answers [`EmbedError::Unsupported`]: a model that pools inside gives
+    /// no token vectors. [`OnnxEmbedder`](crate::OnnxEmbedder) gives its last hidden
+    /// state, before pooling.
+    ///
+    /// # Errors
+    ///
+    /// [`EmbedError::Unsupported`] for a model without token output,
+    /// [`EmbedError::NoTokens`] for a text that leaves no token,
+    /// [`EmbedError::TokenMismatch`] when the model's token output does not match its
+    /// tokenizer, or the model's error.
+    fn embed_tokens(&self, texts: &[&str]) -> Result<Vec<TokenEmbedding>, EmbedError> {
+        let _ = texts;
+        Err(EmbedError::Unsupported {
+            model: self.model().to_owned(),
+        })
+    }
+
+    /// [`embed_tokens`](Self::embed_tokens) for `parts` that are read together, such as
+    /// the turns of one episode in order: each part's own tokens, read in the context of up
+    /// to `context` parts on either side, and their mean as its vector. The model runs over
+    /// the window; only the part's tokens are kept, so a part costs no more to store than
+    /// alone.
+    ///
+    /// The default embeds each part alone (`context` is not used); with `context` 0,
+    /// [`OnnxEmbedder`](crate::OnnxEmbedder) does the same.
+    ///
+    /// # Errors
+    ///
+    /// As [`embed_tokens`](Self::embed_tokens).
+    fn embed_tokens_in_context(
+        &self,
+        parts: &[&str],
+        context: usize,
+    ) -> Result<Vec<TokenEmbedding>, EmbedError> {
+        let _ = context;
+        self.embed_tokens(parts)
+    }
+}
+
+/// A text's embedding and its token vectors, from one run of the model.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct TokenEmbedding {
+    /// The text's vector, unit length ([`Embedder::embed`]'s).
+    pub vector: Vec<f32>,
+    /// One unit vector of [`Embedder::dimension`] values per token, row-major.
+    pub tokens: Vec<f32>,
+}
+
+impl TokenEmbedding {
+    /// A text's `vector` and its `tokens` (row-major, `dimension` values per token).
+    #[must_use]
+    pub fn new(vector: Vec<f32>, tokens: Vec<f32>) -> Self {
+        TokenEmbedding { vector, tokens }
+    }
+
+    /// How many token vectors of `dimension` values it holds.
+    #[must_use]
+    pub fn token_count(&self, dimension: usize) -> usize {
+        self.tokens.len().checked_div(dimension).unwrap_or(0)
+    }
 }
 
 impl<E: Embedder + ?Sized> Embedder for Box<E> {
@@ -73,6 +139,16 @@ impl<E: Embedder + ?Sized> Embedder for Box<E> {
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         (**self).embed(texts)
     }
+    fn embed_tokens(&self, texts: &[&str]) -> Result<Vec<TokenEmbedding>, EmbedError> {
+        (**self).embed_tokens(texts)
+    }
+    fn embed_tokens_in_context(
+        &self,
+        parts: &[&str],
+        context: usize,
+    ) -> Result<Vec<TokenEmbedding>, EmbedError> {
+        (**self).embed_tokens_in_context(parts, context)
+    }
 }
 
 impl<E: Embedder + ?Sized> Embedder for Arc<E> {
@@ -84,6 +160,16 @@ impl<E: Embedder + ?Sized> Embedder for Arc<E> {
     }
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         (**self).embed(texts)
+    }
+    fn embed_tokens(&self, texts: &[&str]) -> Result<Vec<TokenEmbedding>, EmbedError> {
+        (**self).embed_tokens(texts)
+    }
+    fn embed_tokens_in_context(
+        &self,
+        parts: &[&str],
+        context: usize,
+    ) -> Result<Vec<TokenEmbedding>, EmbedError> {
+        (**self).embed_tokens_in_context(parts, context)
     }
 }
 
@@ -115,16 +201,39 @@ pub enum EmbedError {
         /// Why, in the runtime's words.
         message: String,
     },
+    /// The model gives no token vectors ([`Embedder::embed_tokens`]).
+    #[error("the model {model} gives no token vectors")]
+    Unsupported {
+        /// The model's identity.
+        model: String,
+    },
+    /// A text leaves no token to embed (nothing but what the tokenizer drops).
+    #[error("text {index} of the batch has no tokens")]
+    NoTokens {
+        /// The text's place in the call's `texts`.
+        index: usize,
+    },
+    /// The model's token output does not match its tokenizer: another number of tokens
+    /// than the tokenizer made, or vectors of another size.
+    #[error("the model's token output does not match its tokenizer: {message}")]
+    TokenMismatch {
+        /// What differs.
+        message: String,
+    },
 }
 
 impl EmbedError {
-    /// A short, stable code: `missing`, `load` or `inference`.
+    /// A short, stable code: `missing`, `load`, `inference`, `unsupported`, `no_tokens`
+    /// or `token_mismatch`.
     #[must_use]
     pub fn code(&self) -> &'static str {
         match self {
             EmbedError::Missing { .. } => "missing",
             EmbedError::Load { .. } => "load",
             EmbedError::Inference { .. } => "inference",
+            EmbedError::Unsupported { .. } => "unsupported",
+            EmbedError::NoTokens { .. } => "no_tokens",
+            EmbedError::TokenMismatch { .. } => "token_mismatch",
         }
     }
 }

@@ -9,11 +9,12 @@ use fact_store::{
 };
 
 use crate::dedup::fold_same_points;
+use crate::late::{LateInteraction, encode_tokens};
 use crate::recall::{related_episodes, render};
 use crate::retriever::within_budget;
 use crate::{
     Bm25, EmbedError, Embedder, FactQuery, FactRetriever, Recall, RecallQuery, Retrieval,
-    RetrievedFact, embedding_text, query_text,
+    RetrievedFact, TokenEmbedding, embedding_text, query_text,
 };
 
 /// How the lexical and the vector candidate lists become one ranking.
@@ -148,6 +149,8 @@ pub struct HybridRetriever {
     counter: Arc<dyn TokenCounter>,
     candidates: usize,
     min_similarity: f64,
+    late: Option<LateInteraction>,
+    neighbours: usize,
 }
 
 impl HybridRetriever {
@@ -172,6 +175,8 @@ impl HybridRetriever {
             counter: Arc::new(CharsPerToken::default()),
             candidates: DEFAULT_CANDIDATES,
             min_similarity: 0.0,
+            late: None,
+            neighbours: 0,
         })
     }
 
@@ -210,6 +215,30 @@ impl HybridRetriever {
         self
     }
 
+    /// Adds the late-interaction (MaxSim) stage: the best fused candidates re-scored by
+    /// their token vectors ([`LateInteraction`]). The embedder must give token vectors
+    /// ([`Embedder::embed_tokens`]); [`embed_facts`](Self::embed_facts) then stores them
+    /// beside each embedding.
+    #[must_use]
+    pub fn with_late_interaction(mut self, late: LateInteraction) -> Self {
+        self.late = Some(late);
+        self
+    }
+
+    /// Embeds each turn of [`embed_episode`](Self::embed_episode) with up to `k`
+    /// neighbouring turns on either side (default 0: the turn alone).
+    #[must_use]
+    pub fn with_neighbour_context(mut self, k: usize) -> Self {
+        self.neighbours = k;
+        self
+    }
+
+    /// The late-interaction stage, when there is one.
+    #[must_use]
+    pub fn late_interaction(&self) -> Option<&LateInteraction> {
+        self.late.as_ref()
+    }
+
     /// The embedder.
     #[must_use]
     pub fn embedder(&self) -> &Arc<dyn Embedder> {
@@ -233,25 +262,73 @@ impl HybridRetriever {
     ///
     /// The model's or the store's error; batches before the failing one stay stored.
     pub fn embed_facts(&self, facts: &[SessionFact]) -> Result<usize, HybridError> {
+        let texts: Vec<String> = facts.iter().map(embedding_text).collect();
+        self.embed_as(facts, &texts)
+    }
+
+    /// Embeds the turns of one episode, in their order, each read in the context of up to
+    /// `k` turns on either side ([`with_neighbour_context`](Self::with_neighbour_context),
+    /// [`Embedder::embed_tokens_in_context`]): the turn's own token vectors and vector are
+    /// made in its context, and it stays the fact that is found and rendered. With `k` 0
+    /// it is [`embed_facts`](Self::embed_facts). Returns how many embeddings were stored.
+    ///
+    /// # Errors
+    ///
+    /// As [`embed_facts`](Self::embed_facts); with `k` above 0, the embedder's
+    /// [`EmbedError::Unsupported`] when it gives no token vectors.
+    pub fn embed_episode(&self, turns: &[SessionFact]) -> Result<usize, HybridError> {
+        if self.neighbours == 0 {
+            return self.embed_facts(turns);
+        }
+        let texts: Vec<String> = turns.iter().map(embedding_text).collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let embedded = self.embedder.embed_tokens_in_context(&refs, self.neighbours)?;
+        check_count(embedded.len(), turns.len())?;
+        self.store_embedded(turns, embedded)
+    }
+
+    /// Stores the embeddings (and, with late interaction, the token vectors) of `facts`,
+    /// each made from the text of the same place in `texts`.
+    fn embed_as(&self, facts: &[SessionFact], texts: &[String]) -> Result<usize, HybridError> {
         let vectors = self.vectors()?;
         let model = self.embedder.model();
         let mut stored = 0;
-        for chunk in facts.chunks(EMBED_BATCH) {
-            let texts: Vec<String> = chunk.iter().map(embedding_text).collect();
+        for (chunk, texts) in facts.chunks(EMBED_BATCH).zip(texts.chunks(EMBED_BATCH)) {
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            let embedded = self.embedder.embed(&refs)?;
-            if embedded.len() != chunk.len() {
-                return Err(EmbedError::Inference {
-                    message: format!(
-                        "the model returned {} vectors for {} texts",
-                        embedded.len(),
-                        chunk.len()
-                    ),
-                }
-                .into());
+            if self.late.is_none() {
+                let embedded = self.embedder.embed(&refs)?;
+                check_count(embedded.len(), chunk.len())?;
+                let ids = chunk.iter().map(SessionFact::id);
+                stored += vectors.put_embeddings(model, ids.zip(embedded).collect())?;
+                continue;
             }
-            let pairs = chunk.iter().map(SessionFact::id).zip(embedded).collect();
-            stored += vectors.put_embeddings(model, pairs)?;
+            let embedded = self.embedder.embed_tokens(&refs)?;
+            check_count(embedded.len(), chunk.len())?;
+            stored += self.store_embedded(chunk, embedded)?;
+        }
+        Ok(stored)
+    }
+
+    /// Stores each fact's vector and, with late interaction, its token vectors.
+    fn store_embedded(
+        &self,
+        facts: &[SessionFact],
+        embedded: Vec<TokenEmbedding>,
+    ) -> Result<usize, HybridError> {
+        let vectors = self.vectors()?;
+        let model = self.embedder.model();
+        let dimension = self.embedder.dimension();
+        let mut pooled = Vec::with_capacity(facts.len());
+        let mut tokens = Vec::with_capacity(facts.len());
+        for (fact, item) in facts.iter().zip(embedded) {
+            if let Some(late) = &self.late {
+                tokens.push((fact.id(), encode_tokens(late.encoding, dimension, &item.tokens)?));
+            }
+            pooled.push((fact.id(), item.vector));
+        }
+        let stored = vectors.put_embeddings(model, pooled)?;
+        if !tokens.is_empty() {
+            vectors.put_token_vectors(model, tokens)?;
         }
         Ok(stored)
     }
@@ -268,7 +345,7 @@ impl HybridRetriever {
         loop {
             let missing = vectors.unembedded(self.embedder.model(), 4 * EMBED_BATCH)?;
             if missing.is_empty() {
-                return Ok(total);
+                return Ok(total + self.tokenize_missing()?);
             }
             let stored = self.embed_facts(&missing)?;
             if stored == 0 {
@@ -276,6 +353,25 @@ impl HybridRetriever {
                 return Ok(total);
             }
             total += stored;
+        }
+    }
+
+    /// [`embed_missing`](Self::embed_missing) for the token vectors of the
+    /// late-interaction stage: embeds every valid fact without token vectors by this
+    /// model (their embeddings are stored again with them); returns how many. Nothing
+    /// without a late-interaction stage.
+    fn tokenize_missing(&self) -> Result<usize, HybridError> {
+        if self.late.is_none() {
+            return Ok(0);
+        }
+        let vectors = self.vectors()?;
+        let mut total = 0;
+        loop {
+            let missing = vectors.untokenized(self.embedder.model(), 4 * EMBED_BATCH)?;
+            if missing.is_empty() || self.embed_facts(&missing)? == 0 {
+                return Ok(total);
+            }
+            total += missing.len();
         }
     }
 
@@ -290,13 +386,22 @@ impl HybridRetriever {
             return Ok(Vec::new());
         }
         let text = query_text(self.store.analyzer(), &query.task_description);
-        let depth = self.depth(query);
-        let semantic = if query.as_of.is_none() {
-            self.nearest(text, query, depth)?
-        } else {
-            Vec::new()
+        if query.as_of.is_some() {
+            return Ok(self.fused(query, text, Vec::new())?);
+        }
+        let Some(late) = &self.late else {
+            let embedded = self.embedder.embed(&[text])?;
+            let vector = embedded.first().ok_or_else(no_query_vector)?;
+            let semantic = self.nearest(vector, query)?;
+            return Ok(self.fused(query, text, semantic)?);
         };
-        Ok(self.fused(query, text, semantic)?)
+        let embedded = self.embedder.embed_tokens(&[text])?;
+        let item = embedded.first().ok_or_else(no_query_vector)?;
+        let semantic = self.nearest(&item.vector, query)?;
+        let fused = self.fused_all(query, text, semantic, true)?;
+        let mut ranked = late.rescore(self.vectors()?, self.embedder.model(), &item.tokens, fused)?;
+        ranked.truncate(query.max_facts);
+        Ok(ranked)
     }
 
     /// [`rank`](Self::rank) without the vector side: what answers when the model fails.
@@ -321,29 +426,34 @@ impl HybridRetriever {
         text: &str,
         semantic: Vec<ScoredFact>,
     ) -> Result<Vec<RetrievedFact>, StoreError> {
-        let lexical = self
-            .store
-            .search(&query.term_query(text, self.depth(query)), &*self.weighting)?;
-        let mut ranked = fold_same_points(fuse(self.fusion, lexical, semantic));
+        let mut ranked = self.fused_all(query, text, semantic, false)?;
         ranked.truncate(query.max_facts);
         Ok(ranked)
     }
 
-    /// The vector candidates for `text`.
-    fn nearest(
+    /// [`fused`](Self::fused) before the cut at `max_facts`.
+    fn fused_all(
         &self,
-        text: &str,
         query: &FactQuery,
-        depth: usize,
-    ) -> Result<Vec<ScoredFact>, HybridError> {
+        text: &str,
+        semantic: Vec<ScoredFact>,
+        keep_unscored: bool,
+    ) -> Result<Vec<RetrievedFact>, StoreError> {
+        let lexical = self
+            .store
+            .search(&query.term_query(text, self.depth(query)), &*self.weighting)?;
+        Ok(fold_same_points(fuse(
+            self.fusion,
+            lexical,
+            semantic,
+            keep_unscored,
+        )))
+    }
+
+    /// The vector candidates for `text`.
+    fn nearest(&self, vector: &[f32], query: &FactQuery) -> Result<Vec<ScoredFact>, HybridError> {
         let vectors = self.vectors()?;
-        let embedded = self.embedder.embed(&[text])?;
-        let Some(vector) = embedded.first() else {
-            return Err(EmbedError::Inference {
-                message: "the model returned no vector for the query".into(),
-            }
-            .into());
-        };
+        let depth = self.depth(query);
         let mut found =
             vectors.nearest(&query.vector_query(self.embedder.model(), vector, depth))?;
         found.retain(|scored| scored.score >= self.min_similarity);
@@ -409,8 +519,33 @@ impl FactRetriever for HybridRetriever {
     }
 }
 
-/// One ranking from the lexical and the vector lists (each best first).
-fn fuse(fusion: Fusion, lexical: Vec<ScoredFact>, semantic: Vec<ScoredFact>) -> Vec<RetrievedFact> {
+/// The error of a model that returned nothing for the query.
+fn no_query_vector() -> EmbedError {
+    EmbedError::Inference {
+        message: "the model returned no vector for the query".into(),
+    }
+}
+
+/// An error unless the model returned one result per text.
+fn check_count(returned: usize, texts: usize) -> Result<(), EmbedError> {
+    if returned == texts {
+        Ok(())
+    } else {
+        Err(EmbedError::Inference {
+            message: format!("the model returned {returned} vectors for {texts} texts"),
+        })
+    }
+}
+
+/// One ranking from the lexical and the vector lists (each best first). A fact that scores
+/// nothing (the least similar vector candidate, scaled to 0) is left out unless
+/// `keep_unscored`: the late-interaction stage may lift it.
+fn fuse(
+    fusion: Fusion,
+    lexical: Vec<ScoredFact>,
+    semantic: Vec<ScoredFact>,
+    keep_unscored: bool,
+) -> Vec<RetrievedFact> {
     let mut scores: HashMap<FactId, (f64, SessionFact)> = HashMap::new();
     let mut add = |fact: SessionFact, score: f64| {
         scores
@@ -457,7 +592,7 @@ fn fuse(fusion: Fusion, lexical: Vec<ScoredFact>, semantic: Vec<ScoredFact>) -> 
     }
     let mut fused: Vec<RetrievedFact> = scores
         .into_values()
-        .filter(|(score, _)| *score > 0.0)
+        .filter(|(score, _)| keep_unscored || *score > 0.0)
         .map(|(score, fact)| RetrievedFact { fact, score })
         .collect();
     fused.sort_by(|a, b| {

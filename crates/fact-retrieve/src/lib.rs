@@ -69,6 +69,7 @@ mod dedup;
 mod embed;
 mod format;
 mod hybrid;
+mod late;
 mod memory;
 mod query;
 mod recall;
@@ -78,7 +79,7 @@ mod scoring;
 mod token;
 
 pub use crate::dedup::RELATION_STRENGTH;
-pub use crate::embed::{EmbedError, Embedder, embedding_text};
+pub use crate::embed::{EmbedError, Embedder, TokenEmbedding, embedding_text};
 #[cfg(feature = "onnx")]
 pub use crate::embed::{OnnxEmbedder, OnnxOptions};
 pub use crate::format::{
@@ -87,6 +88,7 @@ pub use crate::format::{
 pub use crate::hybrid::{
     DEFAULT_CANDIDATES, DEFAULT_VECTOR_WEIGHT, Fusion, HybridError, HybridRetriever,
 };
+pub use crate::late::{DEFAULT_LATE_CANDIDATES, DEFAULT_LATE_WEIGHT, LateInteraction};
 pub use crate::memory::{MemoryData, MemoryFact, format_memory};
 pub use crate::query::{MAX_QUERY_BYTES, MAX_QUERY_TERMS, query_terms, query_text};
 pub use crate::recall::{

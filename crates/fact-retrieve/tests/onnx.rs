@@ -335,3 +335,73 @@ fn concurrent_calls_agree() {
         }
     });
 }
+
+#[test]
+fn token_vectors_are_the_texts_own_tokens_unit_and_pooled_as_embed_pools() {
+    let Some(embedder) = embedder() else { return };
+    let texts = ["Caroline researched adoption agencies", "a beagle"];
+    let embedded = embedder.embed_tokens(&texts).unwrap();
+    let pooled = embedder.embed(&texts).unwrap();
+    assert_eq!(embedded.len(), 2);
+    for (item, vector) in embedded.iter().zip(&pooled) {
+        // The same vector as `embed` (one run, mean over the mask).
+        assert!(cosine(&item.vector, vector) > 0.9999);
+        assert_eq!(item.tokens.len() % 384, 0);
+        for token in item.tokens.chunks(384) {
+            assert!((norm(token) - 1.0).abs() < 1e-4);
+        }
+    }
+    // `a beagle`: three word pieces at most, no [CLS] or [SEP].
+    let count = embedded[1].token_count(384);
+    assert!((2..=3).contains(&count), "{count} tokens");
+    // A text that leaves no token is a typed error naming its place in the call.
+    match embedder.embed_tokens(&["fine", ""]) {
+        Err(EmbedError::NoTokens { index }) => assert_eq!(index, 1),
+        other => panic!("expected NoTokens, got {other:?}"),
+    }
+    for text in ["\u{feff}\u{200b}", "   \t\n  "] {
+        match embedder.embed_tokens(&[text]) {
+            Ok(items) => assert!(items[0].token_count(384) > 0),
+            Err(error) => assert_eq!(error.code(), "no_tokens", "{error}"),
+        }
+    }
+}
+
+#[test]
+fn a_part_read_in_context_keeps_its_own_tokens_and_hears_its_neighbours() {
+    let Some(embedder) = embedder() else { return };
+    let turns = [
+        "Did you finally adopt the puppy?",
+        "Yes, his name is Oscar.",
+        "That is wonderful news!",
+    ];
+    let alone = embedder.embed_tokens(&turns).unwrap();
+    let read = embedder.embed_tokens_in_context(&turns, 1).unwrap();
+    assert_eq!(read.len(), 3);
+    for (a, r) in alone.iter().zip(&read) {
+        // The same tokens, so the same storage, whatever the context.
+        assert_eq!(a.token_count(384), r.token_count(384));
+        assert!((norm(&r.vector) - 1.0).abs() < 1e-4);
+    }
+    // The context changes the middle turn's vectors: it now hears about the puppy.
+    assert!(cosine(&alone[1].vector, &read[1].vector) < 0.999);
+    let puppy = embedder.embed(&["adopting a puppy"]).unwrap();
+    assert!(cosine(&read[1].vector, &puppy[0]) > cosine(&alone[1].vector, &puppy[0]));
+    // Context 0 is reading alone.
+    let zero = embedder.embed_tokens_in_context(&turns, 0).unwrap();
+    assert_eq!(zero, alone);
+    // A part with no tokens, in context too.
+    match embedder.embed_tokens_in_context(&["hello", "", "bye"], 2) {
+        Err(EmbedError::NoTokens { index }) => assert_eq!(index, 1),
+        other => panic!("expected NoTokens, got {other:?}"),
+    }
+    // Long neighbours are cut to fit the window: no error, own tokens kept whole.
+    let long = "and then we talked about it ".repeat(200);
+    let parts = [long.as_str(), "Oscar loves the beach.", long.as_str()];
+    let read = embedder.embed_tokens_in_context(&parts, 2).unwrap();
+    assert_eq!(read[1].token_count(384), alone_count(embedder, parts[1]));
+}
+
+fn alone_count(embedder: &OnnxEmbedder, text: &str) -> usize {
+    embedder.embed_tokens(&[text]).unwrap()[0].token_count(384)
+}

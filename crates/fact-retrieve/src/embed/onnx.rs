@@ -19,7 +19,7 @@ use tokenizers::{
     TruncationStrategy,
 };
 
-use super::{EmbedError, Embedder};
+use super::{EmbedError, Embedder, TokenEmbedding};
 
 /// How to get the model directory, the hint of every [`EmbedError::Missing`].
 const HINT: &str = "run `.ci/models DIR` in the factmem repository to assemble the model \
@@ -186,6 +186,11 @@ pub struct OnnxEmbedder {
     model: String,
     dimension: usize,
     batch_size: usize,
+    /// Tokens per sequence, special tokens included.
+    max_tokens: usize,
+    /// The ids of `[CLS]` and `[SEP]` and the padding id, when the tokenizer has them:
+    /// what a window of parts read in context is built with.
+    specials: Option<Specials>,
     token_type_ids: bool,
     pooling: Pooling,
     tokenizer: Tokenizer,
@@ -301,10 +306,20 @@ impl OnnxEmbedder {
             }
         };
 
+        let specials = match (tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")) {
+            (Some(cls), Some(sep)) => Some(Specials {
+                cls,
+                sep,
+                pad: tokenizer.get_padding().map_or(0, |p| p.pad_id),
+            }),
+            _ => None,
+        };
         let mut embedder = OnnxEmbedder {
             model,
             dimension: static_dimension.unwrap_or(0),
             batch_size: options.batch_size.max(1),
+            max_tokens: options.max_tokens.max(MIN_TOKENS),
+            specials,
             token_type_ids,
             pooling,
             tokenizer,
@@ -326,6 +341,79 @@ impl OnnxEmbedder {
 
     /// Embeds one batch: tokenize, run, pool, normalize.
     fn run(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.forward(texts, |output| match (&self.pooling, output.dims) {
+            (Pooling::Pooled(_), &[rows, dim]) if rows == output.encodings.len() && dim > 0 => {
+                if output.data.len() != rows.checked_mul(dim).ok_or_else(|| output.bad_shape())? {
+                    return Err(output.bad_shape());
+                }
+                output.data.chunks_exact(dim).map(|v| normalize(v.to_vec())).collect()
+            }
+            (Pooling::Mean(_), _) => {
+                let (per_text, dim) = output.per_text()?;
+                output
+                    .data
+                    .chunks_exact(per_text)
+                    .zip(output.encodings)
+                    .map(|(states, encoding)| {
+                        normalize(mean_pool(states, encoding.get_attention_mask(), dim))
+                    })
+                    .collect()
+            }
+            _ => Err(output.bad_shape()),
+        })
+    }
+
+    /// One batch's vectors and token vectors: the mean-pooled vector and the unit vector
+    /// of every token of the text (its mask set, not `[CLS]` or `[SEP]`), from one run.
+    fn run_tokens(&self, texts: &[&str]) -> Result<Vec<TokenEmbedding>, EmbedError> {
+        if matches!(self.pooling, Pooling::Pooled(_)) {
+            return Err(EmbedError::Unsupported {
+                model: self.model.clone(),
+            });
+        }
+        self.forward(texts, |output| {
+            let (per_text, dim) = output.per_text().map_err(|_| EmbedError::TokenMismatch {
+                message: format!(
+                    "the output has the shape {:?} for {} texts of {} tokens",
+                    output.dims,
+                    output.encodings.len(),
+                    output.length
+                ),
+            })?;
+            let mut out = Vec::with_capacity(output.encodings.len());
+            for (index, (states, encoding)) in output
+                .data
+                .chunks_exact(per_text)
+                .zip(output.encodings)
+                .enumerate()
+            {
+                let mask = encoding.get_attention_mask();
+                let vector = normalize(mean_pool(states, mask, dim))?;
+                let mut tokens = Vec::new();
+                let special = encoding.get_special_tokens_mask();
+                for ((state, _), _) in states
+                    .chunks_exact(dim)
+                    .zip(mask)
+                    .zip(special)
+                    .filter(|&((_, &m), &s)| m != 0 && s == 0)
+                {
+                    tokens.extend(normalize(state.to_vec())?);
+                }
+                if tokens.is_empty() {
+                    return Err(EmbedError::NoTokens { index });
+                }
+                out.push(TokenEmbedding::new(vector, tokens));
+            }
+            Ok(out)
+        })
+    }
+
+    /// Tokenizes `texts` as one batch, runs the model and hands its output to `read`.
+    fn forward<T>(
+        &self,
+        texts: &[&str],
+        read: impl FnOnce(&Output<'_>) -> Result<T, EmbedError>,
+    ) -> Result<T, EmbedError> {
         let encodings = self
             .tokenizer
             .encode_batch(texts.to_vec(), true)
@@ -337,31 +425,57 @@ impl OnnxEmbedder {
                 texts.len()
             )));
         }
-        let batch = encodings.len();
         let length = encodings.first().map_or(0, |e| e.get_ids().len());
         if length == 0 {
             return Err(inference("the tokenizer returned no tokens".to_owned()));
         }
+        let mut rows = Vec::with_capacity(encodings.len());
+        for encoding in &encodings {
+            if encoding.get_ids().len() != length || encoding.get_attention_mask().len() != length {
+                return Err(inference("the tokenizer padded unevenly".to_owned()));
+            }
+            rows.push(Row {
+                ids: encoding.get_ids(),
+                mask: encoding.get_attention_mask(),
+                types: encoding.get_type_ids(),
+            });
+        }
+        self.infer(&rows, length, |dims, data| {
+            read(&Output {
+                encodings: &encodings,
+                length,
+                dims,
+                data,
+            })
+        })
+    }
+
+    /// Runs the model on `rows` (each `length` tokens long) and hands `read` the output's
+    /// shape and values.
+    fn infer<T>(
+        &self,
+        rows: &[Row<'_>],
+        length: usize,
+        read: impl FnOnce(&[usize], &[f32]) -> Result<T, EmbedError>,
+    ) -> Result<T, EmbedError> {
+        let batch = rows.len();
         let cells = batch
             .checked_mul(length)
             .ok_or_else(|| inference("the batch is too large".to_owned()))?;
         let mut ids = Vec::with_capacity(cells);
         let mut mask = Vec::with_capacity(cells);
         let mut types = Vec::with_capacity(cells);
-        for encoding in &encodings {
-            if encoding.get_ids().len() != length || encoding.get_attention_mask().len() != length {
-                return Err(inference("the tokenizer padded unevenly".to_owned()));
-            }
-            ids.extend(encoding.get_ids().iter().map(|&id| i64::from(id)));
-            mask.extend(encoding.get_attention_mask().iter().map(|&m| i64::from(m)));
+        for row in rows {
+            ids.extend(row.ids.iter().map(|&id| i64::from(id)));
+            mask.extend(row.mask.iter().map(|&m| i64::from(m)));
             if self.token_type_ids {
-                types.extend(encoding.get_type_ids().iter().map(|&t| i64::from(t)));
+                types.extend(row.types.iter().map(|&t| i64::from(t)));
             }
         }
-        if self.token_type_ids && types.len() != cells {
+        if ids.len() != cells || mask.len() != cells || (self.token_type_ids && types.len() != cells)
+        {
             return Err(inference("the tokenizer padded unevenly".to_owned()));
         }
-
         let tensor = |values: Vec<i64>| {
             Tensor::from_array(([batch, length], values))
                 .map(SessionInputValue::from)
@@ -390,33 +504,44 @@ impl OnnxEmbedder {
             .map(|&d| usize::try_from(d))
             .collect::<Result<_, _>>()
             .map_err(|_| inference(format!("the output has the shape {shape:?}")))?;
-        let bad_shape = || inference(format!("the output has the shape {shape:?}"));
+        read(&dims, data)
+    }
+}
 
-        let vectors: Vec<Vec<f32>> = match (&self.pooling, dims.as_slice()) {
-            (Pooling::Pooled(_), &[rows, dim]) if rows == batch && dim > 0 => {
-                if data.len() != rows.checked_mul(dim).ok_or_else(bad_shape)? {
-                    return Err(bad_shape());
-                }
-                data.chunks_exact(dim).map(<[f32]>::to_vec).collect()
-            }
-            (Pooling::Mean(_), &[rows, tokens, dim])
-                if rows == batch && tokens == length && dim > 0 =>
-            {
-                let per_text = tokens.checked_mul(dim).ok_or_else(bad_shape)?;
-                if data.len() != rows.checked_mul(per_text).ok_or_else(bad_shape)? {
-                    return Err(bad_shape());
-                }
-                data.chunks_exact(per_text)
-                    .zip(&encodings)
-                    .map(|(states, encoding)| mean_pool(states, encoding.get_attention_mask(), dim))
-                    .collect()
-            }
-            _ => return Err(bad_shape()),
-        };
-        drop(outputs);
-        drop(session);
+/// One sequence of a batch: token ids, attention mask and token types, equally long.
+struct Row<'a> {
+    ids: &'a [u32],
+    mask: &'a [u32],
+    types: &'a [u32],
+}
 
-        vectors.into_iter().map(normalize).collect()
+/// What one run of the model gave, as [`OnnxEmbedder::forward`] hands it on.
+struct Output<'a> {
+    encodings: &'a [tokenizers::Encoding],
+    /// Tokens per text (the batch is padded to its longest).
+    length: usize,
+    dims: &'a [usize],
+    data: &'a [f32],
+}
+
+impl Output<'_> {
+    fn bad_shape(&self) -> EmbedError {
+        inference(format!("the output has the shape {:?}", self.dims))
+    }
+
+    /// `(values per text, dimension)` of a `[batch, tokens, dimension]` output whose
+    /// batch and tokens are the tokenizer's.
+    fn per_text(&self) -> Result<(usize, usize), EmbedError> {
+        match *self.dims {
+            [rows, tokens, dim] if rows == self.encodings.len() && tokens == self.length && dim > 0 => {
+                let per_text = tokens.checked_mul(dim).ok_or_else(|| self.bad_shape())?;
+                if self.data.len() != rows.checked_mul(per_text).ok_or_else(|| self.bad_shape())? {
+                    return Err(self.bad_shape());
+                }
+                Ok((per_text, dim))
+            }
+            _ => Err(self.bad_shape()),
+        }
     }
 }
 
@@ -436,15 +561,234 @@ impl Embedder for OnnxEmbedder {
     /// long text with short ones costs the short ones its length), and the vectors are
     /// returned in the order of `texts`.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let vectors = self.batched(texts, |batch| self.run(batch))?;
+        if vectors.iter().any(|v| v.len() != self.dimension) {
+            return Err(inference(format!(
+                "the model returned vectors of another length than {}",
+                self.dimension
+            )));
+        }
+        Ok(vectors)
+    }
+
+    /// Every token of the text, not the special `[CLS]` and `[SEP]` (the vector is pooled
+    /// over all, as [`embed`](Self::embed) pools), batched as `embed` batches.
+    fn embed_tokens(&self, texts: &[&str]) -> Result<Vec<TokenEmbedding>, EmbedError> {
+        let embedded = self.batched(texts, |batch| self.run_tokens(batch))?;
+        for item in &embedded {
+            if item.vector.len() != self.dimension || item.tokens.len() % self.dimension != 0 {
+                return Err(EmbedError::TokenMismatch {
+                    message: format!(
+                        "token vectors of {} values are not {}-dimensional",
+                        item.tokens.len(),
+                        self.dimension
+                    ),
+                });
+            }
+        }
+        Ok(embedded)
+    }
+
+    /// Each part's window is `[CLS]`, up to `context` parts before it, the part, up to
+    /// `context` parts after it, `[SEP]`, within [`max_tokens`](OnnxOptions::max_tokens):
+    /// the part first, then the nearest neighbours, a neighbour that does not fit whole
+    /// cut to its side nearest the part. The part's own token vectors are kept, and their
+    /// mean is its vector.
+    fn embed_tokens_in_context(
+        &self,
+        parts: &[&str],
+        context: usize,
+    ) -> Result<Vec<TokenEmbedding>, EmbedError> {
+        if context == 0 {
+            return self.embed_tokens(parts);
+        }
+        let unsupported = || EmbedError::Unsupported {
+            model: self.model.clone(),
+        };
+        if matches!(self.pooling, Pooling::Pooled(_)) {
+            return Err(unsupported());
+        }
+        let specials = self.specials.ok_or_else(unsupported)?;
+        let encoded: Vec<Vec<u32>> = parts
+            .iter()
+            .map(|part| {
+                self.tokenizer
+                    .encode(*part, false)
+                    .map(|e| e.get_ids().to_vec())
+                    .map_err(|e| inference(format!("tokenizer: {e}")))
+            })
+            .collect::<Result<_, _>>()?;
+        let windows: Vec<Window> = (0..encoded.len())
+            .map(|at| window(&encoded, at, context, self.max_tokens, specials))
+            .collect::<Result<_, _>>()?;
+        let mut order: Vec<usize> = (0..windows.len()).collect();
+        order.sort_by_key(|&i| windows.get(i).map_or(0, |w| w.ids.len()));
+        let mut slots: Vec<Option<TokenEmbedding>> =
+            std::iter::repeat_with(|| None).take(windows.len()).collect();
+        for indices in order.chunks(self.batch_size) {
+            let batch: Vec<&Window> = indices.iter().filter_map(|&i| windows.get(i)).collect();
+            let embedded = self.run_windows(&batch, specials.pad)?;
+            for (&i, item) in indices.iter().zip(embedded) {
+                if let Some(slot) = slots.get_mut(i) {
+                    *slot = Some(item);
+                }
+            }
+        }
+        let out: Vec<TokenEmbedding> = slots.into_iter().flatten().collect();
+        if out.len() != parts.len() {
+            return Err(inference(format!(
+                "the model returned {} results for {} parts",
+                out.len(),
+                parts.len()
+            )));
+        }
+        Ok(out)
+    }
+}
+
+/// The ids of the special tokens a window is built with.
+#[derive(Debug, Clone, Copy)]
+struct Specials {
+    cls: u32,
+    sep: u32,
+    pad: u32,
+}
+
+/// One part read in its context: the window's ids and where the part's own tokens are.
+#[derive(Debug)]
+struct Window {
+    ids: Vec<u32>,
+    own: std::ops::Range<usize>,
+}
+
+/// The window of part `at` of `parts` (token ids without special tokens): see
+/// [`OnnxEmbedder::embed_tokens_in_context`].
+fn window(
+    parts: &[Vec<u32>],
+    at: usize,
+    context: usize,
+    max_tokens: usize,
+    specials: Specials,
+) -> Result<Window, EmbedError> {
+    let room = max_tokens.saturating_sub(2);
+    let own = parts.get(at).map_or(&[][..], Vec::as_slice);
+    let own = own.get(..room.min(own.len())).unwrap_or_default();
+    if own.is_empty() {
+        return Err(EmbedError::NoTokens { index: at });
+    }
+    let mut budget = room - own.len();
+    let mut before: Vec<&[u32]> = Vec::new();
+    let mut after: Vec<&[u32]> = Vec::new();
+    for distance in 1..=context {
+        if let Some(previous) = at.checked_sub(distance).and_then(|i| parts.get(i)) {
+            let take = previous.len().min(budget);
+            before.push(previous.get(previous.len() - take..).unwrap_or_default());
+            budget -= take;
+        }
+        if let Some(next) = at.checked_add(distance).and_then(|i| parts.get(i)) {
+            let take = next.len().min(budget);
+            after.push(next.get(..take).unwrap_or_default());
+            budget -= take;
+        }
+    }
+    let mut ids = Vec::with_capacity(max_tokens);
+    ids.push(specials.cls);
+    for piece in before.iter().rev() {
+        ids.extend_from_slice(piece);
+    }
+    let start = ids.len();
+    ids.extend_from_slice(own);
+    let end = ids.len();
+    for piece in &after {
+        ids.extend_from_slice(piece);
+    }
+    ids.push(specials.sep);
+    Ok(Window {
+        ids,
+        own: start..end,
+    })
+}
+
+impl OnnxEmbedder {
+    /// One batch of windows: each part's own token vectors and their mean.
+    fn run_windows(&self, windows: &[&Window], pad: u32) -> Result<Vec<TokenEmbedding>, EmbedError> {
+        let length = windows.iter().map(|w| w.ids.len()).max().unwrap_or(0);
+        let padded: Vec<(Vec<u32>, Vec<u32>)> = windows
+            .iter()
+            .map(|w| {
+                let mut ids = w.ids.clone();
+                let mut mask = vec![1; ids.len()];
+                ids.resize(length, pad);
+                mask.resize(length, 0);
+                (ids, mask)
+            })
+            .collect();
+        let zeros = vec![0_u32; length];
+        let rows: Vec<Row<'_>> = padded
+            .iter()
+            .map(|(ids, mask)| Row {
+                ids,
+                mask,
+                types: &zeros,
+            })
+            .collect();
+        self.infer(&rows, length, |dims, data| {
+            let mismatch = || EmbedError::TokenMismatch {
+                message: format!(
+                    "the output has the shape {dims:?} for {} windows of {length} tokens",
+                    windows.len()
+                ),
+            };
+            let &[batch, tokens, dim] = dims else {
+                return Err(mismatch());
+            };
+            if batch != windows.len() || tokens != length || dim != self.dimension {
+                return Err(mismatch());
+            }
+            let per_window = tokens.checked_mul(dim).ok_or_else(mismatch)?;
+            if data.len() != batch.checked_mul(per_window).ok_or_else(mismatch)? {
+                return Err(mismatch());
+            }
+            data.chunks_exact(per_window)
+                .zip(windows)
+                .map(|(states, w)| {
+                    let own = states
+                        .get(w.own.start * dim..w.own.end * dim)
+                        .ok_or_else(mismatch)?;
+                    let mut tokens = Vec::with_capacity(own.len());
+                    for state in own.chunks_exact(dim) {
+                        tokens.extend(normalize(state.to_vec())?);
+                    }
+                    let vector = normalize(mean_pool(own, &vec![1; w.own.len()], dim))?;
+                    Ok(TokenEmbedding::new(vector, tokens))
+                })
+                .collect()
+        })
+    }
+}
+
+impl OnnxEmbedder {
+    /// `run` over `texts` in batches of similar length, the results in the order of
+    /// `texts` (a [`EmbedError::NoTokens`] names the text's place in `texts`).
+    fn batched<T>(
+        &self,
+        texts: &[&str],
+        run: impl Fn(&[&str]) -> Result<Vec<T>, EmbedError>,
+    ) -> Result<Vec<T>, EmbedError> {
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| texts.get(i).map_or(0, |text| text.len()));
-        let mut slots: Vec<Option<Vec<f32>>> = vec![None; texts.len()];
+        let mut slots: Vec<Option<T>> = std::iter::repeat_with(|| None).take(texts.len()).collect();
         for indices in order.chunks(self.batch_size) {
             let batch: Vec<&str> = indices
                 .iter()
                 .filter_map(|&i| texts.get(i).copied())
                 .collect();
-            let embedded = self.run(&batch)?;
+            let embedded = run(&batch).map_err(|error| match error {
+                EmbedError::NoTokens { index } => EmbedError::NoTokens {
+                    index: indices.get(index).copied().unwrap_or(index),
+                },
+                other => other,
+            })?;
             if embedded.len() != indices.len() {
                 return Err(inference(format!(
                     "the model returned {} vectors for {} texts",
@@ -452,20 +796,21 @@ impl Embedder for OnnxEmbedder {
                     indices.len()
                 )));
             }
-            for (&i, vector) in indices.iter().zip(embedded) {
+            for (&i, item) in indices.iter().zip(embedded) {
                 if let Some(slot) = slots.get_mut(i) {
-                    *slot = Some(vector);
+                    *slot = Some(item);
                 }
             }
         }
-        let vectors: Vec<Vec<f32>> = slots.into_iter().flatten().collect();
-        if vectors.len() != texts.len() || vectors.iter().any(|v| v.len() != self.dimension) {
+        let out: Vec<T> = slots.into_iter().flatten().collect();
+        if out.len() != texts.len() {
             return Err(inference(format!(
-                "the model returned vectors of another length than {}",
-                self.dimension
+                "the model returned {} results for {} texts",
+                out.len(),
+                texts.len()
             )));
         }
-        Ok(vectors)
+        Ok(out)
     }
 }
 

@@ -6,6 +6,7 @@
 mod dedup;
 mod format;
 mod hybrid;
+mod late;
 mod memory;
 mod pipeline;
 mod properties;

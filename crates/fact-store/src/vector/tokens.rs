@@ -317,10 +317,12 @@ impl TokenVectors {
                     out.extend(codes.iter().map(|&c| f32::from(c.cast_signed()) * scale));
                 }
                 TokenEncoding::Binary => {
-                    out.extend((0..self.dimension).map(|i| {
-                        let set = codes.get(i / 8).is_some_and(|byte| byte >> (i % 8) & 1 == 1);
-                        if set { scale } else { -scale }
-                    }));
+                    let start = out.len();
+                    for &byte in codes {
+                        out.extend((0..8).map(|bit| if byte >> bit & 1 == 1 { scale } else { -scale }));
+                    }
+                    // The last byte's unused bits.
+                    out.truncate(start + self.dimension);
                 }
             }
         }
