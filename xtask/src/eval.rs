@@ -45,9 +45,9 @@ use serde_json::Value;
 
 use crate::{Error, cargo};
 
-const KS: [usize; 4] = [1, 5, 10, 20];
+pub(crate) const KS: [usize; 4] = [1, 5, 10, 20];
 /// The deepest cut-off of [`KS`]: how many facts each query ranks.
-const MAX_K: usize = 20;
+pub(crate) const MAX_K: usize = 20;
 /// The environment variable that names the PostgreSQL server of `--store postgres`.
 const PG_URL_ENV: &str = "FACTMEM_PG_URL";
 
@@ -70,6 +70,9 @@ struct Options {
     memory: bool,
     /// `--context K --context-weight W` of `--memory`.
     context: Option<(usize, f64)>,
+    /// `--frontier`: every retriever and neighbour context on both corpora, beside the
+    /// FTS5 peer (`eval_frontier.rs`); needs `--model`.
+    frontier: Option<PathBuf>,
 }
 
 /// How facts are ranked.
@@ -134,7 +137,9 @@ fn parse(args: &[String]) -> Result<Options, Error> {
         samples: None,
         memory: false,
         context: None,
+        frontier: None,
     };
+    let mut frontier = false;
     let mut hybrid = false;
     let mut context: Option<usize> = None;
     let mut context_weight: Option<f64> = None;
@@ -159,6 +164,7 @@ fn parse(args: &[String]) -> Result<Options, Error> {
         match flag.as_str() {
             "--data" => options.data = value()?,
             "--memory" => options.memory = true,
+            "--frontier" => frontier = true,
             "--context" => {
                 let text = value()?;
                 context = Some(text.parse().map_err(|_| {
@@ -287,6 +293,21 @@ fn parse(args: &[String]) -> Result<Options, Error> {
             context_weight.unwrap_or(fact_store::DEFAULT_CONTEXT_WEIGHT),
         ));
     }
+    if frontier {
+        let Some(model) = model else {
+            return Err(usage(
+                "`--frontier` needs `--model DIR` (a model directory: `.ci/models` makes one)"
+                    .into(),
+            ));
+        };
+        if options.data.is_empty() {
+            return Err(usage(
+                "`eval locomo` needs `--data PATH` (e.g. ../shared/eval/locomo10.json)".into(),
+            ));
+        }
+        options.frontier = Some(model);
+        return Ok(options);
+    }
     if options.memory {
         // The memory's own recall: facts by meaning too when a model is given.
         if let Some(model) = model {
@@ -385,6 +406,9 @@ pub(crate) fn run(args: &[String]) -> Result<(), Error> {
     let samples = data
         .as_array()
         .ok_or_else(|| Error::Failed(format!("{} is not a JSON array of samples", options.data)))?;
+    if let Some(model) = &options.frontier {
+        return crate::eval_frontier::run(samples, std::path::Path::new(&options.data), model);
+    }
     let report = if options.memory {
         let backend = match &options.store {
             Store::Memory => crate::eval_memory::Backend::Memory,
@@ -470,7 +494,7 @@ fn items(sample: &Value, corpus: Corpus) -> Vec<Item> {
 }
 
 /// A fact for one item: `speaker said text`, the whole text as statement when clipped.
-fn fact(speaker: &str, text: &str) -> Option<SessionFact> {
+pub(crate) fn fact(speaker: &str, text: &str) -> Option<SessionFact> {
     let mut builder = SessionFact::builder(clip(speaker, 200), "said", clip(text, 200))
         .tag(Tag::Observation)
         .source("locomo", SourceRole::User)
@@ -734,6 +758,7 @@ mod tests {
             samples: None,
             memory: false,
             context: None,
+            frontier: None,
         }
     }
 

@@ -33,6 +33,7 @@ mod bench_ref;
 mod cargo;
 mod check;
 mod eval;
+mod eval_frontier;
 mod eval_memory;
 mod fuzz;
 mod load;
