@@ -67,6 +67,7 @@ mod properties;
 mod sqlite;
 #[cfg(feature = "sqlite")]
 mod sqlite_fts;
+mod token_properties;
 mod vector_properties;
 
 use std::sync::Arc;
