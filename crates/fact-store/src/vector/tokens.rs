@@ -150,7 +150,7 @@ impl TokenVectors {
         if values.is_empty() {
             return Err(InvalidTokenVectors::new("no tokens"));
         }
-        if values.len() % dimension != 0 {
+        if !values.len().is_multiple_of(dimension) {
             return Err(InvalidTokenVectors::new(format!(
                 "{} values are not a whole number of {dimension}-value tokens",
                 values.len()
@@ -349,7 +349,7 @@ impl TokenVectors {
     /// number of tokens of this dimension. `scratch` is a buffer the call may reuse.
     #[must_use]
     pub fn max_sim(&self, query: &[f32], scratch: &mut Vec<f32>) -> Option<f32> {
-        if query.is_empty() || query.len() % self.dimension != 0 {
+        if query.is_empty() || !query.len().is_multiple_of(self.dimension) {
             return None;
         }
         self.decode_into(scratch);
