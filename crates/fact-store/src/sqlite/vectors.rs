@@ -165,6 +165,9 @@ impl FactVectors for SqliteFactStore {
         tokens: Vec<(FactId, TokenVectors)>,
     ) -> StoreResult<usize> {
         let prepared = TokenRows::new(model, tokens)?;
+        if prepared.rows.is_empty() {
+            return Ok(0);
+        }
         let scope = self.scope_id;
         self.with_conn(|conn, _| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
