@@ -22,8 +22,8 @@ use fact_model::{FactId, SessionFact, Tag};
 use crate::{ScoredFact, StoreError, StoreResult};
 
 pub use self::index::EXACT_SEARCH_LIMIT;
-pub use self::tokens::{InvalidTokenVectors, MAX_TOKENS, TokenEncoding, TokenVectors};
 pub(crate) use self::index::{ModelIndexes, VectorIndex};
+pub use self::tokens::{InvalidTokenVectors, MAX_TOKENS, TokenEncoding, TokenVectors};
 
 /// The longest model identity a store accepts, in bytes.
 pub const MAX_MODEL_BYTES: usize = 256;

@@ -8,9 +8,7 @@ use fact_model::{FactId, SessionFact, Timestamp};
 use super::InMemorySessionFactStore;
 use super::state::State;
 use crate::vector::{VectorIndex, check_token_model, unit_query, unit_vector};
-use crate::{
-    FactVectors, ScoredFact, StoreResult, TokenVectorStats, TokenVectors, VectorQuery,
-};
+use crate::{FactVectors, ScoredFact, StoreResult, TokenVectorStats, TokenVectors, VectorQuery};
 
 impl FactVectors for InMemorySessionFactStore {
     fn put_embeddings(

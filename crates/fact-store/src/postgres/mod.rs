@@ -10,7 +10,8 @@
 //! - `long_term.rs`: the rows of long-term memory in a write transaction (aliases,
 //!   profile versions, messages and their index) and the
 //!   [`LongTermStore`](crate::LongTermStore) implementation.
-//! - `vectors.rs`: the [`FactVectors`] implementation (embeddings as `bytea`).
+//! - `vectors.rs`: the [`FactVectors`] implementation (embeddings and token vectors as
+//!   `bytea`).
 //! - `database.rs`: [`PgDatabase`], the database the stores of many scopes share (one
 //!   pool, one schema check).
 //! - `replicas.rs`: read replicas (hot standbys): where reads go, how a store reads its own
@@ -267,7 +268,9 @@ impl PgOptions {
 /// the rows written since (by any process); the candidates' facts are read in one query
 /// per search (`= ANY($1)`), so only facts valid now are found. At 100,000 facts with
 /// 384-dimensional embeddings on a loopback server a first search takes about 0.45 s and
-/// later ones about 4 ms (`benches/postgres.rs`).
+/// later ones about 4 ms (`benches/postgres.rs`). Token vectors
+/// ([`put_token_vectors`](FactVectors::put_token_vectors)) are rows too, written and
+/// deleted the same way, and read for many facts in one query.
 ///
 /// ```no_run
 /// use std::sync::Arc;

@@ -69,8 +69,8 @@ pub(super) struct PgRows<'a> {
     generation: i64,
     /// Whether it deleted rows (a search cache cannot follow deletions row by row).
     deleted: bool,
-    /// The ids of the versions it deleted: their embeddings go at commit when no version
-    /// of the id is left.
+    /// The ids of the versions it deleted: their embeddings and token vectors go at
+    /// commit when no version of the id is left.
     deleted_ids: Vec<i64>,
     prefetched: Option<Prefetched>,
 }
@@ -653,11 +653,17 @@ impl Rows for PgRows<'_> {
 
     fn commit(mut self) -> DbResult<()> {
         if !self.deleted_ids.is_empty() {
-            // The embeddings of the facts whose last version this transaction deleted.
+            // The embeddings and token vectors of the facts whose last version this
+            // transaction deleted.
             let (scope, ids) = (self.scope, std::mem::take(&mut self.deleted_ids));
             self.execute(
                 "DELETE FROM embeddings AS e WHERE e.scope = $1 AND e.fact = ANY($2) \
                  AND NOT EXISTS (SELECT 1 FROM facts AS f WHERE f.scope = $1 AND f.id = e.fact)",
+                &[&scope, &ids],
+            )?;
+            self.execute(
+                "DELETE FROM token_vectors AS t WHERE t.scope = $1 AND t.fact = ANY($2) \
+                 AND NOT EXISTS (SELECT 1 FROM facts AS f WHERE f.scope = $1 AND f.id = t.fact)",
                 &[&scope, &ids],
             )?;
         }

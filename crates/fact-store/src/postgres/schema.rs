@@ -87,6 +87,17 @@
 //!   COMMIT whose reply was lost) applies at most once.
 //! - `profile (scope, seq)`: every version of a profile field (`field`, `text`, `at`),
 //!   `seq` giving their order.
+//!
+//! # Version 5
+//!
+//! - `token_vectors`: the token vectors a model gave each fact
+//!   ([`FactVectors::put_token_vectors`](crate::FactVectors::put_token_vectors)), as in
+//!   the SQLite schema: the primary key `(scope, fact, model)` (`fact` before `model` so
+//!   that deleting a fact finds its rows), `tokens` the encoded bytes in a `bytea` stored
+//!   without compression attempts (`STORAGE EXTERNAL`). Writes hold the scope's row lock,
+//!   as writes of embeddings and facts do, so a row is never written for a fact whose
+//!   last version a concurrent write deletes; that deletion deletes its rows in the same
+//!   transaction.
 
 use fact_model::Message;
 use postgres::Client;
@@ -100,7 +111,13 @@ use crate::{Analyzer, AnalyzerConfig};
 type Migration = fn(&mut postgres::Transaction<'_>) -> DbResult<()>;
 
 /// The migrations, by the version they start from.
-const MIGRATIONS: &[Migration] = &[to_version_1, to_version_2, to_version_3, to_version_4];
+const MIGRATIONS: &[Migration] = &[
+    to_version_1,
+    to_version_2,
+    to_version_3,
+    to_version_4,
+    to_version_5,
+];
 
 /// The newest schema version this build knows.
 pub(super) const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
@@ -334,6 +351,20 @@ fn to_version_4(tx: &mut postgres::Transaction<'_>) -> DbResult<()> {
             key BYTEA NOT NULL,
             PRIMARY KEY (scope, key)
         );",
+    )?;
+    Ok(())
+}
+
+fn to_version_5(tx: &mut postgres::Transaction<'_>) -> DbResult<()> {
+    tx.batch_execute(
+        "CREATE TABLE token_vectors (
+            scope BIGINT NOT NULL REFERENCES scopes(id),
+            fact BIGINT NOT NULL,
+            model TEXT NOT NULL,
+            tokens BYTEA NOT NULL,
+            PRIMARY KEY (scope, fact, model)
+        );
+        ALTER TABLE token_vectors ALTER COLUMN tokens SET STORAGE EXTERNAL;",
     )?;
     Ok(())
 }

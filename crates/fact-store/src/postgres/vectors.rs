@@ -1,7 +1,7 @@
 //! [`FactVectors`] for [`PgFactStore`]: the `embeddings` table (schema version 2) and the
 //! store object's in-process index of it ([`crate::sql::vectors`] says how the index
 //! follows the table), locked only for work in memory: rows travel with the lock
-//! released.
+//! released; and the `token_vectors` table (schema version 5).
 
 use fact_model::{FactId, SessionFact};
 use postgres::fallible_iterator::FallibleIterator;
@@ -14,8 +14,8 @@ use super::rows::{Statements, prepared};
 use super::{PgFactStore, backoff, is_conflict, query};
 use crate::sql::codec::FACT_COLUMNS;
 use crate::sql::error::{DbError, DbResult};
-use crate::sql::vectors::{EachRow, Prepared, VectorCache, VectorReads, count, rounds};
-use crate::{FactVectors, ScoredFact, StoreResult, VectorQuery};
+use crate::sql::vectors::{EachRow, Prepared, TokenRows, VectorCache, VectorReads, count, rounds};
+use crate::{FactVectors, ScoredFact, StoreResult, TokenVectorStats, TokenVectors, VectorQuery};
 
 /// The reads of a vector search of one scope: two statements, each its own snapshot
 /// and round trip.
@@ -162,6 +162,79 @@ impl PgFactStore {
         tx.commit()?;
         Ok(usize::try_from(written).unwrap_or(usize::MAX))
     }
+
+    /// Writes token vectors in one transaction: locks the scope's row (a write that
+    /// deletes a fact holds it too, so no row outlives its fact), then inserts or replaces
+    /// the rows of ids the scope holds; returns how many.
+    fn store_token_vectors(
+        conn: &mut Connection,
+        scope: i64,
+        model: &str,
+        tokens: &TokenRows,
+    ) -> DbResult<usize> {
+        let Connection {
+            client, statements, ..
+        } = conn;
+        let mut tx = client.transaction()?;
+        let statement = prepared(
+            &mut tx,
+            statements,
+            "SELECT id FROM scopes WHERE id = $1 FOR UPDATE",
+        )?;
+        tx.query_one(&statement, &[&scope])?;
+        let (ids, bytes): (Vec<i64>, Vec<&[u8]>) = tokens
+            .rows
+            .iter()
+            .map(|(id, bytes)| (*id, bytes.as_slice()))
+            .unzip();
+        let statement = prepared(
+            &mut tx,
+            statements,
+            "INSERT INTO token_vectors (scope, fact, model, tokens) \
+             SELECT $1, u.fact, $2, u.tokens \
+             FROM unnest($3::BIGINT[], $4::BYTEA[]) AS u(fact, tokens) \
+             WHERE EXISTS (SELECT 1 FROM facts AS f WHERE f.scope = $1 AND f.id = u.fact) \
+             ON CONFLICT (scope, fact, model) DO UPDATE SET tokens = EXCLUDED.tokens",
+        )?;
+        let written = tx.execute(&statement, &[&scope, &model, &ids, &bytes])?;
+        tx.commit()?;
+        Ok(usize::try_from(written).unwrap_or(usize::MAX))
+    }
+
+    /// Runs the vector write `store` on the primary, tried again on conflicts as every
+    /// write of this store is; server failures map to [`StoreError`](crate::StoreError)
+    /// codes as theirs do.
+    fn vector_write(
+        &self,
+        what: &str,
+        store: impl Fn(&mut Connection) -> DbResult<usize>,
+    ) -> StoreResult<usize> {
+        let mut attempt = 0;
+        loop {
+            // A connection per attempt: none is held while waiting for the next one.
+            let written = {
+                let mut pooled = self.connection()?;
+                let conn = self.held(&mut pooled)?;
+                let written = store(conn);
+                if written.is_ok() {
+                    self.committed(conn);
+                }
+                written
+            };
+            match written {
+                Ok(written) => return Ok(written),
+                Err(error) => {
+                    attempt += 1;
+                    if is_conflict(&error) && attempt < self.options().attempts {
+                        tracing::debug!(scope = %self.scope, attempt, ?error, "{what} write conflict; trying again");
+                        std::thread::sleep(backoff(attempt));
+                        continue;
+                    }
+                    return Err(error.into_store(self.location()));
+                }
+            }
+        }
+    }
 }
 
 impl FactVectors for PgFactStore {
@@ -174,31 +247,9 @@ impl FactVectors for PgFactStore {
         embeddings: Vec<(FactId, Vec<f32>)>,
     ) -> StoreResult<usize> {
         let prepared = Prepared::new(model, embeddings)?;
-        let mut attempt = 0;
-        loop {
-            // A connection per attempt: none is held while waiting for the next one.
-            let written = {
-                let mut pooled = self.connection()?;
-                let conn = self.held(&mut pooled)?;
-                let written = Self::store_embeddings(conn, self.scope_id, model, &prepared);
-                if written.is_ok() {
-                    self.committed(conn);
-                }
-                written
-            };
-            match written {
-                Ok(written) => return Ok(written),
-                Err(error) => {
-                    attempt += 1;
-                    if is_conflict(&error) && attempt < self.options().attempts {
-                        tracing::debug!(scope = %self.scope, attempt, ?error, "embedding write conflict; trying again");
-                        std::thread::sleep(backoff(attempt));
-                        continue;
-                    }
-                    return Err(error.into_store(self.location()));
-                }
-            }
-        }
+        self.vector_write("embedding", |conn| {
+            Self::store_embeddings(conn, self.scope_id, model, &prepared)
+        })
     }
 
     fn unembedded(&self, model: &str, limit: usize) -> StoreResult<Vec<SessionFact>> {
@@ -267,6 +318,77 @@ impl FactVectors for PgFactStore {
                 }
             }
             Ok(found)
+        })
+    }
+
+    /// Stores the token vectors in one transaction (see
+    /// [`FactVectors::put_token_vectors`]), tried again on conflicts as
+    /// [`put_embeddings`](Self::put_embeddings) is.
+    fn put_token_vectors(
+        &self,
+        model: &str,
+        tokens: Vec<(FactId, TokenVectors)>,
+    ) -> StoreResult<usize> {
+        let prepared = TokenRows::new(model, tokens)?;
+        if prepared.rows.is_empty() {
+            return Ok(0);
+        }
+        self.vector_write("token vector", |conn| {
+            Self::store_token_vectors(conn, self.scope_id, model, &prepared)
+        })
+    }
+
+    fn token_vectors(
+        &self,
+        model: &str,
+        ids: &[FactId],
+    ) -> StoreResult<Vec<(FactId, TokenVectors)>> {
+        let wanted = TokenRows::wanted(ids);
+        if wanted.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.with_conn(|conn, scope| {
+            let rows = query(
+                conn,
+                "SELECT fact, tokens FROM token_vectors \
+                 WHERE scope = $1 AND model = $2 AND fact = ANY($3)",
+                &[&scope, &model, &wanted],
+            )?;
+            let read = rows
+                .iter()
+                .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+                .collect::<DbResult<Vec<(i64, Vec<u8>)>>>()?;
+            TokenRows::in_order(&wanted, read)
+        })
+    }
+
+    fn untokenized(&self, model: &str, limit: usize) -> StoreResult<Vec<SessionFact>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "SELECT {FACT_COLUMNS} FROM facts AS f WHERE f.scope = $1 AND f.valid_to IS NULL \
+             AND NOT EXISTS (SELECT 1 FROM token_vectors AS t \
+             WHERE t.scope = $1 AND t.fact = f.id AND t.model = $2) \
+             ORDER BY f.valid_from, f.id < 0, f.id LIMIT $3"
+        );
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.facts(&sql, &[&self.scope_id, &model, &limit])
+    }
+
+    fn token_vector_stats(&self, model: &str) -> StoreResult<TokenVectorStats> {
+        self.with_conn(|conn, scope| {
+            let rows = query(
+                conn,
+                "SELECT count(*), coalesce(sum(octet_length(tokens)), 0)::BIGINT \
+                 FROM token_vectors WHERE scope = $1 AND model = $2",
+                &[&scope, &model],
+            )?;
+            let (facts, bytes): (i64, i64) = match rows.first() {
+                Some(row) => (row.try_get(0)?, row.try_get(1)?),
+                None => (0, 0),
+            };
+            Ok(TokenRows::stats(facts, bytes))
         })
     }
 }

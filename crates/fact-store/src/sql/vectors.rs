@@ -25,6 +25,15 @@
 //! deleted) is dropped from the index then, so deletions need no reload: a vector that
 //! never ranks costs memory, never a wrong answer. When too few candidates of a round
 //! pass, the next round asks the index for twice as many.
+//!
+//! # Token vectors
+//!
+//! Each store also keeps a `token_vectors` table: `(scope, fact, model)` is the key (a
+//! fact's rows found by `(scope, fact)` when its last version is deleted, in the same
+//! transaction as its embeddings) and `tokens` the bytes of [`TokenVectors::as_bytes`].
+//! No index in memory: a late-interaction scorer reads the token vectors of the few
+//! candidates a search returned, all in one query, and [`TokenRows`] checks a write and
+//! puts what was read back in the caller's order.
 
 use std::any::Any;
 use std::collections::{HashMap, HashSet};
@@ -35,8 +44,8 @@ use super::codec::{id_from_sql, id_to_sql};
 use super::error::{DbError, DbResult};
 use crate::cache::Measure;
 use crate::heap::{chunk, map_bytes};
-use crate::vector::{VectorIndex, VectorQuery, unit_query, unit_vector};
-use crate::{ScoredFact, StoreError, StoreResult};
+use crate::vector::{VectorIndex, VectorQuery, check_token_model, unit_query, unit_vector};
+use crate::{ScoredFact, StoreError, StoreResult, TokenVectorStats, TokenVectors};
 
 /// What receives the embedding rows a backend reads: `(seq, fact id as stored, vector
 /// bytes)`.
@@ -403,6 +412,71 @@ pub(crate) fn decode(bytes: &[u8], dimension: usize, out: &mut Vec<f32>) -> DbRe
     Ok(())
 }
 
+/// The token vectors of a `put_token_vectors` call, checked and encoded.
+#[derive(Debug, PartialEq)]
+pub(crate) struct TokenRows {
+    /// `(id as stored, bytes)`, one per id (a later value of an id replaces an earlier
+    /// one), in the order of first appearance.
+    pub(crate) rows: Vec<(i64, Vec<u8>)>,
+}
+
+impl TokenRows {
+    /// Checks the model identity (as the in-memory store does, before anything is
+    /// stored) and keeps one value per id.
+    pub(crate) fn new(model: &str, tokens: Vec<(FactId, TokenVectors)>) -> StoreResult<Self> {
+        if let Some((id, _)) = tokens.first() {
+            check_token_model(model, *id)?;
+        }
+        let mut rows: Vec<(i64, Vec<u8>)> = Vec::with_capacity(tokens.len());
+        let mut at: HashMap<FactId, usize> = HashMap::with_capacity(tokens.len());
+        for (id, vectors) in tokens {
+            let bytes = vectors.into_bytes();
+            match at.get(&id).and_then(|&slot| rows.get_mut(slot)) {
+                Some(earlier) => earlier.1 = bytes,
+                None => {
+                    at.insert(id, rows.len());
+                    rows.push((id_to_sql(id), bytes));
+                }
+            }
+        }
+        Ok(TokenRows { rows })
+    }
+
+    /// `ids` as stored, each once, in their order: what a `token_vectors` read asks for.
+    pub(crate) fn wanted(ids: &[FactId]) -> Vec<i64> {
+        let mut seen = HashSet::with_capacity(ids.len());
+        ids.iter()
+            .filter(|id| seen.insert(**id))
+            .map(|id| id_to_sql(*id))
+            .collect()
+    }
+
+    /// The rows read for `wanted` (`(id as stored, bytes)`, in any order), decoded, in the
+    /// order of `wanted`; bytes that are not token vectors are a corrupt row.
+    pub(crate) fn in_order(
+        wanted: &[i64],
+        read: Vec<(i64, Vec<u8>)>,
+    ) -> DbResult<Vec<(FactId, TokenVectors)>> {
+        let mut read: HashMap<i64, Vec<u8>> = read.into_iter().collect();
+        wanted
+            .iter()
+            .filter_map(|id| Some((*id, read.remove(id)?)))
+            .map(|(id, bytes)| {
+                let id = id_from_sql(id)?;
+                let vectors = TokenVectors::from_bytes(bytes).map_err(|e| {
+                    DbError::Corrupt(format!("stored token vectors of fact {id}: {}", e.reason()))
+                })?;
+                Ok((id, vectors))
+            })
+            .collect()
+    }
+
+    /// The stats of `facts` rows holding `bytes` bytes, as the database counted them.
+    pub(crate) fn stats(facts: i64, bytes: i64) -> TokenVectorStats {
+        TokenVectorStats::new(count(facts), u64::try_from(bytes).unwrap_or(0))
+    }
+}
+
 /// A count from the database as a `usize`.
 pub(crate) fn count(value: i64) -> usize {
     usize::try_from(value).unwrap_or(0)
@@ -504,6 +578,45 @@ mod tests {
         // A query of another dimension finds nothing.
         let other = VectorQuery::new("m", &[1.0, 0.0, 0.0], 3);
         assert!(cache.nearest(&mut reads, &other).unwrap().is_empty());
+    }
+
+    #[test]
+    fn token_rows_keep_one_value_per_id_and_read_back_in_the_order_asked() {
+        use crate::TokenEncoding;
+
+        let a = FactId::for_triple("a", "b", "c");
+        let b = FactId::for_triple("d", "e", "f");
+        let one = TokenVectors::encode(TokenEncoding::Int8, 2, &[1.0, 0.0]).unwrap();
+        let two = TokenVectors::encode(TokenEncoding::Binary, 2, &[0.0, 1.0]).unwrap();
+        let rows = TokenRows::new(
+            "m",
+            vec![(a, one.clone()), (b, one.clone()), (a, two.clone())],
+        )
+        .unwrap();
+        assert_eq!(
+            rows.rows,
+            [
+                (id_to_sql(a), two.as_bytes().to_vec()),
+                (id_to_sql(b), one.as_bytes().to_vec())
+            ]
+        );
+        let err = TokenRows::new("", vec![(a, one.clone())]).unwrap_err();
+        assert_eq!(err.code(), "invalid_embedding");
+        assert!(TokenRows::new("", Vec::new()).unwrap().rows.is_empty());
+
+        let wanted = TokenRows::wanted(&[b, a, b]);
+        assert_eq!(wanted, [id_to_sql(b), id_to_sql(a)]);
+        let read = vec![
+            (id_to_sql(a), two.as_bytes().to_vec()),
+            (id_to_sql(b), one.as_bytes().to_vec()),
+        ];
+        assert_eq!(
+            TokenRows::in_order(&wanted, read).unwrap(),
+            [(b, one), (a, two)]
+        );
+        let corrupt = TokenRows::in_order(&wanted, vec![(id_to_sql(a), vec![1, 2])]);
+        assert!(matches!(corrupt, Err(DbError::Corrupt(_))));
+        assert_eq!(TokenRows::stats(2, 30), TokenVectorStats::new(2, 30));
     }
 
     #[test]

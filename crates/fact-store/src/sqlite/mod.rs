@@ -9,7 +9,8 @@
 //!   `messages.rs`: the episodes' messages, their index and message search.
 //! - `long_term.rs`: the [`LongTermStore`](crate::LongTermStore) implementation (aliases,
 //!   the profile, commits).
-//! - `vectors.rs`: the [`FactVectors`] implementation (embeddings as BLOBs).
+//! - `vectors.rs`: the [`FactVectors`] implementation (embeddings and token vectors as
+//!   BLOBs).
 //! - `codec.rs` and `error.rs`: rows → facts, SQLite errors → [`StoreError`].
 
 mod codec;
@@ -281,7 +282,9 @@ impl SqliteOptions {
 /// rows written since (by any connection); the candidates' facts are read in one query
 /// per search, so only facts valid now are found. At 100,000 facts with 384-dimensional
 /// embeddings a first search takes about 0.2 s and later ones about 3.5 ms
-/// (`benches/sqlite.rs`).
+/// (`benches/sqlite.rs`). Token vectors
+/// ([`put_token_vectors`](FactVectors::put_token_vectors)) are rows too, written and
+/// deleted the same way, and read for many facts in one query.
 ///
 /// ```
 /// use std::sync::Arc;

@@ -435,13 +435,18 @@ impl Rows for SqliteRows<'_> {
             // version that ended at or before a cache's generation was never in it.
             let unseen = if valid { self.generation } else { changed };
             self.deleted_generation = self.deleted_generation.max(unseen);
-            // When that was the fact's last version, its embeddings go too.
-            self.tx
-                .prepare_cached(
-                    "DELETE FROM embeddings WHERE scope = ?1 AND fact = ?2 \
-                     AND NOT EXISTS (SELECT 1 FROM facts WHERE scope = ?1 AND id = ?2)",
-                )?
-                .execute(params![self.scope, id])?;
+            // When that was the fact's last version, its embeddings and token vectors go
+            // too.
+            for sql in [
+                "DELETE FROM embeddings WHERE scope = ?1 AND fact = ?2 \
+                 AND NOT EXISTS (SELECT 1 FROM facts WHERE scope = ?1 AND id = ?2)",
+                "DELETE FROM token_vectors WHERE scope = ?1 AND fact = ?2 \
+                 AND NOT EXISTS (SELECT 1 FROM facts WHERE scope = ?1 AND id = ?2)",
+            ] {
+                self.tx
+                    .prepare_cached(sql)?
+                    .execute(params![self.scope, id])?;
+            }
         }
         Ok(())
     }

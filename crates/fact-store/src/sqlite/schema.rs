@@ -87,6 +87,15 @@
 //!   (the scope's generation when migrated). Behind `generation`, a build of an older
 //!   schema wrote last, without stamps: caches reload, and the next stamped write moves
 //!   `deleted_generation` up to that generation.
+//!
+//! # Version 6
+//!
+//! - `token_vectors`: the token vectors a model gave each fact
+//!   ([`FactVectors::put_token_vectors`](crate::FactVectors::put_token_vectors)):
+//!   `(scope, fact, model)` is unique (`fact` before `model`, as in `embeddings`, so
+//!   deleting a fact finds its rows), `tokens` the encoded bytes (a BLOB). Deleting the
+//!   last version of a fact deletes its rows, in the transaction that deletes its
+//!   embeddings.
 
 use fact_model::Message;
 use rusqlite::{Connection, TransactionBehavior};
@@ -108,6 +117,7 @@ pub(super) const MIGRATIONS: &[Migration] = &[
     to_version_3,
     to_version_4,
     to_version_5,
+    to_version_6,
 ];
 
 /// The newest schema version this build knows.
@@ -351,6 +361,19 @@ fn to_version_5(conn: &Connection) -> DbResult<()> {
         ALTER TABLE scopes ADD COLUMN stamped_generation INTEGER NOT NULL DEFAULT 0;
         UPDATE scopes SET stamped_generation = generation;
         CREATE INDEX facts_changed ON facts(scope, changed_generation);",
+    )?;
+    Ok(())
+}
+
+fn to_version_6(conn: &Connection) -> DbResult<()> {
+    conn.execute_batch(
+        "CREATE TABLE token_vectors (
+            scope INTEGER NOT NULL REFERENCES scopes(id),
+            model TEXT NOT NULL,
+            fact INTEGER NOT NULL,
+            tokens BLOB NOT NULL,
+            UNIQUE (scope, fact, model)
+        );",
     )?;
     Ok(())
 }

@@ -245,7 +245,7 @@ fn older_databases_migrate_to_messages_aliases_profile_and_embeddings() {
     use crate::{AliasChange, EpisodeStore, FactVectors, LongTermStore, MemoryWrite, MessageQuery};
     use fact_model::{FactId, Message, MessageRole};
 
-    assert_eq!(SqliteFactStore::SCHEMA_VERSION, 5);
+    assert_eq!(SqliteFactStore::SCHEMA_VERSION, 6);
     for version in [1, 2] {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("facts.db");
@@ -499,7 +499,7 @@ fn databases_of_versions_3_and_4_migrate_to_stamped_rows() {
         let migrated: u32 = raw
             .pragma_query_value(None, "user_version", |row| row.get(0))
             .unwrap();
-        assert_eq!(migrated, 5, "from {version}");
+        assert_eq!(migrated, SqliteFactStore::SCHEMA_VERSION, "from {version}");
         let (generation, stamped, deleted): (i64, i64, i64) = raw
             .query_row(
                 "SELECT generation, stamped_generation, deleted_generation FROM scopes",
@@ -530,6 +530,82 @@ fn databases_of_versions_3_and_4_migrate_to_stamped_rows() {
         assert_eq!(reader.loads.load(Ordering::Relaxed), 1, "from {version}");
         assert_eq!(writer.history("task:1").unwrap().len(), 3);
     }
+}
+
+#[test]
+fn a_database_of_version_5_migrates_to_token_vectors_and_keeps_its_embeddings() {
+    use crate::{FactVectors, TokenEncoding, TokenVectors};
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("facts.db");
+    let clock = Arc::new(ManualClock::default());
+    let open = || SqliteFactStore::open(&path, "s", StoreConfig::default(), clock.clone()).unwrap();
+    let kept = fact("src/a.rs", "modified_by", "task:1", 0);
+    {
+        let store = open();
+        store.add(vec![kept.clone()]).unwrap();
+        store
+            .put_embeddings("m", vec![(kept.id(), vec![1.0, 0.0])])
+            .unwrap();
+    }
+    // Version 6 only added `token_vectors`: without it, the file is as version 5 left it.
+    let raw = Connection::open(&path).unwrap();
+    raw.execute_batch("DROP TABLE token_vectors; PRAGMA user_version = 5;")
+        .unwrap();
+    let store = open();
+    let version: u32 = raw
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .unwrap();
+    assert_eq!(version, 6);
+    assert_eq!(SqliteFactStore::SCHEMA_VERSION, 6);
+    assert_eq!(store.embedded_count("m").unwrap(), 1);
+    let missing: Vec<FactId> = store
+        .untokenized("m", 10)
+        .unwrap()
+        .iter()
+        .map(SessionFact::id)
+        .collect();
+    assert_eq!(missing, [kept.id()]);
+    let tokens = TokenVectors::encode(TokenEncoding::Int8, 2, &[1.0, 0.0, 0.0, 1.0]).unwrap();
+    assert_eq!(
+        store
+            .put_token_vectors("m", vec![(kept.id(), tokens.clone())])
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        store.token_vectors("m", &[kept.id()]).unwrap(),
+        [(kept.id(), tokens)]
+    );
+    assert!(store.untokenized("m", 10).unwrap().is_empty());
+}
+
+#[test]
+fn stored_bytes_that_are_not_token_vectors_are_a_corrupt_store() {
+    use crate::{FactVectors, StoreError, TokenEncoding, TokenVectors};
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("facts.db");
+    let clock = Arc::new(ManualClock::default());
+    let store = SqliteFactStore::open(&path, "s", StoreConfig::default(), clock).unwrap();
+    let kept = fact("src/a.rs", "modified_by", "task:1", 0);
+    store.add(vec![kept.clone()]).unwrap();
+    let tokens = TokenVectors::encode(TokenEncoding::Binary, 8, &[1.0; 8]).unwrap();
+    store
+        .put_token_vectors("m", vec![(kept.id(), tokens)])
+        .unwrap();
+    let raw = Connection::open(&path).unwrap();
+    raw.execute("UPDATE token_vectors SET tokens = x'0102'", [])
+        .unwrap();
+    let error = store.token_vectors("m", &[kept.id()]).unwrap_err();
+    assert!(matches!(error, StoreError::Corrupt { .. }), "{error:?}");
+    // Another model's read does not touch the row.
+    assert!(
+        store
+            .token_vectors("other", &[kept.id()])
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[test]

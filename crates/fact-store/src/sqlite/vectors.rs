@@ -1,6 +1,6 @@
 //! [`FactVectors`] for [`SqliteFactStore`]: the `embeddings` table (schema version 2)
 //! and the store object's in-process index of it ([`crate::sql::vectors`] says how the
-//! index follows the table).
+//! index follows the table), and the `token_vectors` table (schema version 6).
 
 use fact_model::{FactId, SessionFact};
 use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
@@ -9,8 +9,8 @@ use super::codec::read_fact;
 use super::{SqliteFactStore, query_facts};
 use crate::sql::codec::FACT_COLUMNS;
 use crate::sql::error::{DbError, DbResult};
-use crate::sql::vectors::{EachRow, Prepared, VectorReads, count};
-use crate::{FactVectors, ScoredFact, StoreResult, VectorQuery};
+use crate::sql::vectors::{EachRow, Prepared, TokenRows, VectorReads, count};
+use crate::{FactVectors, ScoredFact, StoreResult, TokenVectorStats, TokenVectors, VectorQuery};
 
 /// A limit as SQLite binds it.
 fn sql_limit(limit: usize) -> i64 {
@@ -153,6 +153,99 @@ impl FactVectors for SqliteFactStore {
             let found = vectors.nearest(&mut Reads { tx: &tx, scope }, query)?;
             tx.commit()?;
             Ok(found)
+        })
+    }
+
+    /// Stores the token vectors in one `BEGIN IMMEDIATE` transaction (see
+    /// [`FactVectors::put_token_vectors`]), as [`put_embeddings`](Self::put_embeddings)
+    /// stores embeddings.
+    fn put_token_vectors(
+        &self,
+        model: &str,
+        tokens: Vec<(FactId, TokenVectors)>,
+    ) -> StoreResult<usize> {
+        let prepared = TokenRows::new(model, tokens)?;
+        if prepared.rows.is_empty() {
+            return Ok(0);
+        }
+        let scope = self.scope_id;
+        self.with_conn(|conn, _| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let mut written = 0;
+            {
+                let mut held =
+                    tx.prepare_cached("SELECT 1 FROM facts WHERE scope = ?1 AND id = ?2")?;
+                let mut insert = tx.prepare_cached(
+                    "INSERT OR REPLACE INTO token_vectors (scope, model, fact, tokens) \
+                     VALUES (?1, ?2, ?3, ?4)",
+                )?;
+                for (id, bytes) in &prepared.rows {
+                    if held.exists(params![scope, id])? {
+                        insert.execute(params![scope, model, id, bytes])?;
+                        written += 1;
+                    }
+                }
+            }
+            tx.commit()?;
+            Ok(written)
+        })
+    }
+
+    fn token_vectors(
+        &self,
+        model: &str,
+        ids: &[FactId],
+    ) -> StoreResult<Vec<(FactId, TokenVectors)>> {
+        let wanted = TokenRows::wanted(ids);
+        if wanted.is_empty() {
+            return Ok(Vec::new());
+        }
+        // The ids as one JSON array: one statement whatever their number.
+        let list = wanted
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        self.with_read_conn(|conn, scope| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT fact, tokens FROM token_vectors WHERE scope = ?1 AND model = ?2 \
+                 AND fact IN (SELECT value FROM json_each(?3))",
+            )?;
+            let mut rows = stmt.query(params![scope, model, format!("[{list}]")])?;
+            let mut read = Vec::with_capacity(wanted.len());
+            while let Some(row) = rows.next()? {
+                let bytes = row
+                    .get_ref(1)?
+                    .as_blob()
+                    .map_err(|e| DbError::Corrupt(format!("stored token vectors: {e}")))?;
+                read.push((row.get(0)?, bytes.to_vec()));
+            }
+            TokenRows::in_order(&wanted, read)
+        })
+    }
+
+    fn untokenized(&self, model: &str, limit: usize) -> StoreResult<Vec<SessionFact>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "SELECT {FACT_COLUMNS} FROM facts AS f WHERE f.scope = ?1 AND f.valid_to IS NULL \
+             AND NOT EXISTS (SELECT 1 FROM token_vectors AS t \
+             WHERE t.scope = ?1 AND t.fact = f.id AND t.model = ?2) \
+             ORDER BY f.valid_from, f.id < 0, f.id LIMIT ?3"
+        );
+        self.facts(&sql, params![self.scope_id, model, sql_limit(limit)])
+    }
+
+    fn token_vector_stats(&self, model: &str) -> StoreResult<TokenVectorStats> {
+        self.with_read_conn(|conn, scope| {
+            let (facts, bytes): (i64, i64) = conn
+                .prepare_cached(
+                    "SELECT count(*), coalesce(sum(length(tokens)), 0) FROM token_vectors \
+                     WHERE scope = ?1 AND model = ?2",
+                )?
+                .query_row(params![scope, model], |row| Ok((row.get(0)?, row.get(1)?)))?;
+            Ok(TokenRows::stats(facts, bytes))
         })
     }
 }

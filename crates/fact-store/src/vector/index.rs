@@ -65,8 +65,8 @@
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
-use fact_model::FactId;
 use super::tokens::TokenVectors;
+use fact_model::FactId;
 
 /// Up to this many vectors a search compares the query with every vector exactly; above
 /// it, binary codes pick the candidates that are then compared exactly.

@@ -150,7 +150,7 @@ impl TokenVectors {
         if values.is_empty() {
             return Err(InvalidTokenVectors::new("no tokens"));
         }
-        if values.len() % dimension != 0 {
+        if !values.len().is_multiple_of(dimension) {
             return Err(InvalidTokenVectors::new(format!(
                 "{} values are not a whole number of {dimension}-value tokens",
                 values.len()
@@ -173,7 +173,9 @@ impl TokenVectors {
             }
             let norm = row.iter().map(|x| x * x).sum::<f32>().sqrt();
             if norm == 0.0 || !norm.is_finite() {
-                return Err(InvalidTokenVectors::new(format!("token {index} is all zeros")));
+                return Err(InvalidTokenVectors::new(format!(
+                    "token {index} is all zeros"
+                )));
             }
             for (u, x) in unit.iter_mut().zip(row) {
                 *u = x / norm;
@@ -263,6 +265,12 @@ impl TokenVectors {
         &self.bytes
     }
 
+    /// The encoded bytes, taken (what a SQL store writes).
+    #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+    pub(crate) fn into_bytes(self) -> Vec<u8> {
+        self.bytes
+    }
+
     /// The encoding.
     #[must_use]
     pub fn encoding(&self) -> TokenEncoding {
@@ -319,7 +327,9 @@ impl TokenVectors {
                 TokenEncoding::Binary => {
                     let start = out.len();
                     for &byte in codes {
-                        out.extend((0..8).map(|bit| if byte >> bit & 1 == 1 { scale } else { -scale }));
+                        out.extend(
+                            (0..8).map(|bit| if byte >> bit & 1 == 1 { scale } else { -scale }),
+                        );
                     }
                     // The last byte's unused bits.
                     out.truncate(start + self.dimension);
@@ -341,7 +351,7 @@ impl TokenVectors {
     /// number of tokens of this dimension. `scratch` is a buffer the call may reuse.
     #[must_use]
     pub fn max_sim(&self, query: &[f32], scratch: &mut Vec<f32>) -> Option<f32> {
-        if query.is_empty() || query.len() % self.dimension != 0 {
+        if query.is_empty() || !query.len().is_multiple_of(self.dimension) {
             return None;
         }
         self.decode_into(scratch);
@@ -373,13 +383,27 @@ mod tests {
     fn bad_input_is_refused_with_a_reason() {
         let int8 = TokenEncoding::Int8;
         assert!(TokenVectors::encode(int8, 0, &[1.0]).is_err());
-        assert!(TokenVectors::encode(int8, 2, &[]).unwrap_err().reason().contains("no tokens"));
+        assert!(
+            TokenVectors::encode(int8, 2, &[])
+                .unwrap_err()
+                .reason()
+                .contains("no tokens")
+        );
         assert!(TokenVectors::encode(int8, 2, &[1.0, 0.0, 1.0]).is_err());
         assert!(TokenVectors::encode(int8, 2, &[1.0, f32::NAN]).is_err());
-        assert!(TokenVectors::encode(int8, 2, &[0.0, 0.0]).unwrap_err().reason().contains("zeros"));
+        assert!(
+            TokenVectors::encode(int8, 2, &[0.0, 0.0])
+                .unwrap_err()
+                .reason()
+                .contains("zeros")
+        );
         assert!(TokenVectors::encode(int8, 70_000, &[1.0]).is_err());
-        for bytes in [vec![], vec![1, 2, 0], vec![9, 2, 0, 1, 0, 0, 0, 0, 0, 0, 0], vec![1, 0, 0, 1, 0]]
-        {
+        for bytes in [
+            vec![],
+            vec![1, 2, 0],
+            vec![9, 2, 0, 1, 0, 0, 0, 0, 0, 0, 0],
+            vec![1, 0, 0, 1, 0],
+        ] {
             assert!(TokenVectors::from_bytes(bytes).is_err());
         }
         // A record too short for its header, and a zero scale.

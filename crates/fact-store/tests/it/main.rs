@@ -1,7 +1,7 @@
 //! Integration tests of `fact-store`, through `dyn SessionFactStore` as callers use it.
 //!
 //! The conformance suite (`compaction`, `crud`, `long_term`, `search`, `snapshot`,
-//! `temporal`, `transaction`, `vectors`) is
+//! `temporal`, `token_vectors`, `transaction`, `vectors`) is
 //! written once against `&dyn SessionFactStore` (and `&dyn LongTermStore`) and compiled
 //! once per backend: each backend module below defines `store_with(config)` and
 //! `long_term()` and expands `conformance_suite!()`,
@@ -36,6 +36,8 @@ macro_rules! conformance_suite {
         mod temporal;
         // `[march.clone()]` reads as the expected history; conformance files are not
         // edited per backend.
+        #[path = "../conformance/token_vectors.rs"]
+        mod token_vectors;
         #[allow(clippy::cloned_ref_to_slice_refs)]
         #[path = "../conformance/transaction.rs"]
         mod transaction;
@@ -65,6 +67,7 @@ mod properties;
 mod sqlite;
 #[cfg(feature = "sqlite")]
 mod sqlite_fts;
+mod token_properties;
 mod vector_properties;
 
 use std::sync::Arc;

@@ -521,13 +521,73 @@ fn a_version_1_schema_migrates_to_embeddings() {
         .unwrap();
 }
 
+#[test]
+fn a_version_4_schema_migrates_to_token_vectors_and_keeps_its_embeddings() {
+    let Some(url) = server() else { return };
+    // A schema of its own; version 5 only added `token_vectors`.
+    let schema = format!("factmem_v4_{}", std::process::id());
+    let options = options().with_schema(schema.clone());
+    let scope = fresh_scope("v4");
+    let open = || {
+        PgFactStore::connect_with(
+            &url,
+            &scope,
+            StoreConfig::default(),
+            options.clone(),
+            clock(),
+        )
+        .unwrap()
+    };
+    let id = FactId::for_triple("src/a.rs", "modified_by", "task:1");
+    {
+        let store = open();
+        store
+            .add(vec![fact("src/a.rs", "modified_by", "task:1", 1, 0)])
+            .unwrap();
+        store
+            .vectors()
+            .unwrap()
+            .put_embeddings(durable::MODEL, vec![(id, vec![0.5, 0.5])])
+            .unwrap();
+    }
+    let mut raw = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    raw.batch_execute(&format!(
+        "DROP TABLE {schema}.token_vectors; UPDATE {schema}.schema_version SET version = 4;"
+    ))
+    .unwrap();
+    let store = open();
+    let version: i32 = raw
+        .query_one(&format!("SELECT version FROM {schema}.schema_version"), &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(u32::try_from(version).unwrap(), PgFactStore::SCHEMA_VERSION);
+    let vectors = store.vectors().unwrap();
+    assert_eq!(vectors.embedded_count(durable::MODEL).unwrap(), 1);
+    assert_eq!(vectors.untokenized(durable::MODEL, 10).unwrap().len(), 1);
+    let tokens =
+        fact_store::TokenVectors::encode(fact_store::TokenEncoding::Int8, 2, &[1.0, 0.0]).unwrap();
+    assert_eq!(
+        vectors
+            .put_token_vectors(durable::MODEL, vec![(id, tokens.clone())])
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        vectors.token_vectors(durable::MODEL, &[id]).unwrap(),
+        [(id, tokens)]
+    );
+    drop(store);
+    raw.batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
+        .unwrap();
+}
+
 /// Takes the store schema `schema`, empty of episodes and long-term memory, back to
-/// version 2 as that build left it: no message tables, aliases, profile or applied
-/// keys, no `recorded_at`, transcripts as text in `episodes.transcript`.
+/// version 2 as that build left it: no message tables, aliases, profile, applied keys or
+/// token vectors, no `recorded_at`, transcripts as text in `episodes.transcript`.
 fn back_to_version_2(raw: &mut postgres::Client, schema: &str) {
     raw.batch_execute(&format!(
         "DROP TABLE {schema}.messages, {schema}.message_terms, {schema}.aliases, {schema}.profile,
-             {schema}.applied;
+             {schema}.applied, {schema}.token_vectors;
          DROP INDEX {schema}.facts_source;
          ALTER TABLE {schema}.facts DROP COLUMN recorded_at;
          ALTER TABLE {schema}.scopes DROP COLUMN message_count, DROP COLUMN message_len;
@@ -625,7 +685,7 @@ fn a_version_2_schema_moves_its_transcripts_into_searchable_messages() {
         .unwrap()
         .get(0);
     assert_eq!(u32::try_from(version).unwrap(), PgFactStore::SCHEMA_VERSION);
-    assert_eq!(PgFactStore::SCHEMA_VERSION, 4);
+    assert_eq!(PgFactStore::SCHEMA_VERSION, 5);
     // Transcripts are kept once: as messages.
     let transcript_columns: i64 = raw
         .query_one(
