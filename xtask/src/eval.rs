@@ -73,6 +73,9 @@ struct Options {
     /// `--frontier`: every retriever and neighbour context on both corpora, beside the
     /// FTS5 peer (`eval_frontier.rs`); needs `--model`.
     frontier: Option<PathBuf>,
+    /// What `--frontier` measures (`--corpus`, `--contexts`, `--late-weights`,
+    /// `--late-candidates`).
+    frontier_grid: crate::eval_frontier::Grid,
 }
 
 /// How facts are ranked.
@@ -138,8 +141,10 @@ fn parse(args: &[String]) -> Result<Options, Error> {
         memory: false,
         context: None,
         frontier: None,
+        frontier_grid: crate::eval_frontier::Grid::default(),
     };
     let mut frontier = false;
+    let mut corpus_given = false;
     let mut hybrid = false;
     let mut context: Option<usize> = None;
     let mut context_weight: Option<f64> = None;
@@ -165,6 +170,20 @@ fn parse(args: &[String]) -> Result<Options, Error> {
             "--data" => options.data = value()?,
             "--memory" => options.memory = true,
             "--frontier" => frontier = true,
+            "--contexts" => {
+                options.frontier_grid.contexts = list(flag, &value()?)?;
+            }
+            "--late-weights" => {
+                options.frontier_grid.weights = list(flag, &value()?)?;
+            }
+            "--late-candidates" => {
+                let text = value()?;
+                options.frontier_grid.late_candidates = text.parse().map_err(|_| {
+                    usage(format!(
+                        "`--late-candidates` needs a whole number, not `{text}`"
+                    ))
+                })?;
+            }
             "--context" => {
                 let text = value()?;
                 context = Some(text.parse().map_err(|_| {
@@ -173,6 +192,7 @@ fn parse(args: &[String]) -> Result<Options, Error> {
             }
             "--context-weight" => context_weight = Some(number(flag, value()?)?),
             "--corpus" => {
+                corpus_given = true;
                 options.corpus = match value()?.as_str() {
                     "observations" => Corpus::Observations,
                     "turns" => Corpus::Turns,
@@ -305,6 +325,9 @@ fn parse(args: &[String]) -> Result<Options, Error> {
                 "`eval locomo` needs `--data PATH` (e.g. ../shared/eval/locomo10.json)".into(),
             ));
         }
+        if corpus_given {
+            options.frontier_grid.corpora = vec![options.corpus == Corpus::Turns];
+        }
         options.frontier = Some(model);
         return Ok(options);
     }
@@ -353,6 +376,16 @@ fn parse(args: &[String]) -> Result<Options, Error> {
         ));
     }
     Ok(options)
+}
+
+/// A comma-separated list of `flag`'s values (`0,1,2`).
+fn list<T: std::str::FromStr>(flag: &str, text: &str) -> Result<Vec<T>, Error> {
+    text.split(',')
+        .map(|item| item.trim().parse::<T>())
+        .collect::<Result<Vec<T>, _>>()
+        .ok()
+        .filter(|items| !items.is_empty())
+        .ok_or_else(|| Error::Usage(format!("`{flag}` needs a list like 0,1,2, not `{text}`")))
 }
 
 /// How the report's `system` names the path of a search: nothing for the in-process index
@@ -407,7 +440,12 @@ pub(crate) fn run(args: &[String]) -> Result<(), Error> {
         .as_array()
         .ok_or_else(|| Error::Failed(format!("{} is not a JSON array of samples", options.data)))?;
     if let Some(model) = &options.frontier {
-        return crate::eval_frontier::run(samples, std::path::Path::new(&options.data), model);
+        return crate::eval_frontier::run(
+            samples,
+            std::path::Path::new(&options.data),
+            model,
+            &options.frontier_grid,
+        );
     }
     let report = if options.memory {
         let backend = match &options.store {
@@ -759,6 +797,7 @@ mod tests {
             memory: false,
             context: None,
             frontier: None,
+            frontier_grid: crate::eval_frontier::Grid::default(),
         }
     }
 

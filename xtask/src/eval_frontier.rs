@@ -36,10 +36,27 @@ use serde_json::{Value, json};
 use crate::Error;
 use crate::eval::{KS, MAX_K, fact};
 
-/// The MaxSim weights the frontier tries.
-pub(crate) const LATE_WEIGHTS: [f64; 3] = [0.5, 0.7, 0.9];
-/// The neighbour contexts the frontier tries.
-const CONTEXTS: [usize; 3] = [0, 1, 2];
+/// What the frontier measures: by default both corpora, contexts 0, 1 and 2, and the
+/// MaxSim weights 0.5, 0.7 and 0.9 over the default number of candidates.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Grid {
+    /// `false` for observations, `true` for turns.
+    pub(crate) corpora: Vec<bool>,
+    pub(crate) contexts: Vec<usize>,
+    pub(crate) weights: Vec<f64>,
+    pub(crate) late_candidates: usize,
+}
+
+impl Default for Grid {
+    fn default() -> Self {
+        Grid {
+            corpora: vec![false, true],
+            contexts: vec![0, 1, 2],
+            weights: vec![0.5, 0.7, 0.9],
+            late_candidates: fact_retrieve::DEFAULT_LATE_CANDIDATES,
+        }
+    }
+}
 
 /// One item of a sample in its session's order: speaker, text, evidence ids.
 #[derive(Debug, Clone)]
@@ -157,17 +174,18 @@ fn round(x: f64, digits: i32) -> f64 {
 }
 
 /// Runs the frontier on `samples` with the model in `model`; prints one JSON line per row.
-pub(crate) fn run(samples: &[Value], data: &Path, model: &Path) -> Result<(), Error> {
-    let embedder: Arc<dyn Embedder> = Arc::new(
-        OnnxEmbedder::open(model).map_err(|e| Error::Failed(format!("model: {e}")))?,
-    );
+pub(crate) fn run(samples: &[Value], data: &Path, model: &Path, grid: &Grid) -> Result<(), Error> {
+    let embedder: Arc<dyn Embedder> =
+        Arc::new(OnnxEmbedder::open(model).map_err(|e| Error::Failed(format!("model: {e}")))?);
     print_line(&json!({"model": embedder.model(), "samples": samples.len()}))?;
-    for corpus in ["observations", "turns"] {
+    for &turns in &grid.corpora {
+        let corpus = if turns { "turns" } else { "observations" };
         print_line(&peer(data, corpus)?)?;
     }
-    for (corpus, turns) in [("observations", false), ("turns", true)] {
-        for k in CONTEXTS {
-            for line in frontier(samples, turns, k, &embedder)? {
+    for &turns in &grid.corpora {
+        let corpus = if turns { "turns" } else { "observations" };
+        for &k in &grid.contexts {
+            for line in frontier(samples, turns, k, &embedder, grid)? {
                 let mut line = line;
                 if let Some(map) = line.as_object_mut() {
                     map.insert("corpus".into(), corpus.into());
@@ -220,9 +238,10 @@ fn frontier(
     turns: bool,
     k: usize,
     embedder: &Arc<dyn Embedder>,
+    grid: &Grid,
 ) -> Result<Vec<Value>, Error> {
     let mut names: Vec<String> = vec!["lexical".into(), "hybrid".into()];
-    names.extend(LATE_WEIGHTS.iter().map(|w| format!("hybrid+maxsim-w{w}")));
+    names.extend(grid.weights.iter().map(|w| format!("hybrid+maxsim-w{w}")));
     let mut rows: Vec<Row> = names.iter().map(|_| Row::default()).collect();
     let mut embedded = 0usize;
     let mut embedding_secs = 0.0f64;
@@ -274,11 +293,10 @@ fn frontier(
         // Ingest: each session's items embedded in their context, vectors and token
         // vectors (an item the store refused as a duplicate is skipped by the store).
         let start = Instant::now();
-        for episode in &episodes {
-            embedded += late
-                .embed_episode(episode)
-                .map_err(|e| Error::Failed(format!("embedding the facts: {e}")))?;
-        }
+        let slices: Vec<&[SessionFact]> = episodes.iter().map(Vec::as_slice).collect();
+        embedded += late
+            .embed_episodes(&slices)
+            .map_err(|e| Error::Failed(format!("embedding the facts: {e}")))?;
         embedding_secs += start.elapsed().as_secs_f64();
         let vectors = store
             .vectors()
@@ -293,19 +311,28 @@ fn frontier(
             Vec::new();
         let lexical = IndexRetriever::new(store.clone());
         rankers.push(Box::new(move |q| {
-            lexical.rank(q).map_err(|e| Error::Failed(format!("ranking: {e}")))
+            lexical
+                .rank(q)
+                .map_err(|e| Error::Failed(format!("ranking: {e}")))
         }));
         let hybrid = HybridRetriever::new(store.clone(), embedder.clone())
             .map_err(|e| Error::Failed(format!("hybrid retriever: {e}")))?;
         rankers.push(Box::new(move |q| {
-            hybrid.rank(q).map_err(|e| Error::Failed(format!("hybrid: {e}")))
+            hybrid
+                .rank(q)
+                .map_err(|e| Error::Failed(format!("hybrid: {e}")))
         }));
-        for weight in LATE_WEIGHTS {
+        for &weight in &grid.weights {
             let late = HybridRetriever::new(store.clone(), embedder.clone())
                 .map_err(|e| Error::Failed(format!("hybrid retriever: {e}")))?
-                .with_late_interaction(LateInteraction::default().with_weight(weight));
+                .with_late_interaction(
+                    LateInteraction::default()
+                        .with_weight(weight)
+                        .with_candidates(grid.late_candidates),
+                );
             rankers.push(Box::new(move |q| {
-                late.rank(q).map_err(|e| Error::Failed(format!("maxsim: {e}")))
+                late.rank(q)
+                    .map_err(|e| Error::Failed(format!("maxsim: {e}")))
             }));
         }
         for qa in sample["qa"].as_array().into_iter().flatten() {
@@ -364,6 +391,7 @@ fn frontier(
             "all": all.json(),
             "p50_us": round(at(0.5), 1),
             "p95_us": round(at(0.95), 1),
+            "late_candidates": grid.late_candidates,
         });
         if name != "lexical"
             && let Some(map) = line.as_object_mut()
@@ -403,9 +431,15 @@ mod tests {
             ], "session_2": [{"speaker": "Ann", "dia_id": "D2:1", "text": "t3"}]}
         });
         let texts = |groups: Vec<Vec<Item>>| -> Vec<Vec<String>> {
-            groups.into_iter().map(|g| g.into_iter().map(|i| i.text).collect()).collect()
+            groups
+                .into_iter()
+                .map(|g| g.into_iter().map(|i| i.text).collect())
+                .collect()
         };
-        assert_eq!(texts(groups(&sample, false)), [vec!["a1", "a2"], vec!["b1"]]);
+        assert_eq!(
+            texts(groups(&sample, false)),
+            [vec!["a1", "a2"], vec!["b1"]]
+        );
         assert_eq!(texts(groups(&sample, true)), [vec!["t1", "t2"], vec!["t3"]]);
         assert_eq!(groups(&sample, false)[0][1].evidence, ["D1:3", "D1:4"]);
     }

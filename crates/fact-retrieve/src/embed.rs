@@ -83,11 +83,13 @@ pub trait Embedder: Send + Sync + Debug {
         })
     }
 
-    /// [`embed_tokens`](Self::embed_tokens) for `parts` that are read together, such as
-    /// the turns of one episode in order: each part's own tokens, read in the context of up
-    /// to `context` parts on either side, and their mean as its vector. The model runs over
-    /// the window; only the part's tokens are kept, so a part costs no more to store than
-    /// alone.
+    /// [`embed_tokens`](Self::embed_tokens) for texts that are read together: each episode
+    /// is a list of parts in order (the turns of one conversation), and each part's own
+    /// tokens are read in the context of at least `context` parts on either side (where the
+    /// episode has them), their mean its vector. The model runs over windows of
+    /// consecutive parts; only each part's own tokens are kept, so a part costs no more to
+    /// store than alone. One result list per episode, one result per part, in order;
+    /// [`EmbedError::NoTokens`] counts parts across the episodes, in order.
     ///
     /// The default embeds each part alone (`context` is not used); with `context` 0,
     /// [`OnnxEmbedder`](crate::OnnxEmbedder) does the same.
@@ -97,12 +99,33 @@ pub trait Embedder: Send + Sync + Debug {
     /// As [`embed_tokens`](Self::embed_tokens).
     fn embed_tokens_in_context(
         &self,
-        parts: &[&str],
+        episodes: &[&[&str]],
         context: usize,
-    ) -> Result<Vec<TokenEmbedding>, EmbedError> {
+    ) -> Result<Vec<Vec<TokenEmbedding>>, EmbedError> {
         let _ = context;
-        self.embed_tokens(parts)
+        split_episodes(episodes, self.embed_tokens(&episodes.concat())?)
     }
+}
+
+/// `items` (one per part of `episodes`, in order) as one list per episode.
+pub(crate) fn split_episodes<T>(
+    episodes: &[&[&str]],
+    items: Vec<T>,
+) -> Result<Vec<Vec<T>>, EmbedError> {
+    let parts: usize = episodes.iter().map(|episode| episode.len()).sum();
+    if items.len() != parts {
+        return Err(EmbedError::Inference {
+            message: format!(
+                "the model returned {} results for {parts} parts",
+                items.len()
+            ),
+        });
+    }
+    let mut items = items.into_iter();
+    Ok(episodes
+        .iter()
+        .map(|episode| items.by_ref().take(episode.len()).collect())
+        .collect())
 }
 
 /// A text's embedding and its token vectors, from one run of the model.
@@ -144,10 +167,10 @@ impl<E: Embedder + ?Sized> Embedder for Box<E> {
     }
     fn embed_tokens_in_context(
         &self,
-        parts: &[&str],
+        episodes: &[&[&str]],
         context: usize,
-    ) -> Result<Vec<TokenEmbedding>, EmbedError> {
-        (**self).embed_tokens_in_context(parts, context)
+    ) -> Result<Vec<Vec<TokenEmbedding>>, EmbedError> {
+        (**self).embed_tokens_in_context(episodes, context)
     }
 }
 
@@ -166,10 +189,10 @@ impl<E: Embedder + ?Sized> Embedder for Arc<E> {
     }
     fn embed_tokens_in_context(
         &self,
-        parts: &[&str],
+        episodes: &[&[&str]],
         context: usize,
-    ) -> Result<Vec<TokenEmbedding>, EmbedError> {
-        (**self).embed_tokens_in_context(parts, context)
+    ) -> Result<Vec<Vec<TokenEmbedding>>, EmbedError> {
+        (**self).embed_tokens_in_context(episodes, context)
     }
 }
 
@@ -238,26 +261,41 @@ impl EmbedError {
     }
 }
 
-/// The text a fact is embedded as: its statement when it has one, otherwise
-/// `subject relation object` with the relation's underscores read as spaces.
+/// The text a fact is embedded as: its statement when it has one and names the fact's
+/// subject; a statement that does not (a turn of a conversation, kept whole) after the
+/// subject and the relation; otherwise `subject relation object`. Relations' underscores
+/// read as spaces. The subject is always in the text: questions name who said or did what.
 ///
 /// ```
 /// use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
-/// let fact = SessionFact::builder("user", "prefers_test_framework", "pytest")
-///     .tag(Tag::Preference).source("chat-1", SourceRole::Extractor)
-///     .valid_from(Timestamp::UNIX_EPOCH).build()?;
-/// assert_eq!(fact_retrieve::embedding_text(&fact), "user prefers test framework pytest");
+/// let fact = |relation: &str, object: &str, statement: Option<&str>| {
+///     let mut builder = SessionFact::builder("Melanie", relation, object)
+///         .tag(Tag::Preference).source("chat-1", SourceRole::Extractor)
+///         .valid_from(Timestamp::UNIX_EPOCH);
+///     if let Some(statement) = statement {
+///         builder = builder.statement(statement);
+///     }
+///     builder.build()
+/// };
+/// let plain = fact("prefers_test_framework", "pytest", None)?;
+/// assert_eq!(fact_retrieve::embedding_text(&plain), "Melanie prefers test framework pytest");
+/// let named = fact("adopted", "a puppy", Some("Melanie adopted a puppy named Oscar"))?;
+/// assert_eq!(fact_retrieve::embedding_text(&named), "Melanie adopted a puppy named Oscar");
+/// let turn = fact("said", "I adopted a puppy", Some("I adopted a puppy named Oscar!"))?;
+/// assert_eq!(fact_retrieve::embedding_text(&turn), "Melanie said I adopted a puppy named Oscar!");
 /// # Ok::<(), fact_model::FactError>(())
 /// ```
 #[must_use]
 pub fn embedding_text(fact: &SessionFact) -> String {
+    let relation = fact.relation().replace('_', " ");
     match fact.statement() {
-        Some(statement) => statement.to_owned(),
-        None => format!(
-            "{} {} {}",
-            fact.subject(),
-            fact.relation().replace('_', " "),
-            fact.object()
-        ),
+        Some(statement) if names(statement, fact.subject()) => statement.to_owned(),
+        Some(statement) => format!("{} {relation} {statement}", fact.subject()),
+        None => format!("{} {relation} {}", fact.subject(), fact.object()),
     }
+}
+
+/// Whether `text` holds `subject`, ignoring case.
+fn names(text: &str, subject: &str) -> bool {
+    text.to_lowercase().contains(&subject.to_lowercase())
 }

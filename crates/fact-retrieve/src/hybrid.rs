@@ -52,6 +52,10 @@ pub const DEFAULT_VECTOR_WEIGHT: f64 = 0.5;
 /// How many candidates each side contributes by default: tuned with the vector weight on
 /// LoCoMo conversations 0–4 (20, 50, 100, 200 and all tried; `docs/benchmarks.md`).
 pub const DEFAULT_CANDIDATES: usize = 100;
+/// How many neighbouring turns on either side [`HybridRetriever::embed_episodes`] reads
+/// a turn with by default: the best of 0, 1 and 2 on LoCoMo conversations 0–4
+/// (`docs/benchmarks.md`).
+pub const DEFAULT_NEIGHBOUR_CONTEXT: usize = 2;
 /// How many texts [`HybridRetriever::embed_facts`] sends to the model at once (the model
 /// batches them further; a large call lets it group texts of similar length).
 const EMBED_BATCH: usize = 256;
@@ -176,7 +180,7 @@ impl HybridRetriever {
             candidates: DEFAULT_CANDIDATES,
             min_similarity: 0.0,
             late: None,
-            neighbours: 0,
+            neighbours: DEFAULT_NEIGHBOUR_CONTEXT,
         })
     }
 
@@ -225,8 +229,9 @@ impl HybridRetriever {
         self
     }
 
-    /// Embeds each turn of [`embed_episode`](Self::embed_episode) with up to `k`
-    /// neighbouring turns on either side (default 0: the turn alone).
+    /// Reads each turn of [`embed_episodes`](Self::embed_episodes) with at least `k`
+    /// neighbouring turns on either side (default [`DEFAULT_NEIGHBOUR_CONTEXT`]; 0: the
+    /// turn alone).
     #[must_use]
     pub fn with_neighbour_context(mut self, k: usize) -> Self {
         self.neighbours = k;
@@ -266,25 +271,53 @@ impl HybridRetriever {
         self.embed_as(facts, &texts)
     }
 
-    /// Embeds the turns of one episode, in their order, each read in the context of up to
-    /// `k` turns on either side ([`with_neighbour_context`](Self::with_neighbour_context),
+    /// Embeds the turns of episodes, each episode's turns in their order, each turn read
+    /// in the context of at least `k` turns on either side
+    /// ([`with_neighbour_context`](Self::with_neighbour_context),
     /// [`Embedder::embed_tokens_in_context`]): the turn's own token vectors and vector are
-    /// made in its context, and it stays the fact that is found and rendered. With `k` 0
-    /// it is [`embed_facts`](Self::embed_facts). Returns how many embeddings were stored.
+    /// made in its context, and it stays the fact that is found and rendered. The episodes
+    /// of one call are batched together. With `k` 0 it is
+    /// [`embed_facts`](Self::embed_facts) of all the turns. Returns how many embeddings
+    /// were stored (turns the store does not hold are skipped).
     ///
     /// # Errors
     ///
     /// As [`embed_facts`](Self::embed_facts); with `k` above 0, the embedder's
     /// [`EmbedError::Unsupported`] when it gives no token vectors.
-    pub fn embed_episode(&self, turns: &[SessionFact]) -> Result<usize, HybridError> {
+    pub fn embed_episodes(&self, episodes: &[&[SessionFact]]) -> Result<usize, HybridError> {
         if self.neighbours == 0 {
-            return self.embed_facts(turns);
+            return self.embed_facts(&episodes.concat());
         }
-        let texts: Vec<String> = turns.iter().map(embedding_text).collect();
-        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let embedded = self.embedder.embed_tokens_in_context(&refs, self.neighbours)?;
-        check_count(embedded.len(), turns.len())?;
-        self.store_embedded(turns, embedded)
+        let mut stored = 0;
+        // Calls of about EMBED_BATCH turns: a failing call leaves the earlier ones stored.
+        let mut start = 0;
+        while start < episodes.len() {
+            let mut end = start;
+            let mut turns = 0;
+            while end < episodes.len() && (end == start || turns < EMBED_BATCH) {
+                turns += episodes.get(end).map_or(0, |episode| episode.len());
+                end += 1;
+            }
+            let group = episodes.get(start..end).unwrap_or_default();
+            let texts: Vec<Vec<String>> = group
+                .iter()
+                .map(|episode| episode.iter().map(embedding_text).collect())
+                .collect();
+            let refs: Vec<Vec<&str>> = texts
+                .iter()
+                .map(|episode| episode.iter().map(String::as_str).collect())
+                .collect();
+            let slices: Vec<&[&str]> = refs.iter().map(Vec::as_slice).collect();
+            let embedded = self
+                .embedder
+                .embed_tokens_in_context(&slices, self.neighbours)?;
+            let facts: Vec<SessionFact> = group.concat();
+            let flat: Vec<TokenEmbedding> = embedded.into_iter().flatten().collect();
+            check_count(flat.len(), facts.len())?;
+            stored += self.store_embedded(&facts, flat)?;
+            start = end;
+        }
+        Ok(stored)
     }
 
     /// Stores the embeddings (and, with late interaction, the token vectors) of `facts`,
@@ -322,7 +355,10 @@ impl HybridRetriever {
         let mut tokens = Vec::with_capacity(facts.len());
         for (fact, item) in facts.iter().zip(embedded) {
             if let Some(late) = &self.late {
-                tokens.push((fact.id(), encode_tokens(late.encoding, dimension, &item.tokens)?));
+                tokens.push((
+                    fact.id(),
+                    encode_tokens(late.encoding, dimension, &item.tokens)?,
+                ));
             }
             pooled.push((fact.id(), item.vector));
         }
@@ -399,7 +435,8 @@ impl HybridRetriever {
         let item = embedded.first().ok_or_else(no_query_vector)?;
         let semantic = self.nearest(&item.vector, query)?;
         let fused = self.fused_all(query, text, semantic, true)?;
-        let mut ranked = late.rescore(self.vectors()?, self.embedder.model(), &item.tokens, fused)?;
+        let mut ranked =
+            late.rescore(self.vectors()?, self.embedder.model(), &item.tokens, fused)?;
         ranked.truncate(query.max_facts);
         Ok(ranked)
     }

@@ -86,7 +86,8 @@ pub use crate::format::{
     MAX_LINE_CHARS, SESSION_CONTEXT_HEADER, format_fact_line, format_session_facts,
 };
 pub use crate::hybrid::{
-    DEFAULT_CANDIDATES, DEFAULT_VECTOR_WEIGHT, Fusion, HybridError, HybridRetriever,
+    DEFAULT_CANDIDATES, DEFAULT_NEIGHBOUR_CONTEXT, DEFAULT_VECTOR_WEIGHT, Fusion, HybridError,
+    HybridRetriever,
 };
 pub use crate::late::{DEFAULT_LATE_CANDIDATES, DEFAULT_LATE_WEIGHT, LateInteraction};
 pub use crate::memory::{MemoryData, MemoryFact, format_memory};

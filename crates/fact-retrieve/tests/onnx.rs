@@ -376,9 +376,11 @@ fn a_part_read_in_context_keeps_its_own_tokens_and_hears_its_neighbours() {
         "That is wonderful news!",
     ];
     let alone = embedder.embed_tokens(&turns).unwrap();
-    let read = embedder.embed_tokens_in_context(&turns, 1).unwrap();
+    let read = embedder.embed_tokens_in_context(&[&turns], 1).unwrap();
+    assert_eq!(read.len(), 1);
+    let read = &read[0];
     assert_eq!(read.len(), 3);
-    for (a, r) in alone.iter().zip(&read) {
+    for (a, r) in alone.iter().zip(read) {
         // The same tokens, so the same storage, whatever the context.
         assert_eq!(a.token_count(384), r.token_count(384));
         assert!((norm(&r.vector) - 1.0).abs() < 1e-4);
@@ -388,18 +390,38 @@ fn a_part_read_in_context_keeps_its_own_tokens_and_hears_its_neighbours() {
     let puppy = embedder.embed(&["adopting a puppy"]).unwrap();
     assert!(cosine(&read[1].vector, &puppy[0]) > cosine(&alone[1].vector, &puppy[0]));
     // Context 0 is reading alone.
-    let zero = embedder.embed_tokens_in_context(&turns, 0).unwrap();
-    assert_eq!(zero, alone);
-    // A part with no tokens, in context too.
-    match embedder.embed_tokens_in_context(&["hello", "", "bye"], 2) {
-        Err(EmbedError::NoTokens { index }) => assert_eq!(index, 1),
+    let zero = embedder.embed_tokens_in_context(&[&turns], 0).unwrap();
+    assert_eq!(zero, [alone.clone()]);
+    // Several episodes in one call: each read on its own, results in order.
+    let two = embedder
+        .embed_tokens_in_context(&[&turns[..2], &turns[2..]], 1)
+        .unwrap();
+    assert_eq!((two.len(), two[0].len(), two[1].len()), (2, 2, 1));
+    // Episodes do not hear each other: the last turn, alone in its episode, reads as it
+    // does in a call of its own.
+    let own = embedder.embed_tokens_in_context(&[&turns[2..]], 1).unwrap();
+    assert!(cosine(&two[1][0].vector, &own[0][0].vector) > 0.9999);
+    assert!(cosine(&two[1][0].vector, &read[2].vector) < 0.999);
+    // A part with no tokens, in context too: counted across the episodes.
+    match embedder.embed_tokens_in_context(&[&["hi"], &["hello", "", "bye"]], 2) {
+        Err(EmbedError::NoTokens { index }) => assert_eq!(index, 2),
         other => panic!("expected NoTokens, got {other:?}"),
     }
     // Long neighbours are cut to fit the window: no error, own tokens kept whole.
     let long = "and then we talked about it ".repeat(200);
     let parts = [long.as_str(), "Oscar loves the beach.", long.as_str()];
-    let read = embedder.embed_tokens_in_context(&parts, 2).unwrap();
-    assert_eq!(read[1].token_count(384), alone_count(embedder, parts[1]));
+    let read = embedder.embed_tokens_in_context(&[&parts], 2).unwrap();
+    assert_eq!(read[0][1].token_count(384), alone_count(embedder, parts[1]));
+    // Many short turns share windows; each still keeps exactly its own tokens.
+    let many: Vec<String> = (0..40)
+        .map(|i| format!("turn number {i} about dogs"))
+        .collect();
+    let many: Vec<&str> = many.iter().map(String::as_str).collect();
+    let read = embedder.embed_tokens_in_context(&[&many], 1).unwrap();
+    let alone_many = embedder.embed_tokens(&many).unwrap();
+    for (r, a) in read[0].iter().zip(&alone_many) {
+        assert_eq!(r.token_count(384), a.token_count(384));
+    }
 }
 
 fn alone_count(embedder: &OnnxEmbedder, text: &str) -> usize {

@@ -31,8 +31,8 @@ use fact_model::{
     SourceRole, Tag, Timestamp, TokenCounter, UserContext, normalize_entity,
 };
 use fact_retrieve::{
-    Bm25, Embedder, FactQuery, HybridError, HybridRetriever, MemoryData, MemoryFact, Recall,
-    RecallQuery, format_memory, recall,
+    Bm25, EmbedError, Embedder, FactQuery, HybridError, HybridRetriever, LateInteraction,
+    MemoryData, MemoryFact, Recall, RecallQuery, format_memory, recall,
 };
 use fact_store::{
     AddReport, Alias, AliasChange, LongTermStore, MemoryWrite, ProfileEntry, ScoredFact,
@@ -339,7 +339,9 @@ impl MemoryService {
 
     /// Makes memory semantic: facts are embedded by `embedder` as they are stored (in
     /// batches), and [`recall`](Self::recall) ranks by words and meaning together
-    /// ([`HybridRetriever`] with its default fusion). Facts of the store that have no
+    /// ([`HybridRetriever`] with its default fusion). When the model gives token vectors
+    /// ([`Embedder::embed_tokens`], as `OnnxEmbedder` does), they are stored too and the
+    /// best candidates are re-scored by late interaction ([`LateInteraction::default`]). Facts of the store that have no
     /// embedding by this model yet (stored before, or by a writer without the model) are
     /// embedded now, so this can take a while once on a large store.
     ///
@@ -349,7 +351,16 @@ impl MemoryService {
     /// [`MemoryError::Store`] when the store cannot say which facts lack an embedding (or
     /// cannot keep them); what it embedded before the failure stays stored.
     pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Result<Self, MemoryError> {
-        let hybrid = HybridRetriever::new(self.store.clone(), embedder)?;
+        // Late interaction when the model gives token vectors (a probe tells).
+        let late = match embedder.embed_tokens(&[TOKEN_PROBE]) {
+            Ok(_) => Some(LateInteraction::default()),
+            Err(EmbedError::Unsupported { .. }) => None,
+            Err(error) => return Err(HybridError::Embed(error).into()),
+        };
+        let mut hybrid = HybridRetriever::new(self.store.clone(), embedder)?;
+        if let Some(late) = late {
+            hybrid = hybrid.with_late_interaction(late);
+        }
         hybrid.embed_missing().map_err(store_first)?;
         self.hybrid = Some(Arc::new(hybrid));
         Ok(self)
@@ -759,6 +770,10 @@ impl MemoryService {
         Ok(true)
     }
 }
+
+/// The text [`MemoryService::with_embedder`] asks token vectors of, to learn whether the
+/// model gives them.
+const TOKEN_PROBE: &str = "token probe";
 
 /// A hybrid retriever's error as memory reports it: the store's own error as
 /// [`MemoryError::Store`] (a read that failed is a store error wherever it happened), the

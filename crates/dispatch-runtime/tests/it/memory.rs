@@ -338,3 +338,56 @@ fn search_hybrid_finds_by_meaning_with_an_embedder_and_by_words_without() {
             .is_empty()
     );
 }
+
+/// [`Places`] with token vectors: one per word, the word's place-ness.
+#[derive(Debug)]
+struct PlaceTokens;
+
+impl fact_retrieve::Embedder for PlaceTokens {
+    fn model(&self) -> &str {
+        "place-tokens-v1"
+    }
+
+    fn dimension(&self) -> usize {
+        2
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, fact_retrieve::EmbedError> {
+        Places.embed(texts)
+    }
+
+    fn embed_tokens(
+        &self,
+        texts: &[&str],
+    ) -> Result<Vec<fact_retrieve::TokenEmbedding>, fact_retrieve::EmbedError> {
+        let vectors = Places.embed(texts)?;
+        Ok(texts
+            .iter()
+            .zip(vectors)
+            .map(|(text, vector)| {
+                let words: Vec<&str> = text.split_whitespace().collect();
+                let tokens = Places.embed(&words).unwrap_or_default().concat();
+                fact_retrieve::TokenEmbedding::new(vector, tokens)
+            })
+            .collect())
+    }
+}
+
+#[test]
+fn an_embedder_with_token_vectors_turns_late_interaction_on() {
+    let (memory, _) = service();
+    let memory = memory.with_embedder(Arc::new(PlaceTokens)).unwrap();
+    assert!(memory.hybrid().unwrap().late_interaction().is_some());
+    memory
+        .add(NewMemory::new("user", "moved_to", "Lisbon").with_statement("User moved to Lisbon"))
+        .unwrap();
+    let vectors = memory.store().vectors().unwrap();
+    let stats = vectors.token_vector_stats("place-tokens-v1").unwrap();
+    assert_eq!(stats.facts, 1, "the added fact's token vectors are stored");
+    let found = memory.search_hybrid("where is home", 10, None).unwrap();
+    assert_eq!(found.first().map(|s| s.fact.object()), Some("Lisbon"));
+    // A model without token vectors keeps plain hybrid retrieval.
+    let (memory, _) = service();
+    let memory = memory.with_embedder(Arc::new(Places)).unwrap();
+    assert!(memory.hybrid().unwrap().late_interaction().is_none());
+}

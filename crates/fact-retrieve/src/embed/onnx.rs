@@ -19,7 +19,7 @@ use tokenizers::{
     TruncationStrategy,
 };
 
-use super::{EmbedError, Embedder, TokenEmbedding};
+use super::{EmbedError, Embedder, TokenEmbedding, split_episodes};
 
 /// How to get the model directory, the hint of every [`EmbedError::Missing`].
 const HINT: &str = "run `.ci/models DIR` in the factmem repository to assemble the model \
@@ -306,7 +306,10 @@ impl OnnxEmbedder {
             }
         };
 
-        let specials = match (tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")) {
+        let specials = match (
+            tokenizer.token_to_id("[CLS]"),
+            tokenizer.token_to_id("[SEP]"),
+        ) {
             (Some(cls), Some(sep)) => Some(Specials {
                 cls,
                 sep,
@@ -346,7 +349,11 @@ impl OnnxEmbedder {
                 if output.data.len() != rows.checked_mul(dim).ok_or_else(|| output.bad_shape())? {
                     return Err(output.bad_shape());
                 }
-                output.data.chunks_exact(dim).map(|v| normalize(v.to_vec())).collect()
+                output
+                    .data
+                    .chunks_exact(dim)
+                    .map(|v| normalize(v.to_vec()))
+                    .collect()
             }
             (Pooling::Mean(_), _) => {
                 let (per_text, dim) = output.per_text()?;
@@ -389,19 +396,19 @@ impl OnnxEmbedder {
             {
                 let mask = encoding.get_attention_mask();
                 let vector = normalize(mean_pool(states, mask, dim))?;
-                let mut tokens = Vec::new();
                 let special = encoding.get_special_tokens_mask();
-                for ((state, _), _) in states
+                let text_tokens: Vec<(&[f32], &str)> = states
                     .chunks_exact(dim)
                     .zip(mask)
                     .zip(special)
-                    .filter(|&((_, &m), &s)| m != 0 && s == 0)
-                {
-                    tokens.extend(normalize(state.to_vec())?);
-                }
-                if tokens.is_empty() {
-                    return Err(EmbedError::NoTokens { index });
-                }
+                    .zip(encoding.get_tokens())
+                    .filter(|&(((_, &m), &s), _)| m != 0 && s == 0)
+                    .map(|(((state, _), _), token)| (state, token.as_str()))
+                    .collect();
+                let tokens = kept_tokens(&text_tokens).map_err(|error| match error {
+                    EmbedError::NoTokens { .. } => EmbedError::NoTokens { index },
+                    other => other,
+                })?;
                 out.push(TokenEmbedding::new(vector, tokens));
             }
             Ok(out)
@@ -472,7 +479,9 @@ impl OnnxEmbedder {
                 types.extend(row.types.iter().map(|&t| i64::from(t)));
             }
         }
-        if ids.len() != cells || mask.len() != cells || (self.token_type_ids && types.len() != cells)
+        if ids.len() != cells
+            || mask.len() != cells
+            || (self.token_type_ids && types.len() != cells)
         {
             return Err(inference("the tokenizer padded unevenly".to_owned()));
         }
@@ -533,7 +542,9 @@ impl Output<'_> {
     /// batch and tokens are the tokenizer's.
     fn per_text(&self) -> Result<(usize, usize), EmbedError> {
         match *self.dims {
-            [rows, tokens, dim] if rows == self.encodings.len() && tokens == self.length && dim > 0 => {
+            [rows, tokens, dim]
+                if rows == self.encodings.len() && tokens == self.length && dim > 0 =>
+            {
                 let per_text = tokens.checked_mul(dim).ok_or_else(|| self.bad_shape())?;
                 if self.data.len() != rows.checked_mul(per_text).ok_or_else(|| self.bad_shape())? {
                     return Err(self.bad_shape());
@@ -571,8 +582,9 @@ impl Embedder for OnnxEmbedder {
         Ok(vectors)
     }
 
-    /// Every token of the text, not the special `[CLS]` and `[SEP]` (the vector is pooled
-    /// over all, as [`embed`](Self::embed) pools), batched as `embed` batches.
+    /// Every token of the text but the special `[CLS]` and `[SEP]` and tokens of
+    /// punctuation alone (unless the text has nothing else); the vector is pooled over all,
+    /// as [`embed`](Self::embed) pools. Batched as `embed` batches.
     fn embed_tokens(&self, texts: &[&str]) -> Result<Vec<TokenEmbedding>, EmbedError> {
         let embedded = self.batched(texts, |batch| self.run_tokens(batch))?;
         for item in &embedded {
@@ -596,11 +608,11 @@ impl Embedder for OnnxEmbedder {
     /// mean is its vector.
     fn embed_tokens_in_context(
         &self,
-        parts: &[&str],
+        episodes: &[&[&str]],
         context: usize,
-    ) -> Result<Vec<TokenEmbedding>, EmbedError> {
+    ) -> Result<Vec<Vec<TokenEmbedding>>, EmbedError> {
         if context == 0 {
-            return self.embed_tokens(parts);
+            return split_episodes(episodes, self.embed_tokens(&episodes.concat())?);
         }
         let unsupported = || EmbedError::Unsupported {
             model: self.model.clone(),
@@ -609,40 +621,50 @@ impl Embedder for OnnxEmbedder {
             return Err(unsupported());
         }
         let specials = self.specials.ok_or_else(unsupported)?;
-        let encoded: Vec<Vec<u32>> = parts
-            .iter()
-            .map(|part| {
-                self.tokenizer
-                    .encode(*part, false)
-                    .map(|e| e.get_ids().to_vec())
-                    .map_err(|e| inference(format!("tokenizer: {e}")))
-            })
-            .collect::<Result<_, _>>()?;
-        let windows: Vec<Window> = (0..encoded.len())
-            .map(|at| window(&encoded, at, context, self.max_tokens, specials))
-            .collect::<Result<_, _>>()?;
+        // The windows of every episode, batched together by length.
+        let mut windows = Vec::new();
+        let mut offset = 0;
+        for episode in episodes {
+            let encoded: Vec<Vec<u32>> = episode
+                .iter()
+                .map(|part| {
+                    self.tokenizer
+                        .encode(*part, false)
+                        .map(|e| e.get_ids().to_vec())
+                        .map_err(|e| inference(format!("tokenizer: {e}")))
+                })
+                .collect::<Result<_, _>>()?;
+            let read =
+                windows_of(&encoded, context, self.max_tokens, specials).map_err(|error| {
+                    match error {
+                        EmbedError::NoTokens { index } => EmbedError::NoTokens {
+                            index: offset + index,
+                        },
+                        other => other,
+                    }
+                })?;
+            windows.extend(read.into_iter().map(|mut window| {
+                for (part, _) in &mut window.own {
+                    *part += offset;
+                }
+                window
+            }));
+            offset += episode.len();
+        }
         let mut order: Vec<usize> = (0..windows.len()).collect();
         order.sort_by_key(|&i| windows.get(i).map_or(0, |w| w.ids.len()));
         let mut slots: Vec<Option<TokenEmbedding>> =
-            std::iter::repeat_with(|| None).take(windows.len()).collect();
+            std::iter::repeat_with(|| None).take(offset).collect();
         for indices in order.chunks(self.batch_size) {
             let batch: Vec<&Window> = indices.iter().filter_map(|&i| windows.get(i)).collect();
-            let embedded = self.run_windows(&batch, specials.pad)?;
-            for (&i, item) in indices.iter().zip(embedded) {
-                if let Some(slot) = slots.get_mut(i) {
+            for (part, item) in self.run_windows(&batch, specials.pad)? {
+                if let Some(slot) = slots.get_mut(part) {
                     *slot = Some(item);
                 }
             }
         }
         let out: Vec<TokenEmbedding> = slots.into_iter().flatten().collect();
-        if out.len() != parts.len() {
-            return Err(inference(format!(
-                "the model returned {} results for {} parts",
-                out.len(),
-                parts.len()
-            )));
-        }
-        Ok(out)
+        split_episodes(episodes, out)
     }
 }
 
@@ -654,15 +676,83 @@ struct Specials {
     pad: u32,
 }
 
-/// One part read in its context: the window's ids and where the part's own tokens are.
+/// Consecutive parts read in their context: the window's ids, and each part's place
+/// (its index among the parts, and where its own tokens are in the window).
 #[derive(Debug)]
 struct Window {
     ids: Vec<u32>,
-    own: std::ops::Range<usize>,
+    own: Vec<(usize, std::ops::Range<usize>)>,
 }
 
-/// The window of part `at` of `parts` (token ids without special tokens): see
-/// [`OnnxEmbedder::embed_tokens_in_context`].
+/// The most parts one window keeps as its own, for `context` neighbours on either side:
+/// `2 × context + 1`, so a part is read with at least `context` and at most
+/// `3 × context` neighbours on a side (fewer where the episode or the window ends).
+fn group_limit(context: usize) -> usize {
+    context.saturating_mul(2).saturating_add(1)
+}
+
+/// The windows that read every part of `parts` (token ids without special tokens) with
+/// `context` neighbours on either side (see [`OnnxEmbedder::embed_tokens_in_context`]):
+/// consecutive parts share a window, the `context` parts before the first and after the
+/// last read with them, while the window fits `max_tokens`. A part whose context does not
+/// fit whole is read in a window of its own, its neighbours cut.
+fn windows_of(
+    parts: &[Vec<u32>],
+    context: usize,
+    max_tokens: usize,
+    specials: Specials,
+) -> Result<Vec<Window>, EmbedError> {
+    let room = max_tokens.saturating_sub(2);
+    let len = |i: usize| parts.get(i).map_or(0, Vec::len);
+    let span = |from: usize, to: usize| (from..to.min(parts.len())).map(len).sum::<usize>();
+    let mut out = Vec::new();
+    let mut first = 0;
+    while first < parts.len() {
+        if len(first) == 0 {
+            return Err(EmbedError::NoTokens { index: first });
+        }
+        let before = first.saturating_sub(context);
+        if span(before, first + 1 + context) > room {
+            out.push(window(parts, first, context, max_tokens, specials)?);
+            first += 1;
+            continue;
+        }
+        let mut end = first + 1;
+        while end < parts.len()
+            && end - first < group_limit(context)
+            && len(end) > 0
+            && span(before, end + 1 + context) <= room
+        {
+            end += 1;
+        }
+        let mut ids = Vec::with_capacity(max_tokens);
+        ids.push(specials.cls);
+        for part in parts.get(before..first).unwrap_or_default() {
+            ids.extend_from_slice(part);
+        }
+        let mut own = Vec::with_capacity(end - first);
+        for (index, part) in parts.iter().enumerate().take(end).skip(first) {
+            let start = ids.len();
+            ids.extend_from_slice(part);
+            own.push((index, start..ids.len()));
+        }
+        for part in parts
+            .get(end..(end + context).min(parts.len()))
+            .unwrap_or_default()
+        {
+            ids.extend_from_slice(part);
+        }
+        ids.push(specials.sep);
+        out.push(Window { ids, own });
+        first = end;
+    }
+    Ok(out)
+}
+
+/// The window of part `at` alone, when its context does not fit whole: `[CLS]`, up to
+/// `context` parts before it, the part (cut to the window), up to `context` parts after
+/// it, `[SEP]`; the part first, then the nearest neighbours, a neighbour that does not fit
+/// whole cut to its side nearest the part.
 fn window(
     parts: &[Vec<u32>],
     at: usize,
@@ -705,13 +795,17 @@ fn window(
     ids.push(specials.sep);
     Ok(Window {
         ids,
-        own: start..end,
+        own: vec![(at, start..end)],
     })
 }
 
 impl OnnxEmbedder {
     /// One batch of windows: each part's own token vectors and their mean.
-    fn run_windows(&self, windows: &[&Window], pad: u32) -> Result<Vec<TokenEmbedding>, EmbedError> {
+    fn run_windows(
+        &self,
+        windows: &[&Window],
+        pad: u32,
+    ) -> Result<Vec<(usize, TokenEmbedding)>, EmbedError> {
         let length = windows.iter().map(|w| w.ids.len()).max().unwrap_or(0);
         let padded: Vec<(Vec<u32>, Vec<u32>)> = windows
             .iter()
@@ -749,20 +843,31 @@ impl OnnxEmbedder {
             if data.len() != batch.checked_mul(per_window).ok_or_else(mismatch)? {
                 return Err(mismatch());
             }
-            data.chunks_exact(per_window)
-                .zip(windows)
-                .map(|(states, w)| {
+            let mut out = Vec::new();
+            for (states, w) in data.chunks_exact(per_window).zip(windows) {
+                for (part, range) in &w.own {
                     let own = states
-                        .get(w.own.start * dim..w.own.end * dim)
+                        .get(range.start * dim..range.end * dim)
                         .ok_or_else(mismatch)?;
-                    let mut tokens = Vec::with_capacity(own.len());
-                    for state in own.chunks_exact(dim) {
-                        tokens.extend(normalize(state.to_vec())?);
-                    }
-                    let vector = normalize(mean_pool(own, &vec![1; w.own.len()], dim))?;
-                    Ok(TokenEmbedding::new(vector, tokens))
-                })
-                .collect()
+                    let ids = w.ids.get(range.clone()).unwrap_or_default();
+                    let names: Vec<String> = ids
+                        .iter()
+                        .map(|&id| self.tokenizer.id_to_token(id).unwrap_or_default())
+                        .collect();
+                    let text_tokens: Vec<(&[f32], &str)> = own
+                        .chunks_exact(dim)
+                        .zip(&names)
+                        .map(|(state, name)| (state, name.as_str()))
+                        .collect();
+                    let tokens = kept_tokens(&text_tokens).map_err(|error| match error {
+                        EmbedError::NoTokens { .. } => EmbedError::NoTokens { index: *part },
+                        other => other,
+                    })?;
+                    let vector = normalize(mean_pool(own, &vec![1; range.len()], dim))?;
+                    out.push((*part, TokenEmbedding::new(vector, tokens)));
+                }
+            }
+            Ok(out)
         })
     }
 }
@@ -812,6 +917,30 @@ impl OnnxEmbedder {
         }
         Ok(out)
     }
+}
+
+/// The unit vectors of a text's tokens (`(state, word piece)`, special tokens already
+/// left out) that hold a letter or a digit: a token of punctuation alone matches any text
+/// and only blurs late interaction. A text of nothing else keeps all its tokens; a text of
+/// no token is [`EmbedError::NoTokens`] (index 0: the caller names the text).
+fn kept_tokens(tokens: &[(&[f32], &str)]) -> Result<Vec<f32>, EmbedError> {
+    let worded = |piece: &str| {
+        piece
+            .trim_start_matches("##")
+            .chars()
+            .any(char::is_alphanumeric)
+    };
+    let any_worded = tokens.iter().any(|&(_, piece)| worded(piece));
+    let mut out = Vec::new();
+    for &(state, piece) in tokens {
+        if !any_worded || worded(piece) {
+            out.extend(normalize(state.to_vec())?);
+        }
+    }
+    if out.is_empty() {
+        return Err(EmbedError::NoTokens { index: 0 });
+    }
+    Ok(out)
 }
 
 /// The mean of the token states (`dim` values per token) whose mask is set.
