@@ -37,7 +37,7 @@ use crate::Error;
 use crate::eval::{KS, MAX_K, fact};
 
 /// What the frontier measures: by default both corpora, contexts 0, 1 and 2, and the
-/// MaxSim weights 0.5, 0.7 and 0.9 over the default number of candidates.
+/// MaxSim weights 0.5, 0.8 and 1.0 over the default number of candidates.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Grid {
     /// `false` for observations, `true` for turns.
@@ -52,7 +52,7 @@ impl Default for Grid {
         Grid {
             corpora: vec![false, true],
             contexts: vec![0, 1, 2],
-            weights: vec![0.5, 0.7, 0.9],
+            weights: vec![0.5, 0.8, 1.0],
             late_candidates: fact_retrieve::DEFAULT_LATE_CANDIDATES,
         }
     }

@@ -22,6 +22,23 @@ use std::fmt;
 
 use super::index::dot;
 
+/// The eight signs a byte of binary codes stands for, least significant bit first.
+static SIGNS: [[f32; 8]; 256] = signs();
+
+const fn signs() -> [[f32; 8]; 256] {
+    let mut table = [[0.0; 8]; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        let mut bit = 0;
+        while bit < 8 {
+            table[byte][bit] = if byte >> bit & 1 == 1 { 1.0 } else { -1.0 };
+            bit += 1;
+        }
+        byte += 1;
+    }
+    table
+}
+
 /// The bytes before the first token record.
 const HEADER: usize = 5;
 /// The most tokens one fact's vectors hold (a model's sequence is far shorter).
@@ -327,9 +344,8 @@ impl TokenVectors {
                 TokenEncoding::Binary => {
                     let start = out.len();
                     for &byte in codes {
-                        out.extend(
-                            (0..8).map(|bit| if byte >> bit & 1 == 1 { scale } else { -scale }),
-                        );
+                        let signs = SIGNS.get(usize::from(byte)).unwrap_or(&[1.0; 8]);
+                        out.extend(signs.iter().map(|sign| sign * scale));
                     }
                     // The last byte's unused bits.
                     out.truncate(start + self.dimension);
