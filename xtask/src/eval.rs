@@ -1054,6 +1054,9 @@ mod tests {
             ["--candidates", "-1"],
             ["--fusion", "max"],
             ["--retriever", "dense"],
+            ["--contexts", "1,x"],
+            ["--late-weights", ""],
+            ["--late-candidates", "many"],
         ] {
             let mut list = vec![
                 "locomo",
@@ -1070,6 +1073,38 @@ mod tests {
                 "{bad:?}"
             );
         }
+        // The frontier needs a model; its grid comes from its flags.
+        assert!(matches!(
+            parse(&args(&["locomo", "--data", "f", "--frontier"])),
+            Err(Error::Usage(m)) if m.contains("--model")
+        ));
+        let frontier = parse(&args(&[
+            "locomo",
+            "--data",
+            "f",
+            "--frontier",
+            "--model",
+            "m",
+            "--corpus",
+            "turns",
+            "--contexts",
+            "0,2",
+            "--late-weights",
+            "0.8",
+            "--late-candidates",
+            "50",
+        ]))
+        .unwrap();
+        assert_eq!(frontier.frontier, Some(PathBuf::from("m")));
+        assert_eq!(
+            frontier.frontier_grid,
+            crate::eval_frontier::Grid {
+                corpora: vec![true],
+                contexts: vec![0, 2],
+                weights: vec![0.8],
+                late_candidates: 50,
+            }
+        );
         let hybrid = parse(&args(&[
             "locomo",
             "--data",
