@@ -476,7 +476,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), Error> {
 }
 
 /// Ranks the facts of one sample's store for a query: the lexical or the hybrid retriever.
-type Ranker = dyn Fn(&FactQuery) -> Result<Vec<RetrievedFact>, Error>;
+pub(crate) type Ranker = dyn Fn(&FactQuery) -> Result<Vec<RetrievedFact>, Error>;
 
 /// One fact of a sample: speaker, text, evidence ids.
 type Item = (String, String, Vec<String>);

@@ -28,13 +28,12 @@ use std::time::Instant;
 use fact_model::{FactId, SessionFact, SystemClock};
 use fact_retrieve::{
     Embedder, FactQuery, HybridRetriever, IndexRetriever, LateInteraction, OnnxEmbedder,
-    RetrievedFact,
 };
 use fact_store::{InMemorySessionFactStore, SessionFactStore, SkipReason, StoreConfig};
 use serde_json::{Value, json};
 
 use crate::Error;
-use crate::eval::{KS, MAX_K, fact};
+use crate::eval::{KS, MAX_K, Ranker, fact};
 
 /// What the frontier measures: by default both corpora, contexts 0, 1 and 2, and the
 /// MaxSim weights 0.5, 0.8 and 1.0 over the default number of candidates.
@@ -307,8 +306,7 @@ fn frontier(
         token_bytes += stats.bytes;
         token_facts += stats.facts;
 
-        let mut rankers: Vec<Box<dyn Fn(&FactQuery) -> Result<Vec<RetrievedFact>, Error>>> =
-            Vec::new();
+        let mut rankers: Vec<Box<Ranker>> = Vec::new();
         let lexical = IndexRetriever::new(store.clone());
         rankers.push(Box::new(move |q| {
             lexical

@@ -391,7 +391,7 @@ fn a_part_read_in_context_keeps_its_own_tokens_and_hears_its_neighbours() {
     assert!(cosine(&read[1].vector, &puppy[0]) > cosine(&alone[1].vector, &puppy[0]));
     // Context 0 is reading alone.
     let zero = embedder.embed_tokens_in_context(&[&turns], 0).unwrap();
-    assert_eq!(zero, [alone.clone()]);
+    assert_eq!(zero, std::slice::from_ref(&alone));
     // Several episodes in one call: each read on its own, results in order.
     let two = embedder
         .embed_tokens_in_context(&[&turns[..2], &turns[2..]], 1)

@@ -379,14 +379,7 @@ impl OnnxEmbedder {
             });
         }
         self.forward(texts, |output| {
-            let (per_text, dim) = output.per_text().map_err(|_| EmbedError::TokenMismatch {
-                message: format!(
-                    "the output has the shape {:?} for {} texts of {} tokens",
-                    output.dims,
-                    output.encodings.len(),
-                    output.length
-                ),
-            })?;
+            let (per_text, dim) = output.token_rows()?;
             let mut out = Vec::with_capacity(output.encodings.len());
             for (index, (states, encoding)) in output
                 .data
@@ -536,6 +529,19 @@ struct Output<'a> {
 impl Output<'_> {
     fn bad_shape(&self) -> EmbedError {
         inference(format!("the output has the shape {:?}", self.dims))
+    }
+
+    /// [`per_text`](Self::per_text) for token vectors: an output of another shape than
+    /// the tokenizer's batch and tokens is [`EmbedError::TokenMismatch`].
+    fn token_rows(&self) -> Result<(usize, usize), EmbedError> {
+        self.per_text().map_err(|_| EmbedError::TokenMismatch {
+            message: format!(
+                "the output has the shape {:?} for {} texts of {} tokens",
+                self.dims,
+                self.encodings.len(),
+                self.length
+            ),
+        })
     }
 
     /// `(values per text, dimension)` of a `[batch, tokens, dimension]` output whose
@@ -1163,6 +1169,105 @@ fn build_session(runtime: &Path, model: &Path, threads: usize) -> Result<Session
                 path: runtime.to_path_buf(),
                 message: message.to_owned(),
             })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    const SPECIALS: Specials = Specials {
+        cls: 101,
+        sep: 102,
+        pad: 0,
+    };
+
+    #[test]
+    fn an_output_of_another_shape_than_the_tokenizer_is_a_token_mismatch() {
+        let encodings = vec![tokenizers::Encoding::default(); 2];
+        let data = vec![0.0_f32; 2 * 3 * 4];
+        for dims in [vec![2, 5, 4], vec![3, 3, 4], vec![2, 3], vec![2, 3, 0]] {
+            let output = Output {
+                encodings: &encodings,
+                length: 3,
+                dims: &dims,
+                data: &data,
+            };
+            let error = output.token_rows().unwrap_err();
+            assert_eq!(error.code(), "token_mismatch", "{dims:?}: {error}");
+        }
+        let dims = [2, 3, 4];
+        let output = Output {
+            encodings: &encodings,
+            length: 3,
+            dims: &dims,
+            data: &data,
+        };
+        assert_eq!(output.token_rows().unwrap(), (12, 4));
+    }
+
+    #[test]
+    fn a_part_without_tokens_is_named_by_its_place() {
+        let parts = vec![vec![5, 6], vec![], vec![7]];
+        for context in [1, 2] {
+            assert_eq!(
+                windows_of(&parts, context, 16, SPECIALS).unwrap_err(),
+                EmbedError::NoTokens { index: 1 }
+            );
+        }
+    }
+
+    proptest! {
+        /// Every part is kept exactly once, as its own ids (cut only when it alone
+        /// overfills the window); each window fits; a part whose context fits whole is
+        /// read with at least `context` parts on either side.
+        #[test]
+        fn windows_keep_every_part_once_with_its_context(
+            lengths in prop::collection::vec(1usize..40, 1..30),
+            context in 0usize..3,
+            max_tokens in 8usize..128,
+        ) {
+            let mut next = 1000_u32;
+            let parts: Vec<Vec<u32>> = lengths
+                .iter()
+                .map(|&n| (0..n).map(|_| { next += 1; next }).collect())
+                .collect();
+            let windows = windows_of(&parts, context, max_tokens, SPECIALS).unwrap();
+            let mut seen = vec![0_usize; parts.len()];
+            for window in &windows {
+                prop_assert!(window.ids.len() <= max_tokens);
+                prop_assert_eq!(window.ids.first(), Some(&SPECIALS.cls));
+                prop_assert_eq!(window.ids.last(), Some(&SPECIALS.sep));
+                for (part, range) in &window.own {
+                    seen[*part] += 1;
+                    let own = &window.ids[range.clone()];
+                    let whole = &parts[*part];
+                    prop_assert_eq!(own, &whole[..own.len()]);
+                    prop_assert!(own.len() == whole.len() || own.len() == max_tokens - 2);
+                    let before = part.saturating_sub(context);
+                    let after = (part + context + 1).min(parts.len());
+                    let needed: usize = parts[before..after].iter().map(Vec::len).sum();
+                    if needed <= max_tokens - 2 {
+                        // Its neighbours, whole, next to it in the window.
+                        let start: usize = parts[before..*part].iter().map(Vec::len).sum();
+                        let end: usize = parts[*part + 1..after].iter().map(Vec::len).sum();
+                        prop_assert!(range.start > start);
+                        prop_assert!(window.ids.len() - 1 - range.end >= end);
+                        let left = &window.ids[range.start - start..range.start];
+                        let want_left = parts[before..*part].concat();
+                        prop_assert_eq!(left, want_left.as_slice());
+                        let right = &window.ids[range.end..range.end + end];
+                        let want_right = parts[*part + 1..after].concat();
+                        prop_assert_eq!(right, want_right.as_slice());
+                    }
+                }
+            }
+            prop_assert!(seen.iter().all(|&n| n == 1), "{:?}", seen);
         }
     }
 }

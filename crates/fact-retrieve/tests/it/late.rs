@@ -169,7 +169,7 @@ fn token_vectors_are_deleted_with_their_fact_and_kept_per_model() {
     // Embedded without late interaction first: an embedding, no token vectors.
     assert_eq!(
         retriever(&store, None)
-            .embed_facts(&[fresh.clone()])
+            .embed_facts(std::slice::from_ref(&fresh))
             .unwrap(),
         1
     );

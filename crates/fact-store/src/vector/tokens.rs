@@ -25,6 +25,8 @@ use super::index::dot;
 /// The eight signs a byte of binary codes stands for, least significant bit first.
 static SIGNS: [[f32; 8]; 256] = signs();
 
+// The loops bound `byte` below 256 and `bit` below 8: the indexes cannot leave the table.
+#[allow(clippy::indexing_slicing)]
 const fn signs() -> [[f32; 8]; 256] {
     let mut table = [[0.0; 8]; 256];
     let mut byte = 0;
