@@ -8,9 +8,9 @@
 //! speaker in order). The same questions are then ranked by
 //!
 //! - `lexical`: BM25 alone (k changes nothing: the context enters through the model);
-//! - `hybrid`: BM25 and the pooled vectors, fused ([`Fusion::default`]);
+//! - `hybrid`: BM25 and the pooled vectors, fused (`Fusion::default`);
 //! - `hybrid+maxsim`: that, with the best candidates re-scored by late interaction
-//!   ([`LateInteraction`]) at each weight of [`LATE_WEIGHTS`],
+//!   ([`LateInteraction`]) at each weight of the [`Grid`] (0.5, 0.8 and 1.0 by default),
 //!
 //! and recall@k is reported on conversations 0–4 (where defaults are tuned), 5–9 (held
 //! out) and all ten, with the p50/p95 of one ranking call (the query's embedding
