@@ -103,8 +103,15 @@ impl HybridError {
 ///    side: embeddings are searched over the valid facts only.
 /// 2. The two lists are fused ([`Fusion`]); a fact in neither scores nothing and is not
 ///    returned. Ties go to the newer fact, then the smaller id.
-/// 3. One point, one fact, at most `max_facts`, and the token budget on the rendered
+/// 3. With [`with_late_interaction`](Self::with_late_interaction), the best fused
+///    candidates are re-scored by MaxSim over their stored token vectors and fused again
+///    ([`LateInteraction`]); the question's vector and token vectors come from one run of
+///    the model.
+/// 4. One point, one fact, at most `max_facts`, and the token budget on the rendered
 ///    `[Session Context]` section, exactly as `IndexRetriever` does.
+///
+/// Turns of a conversation are embedded with [`embed_episodes`](Self::embed_episodes):
+/// each read with its neighbouring turns ([`with_neighbour_context`](Self::with_neighbour_context)).
 ///
 /// Facts are found by meaning only once they have embeddings by this retriever's model:
 /// [`embed_facts`](Self::embed_facts) after each add (batched), or
