@@ -110,8 +110,9 @@ impl HybridError {
 /// 4. One point, one fact, at most `max_facts`, and the token budget on the rendered
 ///    `[Session Context]` section, exactly as `IndexRetriever` does.
 ///
-/// Turns of a conversation are embedded with [`embed_episodes`](Self::embed_episodes):
-/// each read with its neighbouring turns ([`with_neighbour_context`](Self::with_neighbour_context)).
+/// Turns of a conversation are embedded with [`embed_episodes`](Self::embed_episodes),
+/// each read with its neighbouring turns
+/// ([`with_neighbour_context`](Self::with_neighbour_context)).
 ///
 /// Facts are found by meaning only once they have embeddings by this retriever's model:
 /// [`embed_facts`](Self::embed_facts) after each add (batched), or
