@@ -386,6 +386,10 @@ fn an_embedder_with_token_vectors_turns_late_interaction_on() {
     assert_eq!(stats.facts, 1, "the added fact's token vectors are stored");
     let found = memory.search_hybrid("where is home", 10, None).unwrap();
     assert_eq!(found.first().map(|s| s.fact.object()), Some("Lisbon"));
+    // Forgetting the subject forgets its token vectors with its facts.
+    memory.forget_subject("user").unwrap();
+    let stats = vectors.token_vector_stats("place-tokens-v1").unwrap();
+    assert_eq!(stats.facts, 0, "forgotten with the facts");
     // A model without token vectors keeps plain hybrid retrieval.
     let (memory, _) = service();
     let memory = memory.with_embedder(Arc::new(Places)).unwrap();
