@@ -53,7 +53,9 @@ pub struct OnnxOptions {
     /// Tokens per text, special tokens included; longer texts are truncated (at least 8).
     /// Default 256, all-MiniLM-L6-v2's `max_seq_length`.
     pub max_tokens: usize,
-    /// Texts per model run (at least 1); [`Embedder::embed`] splits larger inputs. Default 32.
+    /// Texts per model run (at least 1); [`Embedder::embed`] splits larger inputs. Default 8:
+    /// on two cores, LoCoMo's turns were embedded 13% faster than in runs of 32 (and its
+    /// observations 29%), small runs keeping the model's working set in cache.
     pub batch_size: usize,
     /// The ONNX Runtime shared library. Default `None`: `ORT_DYLIB_PATH`, else the
     /// `libonnxruntime` file of the model directory (see [`OnnxEmbedder`]).
@@ -65,7 +67,7 @@ impl Default for OnnxOptions {
         OnnxOptions {
             threads: std::thread::available_parallelism().map_or(1, |n| n.get().min(4)),
             max_tokens: 256,
-            batch_size: 32,
+            batch_size: 8,
             runtime: None,
         }
     }
@@ -659,9 +661,14 @@ impl Embedder for OnnxEmbedder {
         }
         let mut order: Vec<usize> = (0..windows.len()).collect();
         order.sort_by_key(|&i| windows.get(i).map_or(0, |w| w.ids.len()));
+        let lengths: Vec<usize> = order
+            .iter()
+            .map(|&i| windows.get(i).map_or(0, |w| w.ids.len()))
+            .collect();
         let mut slots: Vec<Option<TokenEmbedding>> =
             std::iter::repeat_with(|| None).take(offset).collect();
-        for indices in order.chunks(self.batch_size) {
+        for range in token_batches(&lengths, self.batch_size, WINDOW_BATCH_TOKENS) {
+            let indices = order.get(range).unwrap_or_default();
             let batch: Vec<&Window> = indices.iter().filter_map(|&i| windows.get(i)).collect();
             for (part, item) in self.run_windows(&batch, specials.pad)? {
                 if let Some(slot) = slots.get_mut(part) {
@@ -672,6 +679,38 @@ impl Embedder for OnnxEmbedder {
         let out: Vec<TokenEmbedding> = slots.into_iter().flatten().collect();
         split_episodes(episodes, out)
     }
+}
+
+/// The most tokens (padding included) of one run over windows, unless a single window is
+/// longer. Windows are long (a part and its neighbours), and on two cores runs of a few
+/// hundred tokens are the fastest: on LoCoMo's turns read with one neighbour on either side,
+/// batches of 32 windows ingested a third fewer turns a second than batches of 512 tokens.
+const WINDOW_BATCH_TOKENS: usize = 512;
+
+/// Consecutive ranges of `lengths` (sorted ascending, so a batch is padded to its last):
+/// each of at most `batch_size` items whose padded size (items × the longest) is at most
+/// `budget`, or of one item when that item alone is longer.
+fn token_batches(
+    lengths: &[usize],
+    batch_size: usize,
+    budget: usize,
+) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < lengths.len() {
+        let mut end = start + 1;
+        while end < lengths.len()
+            && end - start < batch_size
+            && lengths
+                .get(end)
+                .is_some_and(|&longest| (end - start + 1).saturating_mul(longest) <= budget)
+        {
+            end += 1;
+        }
+        out.push(start..end);
+        start = end;
+    }
+    out
 }
 
 /// The ids of the special tokens a window is built with.
@@ -1268,6 +1307,33 @@ mod tests {
                 }
             }
             prop_assert!(seen.iter().all(|&n| n == 1), "{:?}", seen);
+        }
+
+        /// The batches cover every item once, in order; none is empty or holds more than
+        /// `batch_size` items; each fits `budget` padded, or is one item; and a batch is
+        /// closed only when the next item would break a limit.
+        #[test]
+        fn token_batches_cover_all_within_the_budget(
+            mut lengths in prop::collection::vec(1usize..300, 0..60),
+            batch_size in 1usize..40,
+            budget in 1usize..1200,
+        ) {
+            lengths.sort_unstable();
+            let batches = token_batches(&lengths, batch_size, budget);
+            let mut next = 0;
+            for range in &batches {
+                prop_assert_eq!(range.start, next);
+                prop_assert!(range.end > range.start);
+                prop_assert!(range.len() <= batch_size);
+                let padded = range.len() * lengths[range.end - 1];
+                prop_assert!(padded <= budget || range.len() == 1);
+                if range.end < lengths.len() {
+                    let grown = (range.len() + 1) * lengths[range.end];
+                    prop_assert!(range.len() == batch_size || grown > budget);
+                }
+                next = range.end;
+            }
+            prop_assert_eq!(next, lengths.len());
         }
     }
 }
