@@ -53,9 +53,10 @@ pub const DEFAULT_VECTOR_WEIGHT: f64 = 0.5;
 /// LoCoMo conversations 0–4 (20, 50, 100, 200 and all tried; `docs/benchmarks.md`).
 pub const DEFAULT_CANDIDATES: usize = 100;
 /// How many neighbouring turns on either side [`HybridRetriever::embed_episodes`] reads
-/// a turn with by default: the best of 0, 1 and 2 on LoCoMo conversations 0–4
-/// (`docs/benchmarks.md`).
-pub const DEFAULT_NEIGHBOUR_CONTEXT: usize = 2;
+/// a turn with by default: of 0, 1 and 2, the best on LoCoMo conversations 0–4 that
+/// ingests at least 200 turns a second on two cores (2 gains 0.004 on 0–4 and ingests a
+/// third slower; `docs/benchmarks.md`).
+pub const DEFAULT_NEIGHBOUR_CONTEXT: usize = 1;
 /// How many texts [`HybridRetriever::embed_facts`] sends to the model at once (the model
 /// batches them further; a large call lets it group texts of similar length).
 const EMBED_BATCH: usize = 256;
