@@ -92,7 +92,7 @@ fn embedder_is_shared_between_threads() {
 fn options_have_floors_and_defaults() {
     let options = OnnxOptions::default();
     assert!((1..=4).contains(&options.threads));
-    assert_eq!((options.max_tokens, options.batch_size), (256, 8));
+    assert_eq!((options.max_tokens, options.batch_size), (256, 16));
     assert_eq!(options.runtime, None);
     let options = options
         .with_threads(0)
