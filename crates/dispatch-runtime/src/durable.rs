@@ -7,7 +7,8 @@
 //! (feature `postgres`), shared by every process that connects to it; a [`Database`] names
 //! either, and [`stores`] and [`open_memory_on`] open the runtime's stores and the memory
 //! service on it (with feature `onnx`, `open_embedder` loads a local sentence-embedding
-//! model that makes the memory semantic). A [`DatabaseHandle`] ([`Database::handle`])
+//! model that makes the memory semantic from a model directory, `open_embedder_files` from
+//! files wherever they are). A [`DatabaseHandle`] ([`Database::handle`])
 //! opens both on one set of connections: on PostgreSQL one pool, however many specs:
 //!
 //! ```no_run
@@ -730,6 +731,45 @@ pub fn open_embedder(
     dir: &std::path::Path,
 ) -> Result<Arc<dyn fact_retrieve::Embedder>, fact_retrieve::EmbedError> {
     Ok(Arc::new(fact_retrieve::OnnxEmbedder::open(dir)?))
+}
+
+/// The local sentence-embedding model whose files `files` names, wherever they are (feature
+/// `onnx`: [`OnnxEmbedder::open_files`](fact_retrieve::OnnxEmbedder::open_files) with the
+/// default options), ready for [`MemoryService::with_embedder`]: [`open_embedder`] for a
+/// model whose files are not gathered in one directory, as a package manager installs them.
+/// The same files under the same [`ModelFiles::name`](fact_retrieve::ModelFiles::name) as a
+/// directory's name give the same model identity, so the vectors stored by either are used
+/// by both. Nothing is downloaded.
+///
+/// ```no_run
+/// use dispatch_runtime::durable;
+/// use dispatch_runtime::reexports::ModelFiles;
+///
+/// let files = ModelFiles::new(
+///     "all-minilm-l6-v2-int8",
+///     "/opt/minilm/model.onnx",
+///     "/opt/minilm/tokenizer.json",
+///     Some("/opt/onnxruntime/libonnxruntime.so.1.32.0".into()),
+/// );
+/// let embedder = durable::open_embedder_files(&files)?;
+/// assert!(embedder.model().starts_with("onnx:all-minilm-l6-v2-int8:"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+///
+/// [`EmbedError::Missing`](fact_retrieve::EmbedError::Missing) naming the file that is not
+/// there, [`EmbedError::Load`](fact_retrieve::EmbedError::Load) when a file cannot be loaded
+/// or the name is empty.
+#[cfg(feature = "onnx")]
+#[cfg_attr(docsrs, doc(cfg(feature = "onnx")))]
+pub fn open_embedder_files(
+    files: &fact_retrieve::ModelFiles,
+) -> Result<Arc<dyn fact_retrieve::Embedder>, fact_retrieve::EmbedError> {
+    Ok(Arc::new(fact_retrieve::OnnxEmbedder::open_files(
+        files,
+        fact_retrieve::OnnxOptions::default(),
+    )?))
 }
 
 #[cfg(test)]

@@ -108,7 +108,9 @@ pub mod reexports {
     };
     #[cfg(feature = "tiktoken")]
     pub use fact_retrieve::BpeTokenCounter;
-    pub use fact_retrieve::{EmbedError, Embedder, HybridError, Recall, RelatedEpisode};
+    pub use fact_retrieve::{
+        EmbedError, Embedder, HybridError, ModelFiles, Recall, RelatedEpisode,
+    };
     #[cfg(feature = "onnx")]
     pub use fact_retrieve::{OnnxEmbedder, OnnxOptions};
     #[cfg(any(feature = "sqlite", feature = "postgres"))]

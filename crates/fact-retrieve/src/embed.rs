@@ -196,6 +196,62 @@ impl<E: Embedder + ?Sized> Embedder for Arc<E> {
     }
 }
 
+/// The files of a local sentence-embedding model, wherever they are: what
+/// [`OnnxEmbedder::open_files`](crate::OnnxEmbedder::open_files) (feature `onnx`) opens when
+/// the files are not gathered in one model directory, as when a package manager installed
+/// them (the Python package's `factmem[embed]` extra puts each in its own package).
+///
+/// A plain value: nothing is checked or read when it is made. The model's identity (stored
+/// with every embedding, see [`Embedder::model`]) is made of [`name`](Self::name) and a hash
+/// of the model and tokenizer files, so two sets of files with the same name and the same
+/// bytes make vectors that are compared, wherever the files live.
+///
+/// ```
+/// use fact_retrieve::ModelFiles;
+/// let files = ModelFiles::new(
+///     "all-minilm-l6-v2-int8",
+///     "/opt/models/model.onnx",
+///     "/opt/models/tokenizer.json",
+///     Some("/opt/onnxruntime/libonnxruntime.so.1.32.0".into()),
+/// );
+/// assert_eq!(files.name, "all-minilm-l6-v2-int8");
+/// assert!(files.runtime.is_some());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct ModelFiles {
+    /// The model's name, the first part of its identity (`all-minilm-l6-v2-int8`): not
+    /// empty; only its first 200 bytes are used (cut at a character boundary).
+    pub name: String,
+    /// The model in ONNX (`model.onnx`).
+    pub model: PathBuf,
+    /// Its tokenizer (`tokenizer.json`, the format of Hugging Face's `tokenizers`).
+    pub tokenizer: PathBuf,
+    /// The ONNX Runtime shared library (`libonnxruntime.so.*`, `libonnxruntime*.dylib` or
+    /// `onnxruntime.dll`). [`OnnxOptions::runtime`](crate::OnnxOptions::runtime) and
+    /// `ORT_DYLIB_PATH` win over it; `None`: the runtime library beside the model file.
+    pub runtime: Option<PathBuf>,
+}
+
+impl ModelFiles {
+    /// The model `name`, its `model` and `tokenizer` files and, if known, its ONNX
+    /// `runtime` library.
+    #[must_use]
+    pub fn new(
+        name: impl Into<String>,
+        model: impl Into<PathBuf>,
+        tokenizer: impl Into<PathBuf>,
+        runtime: Option<PathBuf>,
+    ) -> Self {
+        ModelFiles {
+            name: name.into(),
+            model: model.into(),
+            tokenizer: tokenizer.into(),
+            runtime,
+        }
+    }
+}
+
 /// Why an [`Embedder`] cannot be made or cannot embed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

@@ -79,7 +79,7 @@ mod scoring;
 mod token;
 
 pub use crate::dedup::RELATION_STRENGTH;
-pub use crate::embed::{EmbedError, Embedder, TokenEmbedding, embedding_text};
+pub use crate::embed::{EmbedError, Embedder, ModelFiles, TokenEmbedding, embedding_text};
 #[cfg(feature = "onnx")]
 pub use crate::embed::{OnnxEmbedder, OnnxOptions};
 pub use crate::format::{

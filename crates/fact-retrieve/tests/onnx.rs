@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use fact_retrieve::{EmbedError, Embedder, OnnxEmbedder, OnnxOptions};
+use fact_retrieve::{EmbedError, Embedder, ModelFiles, OnnxEmbedder, OnnxOptions};
 
 /// The model directory, or `None` (after a skip message) when `FACTMEM_MODEL_DIR` is unset;
 /// under `CI=true` a missing model fails the test.
@@ -171,6 +171,96 @@ fn missing_runtime_is_missing() {
         Some(_) => {}
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn model_files_that_are_missing_are_missing_by_name() {
+    let dir = scratch_dir("files");
+    let model = dir.join("a").join("model.onnx");
+    let tokenizer = dir.join("b").join("tokenizer.json");
+    let runtime = dir.join("c").join("libonnxruntime.so.1.32.0");
+    let files = ModelFiles::new("m", &model, &tokenizer, Some(runtime.clone()));
+    let open = || OnnxEmbedder::open_files(&files, OnnxOptions::default());
+    assert_missing(open(), "the ONNX model", &model);
+    std::fs::create_dir_all(model.parent().unwrap()).unwrap();
+    std::fs::write(&model, "not a model").unwrap();
+    assert_missing(open(), "the tokenizer", &tokenizer);
+    std::fs::create_dir_all(tokenizer.parent().unwrap()).unwrap();
+    std::fs::write(&tokenizer, "{}").unwrap();
+    match std::env::var_os("ORT_DYLIB_PATH").filter(|p| !p.is_empty()) {
+        None => assert_missing(open(), "ONNX Runtime", &runtime),
+        Some(path) if !Path::new(&path).is_file() => {
+            assert_missing(open(), "ONNX Runtime", Path::new(&path));
+        }
+        Some(_) => {}
+    }
+    // Without a runtime named, the one beside the model file is looked for.
+    let unnamed = ModelFiles::new("m", &model, &tokenizer, None);
+    if std::env::var_os("ORT_DYLIB_PATH").is_none_or(|p| p.is_empty()) {
+        let result = OnnxEmbedder::open_files(&unnamed, OnnxOptions::default());
+        let Err(EmbedError::Missing { what, path, .. }) = result else {
+            panic!("expected Missing ONNX Runtime, got {result:?}");
+        };
+        assert_eq!(what, "ONNX Runtime");
+        assert_eq!(path.parent(), model.parent());
+    }
+    // A model needs a name.
+    let nameless = ModelFiles::new(" ", &model, &tokenizer, Some(runtime));
+    let result = OnnxEmbedder::open_files(&nameless, OnnxOptions::default());
+    let Err(error @ EmbedError::Load { .. }) = result else {
+        panic!("expected Load, got {result:?}");
+    };
+    assert!(error.to_string().contains("name is empty"), "{error}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn model_files_under_the_directorys_name_have_its_identity() {
+    let Some(embedder) = embedder() else { return };
+    let dir = model_dir().unwrap();
+    let name = std::fs::canonicalize(&dir)
+        .unwrap()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let runtime = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            name.starts_with("libonnxruntime") || name == "onnxruntime.dll"
+        });
+    let files = ModelFiles::new(
+        name.clone(),
+        dir.join("model.onnx"),
+        dir.join("tokenizer.json"),
+        runtime.clone(),
+    );
+    let opened = OnnxEmbedder::open_files(&files, OnnxOptions::default()).unwrap();
+    assert_eq!(opened.model(), embedder.model());
+    assert!(
+        opened.model().starts_with(&format!("onnx:{name}:")),
+        "{}",
+        opened.model()
+    );
+    let text = ["which pet does she own?"];
+    assert_eq!(opened.embed(&text).unwrap(), embedder.embed(&text).unwrap());
+
+    // Another name, another identity; a long one is cut at a character boundary.
+    let long = "é".repeat(150);
+    let renamed = ModelFiles::new(long, &files.model, &files.tokenizer, runtime);
+    let renamed = OnnxEmbedder::open_files(&renamed, OnnxOptions::default()).unwrap();
+    let identity = renamed.model();
+    assert_eq!(
+        identity,
+        format!(
+            "onnx:{}:{}",
+            "é".repeat(100),
+            embedder.model().rsplit(':').next().unwrap()
+        )
+    );
+    assert!(identity.len() <= fact_store::MAX_MODEL_BYTES, "{identity}");
 }
 
 #[test]

@@ -19,12 +19,16 @@ use tokenizers::{
     TruncationStrategy,
 };
 
-use super::{EmbedError, Embedder, TokenEmbedding, split_episodes};
+use super::{EmbedError, Embedder, ModelFiles, TokenEmbedding, split_episodes};
 
 /// How to get the model directory, the hint of every [`EmbedError::Missing`].
-const HINT: &str = "run `.ci/models DIR` in the factmem repository to assemble the model \
-                    directory (model.onnx, tokenizer.json, ONNX Runtime; it prints `export \
+const HINT: &str = "run `facts model fetch DIR` (needs Python 3 with pip), or `.ci/models DIR` \
+                    in the factmem repository, to assemble the model directory (model.onnx, \
+                    tokenizer.json, ONNX Runtime; .ci/models prints `export \
                     FACTMEM_MODEL_DIR=DIR`)";
+/// The most bytes of a model's name kept in its identity, within
+/// `fact_store::MAX_MODEL_BYTES` with the prefix and the hash.
+const MAX_NAME_BYTES: usize = 200;
 
 /// The model file in the directory.
 const MODEL_FILE: &str = "model.onnx";
@@ -236,6 +240,11 @@ impl OnnxEmbedder {
     /// that looks like one but fails to load makes `ort` panic: that panic is caught and
     /// becomes [`EmbedError::Load`], though the panic hook still prints its message, and a
     /// program built with `panic = "abort"` aborts instead.
+    ///
+    /// The model's identity ([`Embedder::model`]) is `onnx:NAME:HASH`: NAME the directory's
+    /// name (symbolic links resolved), HASH the first 16 hex digits of the BLAKE3 hash of
+    /// `model.onnx` followed by `tokenizer.json`; as [`open_files`](Self::open_files) with
+    /// that name.
     pub fn open_with(dir: impl AsRef<Path>, options: OnnxOptions) -> Result<Self, EmbedError> {
         let dir = dir.as_ref();
         if !dir.is_dir() {
@@ -250,10 +259,77 @@ impl OnnxEmbedder {
             return Err(missing("the tokenizer", tokenizer_path));
         }
         let runtime = find_runtime(dir, options.runtime.as_deref())?;
+        let files = ModelFiles::new(dir_name(dir), model_path, tokenizer_path, Some(runtime));
+        Self::open_files(&files, options)
+    }
+
+    /// Opens the model whose files `files` names, wherever they are (not gathered in one
+    /// directory, as a package manager installs them), loads ONNX Runtime (once per process)
+    /// and builds the session.
+    ///
+    /// ONNX Runtime is [`OnnxOptions::runtime`] when set, else `ORT_DYLIB_PATH`, else
+    /// [`ModelFiles::runtime`], else the first runtime library in the model file's directory
+    /// (the names [`OnnxEmbedder`] lists). The identity ([`Embedder::model`]) is
+    /// `onnx:NAME:HASH`: NAME is [`ModelFiles::name`] (its first 200 bytes, cut at a
+    /// character boundary), HASH the first 16 hex digits of the BLAKE3 hash of the model
+    /// file followed by the tokenizer file. So the same files give the same identity
+    /// opened here or from a directory of that name by [`open_with`](Self::open_with).
+    ///
+    /// ```no_run
+    /// use std::path::Path;
+    /// use fact_retrieve::{Embedder, ModelFiles, OnnxEmbedder, OnnxOptions};
+    ///
+    /// // Each file where its package put it.
+    /// let site = Path::new("/usr/lib/python3/site-packages");
+    /// let files = ModelFiles::new(
+    ///     "all-minilm-l6-v2-int8",
+    ///     site.join("minilm/model.onnx"),
+    ///     site.join("minilm-tokenizer/tokenizer.json"),
+    ///     Some(site.join("onnxruntime/capi/libonnxruntime.so.1.32.0")),
+    /// );
+    /// let embedder = OnnxEmbedder::open_files(&files, OnnxOptions::default())?;
+    /// assert!(embedder.model().starts_with("onnx:all-minilm-l6-v2-int8:"));
+    /// # Ok::<(), fact_retrieve::EmbedError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`EmbedError::Missing`] naming the file (the model, the tokenizer or ONNX Runtime)
+    /// that is not there; [`EmbedError::Load`] for an empty [`ModelFiles::name`] (naming
+    /// the model file) and as [`open_with`](Self::open_with) for files that cannot be
+    /// loaded.
+    pub fn open_files(files: &ModelFiles, options: OnnxOptions) -> Result<Self, EmbedError> {
+        let model_path = files.model.clone();
+        if !model_path.is_file() {
+            return Err(missing("the ONNX model", model_path));
+        }
+        let tokenizer_path = files.tokenizer.clone();
+        if !tokenizer_path.is_file() {
+            return Err(missing("the tokenizer", tokenizer_path));
+        }
+        let name = clip_name(&files.name);
+        if name.trim().is_empty() {
+            return Err(EmbedError::Load {
+                path: model_path,
+                message: "the model's name is empty: every model needs one, the first part \
+                          of its identity"
+                    .to_owned(),
+            });
+        }
+        let beside = match model_path.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let named = options
+            .runtime
+            .clone()
+            .or_else(env_runtime)
+            .or_else(|| files.runtime.clone());
+        let runtime = find_runtime(&beside, named.as_deref())?;
         check_library(&runtime)?;
 
         let tokenizer = load_tokenizer(&tokenizer_path, options.max_tokens.max(MIN_TOKENS))?;
-        let model = identity(dir, &model_path, &tokenizer_path)?;
+        let model = identity(name, &model_path, &tokenizer_path)?;
         let session = build_session(&runtime, &model_path, options.threads.max(1))?;
 
         let load = |message: String| EmbedError::Load {
@@ -1041,9 +1117,7 @@ fn inference(message: String) -> EmbedError {
 fn find_runtime(dir: &Path, explicit: Option<&Path>) -> Result<PathBuf, EmbedError> {
     let chosen = match explicit {
         Some(path) => Some(path.to_path_buf()),
-        None => std::env::var_os("ORT_DYLIB_PATH")
-            .filter(|p| !p.is_empty())
-            .map(PathBuf::from),
+        None => env_runtime(),
     };
     if let Some(path) = chosen {
         return if path.is_file() {
@@ -1067,6 +1141,13 @@ fn find_runtime(dir: &Path, explicit: Option<&Path>) -> Result<PathBuf, EmbedErr
         .into_iter()
         .next()
         .ok_or_else(|| missing("ONNX Runtime", dir.join(RUNTIME_NAME)))
+}
+
+/// The runtime `ORT_DYLIB_PATH` names, if set and not empty.
+fn env_runtime() -> Option<PathBuf> {
+    std::env::var_os("ORT_DYLIB_PATH")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
 }
 
 /// The runtime's usual file name on this platform.
@@ -1146,8 +1227,31 @@ fn load_tokenizer(path: &Path, max_tokens: usize) -> Result<Tokenizer, EmbedErro
     Ok(tokenizer)
 }
 
-/// `onnx:{directory name}:{first 16 hex digits of blake3(model ++ tokenizer)}`.
-fn identity(dir: &Path, model: &Path, tokenizer: &Path) -> Result<String, EmbedError> {
+/// The name of a model directory in its identity: its own name with symbolic links
+/// resolved (`model` when it has none).
+fn dir_name(dir: &Path) -> String {
+    let named = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    named
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "model".to_owned())
+}
+
+/// `name` cut to at most [`MAX_NAME_BYTES`] bytes, at a character boundary.
+fn clip_name(name: &str) -> &str {
+    let mut end = 0;
+    for (at, c) in name.char_indices() {
+        if at + c.len_utf8() > MAX_NAME_BYTES {
+            break;
+        }
+        end = at + c.len_utf8();
+    }
+    name.get(..end).unwrap_or_default()
+}
+
+/// `onnx:{name}:{first 16 hex digits of blake3(model ++ tokenizer)}`; `name` is clipped.
+fn identity(name: &str, model: &Path, tokenizer: &Path) -> Result<String, EmbedError> {
     let mut hasher = blake3::Hasher::new();
     for path in [model, tokenizer] {
         File::open(path)
@@ -1159,21 +1263,7 @@ fn identity(dir: &Path, model: &Path, tokenizer: &Path) -> Result<String, EmbedE
     }
     let hash = hasher.finalize().to_hex();
     let digits: String = hash.chars().take(16).collect();
-    let named = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    let stem = named
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "model".to_owned());
-    // Keep the identity within fact_store::MAX_MODEL_BYTES: at most 200 bytes of name.
-    let mut name = String::new();
-    for c in stem.chars() {
-        if name.len() + c.len_utf8() > 200 {
-            break;
-        }
-        name.push(c);
-    }
-    Ok(format!("onnx:{name}:{digits}"))
+    Ok(format!("onnx:{}:{digits}", clip_name(name)))
 }
 
 /// Loads ONNX Runtime from `runtime` (once per process) and builds the session for `model`.
