@@ -5,7 +5,9 @@
 //! green `check` means formatting, lints (warnings are errors), unit,
 //! integration, doc and tidy tests, documentation and benchmark builds are
 //! all clean, every library crate's public API matches its snapshot, every
-//! publishable crate packages and builds from its package alone, and the
+//! publishable crate packages and builds from its package alone, the lean
+//! build of `facts` (`--no-default-features --features sqlite`) compiles
+//! cleanly with no PostgreSQL, TLS or ONNX crate in its tree, and the
 //! dependency graph passes `cargo deny`. Every step that resolves
 //! dependencies passes `--locked`, so a stale `Cargo.lock` fails instead of
 //! being silently rewritten.
@@ -89,11 +91,33 @@ enum Missing {
 /// The steps, in the order they run. Cheap, common failures come first.
 const STEPS: &[Step] = &[
     cargo_step(&["fmt", "--all", "--check"]),
+    // The lean build of `facts` (SQLite alone) brings no PostgreSQL, TLS or ONNX crate...
+    Step {
+        action: Action::Xtask {
+            name: "cargo tree -p factmem-cli --no-default-features --features sqlite \
+                   (the lean build: no PostgreSQL, TLS or ONNX crate)",
+            run: lean_tree,
+        },
+        gate: None,
+    },
     cargo_step(&[
         "clippy",
         "--workspace",
         "--all-targets",
         "--all-features",
+        "--locked",
+        "--",
+        "-D",
+        "warnings",
+    ]),
+    // ...and compiles without a warning (clippy checks it, so no separate `cargo check`).
+    cargo_step(&[
+        "clippy",
+        "-p",
+        "factmem-cli",
+        "--no-default-features",
+        "--features",
+        "sqlite",
         "--locked",
         "--",
         "-D",
@@ -244,6 +268,75 @@ pub(crate) fn run(args: &[String]) -> Result<(), Error> {
         start.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// The crates the lean build of `facts` (`-p factmem-cli --no-default-features --features
+/// sqlite`) must not compile: the PostgreSQL client and its pool, rustls, ONNX Runtime.
+const NOT_LEAN: &[&str] = &[
+    "postgres",
+    "tokio-postgres",
+    "postgres-types",
+    "postgres-protocol",
+    "r2d2",
+    "rustls",
+    "tokio-rustls",
+    "ort",
+    "ort-sys",
+];
+
+/// Fails when the lean build's dependency tree (normal and build dependencies, for every
+/// target) holds a crate of [`NOT_LEAN`], naming it and the command that shows why.
+fn lean_tree() -> Result<(), Error> {
+    let args = [
+        "tree",
+        "-p",
+        "factmem-cli",
+        "--no-default-features",
+        "--features",
+        "sqlite",
+        "--locked",
+        "--target",
+        "all",
+        "-e",
+        "normal,build",
+        "--prefix",
+        "none",
+    ];
+    let output = cargo::command(&args)
+        .map_err(Error::Failed)?
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|err| Error::Failed(format!("`cargo tree` could not start: {err}")))?;
+    if !output.status.success() {
+        return Err(Error::Failed(format!(
+            "`cargo {}` failed ({})",
+            args.join(" "),
+            output.status
+        )));
+    }
+    let found = not_lean(&String::from_utf8_lossy(&output.stdout));
+    if found.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Failed(format!(
+        "the lean build of facts (--no-default-features --features sqlite) compiles {}; \
+         `cargo tree -p factmem-cli --no-default-features --features sqlite -e normal,build \
+         -i CRATE` shows what brings it",
+        found.join(", ")
+    )))
+}
+
+/// The crates of [`NOT_LEAN`] that `cargo tree --prefix none` output names, each once.
+fn not_lean(tree: &str) -> Vec<String> {
+    let mut found: Vec<String> = tree
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| NOT_LEAN.contains(name))
+        .map(str::to_owned)
+        .collect();
+    found.sort();
+    found.dedup();
+    found
 }
 
 /// Whether this run is CI's: `CI=true`, as `.ci/run` is run.
@@ -456,6 +549,20 @@ mod tests {
     )]
 
     use super::*;
+
+    #[test]
+    fn the_lean_tree_check_names_each_heavy_crate_once_and_nothing_else() {
+        let tree = "factmem-cli v0.3.0 (/w/crates/facts)\n\
+                    rustls v0.23.31\n\
+                    postgres-native v1.0.0\n\
+                    ort-sys v2.0.0-rc.10\n\
+                    rustls v0.23.31 (*)\n\
+                    rustls-pki-types v1.12.0\n\
+                    tokio v1.47.1\n";
+        assert_eq!(not_lean(tree), ["ort-sys", "rustls"]);
+        assert!(not_lean("factmem-cli v0.3.0 (/w)\nrusqlite v0.37.0\nsort v1\n").is_empty());
+        assert!(not_lean("").is_empty());
+    }
 
     #[test]
     fn semver_baseline_is_the_newest_other_release_tag() {

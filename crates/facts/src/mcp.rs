@@ -45,7 +45,7 @@ use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
 
-pub(crate) use http::{Listen, Tls, check_address, parse_address};
+pub(crate) use http::{AllowedOrigin, Listen, Tls, check_address, parse_address, parse_origin};
 pub(crate) use memory::Memory;
 pub(crate) use tenants::{Tenant, Tenants, spec_prefix};
 
@@ -77,8 +77,9 @@ pub(crate) enum Transport {
     /// One client on stdin and stdout, until it disconnects.
     Stdio,
     /// Streamable HTTP (or HTTPS), for any number of clients, until the process is
-    /// stopped. The address was checked with [`check_address`].
-    Http(Listen),
+    /// stopped. The address was checked with [`check_address`]. Boxed: it is large and
+    /// made once.
+    Http(Box<Listen>),
 }
 
 /// What a tool's annotations say besides whether it only reads.
@@ -445,7 +446,17 @@ impl ServerHandler for FactsServer {
                 instructions.push_str(SEMANTIC_INSTRUCTIONS);
             }
         }
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        // `logging`: clients may set a level (`logging/setLevel`, which the MCP Inspector
+        // and the conformance suite send); the server sends no log messages to clients (its
+        // logs go to stderr), so every level filters all of them alike. rmcp deprecates
+        // logging (SEP-2577 drops it from a later protocol version); the versions clients
+        // speak today (2025-06-18, 2025-11-25) have it.
+        #[allow(deprecated)]
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_logging()
+            .build();
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("facts", env!("CARGO_PKG_VERSION")))
             .with_instructions(instructions)
     }
@@ -463,6 +474,21 @@ impl ServerHandler for FactsServer {
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
         self.tools.iter().find(|tool| tool.name == name).cloned()
+    }
+
+    /// Accepts any level: the server sends clients no log messages to filter (see
+    /// [`FactsServer::get_info`]'s `logging` capability).
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        tracing::debug!(
+            "facts mcp: a client set its log level to {:?}",
+            request.level
+        );
+        Ok(())
     }
 
     async fn call_tool(
@@ -499,7 +525,7 @@ pub(crate) fn serve(
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     match transport {
         Transport::Stdio => tokio.block_on(serve_stdio(server, max_request_bytes)),
-        Transport::Http(listen) => tokio.block_on(http::serve(server, listen, max_request_bytes)),
+        Transport::Http(listen) => tokio.block_on(http::serve(server, *listen, max_request_bytes)),
     }
 }
 

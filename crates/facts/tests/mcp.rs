@@ -1480,6 +1480,28 @@ fn http_refuses_foreign_hosts_and_browser_origins() {
 }
 
 #[test]
+fn the_logging_capability_is_declared_and_a_log_level_is_accepted() {
+    let server = HttpServer::start("127.0.0.1:0", &[]);
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": PROTOCOL_VERSION, "capabilities": {},
+        "clientInfo": {"name": "inspector", "version": "0"}}});
+    let answer = post(&server.url, &[], &init.to_string()).message();
+    assert!(
+        answer["result"]["capabilities"]["logging"].is_object(),
+        "{answer}"
+    );
+    let mut client = HttpClient::connect(&server.url);
+    for level in ["debug", "info", "warning", "emergency"] {
+        let set = client.request("logging/setLevel", json!({"level": level}));
+        assert_eq!(set["result"], json!({}), "{set}");
+    }
+    // A level that is not one is the client's error.
+    let wrong = client.request("logging/setLevel", json!({"level": "loud"}));
+    assert!(wrong["error"]["code"].is_i64(), "{wrong}");
+    assert_eq!(client.call("get_telemetry", json!({}))["isError"], false);
+}
+
+#[test]
 fn http_on_an_address_that_is_not_loopback_needs_allow_remote() {
     let run = |args: &[&str]| {
         let output = Command::new(env!("CARGO_BIN_EXE_facts"))

@@ -4,8 +4,13 @@
 //! of one [`FactsServer`]. Without `--tokens`, all clients share one runtime (facts one
 //! client ingests reach another's prompts and queries), nobody is authenticated, and the
 //! server listens on loopback only. On loopback, rmcp refuses requests whose `Host` is not
-//! a loopback name (DNS rebinding); everywhere, requests that carry an `Origin` (a browser
-//! page's) are refused.
+//! a loopback name (DNS rebinding). A request that carries an `Origin` (a browser page's,
+//! such as the MCP Inspector's) is let in when the origin's host is `localhost`,
+//! `127.0.0.1` or `[::1]` (http or https, any port) or the origin is one that
+//! `--allow-origin` names exactly (a reverse proxy's public name, say); any other, or a
+//! value that is not an origin, is answered `403 Forbidden` ([`check_origin`], before the
+//! tokens are looked at), so a page of another site cannot drive the server from its
+//! visitor's browser. A request without `Origin` (not a browser's) is let in.
 //!
 //! With `--tokens FILE` (`mcp/tenants.rs`, `docs/tenants.md`), every request needs
 //! `Authorization: Bearer TOKEN` whose SHA-256 the file lists: without it, or with a token
@@ -22,11 +27,12 @@
 //! and the old tenants kept. `--allow-remote` (another address than loopback) needs
 //! `--tokens`.
 //!
-//! With `--tls-cert` and `--tls-key`, the server speaks HTTPS (rustls, ring provider,
-//! TLS 1.2 and 1.3); TLS handshakes run beside the accept loop, each within ten seconds,
-//! so a client that stalls its handshake holds nobody up. SIGHUP re-reads the certificate
-//! and key too: new connections get the renewed certificate, and files that cannot be
-//! loaded are logged and the old certificate kept.
+//! With `--tls-cert` and `--tls-key` (feature `tls`), the server speaks HTTPS (rustls, ring
+//! provider, TLS 1.2 and 1.3); TLS handshakes run beside the accept loop, each within ten
+//! seconds, so a client that stalls its handshake holds nobody up. SIGHUP re-reads the
+//! certificate and key too: new connections get the renewed certificate, and files that
+//! cannot be loaded are logged and the old certificate kept. A build without the feature
+//! refuses the two flags with a usage error.
 //!
 //! A POST body is at most `--max-request-bytes` long (16 MiB by default). One that says it
 //! is longer (`Content-Length`) is refused before it is read; one that turns out longer as
@@ -45,19 +51,23 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::header::{
-    AUTHORIZATION, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE,
+    AUTHORIZATION, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, ORIGIN, RETRY_AFTER, WWW_AUTHENTICATE,
 };
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
-use axum::serve::{Listener, ListenerExt};
+#[cfg(feature = "tls")]
+use axum::serve::Listener;
+use axum::serve::ListenerExt;
 use dispatch_runtime::reexports::Clock;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::OwnedSemaphorePermit;
+#[cfg(feature = "tls")]
 use tokio_rustls::TlsAcceptor;
+#[cfg(feature = "tls")]
 use tokio_rustls::server::TlsStream;
 
 use super::FactsServer;
@@ -76,9 +86,11 @@ const SESSION_HEADER: &str = "mcp-session-id";
 const SESSION_IDLE: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// How long a TLS handshake may take.
+#[cfg(feature = "tls")]
 const HANDSHAKE: Duration = Duration::from_secs(10);
 
 /// TLS handshakes finished and not yet taken by the server.
+#[cfg(feature = "tls")]
 const HANDSHAKES_QUEUED: usize = 64;
 
 /// The JSON-RPC error code of a request refused for its credentials.
@@ -95,6 +107,8 @@ pub(crate) struct Listen {
     pub(crate) tls: Option<Tls>,
     /// `--tokens`: the file, and its tenants as read at start.
     pub(crate) tokens: Option<(PathBuf, Tenants)>,
+    /// `--allow-origin`: the browser origins let in besides loopback's.
+    pub(crate) origins: Vec<AllowedOrigin>,
     /// The clock of the tenants' rate limits and of their sessions' idle time.
     pub(crate) clock: Arc<dyn Clock>,
 }
@@ -102,6 +116,7 @@ pub(crate) struct Listen {
 /// The server's TLS configuration (`--tls-cert`, `--tls-key`): the files, and the
 /// configuration last read from them, which SIGHUP reads again (a renewed certificate is
 /// served to the connections that come after, without a restart).
+#[cfg(feature = "tls")]
 #[derive(Debug, Clone)]
 pub(crate) struct Tls {
     cert: PathBuf,
@@ -109,6 +124,25 @@ pub(crate) struct Tls {
     current: Arc<RwLock<Arc<rustls::ServerConfig>>>,
 }
 
+/// A build without the `tls` feature has no TLS configuration: [`Tls::load`] refuses.
+#[cfg(not(feature = "tls"))]
+#[derive(Debug, Clone)]
+pub(crate) enum Tls {}
+
+#[cfg(not(feature = "tls"))]
+impl Tls {
+    /// Refuses `--tls-cert` and `--tls-key`: this build has no TLS.
+    pub(crate) fn load(cert: &Path, _key: &Path) -> Result<Tls, String> {
+        Err(format!(
+            "--tls-cert {}: this facts binary was built without the `tls` feature (HTTPS); \
+             build it with `--features tls`, or put a reverse proxy that terminates TLS in \
+             front of --http 127.0.0.1:PORT",
+            cert.display()
+        ))
+    }
+}
+
+#[cfg(feature = "tls")]
 impl Tls {
     /// Loads the certificate chain and the private key (PEM files), for HTTP/1.1 over TLS
     /// 1.2 or 1.3 with the ring provider.
@@ -206,6 +240,161 @@ pub(crate) fn check_address(
     ))
 }
 
+/// The hosts of pages served from this machine: their origins are let in on any port.
+const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
+
+/// A browser origin (RFC 6454): scheme, host and port, lowercase, the port the scheme's
+/// default when the serialization gives none. `--allow-origin` values are these, and a
+/// request's `Origin` is let in when it is one of them exactly.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct AllowedOrigin {
+    scheme: String,
+    host: String,
+    port: u16,
+}
+
+impl std::fmt::Display for AllowedOrigin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}://{}:{}", self.scheme, self.host, self.port)
+    }
+}
+
+/// The port `scheme` implies when an origin gives none: 80 for http, 443 for https.
+fn default_port(scheme: &str) -> Option<u16> {
+    match scheme {
+        "http" => Some(80),
+        "https" => Some(443),
+        _ => None,
+    }
+}
+
+/// Reads an origin's serialization, `scheme://host[:port]` and nothing else (no path, user,
+/// query or wildcard), strictly: scheme and host lowercase, an IPv6 host in brackets in its
+/// canonical form. The error says what is wrong.
+fn read_origin(text: &str) -> Result<(String, String, Option<u16>), String> {
+    let (scheme, rest) = text.split_once("://").ok_or("no scheme")?;
+    let scheme = scheme.to_ascii_lowercase();
+    let mut scheme_chars = scheme.chars();
+    if !scheme_chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        || !scheme_chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    {
+        return Err("no scheme".to_owned());
+    }
+    if let Some(extra) = rest
+        .chars()
+        .find(|c| matches!(c, '/' | '?' | '#' | '@' | '*'))
+    {
+        return Err(format!(
+            "{extra:?} after the host (an origin has no path, query, user or wildcard)"
+        ));
+    }
+    let (host, port) = match rest.strip_prefix('[') {
+        Some(bracketed) => {
+            let (address, after) = bracketed
+                .split_once(']')
+                .ok_or("no ']' after an IPv6 host")?;
+            let address = address
+                .parse::<std::net::Ipv6Addr>()
+                .map_err(|_| format!("[{address}] is not an IPv6 address"))?;
+            let port = match after {
+                "" => None,
+                _ => Some(after.strip_prefix(':').ok_or("no ':' before the port")?),
+            };
+            (format!("[{address}]"), port)
+        }
+        None => {
+            let (host, port) = match rest.split_once(':') {
+                Some((host, port)) => (host, Some(port)),
+                None => (rest, None),
+            };
+            let name = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_');
+            if host.is_empty() || !host.chars().all(name) {
+                return Err("no valid host after the scheme".to_owned());
+            }
+            (host.to_ascii_lowercase(), port)
+        }
+    };
+    let port = match port {
+        None => None,
+        Some(digits) => Some(
+            digits
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+                .then(|| digits.parse::<u16>().ok())
+                .flatten()
+                .ok_or_else(|| format!("{digits:?} is not a port"))?,
+        ),
+    };
+    Ok((scheme, host, port))
+}
+
+/// Parses `--allow-origin`'s value: `scheme://host[:port]` with scheme `http` or `https`
+/// and nothing after the host or port, as a browser sends it in `Origin`
+/// (`https://mcp.example.com`, `http://10.0.0.7:8080`).
+pub(crate) fn parse_origin(text: &str) -> Result<AllowedOrigin, String> {
+    let refuse = |why: &str| {
+        format!(
+            "{text:?} is not an origin: {why}; give scheme://host[:port] with scheme http or \
+             https, as browsers send it in Origin (https://mcp.example.com, \
+             http://10.0.0.7:8080)"
+        )
+    };
+    let (scheme, host, port) = read_origin(text).map_err(|why| refuse(&why))?;
+    let default = default_port(&scheme).ok_or_else(|| refuse("the scheme is not http or https"))?;
+    Ok(AllowedOrigin {
+        scheme,
+        host,
+        port: port.unwrap_or(default),
+    })
+}
+
+/// Whether a request whose `Origin` is `value` is let in: an http or https origin whose
+/// host is loopback's ([`LOOPBACK_HOSTS`], any port), or exactly one of `allowed`.
+/// Anything else, including a value that is not an origin's serialization (`null`, a
+/// path, a port past 65535), is not.
+pub(crate) fn origin_allowed(value: &str, allowed: &[AllowedOrigin]) -> bool {
+    let Ok((scheme, host, port)) = read_origin(value) else {
+        return false;
+    };
+    let Some(default) = default_port(&scheme) else {
+        return false;
+    };
+    if LOOPBACK_HOSTS.contains(&host.as_str()) {
+        return true;
+    }
+    let origin = AllowedOrigin {
+        scheme,
+        host,
+        port: port.unwrap_or(default),
+    };
+    allowed.contains(&origin)
+}
+
+/// Answers `403 Forbidden` to a request whose `Origin` [`origin_allowed`] refuses, in the
+/// words of rmcp's own refusals (`Forbidden: Origin header is not allowed`), and logs it;
+/// lets the others in.
+async fn check_origin(
+    State(allowed): State<Arc<Vec<AllowedOrigin>>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let Some(origin) = request.headers().get(ORIGIN) else {
+        return next.run(request).await;
+    };
+    let text = String::from_utf8_lossy(origin.as_bytes());
+    if origin_allowed(&text, &allowed) {
+        return next.run(request).await;
+    }
+    tracing::warn!(
+        "facts mcp: refused a request with Origin {:?} (403): not loopback's, nor an \
+         --allow-origin",
+        crate::bounds::clip(&text, 200)
+    );
+    let mut response = Response::new(Body::from("Forbidden: Origin header is not allowed"));
+    *response.status_mut() = StatusCode::FORBIDDEN;
+    response
+}
+
 /// Whether `address` is on loopback (`127.0.0.0/8`, `::1`, or `::ffff:127.x.y.z`).
 fn is_loopback(address: SocketAddr) -> bool {
     address.ip().to_canonical().is_loopback()
@@ -222,11 +411,13 @@ fn no_delay(stream: &mut TcpStream) {
 
 /// A listener of TLS connections: a task accepts TCP connections and runs each one's
 /// handshake in a task of its own, and [`Listener::accept`] takes the finished ones.
+#[cfg(feature = "tls")]
 struct TlsListener {
     handshaken: tokio::sync::mpsc::Receiver<(TlsStream<TcpStream>, SocketAddr)>,
     local: SocketAddr,
 }
 
+#[cfg(feature = "tls")]
 impl TlsListener {
     fn new(listener: TcpListener, tls: Tls, local: SocketAddr) -> TlsListener {
         let (sender, handshaken) = tokio::sync::mpsc::channel(HANDSHAKES_QUEUED);
@@ -260,6 +451,7 @@ impl TlsListener {
     }
 }
 
+#[cfg(feature = "tls")]
 impl Listener for TlsListener {
     type Io = TlsStream<TcpStream>;
     type Addr = SocketAddr;
@@ -289,6 +481,7 @@ pub(super) async fn serve(
         address,
         tls,
         tokens,
+        origins: allowed_origins,
         clock,
     } = listen;
     let listener = TcpListener::bind(address)
@@ -297,8 +490,10 @@ pub(super) async fn serve(
     let local = listener
         .local_addr()
         .map_err(|e| format!("cannot read the address listened on: {e}"))?;
+    // `Origin` is checked by [`check_origin`], stricter than rmcp's check (which lets in
+    // an origin whose port is not a number as one without a port).
     let mut config = StreamableHttpServerConfig::default()
-        .enforce_origin_validation()
+        .disable_allowed_origins()
         .with_max_request_body_bytes(max_request_bytes);
     config = if is_loopback(local) {
         // rmcp's loopback names, and the address itself (127.0.0.2 is loopback too).
@@ -323,6 +518,11 @@ pub(super) async fn serve(
         reloads.tokens = Some((gate.clone(), path));
         router = router.layer(axum::middleware::from_fn_with_state(gate, authenticate));
     }
+    // Outside the tenants' gate: a page of another site learns nothing of the tokens.
+    router = router.layer(axum::middleware::from_fn_with_state(
+        Arc::new(allowed_origins),
+        check_origin,
+    ));
     // Before the URL is printed: from then on, SIGHUP re-reads the files rather than
     // stopping the process.
     reload_on_hangup(reloads)?;
@@ -341,7 +541,10 @@ pub(super) async fn serve(
         )
         .await
         .map_err(stopped),
+        #[cfg(not(feature = "tls"))]
+        Some(tls) => match tls {},
         // Tapped for nothing: the tap gives the connection its peer's address.
+        #[cfg(feature = "tls")]
         Some(tls) => axum::serve(
             TlsListener::new(listener, tls, local).tap_io(|_: &mut TlsStream<TcpStream>| ()),
             router.into_make_service_with_connect_info::<SocketAddr>(),
@@ -445,6 +648,7 @@ impl Reloads {
                 }
             }
         }
+        #[cfg(feature = "tls")]
         if let Some(tls) = &self.tls {
             match tls.reload() {
                 Ok(()) => tracing::warn!(
@@ -732,6 +936,134 @@ mod tests {
         let error = parse_address("example.com:80").unwrap_err();
         assert!(error.contains("IP:PORT"), "{error}");
         assert!(parse_address("localhost:99999").is_err());
+    }
+
+    #[test]
+    fn allow_origin_takes_an_http_or_https_origin_and_nothing_else() {
+        let origin = |text: &str| parse_origin(text).unwrap().to_string();
+        assert_eq!(
+            origin("https://mcp.example.com"),
+            "https://mcp.example.com:443"
+        );
+        assert_eq!(
+            origin("HTTP://MCP.Example.com"),
+            "http://mcp.example.com:80"
+        );
+        assert_eq!(origin("http://10.0.0.7:8080"), "http://10.0.0.7:8080");
+        assert_eq!(origin("https://[0:0::2]:8443"), "https://[::2]:8443");
+        for (bad, why) in [
+            ("mcp.example.com", "no scheme"),
+            ("://mcp.example.com", "no scheme"),
+            ("ftp://mcp.example.com", "not http or https"),
+            ("https://mcp.example.com/", "'/' after the host"),
+            ("https://mcp.example.com/mcp", "'/' after the host"),
+            ("https://user@mcp.example.com", "'@' after the host"),
+            ("https://*.example.com", "'*' after the host"),
+            ("https://", "no valid host"),
+            ("https://:443", "no valid host"),
+            ("https://mcp example.com", "no valid host"),
+            ("https://mcp.example.com:", "is not a port"),
+            ("https://mcp.example.com:99999", "is not a port"),
+            ("https://mcp.example.com:+443", "is not a port"),
+            ("https://[::1", "no ']'"),
+            ("https://[::g]", "not an IPv6 address"),
+            ("https://[::1]x", "no ':' before the port"),
+            ("null", "no scheme"),
+        ] {
+            let error = parse_origin(bad).unwrap_err();
+            assert!(error.contains(why), "{bad:?}: {error}");
+            assert!(error.contains("scheme://host[:port]"), "{bad:?}: {error}");
+        }
+    }
+
+    #[test]
+    fn loopback_origins_on_any_port_and_exactly_the_allowed_ones_are_let_in() {
+        let allowed = [parse_origin("https://mcp.example.com").unwrap()];
+        for origin in [
+            "http://localhost",
+            "http://localhost:6274",
+            "https://LOCALHOST:1",
+            "http://127.0.0.1:65535",
+            "https://[::1]:8443",
+            "http://[0:0:0:0:0:0:0:1]",
+            "https://mcp.example.com",
+            "https://mcp.example.com:443",
+        ] {
+            assert!(origin_allowed(origin, &allowed), "{origin}");
+        }
+        for origin in [
+            "http://evil.example",
+            "http://localhost.evil.example",
+            "http://127.0.0.2",
+            "ws://localhost",
+            "http://localhost/",
+            "http://localhost:99999",
+            "http://localhost@evil.example",
+            "http://evil.example#@localhost",
+            "https://mcp.example.com:8443",
+            "http://mcp.example.com",
+            "https://mcp.example.com:99999",
+            "null",
+            "",
+        ] {
+            assert!(!origin_allowed(origin, &allowed), "{origin}");
+        }
+    }
+
+    /// An independent reading of what may be let in: after `http://` or `https://` (any
+    /// case), a loopback host and at most a port; or exactly the allowed origin.
+    fn admissible(origin: &str) -> bool {
+        let lower = origin.to_ascii_lowercase();
+        let rest = lower
+            .strip_prefix("http://")
+            .or_else(|| lower.strip_prefix("https://"));
+        let Some(rest) = rest else {
+            return false;
+        };
+        let port_only = |tail: &str| {
+            tail.is_empty()
+                || tail
+                    .strip_prefix(':')
+                    .is_some_and(|port| port.parse::<u16>().is_ok())
+        };
+        let loopback = ["localhost", "127.0.0.1", "[::1]", "[0:0:0:0:0:0:0:1]"]
+            .iter()
+            .any(|host| rest.strip_prefix(host).is_some_and(port_only));
+        loopback
+            || ["https://mcp.example.com", "https://mcp.example.com:443"].contains(&lower.as_str())
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_origin_is_judged_without_panicking_and_only_admissible_ones_pass(
+            origin in proptest::prop_oneof![
+                "\\PC{0,40}",
+                "(?i)(https?|ws|)(://)?(localhost|127\\.0\\.0\\.1|\\[::1\\]|mcp\\.example\\.com|evil\\.example)(:[0-9]{0,6})?(/|@evil|\\.evil)?",
+            ]
+        ) {
+            let allowed = [parse_origin("https://mcp.example.com").unwrap()];
+            let _ = parse_origin(&origin);
+            if origin_allowed(&origin, &allowed) {
+                proptest::prop_assert!(admissible(&origin), "{origin:?} was let in");
+            }
+        }
+
+        #[test]
+        fn every_loopback_origin_is_let_in(
+            scheme in proptest::sample::select(vec!["http", "https"]),
+            host in proptest::sample::select(vec!["localhost", "127.0.0.1", "[::1]"]),
+            port in proptest::option::of(proptest::num::u16::ANY),
+            case in proptest::num::u64::ANY,
+        ) {
+            let port = port.map(|port| format!(":{port}")).unwrap_or_default();
+            // Any mix of ASCII cases.
+            let origin: String = format!("{scheme}://{host}{port}")
+                .chars()
+                .enumerate()
+                .map(|(i, c)| if case >> (i % 64) & 1 == 1 { c.to_ascii_uppercase() } else { c })
+                .collect();
+            proptest::prop_assert!(origin_allowed(&origin, &[]), "{origin:?}");
+        }
     }
 
     #[test]
