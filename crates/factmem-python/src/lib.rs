@@ -1,6 +1,8 @@
 //! The extension module `factmem._factmem` of the Python package `factmem`: long-term
 //! memory ([`memory::PyMemory`]) and the dispatch runtime's JSON protocol
-//! ([`runtime::PyRuntime`]) in-process, on top of `dispatch-runtime` alone.
+//! ([`runtime::PyRuntime`]) in-process, on top of `dispatch-runtime`, and the `facts`
+//! command itself ([`cli::cli_main`], the `facts` library crate) for the wheel's `facts`
+//! console script and `python -m factmem`.
 //!
 //! This module is the thin native half; the package's Python half
 //! (`python/factmem/__init__.py`) checks arguments, turns the tuples answered here into
@@ -13,10 +15,13 @@
 //!   workspace lints deny it), and errors are raised as the package's exception classes
 //!   (`factmem.Error` and its subclasses, [`errors`]).
 //! - **Logs go to Python's `logging`**: Rust `tracing` events at INFO and above are
-//!   forwarded to the `factmem` logger ([`logging`]).
+//!   forwarded to the `factmem` logger ([`logging`]), from the first `Memory` or `Runtime`
+//!   on. Not before: the `facts` command run by [`cli::cli_main`] installs its own
+//!   subscriber (stderr, `--log-level`), as the native binary does.
 //! - **Time is the system clock's**: an in-process memory is a user's memory, dated as its
 //!   user lives it; tests that need fixed times pass `valid_from` or `session_time`.
 
+pub mod cli;
 mod convert;
 pub mod errors;
 mod llm;
@@ -38,6 +43,6 @@ pub fn factmem_module(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("__version__", VERSION)?;
     module.add_class::<memory::PyMemory>()?;
     module.add_class::<runtime::PyRuntime>()?;
-    logging::install();
+    module.add_function(wrap_pyfunction!(cli::cli_main, module)?)?;
     Ok(())
 }

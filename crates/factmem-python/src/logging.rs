@@ -4,6 +4,7 @@
 //! logs as it configures any other library's.
 
 use std::fmt::{self, Write as _};
+use std::sync::Once;
 
 use pyo3::prelude::*;
 use tracing::field::{Field, Visit};
@@ -15,11 +16,16 @@ use tracing_subscriber::layer::{Context, SubscriberExt};
 pub const LOGGER: &str = "factmem";
 
 /// Installs the bridge as the process's `tracing` subscriber, unless the process already
-/// has one (an embedding Rust program chose its own).
+/// has one (an embedding Rust program chose its own, or the `facts` command ran in this
+/// process and installed its stderr writer). Called by every `Memory` and `Runtime` that
+/// opens; only the first call does anything.
 pub fn install() {
-    let subscriber = tracing_subscriber::registry().with(PythonLogging);
-    // An error means a subscriber is already set: that one stays.
-    let _ = tracing::subscriber::set_global_default(subscriber);
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        let subscriber = tracing_subscriber::registry().with(PythonLogging);
+        // An error means a subscriber is already set: that one stays.
+        let _ = tracing::subscriber::set_global_default(subscriber);
+    });
 }
 
 /// The `tracing` layer that forwards events to Python's `logging`.

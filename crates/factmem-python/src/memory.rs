@@ -14,12 +14,14 @@ use std::time::Duration;
 
 use dispatch_runtime::durable::{self, Database};
 use dispatch_runtime::memory_protocol::{MAX_SEARCH_LIMIT, add_status, client_extractor};
-use dispatch_runtime::reexports::{Clock, InMemoryLongTermStore, SessionFact, SystemClock};
+use dispatch_runtime::reexports::{
+    Clock, InMemoryLongTermStore, ModelFiles, SessionFact, SystemClock,
+};
 use dispatch_runtime::{
     ArchiveReport, ArchiveRequest, MemoryChange, MemoryError, MemoryService, NewMemory,
 };
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyFloat, PyInt};
+use pyo3::types::{PyBool, PyFloat, PyInt, PyString, PyTuple};
 
 use crate::convert;
 use crate::errors::{self, Kind};
@@ -119,6 +121,57 @@ fn memory_error(py: Python<'_>, error: &MemoryError) -> PyErr {
     raised
 }
 
+/// The sentence-embedding model a `Memory` opens: a model directory, or the files of a
+/// named model wherever its packages put them (`factmem._models.resolve`).
+#[derive(Debug)]
+enum EmbedderArg {
+    /// A directory with `model.onnx`, `tokenizer.json` and ONNX Runtime.
+    Dir(PathBuf),
+    /// A named model's files: `(name, model, tokenizer, runtime)`.
+    Files(ModelFiles),
+}
+
+impl EmbedderArg {
+    /// The `embedder` argument: `None`, a `str` (a directory) or a tuple of four `str`
+    /// (`runtime` may be `None`); `TypeError` naming the parameter otherwise.
+    fn from_py(value: &Bound<'_, PyAny>) -> PyResult<Option<Self>> {
+        const EXPECTED: &str = "str or a (name, model, tokenizer, runtime) tuple";
+        if value.is_none() {
+            return Ok(None);
+        }
+        if value.is_instance_of::<PyString>() {
+            return Ok(Some(EmbedderArg::Dir(PathBuf::from(convert::text(
+                "embedder", value,
+            )?))));
+        }
+        let Ok(tuple) = value.cast::<PyTuple>() else {
+            return Err(errors::wrong_type("embedder", EXPECTED, value));
+        };
+        if tuple.len() != 4 {
+            return Err(errors::wrong_type("embedder", EXPECTED, value));
+        }
+        let name = convert::text("embedder[0] (name)", &tuple.get_item(0)?)?;
+        let model = convert::text("embedder[1] (model)", &tuple.get_item(1)?)?;
+        let tokenizer = convert::text("embedder[2] (tokenizer)", &tuple.get_item(2)?)?;
+        let runtime = convert::optional_text("embedder[3] (runtime)", &tuple.get_item(3)?)?;
+        Ok(Some(EmbedderArg::Files(ModelFiles::new(
+            name,
+            model,
+            tokenizer,
+            runtime.map(PathBuf::from),
+        ))))
+    }
+
+    /// What the error messages call it: the directory, or the model's name.
+    #[cfg(not(feature = "onnx"))]
+    fn label(&self) -> String {
+        match self {
+            EmbedderArg::Dir(dir) => dir.display().to_string(),
+            EmbedderArg::Files(files) => files.name.clone(),
+        }
+    }
+}
+
 /// Why a memory could not be opened: the exception's class, code and message.
 struct OpenError {
     kind: Kind,
@@ -214,12 +267,13 @@ impl PyMemory {
         llm: &Bound<'_, PyAny>,
         timeout: &Bound<'_, PyAny>,
     ) -> PyResult<Self> {
+        crate::logging::install();
         let db = convert::optional_text("db", db)?;
         let scope = convert::text("scope", scope)?;
         if scope.trim().is_empty() {
             return Err(errors::invalid(py, "scope", "must not be empty"));
         }
-        let embedder = convert::optional_text("embedder", embedder)?.map(PathBuf::from);
+        let embedder = EmbedderArg::from_py(embedder)?;
         let llm = if llm.is_none() {
             None
         } else if llm.is_callable() {
@@ -240,8 +294,8 @@ impl PyMemory {
                 let client = Arc::new(PyLlm::new(llm, timeout));
                 service = service.with_extractor(client_extractor(client, clock));
             }
-            if let Some(dir) = embedder {
-                service = with_embedder(service, &dir)?;
+            if let Some(embedder) = embedder {
+                service = with_embedder(service, &embedder)?;
             }
             Ok(service)
         });
@@ -380,7 +434,7 @@ impl PyMemory {
             return Err(errors::invalid(
                 py,
                 "hybrid",
-                "needs a sentence-embedding model: Memory(embedder=DIR)",
+                "needs a sentence-embedding model: Memory(embedder=\"minilm\" or DIR)",
             ));
         }
         let found = self.run(py, move |memory| {
@@ -588,11 +642,19 @@ fn added_facts(
         .collect()
 }
 
-/// `service` with the sentence-embedding model in `dir`.
-fn with_embedder(service: MemoryService, dir: &Path) -> Result<MemoryService, OpenError> {
+/// `service` with the sentence-embedding model `embedder` (a directory or a named model's
+/// files).
+fn with_embedder(
+    service: MemoryService,
+    embedder: &EmbedderArg,
+) -> Result<MemoryService, OpenError> {
     #[cfg(feature = "onnx")]
     {
-        let embedder = durable::open_embedder(dir).map_err(|error| {
+        let opened = match embedder {
+            EmbedderArg::Dir(dir) => durable::open_embedder(dir),
+            EmbedderArg::Files(files) => durable::open_embedder_files(files),
+        };
+        let embedder = opened.map_err(|error| {
             let kind = if error.code() == "missing" {
                 Kind::InvalidInput
             } else {
@@ -612,7 +674,7 @@ fn with_embedder(service: MemoryService, dir: &Path) -> Result<MemoryService, Op
             "no_onnx",
             format!(
                 "embedder {}: this build of factmem has no onnx feature",
-                dir.display()
+                embedder.label()
             ),
         ))
     }

@@ -30,6 +30,7 @@ impl PyRuntime {
     #[new]
     #[pyo3(signature = (project, db))]
     fn new(py: Python<'_>, project: &Bound<'_, PyAny>, db: &Bound<'_, PyAny>) -> PyResult<Self> {
+        crate::logging::install();
         let project = PathBuf::from(convert::text("project", project)?);
         let db = convert::optional_text("db", db)?;
         let mut builder = DispatchRuntimeManager::builder().project_root(&project);

