@@ -14,6 +14,8 @@
 //! - `load [--clients N] [--secs S]`: the full load test of `facts mcp --http`; see
 //!   [`load`].
 //! - `man`: the `facts` man pages into `target/man`; see [`man`].
+//! - `dist [--check-reproducible]`: this platform's release artifacts into `target/dist`;
+//!   see [`dist`].
 //! - `public-api [--bless]`: the committed public API snapshots; see [`public_api`].
 //! - `fuzz --seconds N [NAME]`: the cargo-fuzz targets of `fuzz/` (nightly); see
 //!   [`fuzz`].
@@ -32,6 +34,7 @@
 mod bench_ref;
 mod cargo;
 mod check;
+mod dist;
 mod eval;
 mod eval_frontier;
 mod eval_memory;
@@ -90,6 +93,12 @@ const COMMANDS: &[Subcommand] = &[
         synopsis: "",
         summary: "write the facts man pages (one per command) into target/man",
         run: man::run,
+    },
+    Subcommand {
+        name: "dist",
+        synopsis: "[--check-reproducible]",
+        summary: "this platform's release artifacts into target/dist: archive, wheel, npm packages, SHA256SUMS",
+        run: dist::run,
     },
     Subcommand {
         name: "public-api",
