@@ -18,19 +18,20 @@
 #![cfg_attr(not(feature = "onnx"), allow(dead_code))]
 
 use std::ffi::OsStr;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::Once;
 
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
+#[path = "support/model_dir.rs"]
+mod model_dir;
 #[cfg(feature = "onnx")]
 #[path = "support/pg_server.rs"]
 mod pg_server;
 #[path = "support/stdio_client.rs"]
 mod stdio_client;
+use model_dir::model_dir;
 #[cfg(feature = "onnx")]
 use pg_server::pg_server;
 
@@ -55,24 +56,7 @@ const JOB: (&str, &str, &str, &str) = (
 
 /// The model directory; `None` outside CI when `FACTMEM_MODEL_DIR` is unset.
 fn model() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("FACTMEM_MODEL_DIR").filter(|dir| !dir.is_empty()) {
-        return Some(PathBuf::from(dir));
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "FACTMEM_MODEL_DIR is not set under CI=true: assemble the model directory with \
-         `eval \"$(.ci/models)\"` (.ci/run does)"
-    );
-    static SKIPPED: Once = Once::new();
-    SKIPPED.call_once(|| {
-        // Straight to stderr: the test harness captures `eprintln!`.
-        let _ = writeln!(
-            std::io::stderr(),
-            "FACTMEM_MODEL_DIR is not set: the semantic recall tests of facts are skipped; \
-             `eval \"$(.ci/models)\"` assembles the model directory and sets it"
-        );
-    });
-    None
+    model_dir("the semantic recall tests of facts")
 }
 
 /// `facts ARGS…` in `dir`, with none of the database or model variables set.

