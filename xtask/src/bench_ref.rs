@@ -62,7 +62,8 @@ use fact_retrieve::{FactQuery, FactRetriever, IndexRetriever};
 use fact_store::{InMemorySessionFactStore, SessionFactStore, StoreConfig};
 use serde_json::Value;
 
-use crate::{Error, cargo};
+use crate::cargo;
+use crate::error::Error;
 
 /// Counts the bytes currently allocated, while [`COUNTING`] is on.
 struct Counting;

@@ -35,7 +35,7 @@ pub(crate) fn command(args: &[&str]) -> Result<Command, String> {
 pub(crate) fn rerun_in_release(
     subcommand: &str,
     args: &[String],
-) -> Option<Result<(), crate::Error>> {
+) -> Option<Result<(), crate::error::Error>> {
     if !cfg!(debug_assertions) {
         return None;
     }
@@ -50,17 +50,17 @@ pub(crate) fn rerun_in_release(
     ];
     forwarded.extend(args.iter().map(String::as_str));
     let status = command(&forwarded)
-        .map_err(crate::Error::Failed)
+        .map_err(crate::error::Error::Failed)
         .and_then(|mut c| {
             c.status().map_err(|e| {
-                crate::Error::Failed(format!("could not start the release build: {e}"))
+                crate::error::Error::Failed(format!("could not start the release build: {e}"))
             })
         });
     Some(status.and_then(|status| {
         if status.success() {
             Ok(())
         } else {
-            Err(crate::Error::Failed(format!(
+            Err(crate::error::Error::Failed(format!(
                 "release {subcommand} failed ({status})"
             )))
         }

@@ -47,7 +47,8 @@ use std::time::Instant;
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 
-use crate::{Error, cargo};
+use crate::cargo;
+use crate::error::Error;
 
 /// The maturin release the wheel is built with, as `.ci/py` pins it: another version may
 /// write another wheel (a warning says so).

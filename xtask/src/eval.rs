@@ -30,24 +30,25 @@
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
-use fact_model::{FactId, SessionFact, SourceRole, SystemClock, Tag, Timestamp, clip};
+use fact_model::{FactId, SessionFact, SystemClock};
 use fact_retrieve::{
     Bm25, DEFAULT_CANDIDATES, DEFAULT_VECTOR_WEIGHT, Embedder, FactQuery, Fusion, HybridRetriever,
-    IndexRetriever, KeywordOverlap, OnnxEmbedder, RetrievedFact,
+    IndexRetriever, KeywordOverlap, OnnxEmbedder,
 };
 use fact_store::{
-    AnalyzerConfig, InMemorySessionFactStore, PgFactStore, PgOptions, SessionFactStore, SkipReason,
-    SqliteFactStore, SqliteOptions, StoreConfig, TermWeighting,
+    AnalyzerConfig, InMemorySessionFactStore, SessionFactStore, SkipReason, StoreConfig,
+    TermWeighting,
 };
+use fact_store_postgres::{PgFactStore, PgOptions};
+use fact_store_sqlite::{SqliteFactStore, SqliteOptions};
 use serde_json::Value;
 
-use crate::{Error, cargo};
+use crate::cargo;
+use crate::error::Error;
+use crate::locomo::{KS, MAX_K, Ranker, fact, fresh_scope};
 
-pub(crate) const KS: [usize; 4] = [1, 5, 10, 20];
-/// The deepest cut-off of [`KS`]: how many facts each query ranks.
-pub(crate) const MAX_K: usize = 20;
 /// The environment variable that names the PostgreSQL server of `--store postgres`.
 const PG_URL_ENV: &str = "FACTMEM_PG_URL";
 
@@ -412,15 +413,6 @@ fn pg_url(env: impl Fn(&str) -> Option<String>) -> Result<String, Error> {
         })
 }
 
-/// A scope no other run (of this process or another) uses: `eval:` and the process id,
-/// the time and `sample`.
-pub(crate) fn fresh_scope(sample: usize) -> String {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!("eval:{}:{nanos}:{sample}", std::process::id())
-}
-
 /// Entry point of `cargo xtask eval`.
 pub(crate) fn run(args: &[String]) -> Result<(), Error> {
     if let Some((first, rest)) = args.split_first()
@@ -475,9 +467,6 @@ pub(crate) fn run(args: &[String]) -> Result<(), Error> {
         .map_err(|e| Error::Failed(format!("cannot write the result: {e}")))
 }
 
-/// Ranks the facts of one sample's store for a query: the lexical or the hybrid retriever.
-pub(crate) type Ranker = dyn Fn(&FactQuery) -> Result<Vec<RetrievedFact>, Error>;
-
 /// One fact of a sample: speaker, text, evidence ids.
 type Item = (String, String, Vec<String>);
 
@@ -531,18 +520,6 @@ fn items(sample: &Value, corpus: Corpus) -> Vec<Item> {
     out
 }
 
-/// A fact for one item: `speaker said text`, the whole text as statement when clipped.
-pub(crate) fn fact(speaker: &str, text: &str) -> Option<SessionFact> {
-    let mut builder = SessionFact::builder(clip(speaker, 200), "said", clip(text, 200))
-        .tag(Tag::Observation)
-        .source("locomo", SourceRole::User)
-        .valid_from(Timestamp::UNIX_EPOCH);
-    if text.chars().count() > 200 {
-        builder = builder.statement(clip(text, 500));
-    }
-    builder.build().ok()
-}
-
 fn evaluate(samples: &[Value], options: &Options) -> Result<Value, Error> {
     let mut recall = [0.0f64; KS.len()];
     let mut latencies_us: Vec<f64> = Vec::new();
@@ -589,7 +566,7 @@ fn evaluate(samples: &[Value], options: &Options) -> Result<Value, Error> {
             Store::Postgres(url) => {
                 let postgres = PgOptions::default().with_search_cache(options.search_cache);
                 Arc::new(
-                    PgFactStore::connect_with(
+                    PgFactStore::open_with(
                         url,
                         &fresh_scope(index),
                         config,

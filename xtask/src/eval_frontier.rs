@@ -32,8 +32,8 @@ use fact_retrieve::{
 use fact_store::{InMemorySessionFactStore, SessionFactStore, SkipReason, StoreConfig};
 use serde_json::{Value, json};
 
-use crate::Error;
-use crate::eval::{KS, MAX_K, Ranker, fact};
+use crate::error::Error;
+use crate::locomo::{KS, MAX_K, Ranker, fact};
 
 /// What the frontier measures: by default both corpora, contexts 0, 1 and 2, and the
 /// MaxSim weights 0.5, 0.8 and 1.0 over the default number of candidates.

@@ -20,13 +20,12 @@ use std::time::Instant;
 use dispatch_runtime::{ArchiveRequest, MemoryService};
 use fact_model::{SystemClock, Timestamp};
 use fact_retrieve::recall_message_line;
-use fact_store::{
-    InMemoryLongTermStore, LongTermStore, MessageHit, PgFactStore, PgOptions, SqliteFactStore,
-    SqliteOptions, StoreConfig,
-};
+use fact_store::{InMemoryLongTermStore, LongTermStore, MessageHit, StoreConfig};
+use fact_store_postgres::{PgFactStore, PgOptions};
+use fact_store_sqlite::{SqliteFactStore, SqliteOptions};
 use serde_json::{Value, json};
 
-use crate::Error;
+use crate::error::Error;
 
 const KS: [usize; 4] = [1, 5, 10, 20];
 /// The deepest cut-off of [`KS`]: how many messages each recall asks for.
@@ -180,9 +179,9 @@ fn store(
             .map_err(|e| Error::Failed(format!("sqlite store: {e}")))?,
         ),
         Backend::Postgres(url) => Arc::new(
-            PgFactStore::connect_with(
+            PgFactStore::open_with(
                 url,
-                &crate::eval::fresh_scope(index),
+                &crate::locomo::fresh_scope(index),
                 config,
                 PgOptions::default().with_search_cache(options.search_cache),
                 Arc::new(SystemClock),

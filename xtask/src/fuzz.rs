@@ -28,7 +28,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use crate::{Error, cargo};
+use crate::cargo;
+use crate::error::Error;
 
 /// Each input's time limit, in seconds: longer is a hang.
 const INPUT_TIMEOUT_SECONDS: u64 = 20;

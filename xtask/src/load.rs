@@ -10,7 +10,8 @@
 //! Options (each sets a `FACTMEM_LOAD_*` variable of the test): `--clients N`, `--secs S`,
 //! `--tenants T`, `--rate R` (requests per second per client, random gaps).
 
-use crate::{Error, cargo};
+use crate::cargo;
+use crate::error::Error;
 
 /// The options and the variables they set.
 const OPTIONS: [(&str, &str); 4] = [

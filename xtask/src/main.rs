@@ -35,12 +35,15 @@ mod bench_ref;
 mod cargo;
 mod check;
 mod dist;
+mod error;
 mod eval;
 mod eval_frontier;
 mod eval_memory;
 mod fuzz;
 mod load;
+mod locomo;
 mod man;
+mod msrv;
 mod public_api;
 #[cfg(test)]
 mod tidy;
@@ -48,6 +51,8 @@ mod tokens;
 
 use std::io::Write as _;
 use std::process::ExitCode;
+
+use crate::error::Error;
 
 /// One subcommand: its name, a one-line summary for the usage text, and the
 /// function that runs it with the remaining arguments.
@@ -114,16 +119,12 @@ const COMMANDS: &[Subcommand] = &[
     },
 ];
 
-/// Why a subcommand failed. The variant decides the process exit code.
-#[derive(Debug)]
-pub(crate) enum Error {
-    /// The command line was wrong; exit code 2 and the usage text.
-    Usage(String),
-    /// The subcommand ran and failed; exit code 1.
-    Failed(String),
-}
-
 fn main() -> ExitCode {
+    // Run by cargo as `RUSTC_WRAPPER` for the `rust-version` check (`msrv.rs`).
+    if let Some(version) = std::env::var_os(msrv::WRAPPER_ENV) {
+        let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+        return msrv::wrap(&version.to_string_lossy(), &args);
+    }
     let args: Result<Vec<String>, _> = std::env::args_os()
         .skip(1)
         .map(|arg| arg.into_string())
@@ -190,14 +191,4 @@ fn usage() -> String {
     }
     text.push_str(&format!("  {:<width$}{}", "help", "print this message"));
     text
-}
-
-/// Rejects any arguments, for subcommands that take none.
-pub(crate) fn no_args(subcommand: &str, args: &[String]) -> Result<(), Error> {
-    match args.first() {
-        None => Ok(()),
-        Some(arg) => Err(Error::Usage(format!(
-            "`{subcommand}` takes no arguments, got `{arg}`"
-        ))),
-    }
 }

@@ -4,7 +4,8 @@
 
 use std::path::PathBuf;
 
-use crate::{Error, cargo, no_args};
+use crate::cargo;
+use crate::error::{Error, no_args};
 
 /// Runs `cargo run -p factmem-cli -- man --out <target>/man`.
 pub(crate) fn run(args: &[String]) -> Result<(), Error> {

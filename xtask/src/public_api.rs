@@ -26,12 +26,16 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::{Error, cargo};
+use crate::cargo;
+use crate::error::Error;
 
 /// The library crates whose public API is committed, by library name (see [`package`]).
 const CRATES: &[&str] = &[
     "fact-model",
     "fact-store",
+    "fact-store-sql",
+    "fact-store-sqlite",
+    "fact-store-postgres",
     "fact-extract",
     "fact-retrieve",
     "ledger",

@@ -15,7 +15,12 @@
 //!   files, and no tab indentation in `.rs` files.
 //! - **layering**: crate dependencies point down the layers
 //!   `fact-model` < `fact-store`, `fact-extract`, `fact-retrieve`, `ledger`
-//!   < `dispatch-runtime` < binaries; see [`check_layering`].
+//!   < `dispatch-runtime` < binaries, and storage splits into `fact-store` (the core)
+//!   < `fact-store-sql` (the SQL rules) < `fact-store-sqlite`, `fact-store-postgres`
+//!   (the backends), which only `dispatch-runtime` and `xtask` may name; see
+//!   [`check_layering`].
+//! - **import-circles**: no module of a workspace crate imports in a circle;
+//!   see [`imports::check_import_circles`].
 //! - **protocol-knowledge**: binaries (`crates/facts/src`) spell no protocol error code and
 //!   no task status as a string literal; they ask `dispatch_runtime::protocol` and the
 //!   ledger types, so the wire format is decided in one place.
@@ -28,6 +33,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
+mod imports;
 mod tests;
 
 /// The bottom layer: shared types, depends on no workspace crate.
@@ -42,6 +48,14 @@ const SERVICES: &[&str] = &[
 ];
 /// The crate that wires the services together.
 const RUNTIME: &str = "dispatch-runtime";
+/// The store's core: the traits, values and the in-memory engine. It knows no SQL and no
+/// database driver.
+const STORE: &str = "fact-store";
+/// The SQL rules over a `Driver` trait, written once for every database backend.
+const SQL_RULES: &str = "fact-store-sql";
+/// The database backends: each implements `fact-store-sql`'s `Driver` for one database.
+/// Only [`RUNTIME`] and [`XTASK`] may depend on them (layering rule 6).
+const BACKENDS: &[&str] = &["fact-store-sqlite", "fact-store-postgres"];
 /// This crate: tooling, never a dependency of product code.
 const XTASK: &str = "xtask";
 /// The only library file allowed to read the system clock.
@@ -57,9 +71,9 @@ const CLOCK_READS: &[&str] = &["SystemTime::now", "Instant::now"];
 const CONCRETE: &[(&str, &str)] = &[
     ("InMemorySessionFactStore", "fact-store"),
     ("InMemoryEpisodeStore", "fact-store"),
-    ("SqliteFactStore", "fact-store"),
-    ("PgFactStore", "fact-store"),
-    ("PgDatabase", "fact-store"),
+    ("SqliteFactStore", "fact-store-sqlite"),
+    ("PgFactStore", "fact-store-postgres"),
+    ("PgDatabase", "fact-store-postgres"),
     ("LlmFactExtractor", "fact-extract"),
     ("CommandLlm", "fact-extract"),
     ("OpenAiCompatibleLlm", "fact-extract"),
@@ -218,6 +232,10 @@ fn check_clock_use(path: &str, text: &str) -> Vec<String> {
 /// another crate's service trait (see [`CONCRETE`]): it takes trait objects, and only the
 /// composers pick implementations.
 ///
+/// A file belongs to the crate whose directory it lies in: the whole component after
+/// `crates/` (so `crates/fact-store-sqlite/src/..` is `fact-store-sqlite`, not
+/// `fact-store`), matched exactly against the owners in [`CONCRETE`].
+///
 /// Comment lines are ignored so docs (and their examples) may name them, and so is
 /// everything from a `#[cfg(test)]` line on, and `tests.rs` modules: tests may build
 /// whatever they test against. Tests, benches and examples outside `src/` are exempt.
@@ -315,8 +333,8 @@ struct CrateInfo {
 /// 1. `fact-model` depends on no workspace crate (any kind).
 /// 2. No library crate other than `dispatch-runtime` has a normal or build
 ///    dependency on more than one of [`SERVICES`]; dev-dependencies are fine.
-/// 3. No crate among `fact-model` and [`SERVICES`] depends on
-///    `dispatch-runtime` (any kind): only it and binaries above it may.
+/// 3. No crate among `fact-model`, [`SERVICES`], [`SQL_RULES`] and [`BACKENDS`] depends
+///    on `dispatch-runtime` (any kind): only it and binaries above it may.
 /// 4. No crate other than `xtask` depends on `xtask` (any kind).
 /// 5. A binary-only crate (no library target, not `xtask`) and a front end
 ///    ([`FRONT_ENDS`]: the `facts` command, the Python package) has a normal or build
@@ -324,6 +342,16 @@ struct CrateInfo {
 ///    below through it (its `reexports`), so the runtime stays the one composer. The
 ///    exception, [`CARRIED_FRONT_ENDS`]: the Python package may also depend on the `facts`
 ///    command's crate, which it runs in-process.
+/// 6. Only `dispatch-runtime` and `xtask` may name a backend crate ([`BACKENDS`]): no
+///    other crate has a dependency of any kind on one. That includes the store's core
+///    ([`STORE`]), the SQL rules ([`SQL_RULES`]) and the backends themselves: one
+///    backend never depends on another.
+/// 7. Only the backends depend on [`SQL_RULES`] (any kind); `xtask` may have it as a
+///    dev-dependency. In particular the core, [`STORE`], knows no SQL; [`SQL_RULES`]
+///    itself depends on [`STORE`], whose traits it implements.
+///
+/// Rule 2 counts [`STORE`] alone among the storage crates, so a backend that depends on
+/// both [`STORE`] and [`SQL_RULES`] combines no two services.
 ///
 /// Dependencies on crates that are not in `crates` are ignored.
 fn check_layering(crates: &[CrateInfo]) -> Vec<String> {
@@ -344,7 +372,9 @@ fn check_layering(crates: &[CrateInfo]) -> Vec<String> {
                      workspace crate; fix: move what it needs into `{MODEL}` or \
                      move the code that needs `{dep_name}` out of `{MODEL}`"
                 ));
-            } else if SERVICES.contains(&name) && dep_name == RUNTIME {
+            } else if (SERVICES.contains(&name) || name == SQL_RULES || BACKENDS.contains(&name))
+                && dep_name == RUNTIME
+            {
                 violations.push(format!(
                     "crate `{name}` has a {kind} dependency on `{RUNTIME}`; \
                      [layering 3] only `{RUNTIME}` and binaries above it may use \
@@ -366,6 +396,46 @@ fn check_layering(crates: &[CrateInfo]) -> Vec<String> {
                      `{RUNTIME}` alone; fix: use what \
                      `{RUNTIME}` re-exports (`dispatch_runtime::reexports`), adding the \
                      item there if it is missing"
+                ));
+            }
+            if BACKENDS.contains(&dep_name) && name != RUNTIME && name != XTASK {
+                let fix = if name == STORE || name == SQL_RULES || BACKENDS.contains(&name) {
+                    format!(
+                        "keep the arrow pointing down: move what both need into \
+                         `{SQL_RULES}` (if it is SQL) or `{STORE}` (if it is not)"
+                    )
+                } else {
+                    format!(
+                        "take the store as a trait object (`Arc<dyn SessionFactStore>`) \
+                         and let `{RUNTIME}` choose the backend behind its features"
+                    )
+                };
+                violations.push(format!(
+                    "crate `{name}` has a {kind} dependency on `{dep_name}`; \
+                     [layering 6] only `{RUNTIME}` and `{XTASK}` may name a database \
+                     backend; fix: {fix}"
+                ));
+            }
+            if dep_name == SQL_RULES
+                && !BACKENDS.contains(&name)
+                && !(name == XTASK && dep.kind == DepKind::Dev)
+            {
+                let fix = if name == STORE {
+                    format!(
+                        "the core knows no SQL: move the code that needs `{SQL_RULES}` \
+                         into `{SQL_RULES}` or a backend"
+                    )
+                } else {
+                    format!(
+                        "use the store traits of `{STORE}` and let `{RUNTIME}` wire a \
+                         backend"
+                    )
+                };
+                violations.push(format!(
+                    "crate `{name}` has a {kind} dependency on `{SQL_RULES}`; \
+                     [layering 7] only the database backends (`{}`) use the SQL rules; \
+                     fix: {fix}",
+                    BACKENDS.join("`, `")
                 ));
             }
             if dep_name == XTASK && name != XTASK {
@@ -581,4 +651,26 @@ fn workspace_crates_respect_layering() {
         "cargo metadata did not list xtask: {crates:?}"
     );
     assert_clean("layering", &check_layering(&crates));
+}
+
+#[test]
+fn workspace_modules_import_in_no_circle() {
+    let root = root();
+    let mut crates = vec![(XTASK.to_owned(), "xtask/src".to_owned())];
+    for entry in std::fs::read_dir(root.join("crates")).expect("read crates/") {
+        let entry = entry.expect("read crates/ entry");
+        if entry.path().join("src").is_dir() {
+            let dir = entry.file_name().to_string_lossy().into_owned();
+            crates.push((dir.clone(), format!("crates/{dir}/src")));
+        }
+    }
+    crates.sort();
+    assert!(crates.len() > 1, "found no crates under {}", root.display());
+    let violations: Vec<String> = crates
+        .iter()
+        .flat_map(|(name, src)| {
+            imports::check_import_circles(name, &read_files(&root, src, &["rs"]))
+        })
+        .collect();
+    assert_clean("import-circles", &violations);
 }

@@ -27,7 +27,7 @@ use dispatch_runtime::{
 };
 use serde_json::{Value, json};
 
-use crate::Error;
+use crate::error::Error;
 
 fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);

@@ -29,7 +29,8 @@ use divan::Bencher;
 use divan::counter::ItemsCount;
 use fact_model::{ManualClock, SourceRole};
 use fact_retrieve::FactQuery;
-use fact_store::{PgFactStore, SessionFactStore, StoreConfig};
+use fact_store::{SessionFactStore, StoreConfig};
+use fact_store_postgres::PgFactStore;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -157,7 +158,7 @@ fn runtime(run: usize) -> DispatchRuntimeManager {
                 std::process::id()
             );
             let store: Arc<dyn SessionFactStore> = Arc::new(
-                PgFactStore::connect(&url, &scope, StoreConfig::default(), clock.clone()).unwrap(),
+                PgFactStore::open(&url, &scope, StoreConfig::default(), clock.clone()).unwrap(),
             );
             (format!("s{spec}"), store)
         })

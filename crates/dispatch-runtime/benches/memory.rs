@@ -11,7 +11,8 @@ use dispatch_runtime::{ArchiveRequest, MemoryService};
 use divan::Bencher;
 use fact_extract::{DEFAULT_CATEGORIES, TranscriptChunk, extraction_prompt};
 use fact_model::{ManualClock, Message, MessageRole, SessionFact, SourceRole, Tag, Timestamp};
-use fact_store::{InMemoryLongTermStore, LongTermStore, SqliteFactStore, StoreConfig};
+use fact_store::{InMemoryLongTermStore, LongTermStore, StoreConfig};
+use fact_store_sqlite::SqliteFactStore;
 
 fn main() {
     divan::main();

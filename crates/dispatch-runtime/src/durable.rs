@@ -38,11 +38,13 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use fact_model::Clock;
-use fact_store::{CacheBudget, SessionFactStore, StoreConfig, StoreResult};
+use fact_store::{SessionFactStore, StoreConfig, StoreResult};
+
+use crate::reexports::CacheBudget;
 #[cfg(feature = "postgres")]
-use fact_store::{PgDatabase, PgFactStore, PgOptions};
+use fact_store_postgres::{PgDatabase, PgFactStore, PgOptions};
 #[cfg(feature = "sqlite")]
-use fact_store::{SqliteDatabase, SqliteFactStore, SqliteOptions};
+use fact_store_sqlite::{SqliteDatabase, SqliteFactStore, SqliteOptions};
 
 use crate::{MemoryService, StoreFactory};
 
@@ -467,7 +469,7 @@ impl fmt::Display for Database {
             #[cfg(feature = "sqlite")]
             Database::Sqlite(path) => write!(f, "{}", path.display()),
             #[cfg(feature = "postgres")]
-            Database::Postgres(url) => f.write_str(&PgFactStore::display_url(url)),
+            Database::Postgres(url) => f.write_str(&PgDatabase::display_url(url)),
         }
     }
 }
@@ -481,7 +483,7 @@ impl fmt::Debug for Database {
             #[cfg(feature = "postgres")]
             Database::Postgres(url) => f
                 .debug_tuple("Postgres")
-                .field(&PgFactStore::display_url(url))
+                .field(&PgDatabase::display_url(url))
                 .finish(),
         }
     }
@@ -661,7 +663,7 @@ pub fn open_memory_searching(
         #[cfg(feature = "postgres")]
         Database::Postgres(url) => {
             let options = PgOptions::default().with_search_cache(false);
-            let store = PgFactStore::connect_with(url, scope, config, options, clock.clone())?;
+            let store = PgFactStore::open_with(url, scope, config, options, clock.clone())?;
             Ok(MemoryService::new(Arc::new(store), clock))
         }
     }

@@ -113,18 +113,21 @@ pub mod reexports {
     };
     #[cfg(feature = "onnx")]
     pub use fact_retrieve::{OnnxEmbedder, OnnxOptions};
-    #[cfg(any(feature = "sqlite", feature = "postgres"))]
-    #[cfg_attr(docsrs, doc(cfg(any(feature = "sqlite", feature = "postgres"))))]
-    pub use fact_store::CacheBudget;
-    #[cfg(feature = "sqlite")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
-    pub use fact_store::SqliteFactStore;
     pub use fact_store::{
         AddReport, Alias, Episode, EpisodeStore, InMemoryLongTermStore, LongTermStore, MessageHit,
         ProfileEntry, ScoredFact, SessionFactStore, SkipReason, StoreConfig, StoreError,
     };
+    #[cfg(all(feature = "postgres", not(feature = "sqlite")))]
+    #[cfg_attr(docsrs, doc(cfg(any(feature = "sqlite", feature = "postgres"))))]
+    pub use fact_store_postgres::CacheBudget;
     #[cfg(feature = "postgres")]
     #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
-    pub use fact_store::{PgDatabase, PgFactStore, PgOptions};
+    pub use fact_store_postgres::{PgDatabase, PgFactStore, PgOptions};
+    #[cfg(feature = "sqlite")]
+    #[cfg_attr(docsrs, doc(cfg(any(feature = "sqlite", feature = "postgres"))))]
+    pub use fact_store_sqlite::CacheBudget;
+    #[cfg(feature = "sqlite")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
+    pub use fact_store_sqlite::SqliteFactStore;
     pub use ledger::{LedgerError, ProgressLedger, TaskStatus};
 }

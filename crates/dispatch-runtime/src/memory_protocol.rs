@@ -14,13 +14,16 @@ use std::time::Duration;
 use fact_extract::{
     CommandLlm, ConversationExtractor, LlmClient, LlmExtractorConfig, LlmFactExtractor,
 };
-use fact_model::{Clock, FactId, ProfileField, SessionFact, Tag, Timestamp};
+use fact_model::{Clock, FactId, ProfileField, SessionFact, Tag};
 use fact_retrieve::Recall;
 use fact_store::{Alias, ScoredFact, SkipReason};
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
+use self::requests::{
+    Add, Archive, Backfill, ById, Forget, Format, History, List, NoArgs, RecallArgs, Search,
+    SetAlias, SetContext, Unalias, Update,
+};
 use crate::protocol::{self, code};
 use crate::{AddOutcome, ArchiveRequest, MemoryChange, MemoryError, MemoryService, NewMemory};
 
@@ -99,243 +102,6 @@ pub fn client_extractor(
         clock,
         LlmExtractorConfig::default(),
     ))
-}
-
-macro_rules! request {
-    ($(#[$meta:meta])* struct $name:ident { $($body:tt)* }) => {
-        $(#[$meta])*
-        #[derive(Debug, Deserialize)]
-        #[serde(deny_unknown_fields)]
-        #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-        struct $name { $($body)* }
-    };
-}
-
-request! {
-    /// `memory_add`: a fact to remember.
-    struct Add {
-        /// What the fact is about: `user`, `project:rlm` (normalized; an alias is stored
-        /// under its entity).
-        subject: String,
-        /// A specific predicate, such as `prefers_test_framework`: a newer fact with the
-        /// same subject and relation supersedes the older one.
-        relation: String,
-        /// The value: `pytest`.
-        object: String,
-        /// One sentence stating the fact: `User prefers pytest over unittest`.
-        #[serde(default)]
-        statement: Option<String>,
-        /// The category (default `knowledge`).
-        #[serde(default)]
-        #[cfg_attr(feature = "schema", schemars(schema_with = "schema::category"))]
-        category: Option<Tag>,
-        /// How sure, from 0 to 1 (default 1).
-        #[serde(default)]
-        #[cfg_attr(feature = "schema", schemars(range(min = 0.0, max = 1.0)))]
-        confidence: Option<f64>,
-        /// Since when it is true, RFC 3339 (default now).
-        #[serde(default)]
-        #[cfg_attr(feature = "schema", schemars(schema_with = "schema::time"))]
-        valid_from: Option<Timestamp>,
-    }
-}
-
-request! {
-    /// `memory_get` and `memory_delete`: a fact by its id.
-    struct ById {
-        /// The fact's id: 16 hex digits.
-        id: String,
-    }
-}
-
-request! {
-    /// `memory_list`: the current facts.
-    struct List {
-        /// The facts valid at this instant (RFC 3339) instead of now.
-        #[serde(default)]
-        #[cfg_attr(feature = "schema", schemars(schema_with = "schema::time"))]
-        as_of: Option<Timestamp>,
-    }
-}
-
-request! {
-    /// `memory_update`: a change of a fact.
-    struct Update {
-        /// The fact's id: 16 hex digits.
-        id: String,
-        /// A new statement.
-        #[serde(default)]
-        statement: Option<String>,
-        /// A new object: a new fact supersedes this one.
-        #[serde(default)]
-        object: Option<String>,
-        /// A new category.
-        #[serde(default)]
-        #[cfg_attr(feature = "schema", schemars(schema_with = "schema::category"))]
-        category: Option<Tag>,
-        /// A new confidence, from 0 to 1.
-        #[serde(default)]
-        #[cfg_attr(feature = "schema", schemars(range(min = 0.0, max = 1.0)))]
-        confidence: Option<f64>,
-    }
-}
-
-request! {
-    /// `memory_search`: words to search the facts for.
-    struct Search {
-        /// The words to search for.
-        query: String,
-        /// At most this many facts (default 10, at most 1000).
-        #[serde(default)]
-        #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 1000)))]
-        limit: Option<usize>,
-        /// Search the facts valid at this instant (RFC 3339) instead of now.
-        #[serde(default)]
-        #[cfg_attr(feature = "schema", schemars(schema_with = "schema::time"))]
-        as_of: Option<Timestamp>,
-    }
-}
-
-request! {
-    /// `memory_recall`: a question to recall facts and conversations for.
-    struct RecallArgs {
-        /// The question or topic.
-        query: String,
-        /// The most tokens the recalled text may cost (default 2000).
-        #[serde(default)]
-        max_tokens: Option<usize>,
-        /// At most this many facts, and this many messages (default 10, at most 1000).
-        #[serde(default)]
-        #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 1000)))]
-        limit: Option<usize>,
-        /// Recall what was true, and said, at this instant (RFC 3339).
-        #[serde(default)]
-        #[cfg_attr(feature = "schema", schemars(schema_with = "schema::time"))]
-        as_of: Option<Timestamp>,
-    }
-}
-
-request! {
-    /// `memory_history`: a subject whose facts to trace.
-    struct History {
-        /// The subject: `user` (normalized; its aliases' facts included).
-        subject: String,
-        /// Only the versions that had begun by this instant (RFC 3339).
-        #[serde(default)]
-        #[cfg_attr(feature = "schema", schemars(schema_with = "schema::time"))]
-        as_of: Option<Timestamp>,
-    }
-}
-
-request! {
-    /// `memory_format`: the memory as prompt text.
-    struct Format {
-        /// The most tokens the text may cost (default 2000).
-        #[serde(default)]
-        max_tokens: Option<usize>,
-        /// The memory as it was at this instant (RFC 3339).
-        #[serde(default)]
-        #[cfg_attr(feature = "schema", schemars(schema_with = "schema::time"))]
-        as_of: Option<Timestamp>,
-    }
-}
-
-request! {
-    /// `memory_archive`: a conversation to archive.
-    struct Archive {
-        /// The conversation: JSON Lines of `{"role": "user"|"assistant"|"system"|"tool",
-        /// "content": "...", "timestamp": "RFC 3339" (optional; also `time`,
-        /// `created_at`)}`, at most 8 MiB.
-        transcript: String,
-        /// The episode's title (default: the first user message).
-        #[serde(default)]
-        title: Option<String>,
-        /// When the conversation took place (RFC 3339), for messages without a time.
-        #[serde(default)]
-        #[cfg_attr(feature = "schema", schemars(schema_with = "schema::time"))]
-        session_time: Option<Timestamp>,
-        /// A shell command line that answers an extraction prompt on stdin with JSON on
-        /// stdout; accepted only when the server was started with `--allow-llm-cmd`.
-        /// Without it (and without a server-side model), the conversation is archived
-        /// without facts (`memory_backfill` extracts them later).
-        #[serde(default)]
-        llm_cmd: Option<String>,
-        /// How long the command may take per call, in seconds (default 120).
-        #[serde(default)]
-        #[cfg_attr(feature = "schema", schemars(range(min = 1)))]
-        timeout_secs: Option<u64>,
-    }
-}
-
-request! {
-    /// `memory_backfill`: extract the facts of conversations archived without them.
-    struct Backfill {
-        /// The model command (see `memory_archive`); needs `--allow-llm-cmd`.
-        llm_cmd: String,
-        /// How long the command may take per call, in seconds (default 120).
-        #[serde(default)]
-        #[cfg_attr(feature = "schema", schemars(range(min = 1)))]
-        timeout_secs: Option<u64>,
-    }
-}
-
-request! {
-    /// A tool without arguments.
-    struct NoArgs {}
-}
-
-request! {
-    /// `memory_set_context`: fields of the user context and history to set.
-    struct SetContext {
-        /// Work: role, team, projects.
-        #[serde(default)]
-        work: Option<String>,
-        /// Personal: family, place, interests.
-        #[serde(default)]
-        personal: Option<String>,
-        /// What is on the user's mind now.
-        #[serde(default)]
-        top_of_mind: Option<String>,
-        /// The recent months.
-        #[serde(default)]
-        recent_months: Option<String>,
-        /// Earlier context.
-        #[serde(default)]
-        earlier_context: Option<String>,
-        /// Long-term background.
-        #[serde(default)]
-        long_term_background: Option<String>,
-    }
-}
-
-request! {
-    /// `memory_alias`: another name of an entity.
-    struct SetAlias {
-        /// The other name: `Mel`.
-        alias: String,
-        /// The entity it names: `Melanie`.
-        entity: String,
-    }
-}
-
-request! {
-    /// `memory_unalias`: an alias to remove.
-    struct Unalias {
-        /// The alias.
-        alias: String,
-    }
-}
-
-request! {
-    /// `memory_forget`: what to delete for good, with everything derived from it.
-    struct Forget {
-        /// An episode: it, its messages, and every fact extracted from it.
-        #[serde(default)]
-        episode: Option<String>,
-        /// A subject: every version of every fact about it and its aliases, and the aliases.
-        #[serde(default)]
-        subject: Option<String>,
-    }
 }
 
 /// Answers a memory tool call on `service`; `None` when `tool` is not a memory tool.
@@ -722,5 +488,6 @@ fn failed(error: MemoryError) -> Value {
 #[cfg(feature = "schema")]
 pub use self::schema::{MemoryTool, tools};
 
+mod requests;
 #[cfg(feature = "schema")]
 mod schema;

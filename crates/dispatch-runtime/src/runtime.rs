@@ -39,13 +39,13 @@ mod api;
 mod compile;
 mod histogram;
 
+use self::api::ledger_mode_name;
 pub use self::api::{
     Compaction, CompactionStage, CompilePromptRequest, CompilePromptResponse, EndRunResponse,
     ErrorBody, GuideMode, IngestOutputRequest, IngestOutputResponse, IngestStatus, InitRunRequest,
     InitRunResponse, LedgerMode, NextAction, RuntimeError, SetTaskStatusRequest,
     SetTaskStatusResponse, Snapshot, Telemetry,
 };
-use self::compile::ledger_mode_name;
 use self::histogram::LatencyHistogram;
 
 /// A run: its binding, fixed for its life, and what its requests change, behind the run's

@@ -9,9 +9,9 @@ use fact_model::{
     Clock, DispatchResult, FactId, FactSelector, ImplementerResult, ReviewerResult, SessionFact,
 };
 
-use crate::{
-    Diagnostic, Extraction, ExtractionRule, FactExtractor, RuleContext, RuleOutput, rules,
-};
+use crate::extraction::{Diagnostic, Extraction, FactExtractor};
+use crate::rule::{ExtractionRule, RuleContext, RuleOutput};
+use crate::rules;
 
 /// A [`FactExtractor`] made of rules, one list per kind of result.
 ///

@@ -5,8 +5,8 @@ use std::borrow::Cow;
 
 use fact_model::{ELLIPSIS, char_len};
 
-use crate::RetrievedFact;
 use crate::format::one_line;
+use crate::retrieved::RetrievedFact;
 
 /// The relations whose object states a point in words, strongest first. Of the retrieved
 /// facts of one subject that make the same point (see [`IndexRetriever`]), only the

@@ -1,20 +1,17 @@
 //! [`Embedder`]: texts in, unit-norm vectors out; and the text a fact is embedded as.
 //!
-//! The implementation that runs a real model is [`OnnxEmbedder`] (feature `onnx`): a
-//! sentence-embedding model (all-MiniLM-L6-v2, int8) run locally by ONNX Runtime from
-//! files on disk, never from the network.
+//! The implementation that runs a real model is [`OnnxEmbedder`](crate::OnnxEmbedder)
+//! (feature `onnx`, in `embed/onnx.rs`): a sentence-embedding model (all-MiniLM-L6-v2,
+//! int8) run locally by ONNX Runtime from files on disk, never from the network.
 
 #[cfg(feature = "onnx")]
-mod onnx;
+pub(crate) mod onnx;
 
 use std::fmt::Debug;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use fact_model::SessionFact;
-
-#[cfg(feature = "onnx")]
-pub use self::onnx::{OnnxEmbedder, OnnxOptions};
 
 /// A sentence-embedding model: texts in, one unit-norm vector per text out.
 ///

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use fact_model::FactId;
 use fact_store::{FactVectors, StoreError, TokenEncoding, TokenVectors};
 
-use crate::RetrievedFact;
+use crate::retrieved::RetrievedFact;
 
 /// How many fused candidates [`LateInteraction::default`] re-scores.
 pub const DEFAULT_LATE_CANDIDATES: usize = 100;

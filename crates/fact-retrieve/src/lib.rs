@@ -73,15 +73,16 @@ mod late;
 mod memory;
 mod query;
 mod recall;
+mod retrieved;
 mod retriever;
 mod scoring;
 #[cfg(feature = "tiktoken")]
 mod token;
 
 pub use crate::dedup::RELATION_STRENGTH;
-pub use crate::embed::{EmbedError, Embedder, ModelFiles, TokenEmbedding, embedding_text};
 #[cfg(feature = "onnx")]
-pub use crate::embed::{OnnxEmbedder, OnnxOptions};
+pub use crate::embed::onnx::{OnnxEmbedder, OnnxOptions};
+pub use crate::embed::{EmbedError, Embedder, ModelFiles, TokenEmbedding, embedding_text};
 pub use crate::format::{
     MAX_LINE_CHARS, SESSION_CONTEXT_HEADER, format_fact_line, format_session_facts,
 };
@@ -97,7 +98,8 @@ pub use crate::recall::{
     RELEVANT_FACTS_HEADER, Recall, RecallQuery, RelatedEpisode, recall, recall_episode_line,
     recall_fact_line, recall_message_line,
 };
-pub use crate::retriever::{FactQuery, FactRetriever, IndexRetriever, Retrieval, RetrievedFact};
+pub use crate::retrieved::RetrievedFact;
+pub use crate::retriever::{FactQuery, FactRetriever, IndexRetriever, Retrieval};
 pub use crate::scoring::{Bm25, KeywordOverlap};
 #[cfg(feature = "tiktoken")]
 pub use crate::token::{BpeLoadError, BpeTokenCounter};

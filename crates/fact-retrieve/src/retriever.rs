@@ -3,12 +3,13 @@
 use std::fmt::Debug;
 use std::sync::Arc;
 
-use fact_model::{SessionFact, Tag, Timestamp};
+use fact_model::{Tag, Timestamp};
 use fact_store::{SessionFactStore, StoreError, TermQuery, TermWeighting, VectorQuery};
 use serde::{Deserialize, Serialize};
 
 use crate::dedup::fold_same_points;
 use crate::format::format_session_facts_while;
+use crate::retrieved::RetrievedFact;
 use fact_model::{CharsPerToken, TokenCounter};
 
 use crate::{Bm25, query_terms, query_text};
@@ -120,15 +121,6 @@ impl FactQuery {
         vector_query.tags = self.tags.as_deref();
         vector_query
     }
-}
-
-/// A retrieved fact and its relevance score.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RetrievedFact {
-    /// The fact.
-    pub fact: SessionFact,
-    /// Its score under the retriever's scorer, above zero.
-    pub score: f64,
 }
 
 /// What a retrieval returns: facts in rank order, and the section that injects them.

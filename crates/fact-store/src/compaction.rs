@@ -7,7 +7,7 @@ use fact_model::{MAX_OBJECT_CHARS, SessionFact, Tag, clip};
 use crate::COMPACTED_RELATION;
 
 /// The summary fact that replaces the valid facts of one subject (oldest first).
-pub(crate) fn summarize(facts: &[&SessionFact]) -> Option<SessionFact> {
+pub fn summarize(facts: &[&SessionFact]) -> Option<SessionFact> {
     let first = facts.first()?;
     let newest = facts.iter().max_by_key(|fact| fact.valid_from())?;
     let mut object = String::new();

@@ -7,9 +7,7 @@
 //! whole pages. A `HashMap` is counted as hashbrown lays it out (its slots, one control
 //! byte per bucket and a trailing group). Other allocators differ by a few bytes per
 //! allocation; the budget is an estimate of what a cache holds, tested against a counting
-//! allocator (`tests/cache_size.rs`).
-
-#![cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+//! allocator (`fact-store-sqlite`'s `tests/cache_size.rs`).
 
 use std::mem::{align_of, size_of};
 
@@ -17,7 +15,7 @@ use std::mem::{align_of, size_of};
 const MMAP_THRESHOLD: usize = 128 * 1024;
 
 /// The bytes an allocation of `size` bytes takes from the heap (0 for none).
-pub(crate) fn chunk(size: usize) -> usize {
+pub fn chunk(size: usize) -> usize {
     if size == 0 {
         0
     } else if size >= MMAP_THRESHOLD {
@@ -28,13 +26,13 @@ pub(crate) fn chunk(size: usize) -> usize {
 }
 
 /// The heap of a `Vec<T>` of `capacity`.
-pub(crate) fn vec_bytes<T>(capacity: usize) -> usize {
+pub fn vec_bytes<T>(capacity: usize) -> usize {
     chunk(capacity.saturating_mul(size_of::<T>()))
 }
 
 /// The heap of a `HashMap<K, V>` whose `capacity()` is `capacity` (keys' and values' own
 /// allocations not included).
-pub(crate) fn map_bytes<K, V>(capacity: usize) -> usize {
+pub fn map_bytes<K, V>(capacity: usize) -> usize {
     // hashbrown's buckets, from the capacity it reports: a power of two, with 1/8 of it
     // kept free from 8 buckets on.
     let buckets = match capacity {

@@ -320,7 +320,7 @@ impl Analyzer {
     }
 
     /// Calls `f` with every lowercased, non-stopword word of `text`, in order.
-    pub(crate) fn for_each_word(&self, text: &str, mut f: impl FnMut(&str)) {
+    pub fn for_each_word(&self, text: &str, mut f: impl FnMut(&str)) {
         let mut lower = String::new();
         scan_words(text, |word, plain| {
             // Words already lowercase ASCII (most of them) need no copy.
@@ -345,7 +345,7 @@ impl Analyzer {
 
     /// The term of a lowercased word: its stem when stemming is on and it is an ASCII word
     /// (the Snowball English stemmer is for English); the word itself otherwise.
-    pub(crate) fn term_of(&self, word: &str) -> String {
+    pub fn term_of(&self, word: &str) -> String {
         if self.config.stemming && word.bytes().all(|b| b.is_ascii_alphabetic()) {
             self.stemmer.stem(word).into_owned()
         } else {
@@ -480,7 +480,7 @@ pub struct ScoredFact {
 }
 
 /// The distinct terms of `terms`, in first-appearance order.
-pub(crate) fn distinct(terms: &[String]) -> Vec<&str> {
+pub fn distinct(terms: &[String]) -> Vec<&str> {
     let mut out: Vec<&str> = Vec::with_capacity(terms.len());
     for term in terms {
         if !out.contains(&term.as_str()) {
@@ -491,22 +491,22 @@ pub(crate) fn distinct(terms: &[String]) -> Vec<&str> {
 }
 
 /// The order of results: higher score, then newer `valid_from`, then smaller id.
-pub(crate) fn rank_order(
-    a: (f64, Timestamp, FactId),
-    b: (f64, Timestamp, FactId),
-) -> std::cmp::Ordering {
+pub fn rank_order(a: (f64, Timestamp, FactId), b: (f64, Timestamp, FactId)) -> std::cmp::Ordering {
     b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2))
 }
 
 /// What the index keeps of one indexed fact that scoring does not touch: enough to rank
 /// and filter it by tag without looking the fact up, and to unindex it.
-#[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
 #[derive(Debug, Clone)]
-pub(crate) struct Slot {
-    pub(crate) seq: u64,
-    pub(crate) valid_from: Timestamp,
-    pub(crate) id: FactId,
-    pub(crate) tags: Tags,
+pub struct Slot {
+    /// The fact's storage number (insertion order in memory, `seq` in SQL).
+    pub seq: u64,
+    /// When the fact became true: the tie-break of equal scores.
+    pub valid_from: Timestamp,
+    /// The fact's id.
+    pub id: FactId,
+    /// Its tags, for a search's tag filter.
+    pub tags: Tags,
     /// Where its `(term id, count)` pairs start in [`TermIndex::fact_terms`].
     terms_at: usize,
     /// How many pairs it has.
@@ -514,7 +514,6 @@ pub(crate) struct Slot {
 }
 
 /// One term of the index: its live document frequency and its postings.
-#[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
 #[derive(Debug, Default)]
 struct Term {
     df: u32,
@@ -552,7 +551,6 @@ impl Drop for Sums<'_, '_> {
 }
 
 /// The length of a dead slot in [`TermIndex::lens`].
-#[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
 const DEAD: u32 = u32::MAX;
 
 /// The inverted index over the valid facts of a store (the SQLite store's search cache).
@@ -561,9 +559,8 @@ const DEAD: u32 = u32::MAX;
 /// dead and its postings are skipped until the index is rebuilt, which happens when dead
 /// postings outnumber live ones. Scoring reads only `terms`, `lens` and a score array, so
 /// its memory traffic is a few bytes per posting.
-#[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
 #[derive(Debug, Default)]
-pub(crate) struct TermIndex {
+pub struct TermIndex {
     ids: HashMap<String, u32>,
     /// Lowercased word → its term id: each distinct word is stemmed once.
     words: HashMap<String, u32>,
@@ -587,7 +584,6 @@ pub(crate) struct TermIndex {
     postings_heap: usize,
 }
 
-#[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
 impl TermIndex {
     /// The id of `term`, created on first sight.
     fn term_id(&mut self, term: String) -> u32 {
@@ -611,7 +607,7 @@ impl TermIndex {
 
     /// Indexes a valid fact stored under `seq` with the terms `analyzer` gives it (as
     /// [`Analyzer::analyze_fact`] would); returns its slot.
-    pub(crate) fn insert(&mut self, seq: u64, fact: &SessionFact, analyzer: &Analyzer) -> u32 {
+    pub fn insert(&mut self, seq: u64, fact: &SessionFact, analyzer: &Analyzer) -> u32 {
         let slot = u32::try_from(self.slots.len()).unwrap_or(u32::MAX);
         let mut len = 0u32;
         let terms_at = self.fact_terms.len();
@@ -667,7 +663,7 @@ impl TermIndex {
     }
 
     /// Unindexes the fact in `slot` (it stopped being valid or was removed).
-    pub(crate) fn remove(&mut self, slot: u32) {
+    pub fn remove(&mut self, slot: u32) {
         let (Some(len), Some(entry)) = (
             self.lens.get_mut(slot as usize),
             self.slots.get(slot as usize),
@@ -695,12 +691,12 @@ impl TermIndex {
     }
 
     /// Whether enough postings are dead that a rebuild pays off.
-    pub(crate) fn wants_rebuild(&self) -> bool {
+    pub fn wants_rebuild(&self) -> bool {
         self.dead_postings > 1024 && self.dead_postings > self.live_postings
     }
 
     /// Drops dead slots and postings; returns the new slot of every live fact's `seq`.
-    pub(crate) fn rebuild(&mut self) -> Vec<(u64, u32)> {
+    pub fn rebuild(&mut self) -> Vec<(u64, u32)> {
         let mut renumber = vec![u32::MAX; self.slots.len()];
         let mut slots = Vec::with_capacity(self.docs);
         let mut lens = Vec::with_capacity(self.docs);
@@ -746,8 +742,7 @@ impl TermIndex {
 
     /// The heap the index holds, as [`crate::heap`] counts it (every allocation by its
     /// capacity).
-    #[cfg(any(feature = "sqlite", feature = "postgres"))]
-    pub(crate) fn heap_bytes(&self) -> usize {
+    pub fn heap_bytes(&self) -> usize {
         use crate::heap::{map_bytes, vec_bytes};
         map_bytes::<String, u32>(self.ids.capacity())
             + map_bytes::<String, u32>(self.words.capacity())
@@ -760,14 +755,14 @@ impl TermIndex {
     }
 
     /// The live fact in `slot`.
-    pub(crate) fn entry(&self, slot: u32) -> Option<&Slot> {
+    pub fn entry(&self, slot: u32) -> Option<&Slot> {
         let live = self.lens.get(slot as usize).is_some_and(|len| *len != DEAD);
         self.slots.get(slot as usize).filter(|_| live)
     }
 
     /// Scores every live fact that contains a term of `text`; returns `(slot, score)`
     /// pairs with a score above zero, in no particular order (each slot once).
-    pub(crate) fn score(
+    pub fn score(
         &self,
         text: &str,
         analyzer: &Analyzer,
@@ -882,7 +877,7 @@ impl TermIndex {
 
 /// Scores `facts` by a brute-force scan, exactly as the index does: statistics over all of
 /// `facts`, terms in query order. Used for `as_of` searches and by tests as the reference.
-pub(crate) fn scan_scores<'f>(
+pub fn scan_scores<'f>(
     analyzer: &Analyzer,
     facts: impl Iterator<Item = &'f SessionFact>,
     text: &str,
@@ -928,7 +923,7 @@ pub(crate) fn scan_scores<'f>(
 }
 
 /// The best `k` results seen so far, by [`rank_order`].
-pub(crate) struct TopK {
+pub struct TopK {
     k: usize,
     heap: std::collections::BinaryHeap<Ranked>,
 }
@@ -957,7 +952,8 @@ impl Ord for Ranked {
 }
 
 impl TopK {
-    pub(crate) fn new(k: usize) -> Self {
+    /// Keeps the best `k` results.
+    pub fn new(k: usize) -> Self {
         TopK {
             k,
             heap: std::collections::BinaryHeap::with_capacity(k.min(1024) + 1),
@@ -965,19 +961,20 @@ impl TopK {
     }
 
     /// Whether a result with this score could be kept (ties need the full rank).
-    pub(crate) fn may_admit(&self, score: f64) -> bool {
+    pub fn may_admit(&self, score: f64) -> bool {
         self.heap.len() < self.k || self.heap.peek().is_some_and(|worst| score >= worst.0)
     }
 
     /// Whether a result with this rank would be kept.
-    pub(crate) fn admits(&self, score: f64, valid_from: Timestamp, id: FactId) -> bool {
+    pub fn admits(&self, score: f64, valid_from: Timestamp, id: FactId) -> bool {
         self.heap.len() < self.k
             || self.heap.peek().is_some_and(|worst| {
                 rank_order((score, valid_from, id), (worst.0, worst.1, worst.2)).is_lt()
             })
     }
 
-    pub(crate) fn push(&mut self, score: f64, valid_from: Timestamp, id: FactId, seq: u64) {
+    /// Offers a result: kept when it ranks among the best `k` so far.
+    pub fn push(&mut self, score: f64, valid_from: Timestamp, id: FactId, seq: u64) {
         if self.admits(score, valid_from, id) {
             self.heap.push(Ranked(score, valid_from, id, seq));
             if self.heap.len() > self.k {
@@ -987,7 +984,7 @@ impl TopK {
     }
 
     /// `(score, seq)` pairs, best first.
-    pub(crate) fn into_sorted(self) -> Vec<(f64, u64)> {
+    pub fn into_sorted(self) -> Vec<(f64, u64)> {
         self.heap
             .into_sorted_vec()
             .into_iter()

@@ -16,10 +16,10 @@ use indexmap::IndexMap;
 use serde::Serialize;
 
 use crate::{
-    AddReport, Analyzer, CompactionReport, Episode, EpisodeStore, FactVectors, ImportReport,
-    InMemoryEpisodeStore, InMemorySessionFactStore, MessageHit, MessageQuery, ScoredFact,
-    SessionFactStore, Snapshot, StoreConfig, StoreError, StoreResult, TermQuery, TermWeighting,
-    Transaction, TransactionReport,
+    AddReport, Analyzer, CompactionReport, Episode, EpisodeExtracted, EpisodeStore, FactVectors,
+    ImportReport, InMemoryEpisodeStore, InMemorySessionFactStore, MessageHit, MessageQuery,
+    ScoredFact, SessionFactStore, Snapshot, StoreConfig, StoreError, StoreResult, TermQuery,
+    TermWeighting, Transaction, TransactionReport,
 };
 
 /// The longest chain of aliases followed (an alias of an alias of …); a longer chain is
@@ -66,48 +66,6 @@ pub struct ProfileEntry {
     pub text: String,
     /// When it took this text.
     pub at: Timestamp,
-}
-
-/// That facts were extracted from an episode: when, and the title and summary the model
-/// gave (`None` keeps the episode's).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct EpisodeExtracted {
-    /// The episode.
-    pub id: String,
-    /// A new title.
-    pub title: Option<String>,
-    /// A new summary.
-    pub summary: Option<String>,
-    /// When the facts were extracted.
-    pub at: Timestamp,
-}
-
-impl EpisodeExtracted {
-    /// Marks episode `id` extracted at `at`, keeping its title and summary.
-    #[must_use]
-    pub fn new(id: impl Into<String>, at: Timestamp) -> Self {
-        EpisodeExtracted {
-            id: id.into(),
-            title: None,
-            summary: None,
-            at,
-        }
-    }
-
-    /// Gives the episode `title`.
-    #[must_use]
-    pub fn with_title(mut self, title: Option<String>) -> Self {
-        self.title = title;
-        self
-    }
-
-    /// Gives the episode `summary`.
-    #[must_use]
-    pub fn with_summary(mut self, summary: Option<String>) -> Self {
-        self.summary = summary;
-        self
-    }
 }
 
 /// Changes of long-term memory that commit together, in this order: the alias changes,

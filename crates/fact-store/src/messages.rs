@@ -12,43 +12,50 @@ use crate::{Analyzer, Episode, MessageQuery, TermWeighting};
 
 /// The most distinct query terms a message search scores; the rest of a long query is
 /// ignored (a question has a few dozen at most).
-pub(crate) const MAX_MESSAGE_QUERY_TERMS: usize = 64;
+pub const MAX_MESSAGE_QUERY_TERMS: usize = 64;
 
 /// A message's place: its episode's storage number and its turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) struct MessageKey {
+pub struct MessageKey {
     /// The episode's number: insertion order in memory, the row number in SQL.
-    pub(crate) episode: u64,
-    pub(crate) turn: u32,
+    pub episode: u64,
+    /// The message's turn in its episode.
+    pub turn: u32,
 }
 
 impl MessageKey {
-    pub(crate) fn new(episode: u64, turn: usize) -> Self {
+    /// The place of turn `turn` of episode `episode` (turns past `u32::MAX` saturate).
+    pub fn new(episode: u64, turn: usize) -> Self {
         MessageKey {
             episode,
             turn: u32::try_from(turn).unwrap_or(u32::MAX),
         }
     }
 
-    pub(crate) fn turn_index(self) -> usize {
+    /// The turn as an index into the episode's messages.
+    pub fn turn_index(self) -> usize {
         self.turn as usize
     }
 }
 
 /// A scope's message statistics: how many messages, and their total length in terms.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct MessageStats {
-    pub(crate) messages: u64,
-    pub(crate) total_len: u64,
+pub struct MessageStats {
+    /// How many messages are indexed.
+    pub messages: u64,
+    /// Their total length in terms.
+    pub total_len: u64,
 }
 
 impl MessageStats {
-    pub(crate) fn add(&mut self, terms: &[String]) {
+    /// Counts a message of these terms in.
+    pub fn add(&mut self, terms: &[String]) {
         self.messages += 1;
         self.total_len += terms.len() as u64;
     }
 
-    pub(crate) fn remove(&mut self, terms: &[String]) {
+    /// Counts a message of these terms out.
+    pub fn remove(&mut self, terms: &[String]) {
         self.messages = self.messages.saturating_sub(1);
         self.total_len = self.total_len.saturating_sub(terms.len() as u64);
     }
@@ -63,12 +70,12 @@ impl MessageStats {
 }
 
 /// The terms a message is indexed by: its content, analyzed.
-pub(crate) fn message_terms(analyzer: &Analyzer, message: &Message) -> Vec<String> {
+pub fn message_terms(analyzer: &Analyzer, message: &Message) -> Vec<String> {
     analyzer.analyze(&message.content)
 }
 
 /// The distinct terms of `terms` with their counts, in term order.
-pub(crate) fn term_counts(terms: &[String]) -> BTreeMap<&str, u32> {
+pub fn term_counts(terms: &[String]) -> BTreeMap<&str, u32> {
     let mut counts: BTreeMap<&str, u32> = BTreeMap::new();
     for term in terms {
         *counts.entry(term.as_str()).or_default() += 1;
@@ -78,7 +85,7 @@ pub(crate) fn term_counts(terms: &[String]) -> BTreeMap<&str, u32> {
 
 /// The distinct terms of a query, in first-appearance order, at most
 /// [`MAX_MESSAGE_QUERY_TERMS`].
-pub(crate) fn query_terms(analyzer: &Analyzer, text: &str) -> Vec<String> {
+pub fn query_terms(analyzer: &Analyzer, text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for term in analyzer.analyze(text) {
         if out.len() == MAX_MESSAGE_QUERY_TERMS {
@@ -93,21 +100,21 @@ pub(crate) fn query_terms(analyzer: &Analyzer, text: &str) -> Vec<String> {
 
 /// A message holding at least one query term.
 #[derive(Debug, Clone)]
-pub(crate) struct Candidate {
-    pub(crate) key: MessageKey,
+pub struct Candidate {
+    /// Where the message is.
+    pub key: MessageKey,
     /// When it was said (`as_of` filters on it).
-    pub(crate) at: Option<Timestamp>,
+    pub at: Option<Timestamp>,
     /// Its length in terms.
-    pub(crate) doc_len: u32,
+    pub doc_len: u32,
     /// How often it holds each query term, by the term's position in the query.
-    pub(crate) tfs: Vec<u32>,
+    pub tfs: Vec<u32>,
 }
 
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
 impl Candidate {
     /// A candidate from its stored term text (the analyzed terms joined by spaces), for
     /// the query's `terms`.
-    pub(crate) fn from_terms(
+    pub fn from_terms(
         key: MessageKey,
         at: Option<Timestamp>,
         stored: &str,
@@ -133,7 +140,7 @@ impl Candidate {
 }
 
 /// Whether `message` was said by `as_of` (a message without a time always is).
-pub(crate) fn said_by(message: &Message, as_of: Option<Timestamp>) -> bool {
+pub fn said_by(message: &Message, as_of: Option<Timestamp>) -> bool {
     match (as_of, message.timestamp) {
         (Some(as_of), Some(at)) => at <= as_of,
         _ => true,
@@ -143,7 +150,7 @@ pub(crate) fn said_by(message: &Message, as_of: Option<Timestamp>) -> bool {
 /// Scores the candidates, spreads scores to neighbours, and orders every message that
 /// scores above zero: `(key, score)`, best first (score, then newer episode, then turn).
 /// `df` holds the document frequency of each query term, in query order.
-pub(crate) fn rank(
+pub fn rank(
     query: &MessageQuery<'_>,
     weighting: &dyn TermWeighting,
     df: &[usize],
@@ -208,7 +215,7 @@ pub(crate) fn rank(
 /// [`MAX_SEARCH_LIMIT`](crate::MAX_SEARCH_LIMIT)): `(score, number, episode)` with the
 /// score the number of distinct query terms the episode holds and `number` its storage
 /// order; ranked by score, then newer, then stored earlier.
-pub(crate) fn rank_episodes(mut scored: Vec<(usize, u64, Episode)>, limit: usize) -> Vec<Episode> {
+pub fn rank_episodes(mut scored: Vec<(usize, u64, Episode)>, limit: usize) -> Vec<Episode> {
     scored.retain(|(score, _, _)| *score > 0);
     scored.sort_by(|(a, n, x), (b, m, y)| {
         b.cmp(a)
@@ -288,7 +295,6 @@ mod tests {
         assert_eq!(ranked.len(), 1);
     }
 
-    #[cfg(any(feature = "sqlite", feature = "postgres"))]
     #[test]
     fn candidates_count_their_terms_from_the_stored_text() {
         let terms = vec!["berlin".to_owned(), "move".to_owned()];

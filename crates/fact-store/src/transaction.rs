@@ -152,7 +152,7 @@ impl Transaction {
     }
 
     /// The digest a store keeps of the key, if there is one.
-    pub(crate) fn key_digest(&self) -> Option<[u8; 16]> {
+    pub fn key_digest(&self) -> Option<[u8; 16]> {
         self.key.as_deref().map(key_digest)
     }
 
@@ -236,7 +236,7 @@ pub struct TransactionReport {
 
 impl TransactionReport {
     /// The report of a keyed transaction applied before.
-    pub(crate) fn of_replay() -> Self {
+    pub fn of_replay() -> Self {
         TransactionReport {
             replayed: true,
             ..TransactionReport::default()

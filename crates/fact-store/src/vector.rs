@@ -13,6 +13,7 @@
 //! [`SessionFactStore::vectors`]: crate::SessionFactStore::vectors
 
 mod index;
+mod kernel;
 mod tokens;
 
 use std::fmt::Debug;
@@ -22,7 +23,8 @@ use fact_model::{FactId, SessionFact, Tag};
 use crate::{ScoredFact, StoreError, StoreResult};
 
 pub use self::index::EXACT_SEARCH_LIMIT;
-pub(crate) use self::index::{ModelIndexes, VectorIndex};
+pub(crate) use self::index::ModelIndexes;
+pub use self::index::VectorIndex;
 pub use self::tokens::{InvalidTokenVectors, MAX_TOKENS, TokenEncoding, TokenVectors};
 
 /// The longest model identity a store accepts, in bytes.
@@ -232,7 +234,7 @@ impl TokenVectorStats {
 }
 
 /// Checks a model identity as [`FactVectors::put_token_vectors`] does.
-pub(crate) fn check_token_model(model: &str, id: FactId) -> StoreResult<()> {
+pub fn check_token_model(model: &str, id: FactId) -> StoreResult<()> {
     if model.is_empty() || model.len() > MAX_MODEL_BYTES {
         return Err(StoreError::InvalidEmbedding {
             id,
@@ -246,7 +248,7 @@ pub(crate) fn check_token_model(model: &str, id: FactId) -> StoreResult<()> {
 }
 
 /// `vector` scaled to unit length, or why it cannot be an embedding of `model`.
-pub(crate) fn unit_vector(
+pub fn unit_vector(
     model: &str,
     id: FactId,
     vector: &[f32],
@@ -292,7 +294,7 @@ pub(crate) fn unit_vector(
 
 /// The query vector at unit length, or `None` when it cannot be compared with vectors of
 /// `dimension` (then nothing is found).
-pub(crate) fn unit_query(vector: &[f32], dimension: usize) -> Option<Vec<f32>> {
+pub fn unit_query(vector: &[f32], dimension: usize) -> Option<Vec<f32>> {
     if vector.len() != dimension {
         return None;
     }

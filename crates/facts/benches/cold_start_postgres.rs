@@ -47,7 +47,7 @@ fn bench(bencher: Bencher<'_, '_>, size: usize, command: &'static str) {
             .with_capacity(usize::MAX)
             .with_history_limit(usize::MAX)
             .with_auto_compact(false);
-        let store = PgFactStore::connect(&url, &scope, config, Arc::new(SystemClock)).unwrap();
+        let store = PgFactStore::open(&url, &scope, config, Arc::new(SystemClock)).unwrap();
         fill(&store, size);
     }
     let queries = queries();

@@ -10,7 +10,7 @@ use clap::Args;
 use dispatch_runtime::reexports::ProgressLedger;
 use serde_json::json;
 
-use crate::Failure;
+use crate::failure::Failure;
 
 /// What `facts ledger --help` adds after the options.
 const AFTER_HELP: &str = "\

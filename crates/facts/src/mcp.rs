@@ -26,6 +26,7 @@
 //! the tools it may call.
 
 mod frames;
+mod hints;
 mod http;
 mod memory;
 mod tenants;
@@ -38,13 +39,14 @@ use dispatch_runtime::protocol::code;
 use dispatch_runtime::{DispatchRuntimeManager, protocol};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
 
+use hints::Hints;
 pub(crate) use http::{AllowedOrigin, Listen, Tls, check_address, parse_address, parse_origin};
 pub(crate) use memory::Memory;
 pub(crate) use tenants::{Tenant, Tenants, spec_prefix};
@@ -80,41 +82,6 @@ pub(crate) enum Transport {
     /// stopped. The address was checked with [`check_address`]. Boxed: it is large and
     /// made once.
     Http(Box<Listen>),
-}
-
-/// What a tool's annotations say besides whether it only reads.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Hints {
-    /// The title a client shows.
-    pub(crate) title: &'static str,
-    /// Whether a call may destroy something a later call could have read.
-    pub(crate) destructive: bool,
-    /// Whether a second call with the same arguments changes nothing more.
-    pub(crate) idempotent: bool,
-    /// Whether a call may reach outside this server (a model command).
-    pub(crate) open_world: bool,
-}
-
-impl Hints {
-    /// A read-only tool's hints: nothing destroyed, repeatable, a closed world.
-    const fn reads(title: &'static str) -> Hints {
-        Hints {
-            title,
-            destructive: false,
-            idempotent: true,
-            open_world: false,
-        }
-    }
-
-    /// `tool` with this title and these annotations.
-    pub(crate) fn apply(self, tool: Tool, read_only: bool) -> Tool {
-        let annotations = ToolAnnotations::with_title(self.title)
-            .read_only(read_only)
-            .destructive(self.destructive)
-            .idempotent(self.idempotent)
-            .open_world(self.open_world);
-        tool.with_title(self.title).annotate(annotations)
-    }
 }
 
 /// The hints of a protocol action. An action this table does not know yet (the protocol

@@ -50,9 +50,11 @@ use dispatch_runtime::{
 };
 use serde_json::{Value, json};
 
+use crate::failure::Failure;
+use crate::model::Host;
 #[cfg(feature = "onnx")]
 use crate::model::{self, Model};
-use crate::{Failure, Host};
+use crate::options::{DATABASE_URL_ENV, EMBEDDER_ENV, create_parent, database_parser};
 
 /// Exit code of a store or model failure.
 const EXIT_FAILURE: u8 = 1;
@@ -77,8 +79,8 @@ pub(crate) struct MemArgs {
     /// The database: a SQLite path (its directory is created) or a postgres:// URL
     /// (default: $FACTMEM_DB, else $XDG_DATA_HOME/factmem/memory.db, else
     /// ~/.local/share/factmem/memory.db).
-    #[arg(long, global = true, value_name = "PATH|URL", env = crate::DATABASE_URL_ENV,
-          hide_env_values = true, value_parser = crate::database_parser())]
+    #[arg(long, global = true, value_name = "PATH|URL", env = DATABASE_URL_ENV,
+          hide_env_values = true, value_parser = database_parser())]
     db: Option<Database>,
     /// Whose memory: one database holds many scopes, and none sees another's facts.
     #[arg(long, global = true, default_value = "default")]
@@ -87,7 +89,7 @@ pub(crate) struct MemArgs {
     /// the ONNX Runtime library, or the name `minilm` (`facts model fetch` gets it). add,
     /// update, archive and backfill embed the facts they store; `recall --hybrid` also
     /// finds facts by meaning.
-    #[arg(long, global = true, value_name = "DIR|NAME", env = crate::EMBEDDER_ENV,
+    #[arg(long, global = true, value_name = "DIR|NAME", env = EMBEDDER_ENV,
           hide_env_values = true)]
     embedder: Option<PathBuf>,
     /// Answer with one JSON document on stdout.
@@ -422,7 +424,7 @@ fn execute(args: MemArgs, clock: Arc<dyn Clock>, host: &Host) -> Result<Answer, 
                 let message = format!(
                     "no database: give --db PATH|URL or set {} or {DB_ENV} \
                      (neither XDG_DATA_HOME nor HOME is set)",
-                    crate::DATABASE_URL_ENV
+                    DATABASE_URL_ENV
                 );
                 MemFailure::usage("no_database", message)
             })?;
@@ -713,7 +715,7 @@ fn model_dir(
                 format!(
                     "--hybrid needs a sentence-embedding model: give --embedder DIR or set \
                      {}; {GET_A_MODEL}",
-                    crate::EMBEDDER_ENV
+                    EMBEDDER_ENV
                 ),
             )
         }),
@@ -796,7 +798,7 @@ fn open(
             "--scope must not be empty",
         ));
     }
-    crate::create_parent(database).map_err(MemFailure::io)?;
+    create_parent(database).map_err(MemFailure::io)?;
     durable::open_memory_searching(database, scope, config, SearchPath::Database, clock)
         .map_err(|e| MemFailure::from(MemoryError::Store(e)))
 }

@@ -35,7 +35,7 @@ use std::sync::Arc;
 use clap::{Args, Subcommand};
 use dispatch_runtime::reexports::ModelFiles;
 
-use crate::Failure;
+use crate::failure::Failure;
 
 /// The model names `--embedder` knows.
 pub(crate) const NAMES: &[&str] = &["minilm"];

@@ -22,7 +22,8 @@ use dispatch_runtime::{DispatchRuntimeManager, protocol};
 use serde_json::Value;
 
 use crate::bounds::{self, Line};
-use crate::{Failure, Tokenizer, check_project, counter};
+use crate::failure::Failure;
+use crate::options::{Tokenizer, check_project, counter};
 
 /// What `facts replay --help` adds after the options.
 pub(crate) const AFTER_HELP: &str = "\

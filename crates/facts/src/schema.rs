@@ -6,7 +6,7 @@ use std::io::Write;
 use dispatch_runtime::protocol::{self, Action};
 use serde_json::{Value, json};
 
-use crate::Failure;
+use crate::failure::Failure;
 
 /// What `facts schema --help` adds after the options.
 pub(crate) const AFTER_HELP: &str = "\

@@ -37,6 +37,7 @@
 mod edit;
 mod parse;
 mod progress;
+mod prompt;
 mod stall;
 mod task;
 mod task_ledger;

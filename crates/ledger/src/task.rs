@@ -271,7 +271,7 @@ impl Task {
     #[must_use]
     pub fn prompt_sections(&self) -> Vec<(&str, &str)> {
         let prompt = self.prompt().unwrap_or_default();
-        crate::parse::prompt_sections(prompt)
+        crate::prompt::prompt_sections(prompt)
             .into_iter()
             .filter_map(|(key, value)| Some((prompt.get(key)?, prompt.get(value)?)))
             .collect()

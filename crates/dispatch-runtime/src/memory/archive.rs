@@ -20,7 +20,8 @@ use fact_store::{
 };
 use serde::Serialize;
 
-use super::{MemoryError, MemoryService};
+use super::error::MemoryError;
+use super::service::MemoryService;
 
 /// A conversation to archive.
 ///

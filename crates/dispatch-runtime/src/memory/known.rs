@@ -10,58 +10,14 @@ use fact_model::{FactId, Message, SessionFact, USER_ENTITY};
 use fact_retrieve::{Bm25, query_text};
 use fact_store::TermQuery;
 
-use super::{MemoryError, MemoryService};
+use super::budget::KnownBudget;
+use super::error::MemoryError;
+use super::service::MemoryService;
 
-/// The default number of known facts listed in an extraction prompt.
-pub const DEFAULT_KNOWN_FACTS: usize = 30;
-/// The default token budget of the known facts listed in an extraction prompt.
-pub const DEFAULT_KNOWN_TOKENS: usize = 1_500;
 /// The most predicates listed per subject.
 const MAX_PREDICATES: usize = 30;
 /// The most distinct terms of a conversation its related facts are searched with.
 const MAX_SEARCH_TERMS: usize = 256;
-
-/// How much of what memory holds an extraction prompt lists.
-///
-/// ```
-/// use dispatch_runtime::KnownBudget;
-///
-/// let budget = KnownBudget::default().with_facts(10);
-/// assert_eq!((budget.facts, budget.tokens), (10, 1_500));
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct KnownBudget {
-    /// The most facts listed (default [`DEFAULT_KNOWN_FACTS`]).
-    pub facts: usize,
-    /// The most tokens their lines may cost (default [`DEFAULT_KNOWN_TOKENS`]).
-    pub tokens: usize,
-}
-
-impl Default for KnownBudget {
-    fn default() -> Self {
-        KnownBudget {
-            facts: DEFAULT_KNOWN_FACTS,
-            tokens: DEFAULT_KNOWN_TOKENS,
-        }
-    }
-}
-
-impl KnownBudget {
-    /// Lists at most `facts` facts.
-    #[must_use]
-    pub fn with_facts(mut self, facts: usize) -> Self {
-        self.facts = facts;
-        self
-    }
-
-    /// Lets their lines cost at most `tokens` tokens.
-    #[must_use]
-    pub fn with_tokens(mut self, tokens: usize) -> Self {
-        self.tokens = tokens;
-        self
-    }
-}
 
 impl MemoryService {
     /// The current facts related to a conversation, for its extraction prompt: first the
@@ -141,14 +97,14 @@ fn bounded(analyzer: &fact_store::Analyzer, text: &str) -> String {
 
 /// The facts picked so far and what their lines cost.
 struct Picked {
-    budget: super::KnownBudget,
+    budget: KnownBudget,
     facts: Vec<SessionFact>,
     ids: HashSet<FactId>,
     tokens: usize,
 }
 
 impl Picked {
-    fn new(budget: super::KnownBudget) -> Self {
+    fn new(budget: KnownBudget) -> Self {
         Picked {
             budget,
             facts: Vec::new(),

@@ -20,15 +20,18 @@
 //! failing model never costs an archived conversation: `backfill` extracts later.
 
 mod archive;
+mod budget;
 mod entities;
+mod error;
 mod known;
+mod service;
 
 use std::sync::Arc;
 
-use fact_extract::{ConversationExtractor, LlmError, TranscriptError};
+use fact_extract::ConversationExtractor;
 use fact_model::{
-    CharsPerToken, Clock, FactError, FactId, FactUpdate, MemoryHistory, ProfileField, SessionFact,
-    SourceRole, Tag, Timestamp, TokenCounter, UserContext, normalize_entity,
+    CharsPerToken, Clock, FactId, FactUpdate, MemoryHistory, ProfileField, SessionFact, SourceRole,
+    Tag, Timestamp, TokenCounter, UserContext, normalize_entity,
 };
 use fact_retrieve::{
     Bm25, EmbedError, Embedder, FactQuery, HybridError, HybridRetriever, LateInteraction,
@@ -41,81 +44,12 @@ use fact_store::{
 use serde::Serialize;
 
 pub use self::archive::{ArchiveReport, ArchiveRequest, ForgetReport, MemoryChanges};
-pub use self::known::{DEFAULT_KNOWN_FACTS, DEFAULT_KNOWN_TOKENS, KnownBudget};
+pub use self::budget::{DEFAULT_KNOWN_FACTS, DEFAULT_KNOWN_TOKENS, KnownBudget};
+pub use self::error::MemoryError;
+pub use self::service::MemoryService;
 
 use self::entities::Entities;
-
-/// Why a memory operation failed. [`code`](Self::code) names it for the CLI and MCP.
-#[derive(Debug, Clone, thiserror::Error)]
-#[non_exhaustive]
-pub enum MemoryError {
-    /// The store could not read or write, or refused a change (an alias cycle).
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    /// No fact, episode or subject has this id or name.
-    #[error("no fact, episode or subject {id}")]
-    NotFound {
-        /// The id or name asked for, clipped to 64 characters.
-        id: String,
-    },
-    /// The text given as a fact id is not one.
-    #[error("{id:?} is not a fact id (16 lowercase hex digits)")]
-    InvalidId {
-        /// The text given, clipped to 64 characters.
-        id: String,
-    },
-    /// A new or changed fact is invalid.
-    #[error("invalid fact: {0}")]
-    InvalidFact(#[from] FactError),
-    /// The transcript cannot be archived: too large, empty, or with a time that does not
-    /// parse or lies in the future.
-    #[error(transparent)]
-    Transcript(#[from] TranscriptError),
-    /// Extraction needs a model and none is configured.
-    #[error("no LLM is configured for fact extraction (give --llm-cmd)")]
-    NoExtractor,
-    /// The embedding model failed (or the store refused the vectors of a fact just
-    /// stored). What the call wrote before is kept: a fact whose embedding failed is
-    /// stored, found by its words, and embedded when a service with the embedder next
-    /// starts ([`MemoryService::with_embedder`]). A store that cannot read, while
-    /// embedding or recalling, is [`MemoryError::Store`].
-    #[error("embedding failed: {0}")]
-    Embedding(#[from] HybridError),
-    /// The model failed; the episode stays archived, without facts, for a later backfill.
-    #[error("episode {episode_id} is archived, but extracting its facts failed: {source}")]
-    Extraction {
-        /// The archived episode.
-        episode_id: String,
-        /// What the model did.
-        source: LlmError,
-    },
-}
-
-impl MemoryError {
-    /// A short, stable code: `not_found`, `invalid_id`, `invalid_fact`, `no_extractor`,
-    /// `extraction_failed`, the transcript's code ([`TranscriptError::code`]), the store's
-    /// own code ([`StoreError::code`]), or for [`MemoryError::Embedding`] the
-    /// [`HybridError::code`].
-    #[must_use]
-    pub fn code(&self) -> &'static str {
-        match self {
-            MemoryError::Store(error) => error.code(),
-            MemoryError::NotFound { .. } => "not_found",
-            MemoryError::InvalidId { .. } => "invalid_id",
-            MemoryError::InvalidFact(_) => "invalid_fact",
-            MemoryError::Transcript(error) => error.code(),
-            MemoryError::NoExtractor => "no_extractor",
-            MemoryError::Extraction { .. } => "extraction_failed",
-            MemoryError::Embedding(error) => error.code(),
-        }
-    }
-
-    fn not_found(id: &str) -> MemoryError {
-        MemoryError::NotFound {
-            id: fact_model::clip(id, MAX_ECHOED_ID_CHARS).into_owned(),
-        }
-    }
-}
+use self::error::MAX_ECHOED_ID_CHARS;
 
 /// A fact to remember, as a person or an agent states it.
 ///
@@ -256,39 +190,6 @@ pub struct AliasOutcome {
     /// The current facts that were stored under the alias and now are under the entity
     /// (new versions; the old ones end, superseded by them).
     pub merged: Vec<FactId>,
-}
-
-/// Long-term memory over one scope: CRUD, search, history, recall, formatting, the user's
-/// context and history, aliases, archiving conversations, backfilling and forgetting.
-///
-/// ```
-/// use std::sync::Arc;
-/// use dispatch_runtime::{MemoryService, NewMemory};
-/// use fact_model::{ManualClock, Tag};
-/// use fact_store::InMemoryLongTermStore;
-///
-/// let clock = Arc::new(ManualClock::default());
-/// let memory = MemoryService::new(Arc::new(InMemoryLongTermStore::default()), clock);
-/// let mut fact = NewMemory::new("User", "prefers_test_framework", "pytest");
-/// fact.statement = Some("User prefers pytest over unittest".into());
-/// fact.category = Tag::Preference;
-/// assert_eq!(memory.add(fact)?.fact.subject(), "user");
-/// let found = memory.recall("what test framework does the user like?", 10, 500, None)?;
-/// assert!(found.text.contains("[preference] User prefers pytest over unittest"));
-/// # Ok::<(), dispatch_runtime::MemoryError>(())
-/// ```
-#[derive(Debug, Clone)]
-pub struct MemoryService {
-    store: Arc<dyn LongTermStore>,
-    extractor: Option<Arc<dyn ConversationExtractor>>,
-    clock: Arc<dyn Clock>,
-    counter: Arc<dyn TokenCounter>,
-    /// Set by [`with_embedder`](Self::with_embedder): recall is hybrid and new facts are
-    /// embedded as they are stored.
-    hybrid: Option<Arc<HybridRetriever>>,
-    budget: KnownBudget,
-    /// Neighbouring messages lending their score in recall: (how many, what share).
-    message_context: Option<(usize, f64)>,
 }
 
 impl MemoryService {
@@ -784,9 +685,6 @@ fn store_first(error: HybridError) -> MemoryError {
         other => MemoryError::Embedding(other),
     }
 }
-
-/// The longest part of a rejected id an error repeats, in characters.
-const MAX_ECHOED_ID_CHARS: usize = 64;
 
 fn parse_id(id: &str) -> Result<FactId, MemoryError> {
     id.trim().parse().map_err(|_| MemoryError::InvalidId {

@@ -3,10 +3,10 @@
 //! and what [`handle`](super::handle) accepts cannot drift) and of its answer (written
 //! here; `facts`' tests check every answer against it).
 
-use fact_model::{ProfileField, Tag};
+use fact_model::ProfileField;
 use serde_json::{Map, Value, json};
 
-use super::{
+use super::requests::{
     Add, Archive, Backfill, ById, Forget, Format, History, List, NoArgs, RecallArgs, Search,
     SetAlias, SetContext, Unalias, Update,
 };
@@ -35,20 +35,6 @@ pub struct MemoryTool {
     pub idempotent: bool,
     /// It may reach beyond the memory (a model command).
     pub open_world: bool,
-}
-
-/// A category, as the closed tag vocabulary.
-pub(super) fn category(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    let names: Vec<&str> = Tag::ALL.iter().map(|t| t.as_str()).collect();
-    schemars::json_schema!({"type": ["string", "null"], "enum": names.into_iter().map(Value::from).chain([Value::Null]).collect::<Vec<_>>()})
-}
-
-/// An optional RFC 3339 instant.
-pub(super) fn time(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({
-        "type": ["string", "null"],
-        "description": "An RFC 3339 instant, such as 2026-03-01T09:00:00Z."
-    })
 }
 
 /// The schema of an answer: the envelope's `ok` and `error`, and the success's fields.

@@ -653,6 +653,15 @@ pub enum LedgerMode {
     Legacy,
 }
 
+/// The telemetry name of a [`LedgerMode`]: its `snake_case` wire name.
+pub(super) fn ledger_mode_name(mode: LedgerMode) -> &'static str {
+    match mode {
+        LedgerMode::LedgerOnly => "ledger_only",
+        LedgerMode::LedgerPlusFallback => "ledger_plus_fallback",
+        LedgerMode::Legacy => "legacy",
+    }
+}
+
 /// How far an over-budget prompt was compacted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]

@@ -8,6 +8,7 @@ use fact_model::TokenCounter;
 use fact_retrieve::FactQuery;
 use ledger::TaskLedger;
 
+use super::api::ledger_mode_name;
 use super::{
     CompactionStage, CompilePromptRequest, CompilePromptResponse, DispatchRuntimeManager,
     GuideMode, LedgerMode, RuntimeError,
@@ -350,14 +351,6 @@ fn assemble(
     tail.push("Task prompt:".to_owned());
     tail.push(task_prompt.to_owned());
     format!("{prefix}\n\n{}", tail.join("\n"))
-}
-
-pub(super) fn ledger_mode_name(mode: LedgerMode) -> &'static str {
-    match mode {
-        LedgerMode::LedgerOnly => "ledger_only",
-        LedgerMode::LedgerPlusFallback => "ledger_plus_fallback",
-        LedgerMode::Legacy => "legacy",
-    }
 }
 
 fn short_hash(text: &str) -> String {

@@ -68,9 +68,9 @@ fn shared_types_are_send_and_sync() {
     check::<dyn Clock>();
     check::<StoreFactory>();
     #[cfg(feature = "sqlite")]
-    check::<fact_store::SqliteFactStore>();
+    check::<fact_store_sqlite::SqliteFactStore>();
     #[cfg(feature = "postgres")]
-    check::<fact_store::PgFactStore>();
+    check::<fact_store_postgres::PgFactStore>();
 }
 
 const THREADS: usize = 8;
@@ -473,7 +473,7 @@ fn eight_threads_on_sqlite_stores_give_the_sequential_results() {
     let runs = Arc::new(AtomicUsize::new(0));
     let open: Open = Arc::new(move |spec, clock| {
         let scope = format!("spec:{spec}:{}", runs.fetch_add(1, Ordering::Relaxed));
-        Ok(Arc::new(fact_store::SqliteFactStore::open(
+        Ok(Arc::new(fact_store_sqlite::SqliteFactStore::open(
             &path,
             &scope,
             StoreConfig::default(),
@@ -499,7 +499,7 @@ fn eight_threads_on_postgres_stores_give_the_sequential_results() {
     let runs = Arc::new(AtomicUsize::new(0));
     let open: Open = Arc::new(move |spec, clock| {
         let scope = format!("{prefix}:{spec}:{}", runs.fetch_add(1, Ordering::Relaxed));
-        Ok(Arc::new(fact_store::PgFactStore::connect(
+        Ok(Arc::new(fact_store_postgres::PgFactStore::open(
             &url,
             &scope,
             StoreConfig::default(),

@@ -57,7 +57,7 @@ fn memory(backend: Backend) -> (MemoryService, Arc<ManualClock>, TempDir) {
         Backend::Memory => Arc::new(InMemoryLongTermStore::new(config, clock.clone())),
         #[cfg(feature = "sqlite")]
         Backend::Sqlite => Arc::new(
-            fact_store::SqliteFactStore::open(
+            fact_store_sqlite::SqliteFactStore::open(
                 dir.path().join("memory.db"),
                 "user:test",
                 config,
@@ -73,7 +73,10 @@ fn memory(backend: Backend) -> (MemoryService, Arc<ManualClock>, TempDir) {
                 std::process::id(),
                 dir.path().display()
             );
-            Arc::new(fact_store::PgFactStore::connect(&url, &scope, config, clock.clone()).unwrap())
+            Arc::new(
+                fact_store_postgres::PgFactStore::open(&url, &scope, config, clock.clone())
+                    .unwrap(),
+            )
         }
     };
     (MemoryService::new(store, clock.clone()), clock, dir)

@@ -16,12 +16,17 @@ use dispatch_runtime::{
     CompilePromptRequest, DispatchRuntimeManager, IngestOutputRequest, InitRunRequest,
     MemoryChange, MemoryError, MemoryService, NewMemory, RuntimeError,
 };
+use fact_model::CharsPerToken;
 use fact_model::{ManualClock, Message, MessageRole, SourceRole, Timestamp};
-use fact_retrieve::{EmbedError, Embedder, FactQuery};
-use fact_store::{
-    EpisodeStore, InMemoryEpisodeStore, InMemorySessionFactStore, SessionFactStore,
-    SqliteFactStore, StoreConfig, StoreError,
+use fact_retrieve::{
+    EmbedError, Embedder, FactQuery, FactRetriever, HybridError, HybridRetriever, IndexRetriever,
+    RecallQuery,
 };
+use fact_store::{
+    EpisodeStore, InMemoryEpisodeStore, InMemorySessionFactStore, SessionFactStore, StoreConfig,
+    StoreError,
+};
+use fact_store_sqlite::SqliteFactStore;
 use serde_json::json;
 use tempfile::TempDir;
 
@@ -333,6 +338,58 @@ fn with_embedder_on_a_store_that_cannot_read_is_a_store_error_and_embeds_nothing
     give_tables_back(&db);
     let recalled = memory.recall("where is home", 10, 500, None).unwrap();
     assert!(recalled.text.contains("Berlin"), "{}", recalled.text);
+}
+
+/// The retriever's own reads (fact-retrieve names no backend, so its test of a SQLite store
+/// that cannot read lives here): every read of `HybridRetriever`, `IndexRetriever` and
+/// `recall` over such a store is its error, never "nothing found", and nothing is lost.
+#[test]
+fn every_retriever_read_of_a_store_that_cannot_read_is_an_error_never_nothing_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("memory.db");
+    let clock: Arc<dyn fact_model::Clock> = clock();
+    let store = Arc::new(SqliteFactStore::open(&db, "s", StoreConfig::default(), clock).unwrap());
+    let said = |text: &str| {
+        fact_model::SessionFact::builder("user", "said", text)
+            .tag(fact_model::Tag::Observation)
+            .source("chat", SourceRole::User)
+            .valid_from(Timestamp::from_unix_secs(1_800_000_000).unwrap())
+            .build()
+            .unwrap()
+    };
+    let corpus = vec![said("I live in Berlin"), said("I adopted a puppy")];
+    store.add(corpus.clone()).unwrap();
+    let retriever = HybridRetriever::new(store.clone(), Arc::new(Places)).unwrap();
+    take_tables(&db);
+    let store_error = |error: HybridError| match error {
+        HybridError::Store(error) => error,
+        other => panic!("not a store error: {other:?}"),
+    };
+    // Which facts lack an embedding cannot be read: an error, not "none is missing".
+    let error = store_error(retriever.embed_missing().unwrap_err());
+    assert_eq!(error.code(), "backend", "{error}");
+    assert!(error.to_string().contains("no such table"), "{error}");
+    let query = FactQuery::new("q", "where is home");
+    assert_eq!(retriever.rank(&query).unwrap_err().code(), "backend");
+    assert_eq!(retriever.retrieve(&query).unwrap_err().code(), "backend");
+    let lexical = IndexRetriever::new(store.clone());
+    assert_eq!(lexical.retrieve(&query).unwrap_err().code(), "backend");
+    let recall_query = RecallQuery::new("where is home");
+    let counter = CharsPerToken::default();
+    let error = retriever
+        .recall(&*store, &recall_query, &counter)
+        .unwrap_err();
+    assert_eq!(error.code(), "backend");
+    let error = fact_retrieve::recall(&*store, &*store, &recall_query, &counter).unwrap_err();
+    assert_eq!(error.code(), "backend");
+    // With the tables back nothing is lost, and every fact is still to embed.
+    give_tables_back(&db);
+    assert_eq!(retriever.embed_missing().unwrap(), corpus.len());
+    let found = retriever.retrieve(&query).unwrap();
+    assert_eq!(
+        found.facts.first().map(|f| f.fact.object()),
+        Some("I live in Berlin")
+    );
 }
 
 #[test]

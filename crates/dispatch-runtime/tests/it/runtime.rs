@@ -723,7 +723,8 @@ fn a_finished_spec_session_is_archived_as_facts_and_an_episode() {
 #[cfg(feature = "sqlite")]
 #[test]
 fn approval_after_a_restart_settles_what_the_review_opened_on_sqlite() {
-    use fact_store::{SqliteFactStore, StoreConfig};
+    use fact_store::StoreConfig;
+    use fact_store_sqlite::SqliteFactStore;
     let dir = TempDir::new().unwrap();
     let db = dir.path().join("facts.db");
     // Every open is a new connection: nothing survives but the file.

@@ -100,7 +100,8 @@ fn the_same_result_retried_is_applied_once() {
 mod sqlite {
     use super::*;
     use dispatch_runtime::durable;
-    use fact_store::{SqliteFactStore, StoreConfig};
+    use fact_store::StoreConfig;
+    use fact_store_sqlite::SqliteFactStore;
 
     fn runtime(dir: &Path, db: &Path) -> (DispatchRuntimeManager, String) {
         let runtime = DispatchRuntimeManager::builder()

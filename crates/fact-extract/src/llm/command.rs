@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use fact_model::clip;
 
-use super::{ERROR_TAIL_CHARS, LlmClient, LlmError, clip_tail};
+use super::client::{ERROR_TAIL_CHARS, LlmClient, LlmError, clip_tail};
 
 /// How often the exit status is checked once the output is complete or while waiting.
 const POLL: Duration = Duration::from_millis(5);

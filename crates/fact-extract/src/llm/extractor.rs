@@ -13,12 +13,13 @@ use fact_model::{
 };
 use serde::Serialize;
 
+use super::client::{LlmClient, LlmError};
 use super::known::{KnownIds, KnownMemory};
 use super::prompt::{chunk_prompt, instructions, overhead_chars};
 use super::reply::{ParsedReply, ReplyFact, parse_reply};
 use super::transcript::{TranscriptChunk, chunk_transcript};
-use super::{LlmClient, LlmError};
-use crate::{Diagnostic, one_line};
+use crate::extraction::Diagnostic;
+use crate::text::one_line;
 
 /// Turns a conversation into facts and changes to long-term memory. Object safe: hold it
 /// as `Arc<dyn ConversationExtractor>`.

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{ERROR_TAIL_CHARS, LlmClient, LlmError, clip_tail};
+use super::client::{ERROR_TAIL_CHARS, LlmClient, LlmError, clip_tail};
 
 /// Where and how [`OpenAiCompatibleLlm`] asks.
 ///

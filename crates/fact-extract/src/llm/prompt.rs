@@ -8,7 +8,7 @@ use fact_model::{SessionFact, Tag};
 
 use super::known::{KnownIds, KnownMemory};
 use super::transcript::{TranscriptChunk, date};
-use crate::one_line;
+use crate::text::one_line;
 
 /// What the model is asked to do, what makes a good fact, and what every part of the
 /// reply means: the first part of every extraction prompt.

@@ -10,7 +10,7 @@ use std::time::Duration;
 use fact_model::{Message, Timestamp, TimestampError, char_len, clip};
 use serde_json::{Map, Value};
 
-use crate::Diagnostic;
+use crate::extraction::Diagnostic;
 
 /// The largest transcript [`read_transcript`] reads by default, in bytes: 8 MiB, the
 /// size of the largest reply a [`CommandLlm`](crate::CommandLlm) accepts. A transcript

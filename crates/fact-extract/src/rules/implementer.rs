@@ -2,7 +2,10 @@
 
 use fact_model::{FactSelector, ImplementerResult, ImplementerStatus, Tag};
 
-use crate::{FnRule, RuleContext, RuleError, RuleOutput, paths_in, relation, trim};
+use crate::paths::paths_in;
+use crate::relation;
+use crate::rule::{FnRule, RuleContext, RuleError, RuleOutput};
+use crate::text::trim;
 
 /// `task:{id} completed_with {status}` (decision); a completed task settles its
 /// `blocked_by` facts.

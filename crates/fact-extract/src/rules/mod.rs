@@ -24,7 +24,7 @@ mod reviewer;
 
 use fact_model::{ImplementerResult, ReviewerResult};
 
-use crate::ExtractionRule;
+use crate::rule::ExtractionRule;
 
 pub use self::implementer::{
     BLOCKERS, FILES_CHANGED, FOLLOW_UPS, MENTIONED_PATHS, STATUS, SUMMARY, TEST_FAILURES, TEST_RUNS,

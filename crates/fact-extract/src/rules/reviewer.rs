@@ -4,7 +4,9 @@ use std::borrow::Cow;
 
 use fact_model::{Assessment, FactSelector, FactText, ReviewIssue, ReviewerResult, Tag};
 
-use crate::{FnRule, RuleContext, RuleError, RuleOutput, relation, trim};
+use crate::relation;
+use crate::rule::{FnRule, RuleContext, RuleError, RuleOutput};
+use crate::text::trim;
 
 /// The subject of facts about an issue: its file, else the task.
 fn issue_subject<'a>(issue: &'a ReviewIssue, ctx: &'a RuleContext<'_>) -> &'a str {

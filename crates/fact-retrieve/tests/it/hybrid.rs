@@ -9,7 +9,7 @@ use fact_retrieve::{
     EmbedError, Embedder, FactQuery, FactRetriever, Fusion, HybridError, HybridRetriever,
     IndexRetriever, RecallQuery,
 };
-use fact_store::{InMemoryEpisodeStore, SessionFactStore, SqliteFactStore, StoreConfig};
+use fact_store::{InMemoryEpisodeStore, SessionFactStore};
 use proptest::prelude::*;
 
 use crate::{store, t};
@@ -253,52 +253,6 @@ fn a_failing_model_is_an_error_from_rank_and_lexical_from_retrieve() {
     assert_eq!(
         objects(&retriever.retrieve(&query).unwrap().facts),
         ["I painted a sunrise over the lake"]
-    );
-}
-
-#[test]
-fn a_store_that_cannot_read_is_an_error_from_every_read_never_nothing_found() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("memory.db");
-    let clock = Arc::new(fact_model::ManualClock::new(t(0)));
-    let store = Arc::new(SqliteFactStore::open(&path, "s", StoreConfig::default(), clock).unwrap());
-    store.add(corpus()).unwrap();
-    let retriever = HybridRetriever::new(store.clone(), Arc::new(Concepts::default())).unwrap();
-    // Another connection takes the facts' table away after the store opened.
-    let other = rusqlite::Connection::open(&path).unwrap();
-    other
-        .execute_batch("ALTER TABLE facts RENAME TO gone")
-        .unwrap();
-    let store_error = |error: HybridError| match error {
-        HybridError::Store(error) => error,
-        other => panic!("not a store error: {other:?}"),
-    };
-    // Which facts lack an embedding cannot be read: an error, not "none is missing".
-    let error = store_error(retriever.embed_missing().unwrap_err());
-    assert_eq!(error.code(), "backend", "{error}");
-    assert!(error.to_string().contains("no such table"), "{error}");
-    let query = FactQuery::new("q", "the sunrise painting");
-    assert_eq!(retriever.rank(&query).unwrap_err().code(), "backend");
-    assert_eq!(retriever.retrieve(&query).unwrap_err().code(), "backend");
-    let lexical = IndexRetriever::new(store.clone());
-    assert_eq!(lexical.retrieve(&query).unwrap_err().code(), "backend");
-    let recall_query = RecallQuery::new("the sunrise painting");
-    let counter = CharsPerToken::default();
-    let error = retriever
-        .recall(&*store, &recall_query, &counter)
-        .unwrap_err();
-    assert_eq!(error.code(), "backend");
-    let error = fact_retrieve::recall(&*store, &*store, &recall_query, &counter).unwrap_err();
-    assert_eq!(error.code(), "backend");
-    // With the table back nothing is lost, and every fact is still to embed.
-    other
-        .execute_batch("ALTER TABLE gone RENAME TO facts")
-        .unwrap();
-    assert_eq!(retriever.embed_missing().unwrap(), corpus().len());
-    let found = retriever.retrieve(&query).unwrap();
-    assert_eq!(
-        objects(&found.facts).first(),
-        Some(&"I painted a sunrise over the lake")
     );
 }
 

@@ -5,59 +5,17 @@
 use fact_model::{FactId, FactSelector, FactUpdate, SessionFact, Timestamp, fold_statement};
 
 use super::records::Record;
-use super::state::{State, texts_of};
+use super::state::{Scratch, State, texts_of};
 use super::symbols::NIL;
 use super::table::IntMap;
-use super::{CompactionPolicy, StoreConfig};
 use crate::compaction::summarize;
+use crate::config::{CompactionPolicy, StoreConfig};
 use crate::index::{TopK, scan_scores};
 use crate::{
     AddReport, CompactionReport, ImportDiagnostic, ImportReport, NotEndedReason, ScoredFact,
     SkipReason, Skipped, SnapshotRecord, StepReport, StoreError, StoreResult, TermQuery,
     TermWeighting,
 };
-
-/// Buffers `add` reuses from one batch to the next, so a batch allocates nothing of its
-/// own but its report.
-#[derive(Debug, Default)]
-pub(super) struct Scratch {
-    /// The `(id, position)` of the batch's valid facts, sorted: whether an id is in the
-    /// batch, and which facts repeat an earlier one.
-    ids: Vec<(FactId, usize)>,
-    /// By position: the fact repeats an earlier valid fact of the batch.
-    repeats: Vec<bool>,
-    /// By position: the symbols of the fact's subject and relation.
-    keys: Vec<(u32, u32)>,
-    /// The valid records of a key.
-    members: Vec<u32>,
-    /// The valid records of a key the current fact supersedes.
-    earlier: Vec<(u32, FactId, Timestamp)>,
-}
-
-impl Scratch {
-    /// Fills `ids` and `repeats` for `batch`: O(n log n) for any batch size, no hashing.
-    fn index(&mut self, batch: &[SessionFact]) {
-        self.ids.clear();
-        self.ids.extend(
-            batch
-                .iter()
-                .enumerate()
-                .filter(|(_, fact)| fact.is_valid())
-                .map(|(index, fact)| (fact.id(), index)),
-        );
-        self.ids.sort_unstable();
-        self.repeats.clear();
-        self.repeats.resize(batch.len(), false);
-        for pair in self.ids.windows(2) {
-            if let [(a, _), (b, later)] = pair
-                && a == b
-                && let Some(flag) = self.repeats.get_mut(*later)
-            {
-                *flag = true;
-            }
-        }
-    }
-}
 
 impl State {
     pub(super) fn add_batch(&mut self, batch: Vec<SessionFact>) -> AddReport {

@@ -35,7 +35,6 @@ use std::hash::{BuildHasher, RandomState};
 
 use fact_model::{FactId, SessionFact, Timestamp, fold_statement};
 
-use super::ops::Scratch;
 use super::records::{Plain, Record, Records};
 use super::symbols::{NIL, Symbols};
 use super::table::{IntMap, Table, hash_bytes, hash_u64};
@@ -754,6 +753,48 @@ impl Plain {
             superseded_by: fact.superseded_by(),
             confidence: fact.confidence(),
             recorded_at: fact.recorded_at(),
+        }
+    }
+}
+
+/// Buffers `add` reuses from one batch to the next, so a batch allocates nothing of its
+/// own but its report.
+#[derive(Debug, Default)]
+pub(super) struct Scratch {
+    /// The `(id, position)` of the batch's valid facts, sorted: whether an id is in the
+    /// batch, and which facts repeat an earlier one.
+    pub(super) ids: Vec<(FactId, usize)>,
+    /// By position: the fact repeats an earlier valid fact of the batch.
+    pub(super) repeats: Vec<bool>,
+    /// By position: the symbols of the fact's subject and relation.
+    pub(super) keys: Vec<(u32, u32)>,
+    /// The valid records of a key.
+    pub(super) members: Vec<u32>,
+    /// The valid records of a key the current fact supersedes.
+    pub(super) earlier: Vec<(u32, FactId, Timestamp)>,
+}
+
+impl Scratch {
+    /// Fills `ids` and `repeats` for `batch`: O(n log n) for any batch size, no hashing.
+    pub(super) fn index(&mut self, batch: &[SessionFact]) {
+        self.ids.clear();
+        self.ids.extend(
+            batch
+                .iter()
+                .enumerate()
+                .filter(|(_, fact)| fact.is_valid())
+                .map(|(index, fact)| (fact.id(), index)),
+        );
+        self.ids.sort_unstable();
+        self.repeats.clear();
+        self.repeats.resize(batch.len(), false);
+        for pair in self.ids.windows(2) {
+            if let [(a, _), (b, later)] = pair
+                && a == b
+                && let Some(flag) = self.repeats.get_mut(*later)
+            {
+                *flag = true;
+            }
         }
     }
 }

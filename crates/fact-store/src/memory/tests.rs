@@ -8,7 +8,8 @@ use std::time::Duration;
 use fact_model::{Clock, FactUpdate, ManualClock, SessionFact, SourceRole, Tag, Timestamp};
 use proptest::prelude::*;
 
-use super::{CompactionPolicy, InMemorySessionFactStore, State, StoreConfig};
+use super::{InMemorySessionFactStore, State};
+use crate::config::{CompactionPolicy, StoreConfig};
 use crate::{SessionFactStore, TermQuery, TermWeighting};
 
 /// BM25 with the usual constants, to exercise both factors of a weighting.

@@ -65,6 +65,7 @@
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
+use super::kernel::dot;
 use super::tokens::TokenVectors;
 use fact_model::FactId;
 
@@ -98,7 +99,7 @@ const MIN_WINDOW: usize = 32;
 /// Vectors are stored row by row in one allocation, codes likewise; removal swaps the
 /// last row (and code) into the hole, so the rows stay dense. See the module docs.
 #[derive(Debug, Clone)]
-pub(crate) struct VectorIndex {
+pub struct VectorIndex {
     dimension: usize,
     /// `u64` words per code: `dimension / 64`, rounded up.
     words: usize,
@@ -116,13 +117,12 @@ pub(crate) struct VectorIndex {
 
 impl VectorIndex {
     /// An empty index of `dimension`-dimensional vectors.
-    pub(crate) fn new(dimension: usize) -> Self {
+    pub fn new(dimension: usize) -> Self {
         VectorIndex::with_exact_limit(dimension, EXACT_SEARCH_LIMIT)
     }
 
     /// The heap the index holds, as [`crate::heap`] counts it.
-    #[cfg(any(feature = "sqlite", feature = "postgres"))]
-    pub(crate) fn heap_bytes(&self) -> usize {
+    pub fn heap_bytes(&self) -> usize {
         use crate::heap::{map_bytes, vec_bytes};
         vec_bytes::<FactId>(self.ids.capacity())
             + vec_bytes::<f32>(self.values.capacity())
@@ -132,7 +132,7 @@ impl VectorIndex {
 
     /// An empty index whose searches are exact up to `exact_limit` vectors (instead of
     /// [`EXACT_SEARCH_LIMIT`]): tests reach the binary path with few vectors.
-    pub(crate) fn with_exact_limit(dimension: usize, exact_limit: usize) -> Self {
+    pub fn with_exact_limit(dimension: usize, exact_limit: usize) -> Self {
         VectorIndex {
             dimension,
             words: dimension.div_ceil(64),
@@ -153,32 +153,36 @@ impl VectorIndex {
         self
     }
 
-    pub(crate) fn dimension(&self) -> usize {
+    /// The dimension of every vector of the index.
+    pub fn dimension(&self) -> usize {
         self.dimension
     }
 
-    pub(crate) fn len(&self) -> usize {
+    /// How many vectors it holds.
+    pub fn len(&self) -> usize {
         self.ids.len()
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
+    /// Whether it holds no vector.
+    pub fn is_empty(&self) -> bool {
         self.ids.is_empty()
     }
 
-    pub(crate) fn contains(&self, id: FactId) -> bool {
+    /// Whether it holds a vector of `id`.
+    pub fn contains(&self, id: FactId) -> bool {
         self.slots.contains_key(&id)
     }
 
     /// The stored (unit) vector of `id`.
     #[cfg(test)]
-    pub(crate) fn get(&self, id: FactId) -> Option<&[f32]> {
+    pub fn get(&self, id: FactId) -> Option<&[f32]> {
         let slot = *self.slots.get(&id)?;
         self.row_at(slot)
     }
 
     /// Stores `unit` (already normalized, of this index's dimension) for `id`, replacing
     /// its earlier vector. A vector of another dimension is ignored (callers validate).
-    pub(crate) fn upsert(&mut self, id: FactId, unit: &[f32]) {
+    pub fn upsert(&mut self, id: FactId, unit: &[f32]) {
         if unit.len() != self.dimension {
             return;
         }
@@ -208,7 +212,7 @@ impl VectorIndex {
     }
 
     /// Removes the vector of `id`; whether there was one.
-    pub(crate) fn remove(&mut self, id: FactId) -> bool {
+    pub fn remove(&mut self, id: FactId) -> bool {
         let Some(slot) = self.slots.remove(&id) else {
             return false;
         };
@@ -239,7 +243,7 @@ impl VectorIndex {
     /// Exact up to the index's exact limit ([`EXACT_SEARCH_LIMIT`]), approximate above
     /// it (binary codes, then exact re-scoring; see the module docs). `accept` is called
     /// at most once per id, and only for ids that could be returned.
-    pub(crate) fn nearest(
+    pub fn nearest(
         &self,
         query: &[f32],
         limit: usize,
@@ -256,7 +260,7 @@ impl VectorIndex {
     }
 
     /// The exact search: every row scored, then a bounded top-k.
-    pub(crate) fn nearest_exact(
+    pub fn nearest_exact(
         &self,
         query: &[f32],
         limit: usize,
@@ -454,22 +458,6 @@ fn write_code(vector: &[f32], code: &mut [u64]) {
 /// The number of bits where two codes of equal length differ.
 fn hamming(a: &[u64], b: &[u64]) -> u32 {
     a.iter().zip(b).map(|(x, y)| (x ^ y).count_ones()).sum()
-}
-
-/// The dot product of two rows of equal length, in eight lanes (so that it vectorizes;
-/// the lane order is fixed, so the result is deterministic).
-pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let (a8, a_tail) = a.as_chunks::<8>();
-    let (b8, b_tail) = b.as_chunks::<8>();
-    let mut lanes = [0f32; 8];
-    for (x, y) in a8.iter().zip(b8) {
-        for ((lane, x), y) in lanes.iter_mut().zip(x).zip(y) {
-            *lane += x * y;
-        }
-    }
-    let tail: f32 = a_tail.iter().zip(b_tail).map(|(x, y)| x * y).sum();
-    let [l0, l1, l2, l3, l4, l5, l6, l7] = lanes;
-    ((l0 + l4) + (l1 + l5)) + ((l2 + l6) + (l3 + l7)) + tail
 }
 
 /// One [`VectorIndex`] per model identity, and the token vectors of each model.
@@ -792,20 +780,5 @@ mod tests {
         assert!(models.is_empty());
         models.upsert("a", id(2), &[1.0]);
         assert_eq!(models.dimension("a"), Some(1));
-    }
-
-    #[test]
-    fn dot_matches_a_plain_sum() {
-        let mut rng = Rng(5);
-        for dim in [1, 7, 8, 9, 384, 385] {
-            let a: Vec<f32> = (0..dim).map(|_| rng.normal()).collect();
-            let b: Vec<f32> = (0..dim).map(|_| rng.normal()).collect();
-            let plain: f64 = a
-                .iter()
-                .zip(&b)
-                .map(|(x, y)| f64::from(*x) * f64::from(*y))
-                .sum();
-            assert!((f64::from(dot(&a, &b)) - plain).abs() < 1e-3);
-        }
     }
 }

@@ -20,7 +20,7 @@
 
 use std::fmt;
 
-use super::index::dot;
+use super::kernel::dot;
 
 /// The eight signs a byte of binary codes stands for, least significant bit first.
 static SIGNS: [[f32; 8]; 256] = signs();
@@ -285,8 +285,7 @@ impl TokenVectors {
     }
 
     /// The encoded bytes, taken (what a SQL store writes).
-    #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
-    pub(crate) fn into_bytes(self) -> Vec<u8> {
+    pub fn into_bytes(self) -> Vec<u8> {
         self.bytes
     }
 

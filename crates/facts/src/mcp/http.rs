@@ -1,7 +1,7 @@
 //! `facts mcp --http ADDR`: MCP over rmcp's streamable HTTP server transport, at `/mcp`.
 //!
 //! Every client gets its own MCP session (`Mcp-Session-Id`), and every session is a clone
-//! of one [`FactsServer`]. Without `--tokens`, all clients share one runtime (facts one
+//! of one `FactsServer`. Without `--tokens`, all clients share one runtime (facts one
 //! client ingests reach another's prompts and queries), nobody is authenticated, and the
 //! server listens on loopback only. On loopback, rmcp refuses requests whose `Host` is not
 //! a loopback name (DNS rebinding). A request that carries an `Origin` (a browser page's,
@@ -60,6 +60,7 @@ use axum::response::Response;
 use axum::serve::Listener;
 use axum::serve::ListenerExt;
 use dispatch_runtime::reexports::Clock;
+use rmcp::ServerHandler;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
@@ -70,7 +71,6 @@ use tokio_rustls::TlsAcceptor;
 #[cfg(feature = "tls")]
 use tokio_rustls::server::TlsStream;
 
-use super::FactsServer;
 use super::tenants::{Sha, Tenants};
 use crate::bounds;
 
@@ -470,10 +470,10 @@ impl Listener for TlsListener {
 }
 
 /// Listens as `listen` says, prints the endpoint's URL on stderr (the port the system
-/// chose, for port 0), and serves until the process is stopped, refusing bodies longer
-/// than `max_request_bytes`.
-pub(super) async fn serve(
-    server: FactsServer,
+/// chose, for port 0), and serves `server` (the `FactsServer`, cloned for every session)
+/// until the process is stopped, refusing bodies longer than `max_request_bytes`.
+pub(super) async fn serve<S: ServerHandler + Clone>(
+    server: S,
     listen: Listen,
     max_request_bytes: usize,
 ) -> Result<(), String> {

@@ -18,7 +18,7 @@ use dispatch_runtime::memory_protocol::{self, Policy};
 use rmcp::model::Tool;
 use serde_json::{Map, Value};
 
-use super::Hints;
+use super::hints::Hints;
 
 /// The memory tools, in the order `tools/list` shows them.
 pub(crate) fn tools() -> Vec<Tool> {

@@ -1,30 +1,32 @@
-//! The conformance suite against `InMemorySessionFactStore`.
+//! The conformance suite against `InMemorySessionFactStore` and `InMemoryLongTermStore`.
 
 use std::sync::Arc;
 
-use fact_model::ManualClock;
+use fact_model::Clock;
+use fact_store::conformance::Fixture;
 use fact_store::{
     InMemoryLongTermStore, InMemorySessionFactStore, LongTermStore, SessionFactStore, StoreConfig,
 };
 
-pub(crate) use crate::{fact, memory, store_from, t, valid_lines};
+/// The in-memory stores, which own no temporary state.
+struct InMemory;
 
-pub(crate) fn store_with(
-    config: StoreConfig,
-) -> Option<(Arc<dyn SessionFactStore>, Arc<ManualClock>)> {
-    Some(store_from(|clock| {
-        Arc::new(InMemorySessionFactStore::new(config, clock))
-    }))
+impl Fixture for InMemory {
+    fn store(
+        &self,
+        config: StoreConfig,
+        clock: Arc<dyn Clock>,
+    ) -> Option<Arc<dyn SessionFactStore>> {
+        Some(Arc::new(InMemorySessionFactStore::new(config, clock)))
+    }
+
+    fn long_term(
+        &self,
+        config: StoreConfig,
+        clock: Arc<dyn Clock>,
+    ) -> Option<Arc<dyn LongTermStore>> {
+        Some(Arc::new(InMemoryLongTermStore::new(config, clock)))
+    }
 }
 
-pub(crate) fn store() -> Option<(Arc<dyn SessionFactStore>, Arc<ManualClock>)> {
-    store_with(StoreConfig::default())
-}
-
-pub(crate) fn long_term() -> Option<(Arc<dyn LongTermStore>, Arc<ManualClock>)> {
-    let clock = Arc::new(ManualClock::new(t(0)));
-    let store = InMemoryLongTermStore::new(StoreConfig::default(), clock.clone());
-    Some((Arc::new(store), clock))
-}
-
-conformance_suite!();
+fact_store::conformance_suite!(InMemory);

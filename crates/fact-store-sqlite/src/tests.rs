@@ -1,0 +1,699 @@
+//! Failures only a second, raw connection can cause: a write that fails halfway (an
+//! injected trigger error) or finds the database locked leaves the store as it was; the
+//! search cache following another connection's writes (counting its loads); migrations
+//! of databases that older builds left.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use fact_model::{FactId, FactUpdate, ManualClock, SessionFact, SourceRole, Tag, Timestamp};
+use rusqlite::Connection;
+
+use super::{SqliteFactStore, SqliteOptions};
+use fact_store::{
+    InMemorySessionFactStore, SessionFactStore, StoreConfig, TermQuery, TermWeighting,
+};
+
+#[derive(Debug)]
+struct Overlap;
+
+impl TermWeighting for Overlap {
+    fn term_weight(&self, _: usize, _: usize, query_terms: usize) -> f64 {
+        1.0 / query_terms as f64
+    }
+
+    fn tf_weight(&self, _: u32, _: u32, _: f64) -> f64 {
+        1.0
+    }
+}
+
+fn fact(subject: &str, relation: &str, object: &str, secs: i64) -> SessionFact {
+    SessionFact::builder(subject, relation, object)
+        .tag(Tag::Decision)
+        .source("1", SourceRole::Implementer)
+        .valid_from(Timestamp::from_unix_secs(1_800_000_000 + secs).unwrap())
+        .build()
+        .unwrap()
+}
+
+fn search(store: &dyn SessionFactStore, text: &str) -> Vec<(String, f64)> {
+    let mut query = TermQuery::default().with_limit(10);
+    query.text = text;
+    store
+        .search(&query, &Overlap)
+        .unwrap()
+        .into_iter()
+        .map(|s| (s.fact.object().to_owned(), s.score))
+        .collect()
+}
+
+#[test]
+fn a_write_that_fails_halfway_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("facts.db");
+    let clock = Arc::new(ManualClock::default());
+    for options in [
+        SqliteOptions::default(),
+        SqliteOptions {
+            search_cache: false,
+            ..SqliteOptions::default()
+        },
+    ] {
+        let scope = format!("cache {}", options.search_cache);
+        let store = SqliteFactStore::open_with(
+            &path,
+            &scope,
+            StoreConfig::default(),
+            options,
+            clock.clone(),
+        )
+        .unwrap();
+        let reference = InMemorySessionFactStore::new(StoreConfig::default(), clock.clone());
+        let first = vec![
+            fact("task:1", "status", "parser blocked", 0),
+            fact("src/a.rs", "modified_by", "task:1", 0),
+        ];
+        store.add(first.clone()).unwrap();
+        reference.add(first).unwrap();
+        let before = (
+            store.export_snapshot().unwrap(),
+            store.valid_count().unwrap(),
+            search(&store, "parser"),
+        );
+        let raw = Connection::open(&path).unwrap();
+        raw.execute_batch(
+            "CREATE TRIGGER boom BEFORE INSERT ON facts WHEN NEW.subject = 'boom' \
+             BEGIN SELECT RAISE(ABORT, 'injected failure'); END;",
+        )
+        .unwrap();
+        // The batch first supersedes a fact and indexes a new one, then fails.
+        let err = store
+            .add(vec![
+                fact("task:1", "status", "parser done", 5),
+                fact("boom", "r", "o", 5),
+            ])
+            .unwrap_err();
+        assert_eq!(err.code(), "backend", "{err}");
+        assert!(err.to_string().contains("injected failure"), "{err}");
+        assert_eq!(
+            (
+                store.export_snapshot().unwrap(),
+                store.valid_count().unwrap(),
+                search(&store, "parser")
+            ),
+            before
+        );
+        raw.execute_batch("DROP TRIGGER boom").unwrap();
+        // Afterwards the store carries on exactly as the in-memory one.
+        let next = vec![
+            fact("task:1", "status", "parser done", 5),
+            fact("boom", "r", "o", 5),
+        ];
+        assert_eq!(
+            store.add(next.clone()).unwrap(),
+            reference.add(next).unwrap()
+        );
+        assert_eq!(
+            store.export_snapshot().unwrap().records,
+            reference.export_snapshot().unwrap().records
+        );
+        assert_eq!(
+            search(&store, "parser done boom"),
+            search(&reference, "parser done boom")
+        );
+    }
+}
+
+#[test]
+fn a_locked_database_is_busy_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("facts.db");
+    let options = SqliteOptions {
+        busy_timeout: Duration::from_millis(50),
+        ..SqliteOptions::default()
+    };
+    let store = SqliteFactStore::open_with(
+        &path,
+        "s",
+        StoreConfig::default(),
+        options,
+        Arc::new(ManualClock::default()),
+    )
+    .unwrap();
+    store.add(vec![fact("a", "r", "o", 0)]).unwrap();
+    let raw = Connection::open(&path).unwrap();
+    raw.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let err = store.add(vec![fact("b", "r", "o", 1)]).unwrap_err();
+    assert_eq!(err.code(), "busy", "{err}");
+    // Readers are not blocked by a writer in WAL mode.
+    assert_eq!(store.valid_count().unwrap(), 1);
+    raw.execute_batch("COMMIT").unwrap();
+    store.add(vec![fact("b", "r", "o", 1)]).unwrap();
+    assert_eq!(store.valid_count().unwrap(), 2);
+}
+
+// --- migrations ---------------------------------------------------------------------------
+
+/// `1_800_000_000 + secs` seconds, as a timestamp.
+fn at(secs: i64) -> Timestamp {
+    Timestamp::from_unix_secs(1_800_000_000 + secs).unwrap()
+}
+
+/// A transcript as a build before version 3 stored it: JSON Lines, one message with a
+/// time, one without, and a line that is no message.
+const OLD_TRANSCRIPT: &str = "{\"role\":\"user\",\"content\":\"Where should the piano go?\",\
+     \"timestamp\":\"2027-01-15T08:00:00Z\"}\n\
+     this line is not JSON\n\
+     {\"role\":\"assistant\",\"content\":\"By the window.\"}\n";
+
+/// A database at schema `version` (1 or 2) as the build of that version left it, made
+/// with that version's own statements: scope `s` with one valid fact (whose term document
+/// the store builds when it opens the scope: its analyzer is not recorded yet) and one
+/// episode with [`OLD_TRANSCRIPT`]; returns the fact and the episode id.
+fn old_database(path: &std::path::Path, version: usize) -> (SessionFact, String) {
+    use fact_store_sql::codec::{id_to_sql, tags_to_sql};
+
+    let conn = Connection::open(path).unwrap();
+    for migration in &super::schema::MIGRATIONS[..version] {
+        migration(&conn).unwrap();
+    }
+    conn.pragma_update(None, "user_version", u32::try_from(version).unwrap())
+        .unwrap();
+    let fact = fact("src/a.rs", "modified_by", "task:1", 0);
+    conn.execute(
+        "INSERT INTO scopes (name, last_batch, newest_input_batch, valid_count, stored_count, \
+         next_key_order) VALUES ('s', 1, 1, 1, 1, 1)",
+        [],
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO facts (scope, id, subject, relation, object, tags, valid_from, \
+         source_task_id, source_role, confidence, batch, key_order) \
+         VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 1, 0)",
+        rusqlite::params![
+            id_to_sql(fact.id()),
+            fact.subject(),
+            fact.relation(),
+            fact.object(),
+            tags_to_sql(fact.tags().as_slice()),
+            fact.valid_from().unix_micros(),
+            fact.source_task_id(),
+            fact.source_role().as_str(),
+            fact.confidence(),
+        ],
+    )
+    .unwrap();
+    let (title, summary) = ("Moving", "Where the piano goes.");
+    let id = "ep_00000000000000aa";
+    conn.execute(
+        "INSERT INTO episodes (scope, id, title, summary, transcript, tags, created_at) \
+         VALUES (1, ?1, ?2, ?3, ?4, '[]', ?5)",
+        rusqlite::params![id, title, summary, OLD_TRANSCRIPT, at(1_000).unix_micros()],
+    )
+    .unwrap();
+    let document = fact_store::Analyzer::new(fact_store::AnalyzerConfig::default())
+        .analyze(&format!("{title} {summary}"))
+        .join(" ");
+    conn.execute(
+        "INSERT INTO episode_fts (rowid, terms) VALUES (?1, ?2)",
+        rusqlite::params![conn.last_insert_rowid(), document],
+    )
+    .unwrap();
+    (fact, id.to_owned())
+}
+
+/// Keyword overlap for messages: each distinct query term a message holds counts 1.
+#[derive(Debug)]
+struct Count;
+
+impl TermWeighting for Count {
+    fn term_weight(&self, _: usize, _: usize, _: usize) -> f64 {
+        1.0
+    }
+
+    fn tf_weight(&self, _: u32, _: u32, _: f64) -> f64 {
+        1.0
+    }
+}
+
+#[test]
+fn older_databases_migrate_to_messages_aliases_profile_and_embeddings() {
+    use fact_model::{FactId, Message, MessageRole};
+    use fact_store::{
+        AliasChange, EpisodeStore, FactVectors, LongTermStore, MemoryWrite, MessageQuery,
+    };
+
+    assert_eq!(SqliteFactStore::SCHEMA_VERSION, 6);
+    for version in [1, 2] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("facts.db");
+        let (old_fact, episode_id) = old_database(&path, version);
+        let clock = Arc::new(ManualClock::new(at(2_000)));
+        let store =
+            SqliteFactStore::open(&path, "s", StoreConfig::default(), clock.clone()).unwrap();
+        let raw = Connection::open(&path).unwrap();
+        let migrated: u32 = raw
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .unwrap();
+        assert_eq!(migrated, SqliteFactStore::SCHEMA_VERSION, "from {version}");
+        // The facts are kept, recorded at no known time, and found by search.
+        assert_eq!(
+            store.valid_facts().unwrap(),
+            std::slice::from_ref(&old_fact)
+        );
+        assert_eq!(
+            store.get(old_fact.id()).unwrap().unwrap().recorded_at(),
+            None
+        );
+        assert_eq!(search(&store, "modified")[0].0, "task:1");
+        let from_fts = SqliteFactStore::open_with(
+            &path,
+            "s",
+            StoreConfig::default(),
+            SqliteOptions::default().with_search_cache(false),
+            clock.clone(),
+        )
+        .unwrap();
+        assert_eq!(search(&from_fts, "modified"), search(&store, "modified"));
+        assert_eq!(
+            store.fact_ids_from_source("1").unwrap(),
+            [old_fact.id()],
+            "facts_source answers for old rows"
+        );
+        // The transcript became messages (the line that is no message skipped), kept once.
+        let episode = store.episode(&episode_id).unwrap().unwrap();
+        let said: Timestamp = "2027-01-15T08:00:00Z".parse().unwrap();
+        assert_eq!(
+            episode.messages,
+            [
+                Message::new(MessageRole::User, "Where should the piano go?").at(said),
+                Message::new(MessageRole::Assistant, "By the window."),
+            ]
+        );
+        let columns: Vec<String> = raw
+            .prepare("SELECT name FROM pragma_table_info('episodes')")
+            .unwrap()
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert!(!columns.iter().any(|c| c == "transcript"), "{columns:?}");
+        // Its messages are searchable, with their times, and the answer rides on the
+        // question.
+        let hits = store
+            .search_messages(&MessageQuery::new("piano", 5), &Count)
+            .unwrap();
+        let turns: Vec<usize> = hits.iter().map(|hit| hit.turn).collect();
+        assert_eq!(turns, [0, 1]);
+        assert_eq!(hits[0].message.timestamp, Some(said));
+        assert_eq!(hits[0].episode_id, episode_id);
+        assert_eq!(store.search_episodes("piano", 5).unwrap().len(), 1);
+        let before_said = MessageQuery::new("window", 5).with_as_of(at(-1_000_000_000));
+        assert_eq!(
+            store.search_messages(&before_said, &Count).unwrap().len(),
+            1,
+            "a message without a time is always said by then"
+        );
+        // The new tables and columns take writes.
+        let recorded = fact("src/b.rs", "modified_by", "task:2", 5).recorded(at(9));
+        store
+            .commit({
+                let mut write = MemoryWrite::default();
+                write.aliases = vec![AliasChange::Set {
+                    alias: "mel".into(),
+                    entity: "melanie".into(),
+                    at: at(1),
+                }];
+                write.facts = fact_store::Transaction::new().add(vec![recorded.clone()]);
+                write
+            })
+            .unwrap();
+        assert_eq!(store.aliases().unwrap().len(), 1);
+        assert_eq!(
+            store.get(recorded.id()).unwrap().unwrap().recorded_at(),
+            Some(at(9))
+        );
+        // Embeddings (version 2) work too.
+        let id = FactId::for_triple("src/a.rs", "modified_by", "task:1");
+        assert_eq!(
+            store
+                .driver()
+                .put_embeddings("m", vec![(id, vec![0.5, 0.5])])
+                .unwrap(),
+            1
+        );
+        // Deleting the migrated episode empties the message statistics.
+        assert!(store.delete_episode(&episode_id).unwrap());
+        let counts: (i64, i64) = raw
+            .query_row(
+                "SELECT message_count, message_len FROM scopes WHERE name = 's'",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(counts, (0, 0));
+        let df: i64 = raw
+            .query_row("SELECT sum(df) FROM message_terms", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(df, 0);
+    }
+}
+
+// --- the search cache and other connections ------------------------------------------------
+
+/// What a store opened now (its cache loaded from the file) answers.
+fn fresh_search(path: &std::path::Path, text: &str) -> Vec<(String, f64)> {
+    let clock = Arc::new(ManualClock::default());
+    let store = SqliteFactStore::open(path, "s", StoreConfig::default(), clock).unwrap();
+    search(&store, text)
+}
+
+#[test]
+fn a_search_cache_follows_another_connection_row_by_row_and_reloads_after_deletions() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("facts.db");
+    let clock = Arc::new(ManualClock::default());
+    let open = || SqliteFactStore::open(&path, "s", StoreConfig::default(), clock.clone()).unwrap();
+    let (reader, writer) = (open(), open());
+    let loads = || reader.driver().loads.load(Ordering::Relaxed);
+    let query = "parser lexer tokenizer task";
+    let agrees = |step: &str| {
+        assert_eq!(search(&reader, query), fresh_search(&path, query), "{step}");
+    };
+    writer
+        .add(vec![fact("task:1", "status", "parser blocked", 0)])
+        .unwrap();
+    agrees("first search");
+    assert_eq!(loads(), 1);
+    let lexer = fact("src/lexer.rs", "modified_by", "task:1", 1);
+    writer.add(vec![lexer.clone()]).unwrap();
+    agrees("an add");
+    writer
+        .add(vec![fact("task:1", "status", "parser done", 2)])
+        .unwrap();
+    agrees("a supersession");
+    let statement = FactUpdate {
+        statement: Some("the tokenizer moved".into()),
+        ..FactUpdate::default()
+    };
+    writer.update(lexer.id(), &statement).unwrap();
+    agrees("an update");
+    reader
+        .add(vec![fact("src/lexer.rs", "reviewed_by", "task:2", 3)])
+        .unwrap();
+    writer.invalidate("src/lexer.rs", "reviewed_by").unwrap();
+    agrees("an invalidation after the reader's own write");
+    // Two writes in a row, then one search.
+    writer
+        .add(vec![fact("task:3", "status", "lexer", 4)])
+        .unwrap();
+    writer
+        .add(vec![fact("task:3", "status", "parser", 5)])
+        .unwrap();
+    agrees("two writes");
+    // Deleting an ended version the cache saw end: nothing it holds is gone.
+    let blocked = FactId::for_triple("task:1", "status", "parser blocked");
+    assert_eq!(writer.delete(blocked).unwrap(), 1);
+    agrees("a deleted ended version");
+    assert_eq!(loads(), 1, "every write above was followed row by row");
+    // Deleting a valid fact: the rows cannot show it, the scope is loaded again.
+    writer.delete(lexer.id()).unwrap();
+    agrees("a deleted valid fact");
+    assert_eq!(loads(), 2);
+    // A build of schema 4 writes without stamping its rows: here it ends `task:3`'s status.
+    let raw = Connection::open(&path).unwrap();
+    raw.execute_batch(
+        "UPDATE facts SET valid_to = 1, key_order = NULL, doc_len = NULL, terms = NULL \
+         WHERE subject = 'task:3' AND valid_to IS NULL; \
+         UPDATE scopes SET generation = generation + 1, valid_count = valid_count - 1;",
+    )
+    .unwrap();
+    assert!(
+        !search(&reader, "task:3 parser")
+            .iter()
+            .any(|(o, _)| o == "parser"),
+        "an unstamped write is not missed"
+    );
+    assert_eq!(loads(), 3);
+    agrees("after an unstamped write");
+    // The next stamped write carries on from there.
+    writer
+        .add(vec![fact("task:4", "status", "lexer", 6)])
+        .unwrap();
+    agrees("a stamped write after an unstamped one");
+    assert_eq!(loads(), 3);
+}
+
+#[test]
+fn databases_of_versions_3_and_4_migrate_to_stamped_rows() {
+    use fact_store_sql::codec::{id_to_sql, tags_to_sql};
+
+    for version in [3, 4] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("facts.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            for migration in &super::schema::MIGRATIONS[..version] {
+                migration(&conn).unwrap();
+            }
+            conn.pragma_update(None, "user_version", u32::try_from(version).unwrap())
+                .unwrap();
+            conn.execute(
+                "INSERT INTO scopes (name, last_batch, newest_input_batch, valid_count, \
+                 stored_count, next_key_order, generation) VALUES ('s', 2, 2, 1, 2, 2, 7)",
+                [],
+            )
+            .unwrap();
+            let old = fact("task:1", "status", "parser blocked", 0);
+            let new = fact("task:1", "status", "parser done", 1);
+            let old = old.superseded_at(new.valid_from(), new.id()).unwrap();
+            for (batch, fact) in [(1, &old), (2, &new)] {
+                conn.execute(
+                    "INSERT INTO facts (scope, id, subject, relation, object, tags, valid_from, \
+                     valid_to, source_task_id, source_role, confidence, superseded_by, batch, \
+                     key_order) VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                    rusqlite::params![
+                        id_to_sql(fact.id()),
+                        fact.subject(),
+                        fact.relation(),
+                        fact.object(),
+                        tags_to_sql(fact.tags().as_slice()),
+                        fact.valid_from().unix_micros(),
+                        fact.valid_to().map(Timestamp::unix_micros),
+                        fact.source_task_id(),
+                        fact.source_role().as_str(),
+                        fact.confidence(),
+                        fact.superseded_by().map(id_to_sql),
+                        batch,
+                        fact.is_valid().then_some(1),
+                    ],
+                )
+                .unwrap();
+            }
+        }
+        let clock = Arc::new(ManualClock::new(at(2_000)));
+        let open =
+            || SqliteFactStore::open(&path, "s", StoreConfig::default(), clock.clone()).unwrap();
+        let reader = open();
+        let raw = Connection::open(&path).unwrap();
+        let migrated: u32 = raw
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .unwrap();
+        assert_eq!(migrated, SqliteFactStore::SCHEMA_VERSION, "from {version}");
+        let (generation, stamped, deleted): (i64, i64, i64) = raw
+            .query_row(
+                "SELECT generation, stamped_generation, deleted_generation FROM scopes",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+            )
+            .unwrap();
+        // Opening rebuilt the term documents (the old scope names no analyzer): one write.
+        assert_eq!((generation, stamped, deleted), (8, 8, 0), "from {version}");
+        let index: i64 = raw
+            .query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE name = 'facts_changed'",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(index, 1);
+        assert_eq!(search(&reader, "parser"), [("parser done".to_owned(), 1.0)]);
+        // Another connection's writes are followed row by row on the migrated file.
+        let writer = open();
+        writer
+            .add(vec![fact("task:1", "status", "parser merged", 2)])
+            .unwrap();
+        assert_eq!(
+            search(&reader, "parser"),
+            [("parser merged".to_owned(), 1.0)]
+        );
+        assert_eq!(
+            reader.driver().loads.load(Ordering::Relaxed),
+            1,
+            "from {version}"
+        );
+        assert_eq!(writer.history("task:1").unwrap().len(), 3);
+    }
+}
+
+#[test]
+fn a_database_of_version_5_migrates_to_token_vectors_and_keeps_its_embeddings() {
+    use fact_store::{FactVectors, TokenEncoding, TokenVectors};
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("facts.db");
+    let clock = Arc::new(ManualClock::default());
+    let open = || SqliteFactStore::open(&path, "s", StoreConfig::default(), clock.clone()).unwrap();
+    let kept = fact("src/a.rs", "modified_by", "task:1", 0);
+    {
+        let store = open();
+        store.add(vec![kept.clone()]).unwrap();
+        store
+            .driver()
+            .put_embeddings("m", vec![(kept.id(), vec![1.0, 0.0])])
+            .unwrap();
+    }
+    // Version 6 only added `token_vectors`: without it, the file is as version 5 left it.
+    let raw = Connection::open(&path).unwrap();
+    raw.execute_batch("DROP TABLE token_vectors; PRAGMA user_version = 5;")
+        .unwrap();
+    let store = open();
+    let version: u32 = raw
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .unwrap();
+    assert_eq!(version, 6);
+    assert_eq!(SqliteFactStore::SCHEMA_VERSION, 6);
+    assert_eq!(store.driver().embedded_count("m").unwrap(), 1);
+    let missing: Vec<FactId> = store
+        .driver()
+        .untokenized("m", 10)
+        .unwrap()
+        .iter()
+        .map(SessionFact::id)
+        .collect();
+    assert_eq!(missing, [kept.id()]);
+    let tokens = TokenVectors::encode(TokenEncoding::Int8, 2, &[1.0, 0.0, 0.0, 1.0]).unwrap();
+    assert_eq!(
+        store
+            .driver()
+            .put_token_vectors("m", vec![(kept.id(), tokens.clone())])
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        store.driver().token_vectors("m", &[kept.id()]).unwrap(),
+        [(kept.id(), tokens)]
+    );
+    assert!(store.driver().untokenized("m", 10).unwrap().is_empty());
+}
+
+#[test]
+fn stored_bytes_that_are_not_token_vectors_are_a_corrupt_store() {
+    use fact_store::{FactVectors, StoreError, TokenEncoding, TokenVectors};
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("facts.db");
+    let clock = Arc::new(ManualClock::default());
+    let store = SqliteFactStore::open(&path, "s", StoreConfig::default(), clock).unwrap();
+    let kept = fact("src/a.rs", "modified_by", "task:1", 0);
+    store.add(vec![kept.clone()]).unwrap();
+    let tokens = TokenVectors::encode(TokenEncoding::Binary, 8, &[1.0; 8]).unwrap();
+    store
+        .driver()
+        .put_token_vectors("m", vec![(kept.id(), tokens)])
+        .unwrap();
+    let raw = Connection::open(&path).unwrap();
+    raw.execute("UPDATE token_vectors SET tokens = x'0102'", [])
+        .unwrap();
+    let error = store.driver().token_vectors("m", &[kept.id()]).unwrap_err();
+    assert!(matches!(error, StoreError::Corrupt { .. }), "{error:?}");
+    // Another model's read does not touch the row.
+    assert!(
+        store
+            .driver()
+            .token_vectors("other", &[kept.id()])
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn a_search_while_another_loads_the_scope_answers_from_fts5_without_waiting() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("facts.db");
+    let clock = Arc::new(ManualClock::default());
+    let store = SqliteFactStore::open(&path, "s", StoreConfig::default(), clock).unwrap();
+    store
+        .add(vec![
+            fact("task:1", "status", "parser blocked", 0),
+            fact("src/lexer.rs", "modified_by", "task:1", 1),
+        ])
+        .unwrap();
+    let expected = fresh_search(&path, "parser lexer task");
+    {
+        // Another search holds the loader (it is loading the scope on its own connection).
+        let _loading = crate::driver::Loading::try_start(&store.driver().loader).unwrap();
+        assert_eq!(search(&store, "parser lexer task"), expected);
+        store
+            .add(vec![fact("task:2", "status", "lexer done", 2)])
+            .unwrap();
+        assert_eq!(
+            search(&store, "parser lexer task"),
+            fresh_search(&path, "parser lexer task")
+        );
+        assert_eq!(
+            store.driver().loads.load(Ordering::Relaxed),
+            0,
+            "nothing was loaded"
+        );
+    }
+    // Once it is free, the next search loads the cache and answers the same.
+    assert_eq!(
+        search(&store, "parser lexer task"),
+        fresh_search(&path, "parser lexer task")
+    );
+    assert_eq!(store.driver().loads.load(Ordering::Relaxed), 1);
+}
+
+/// `mmap_size` and `cache_size` of the store's connection, read back.
+fn connection_memory(store: &SqliteFactStore) -> (i64, i64) {
+    store
+        .driver()
+        .with_conn(|conn, _| {
+            let mmap: i64 = conn.pragma_query_value(None, "mmap_size", |row| row.get(0))?;
+            let cache: i64 = conn.pragma_query_value(None, "cache_size", |row| row.get(0))?;
+            Ok((mmap, cache))
+        })
+        .unwrap()
+}
+
+#[test]
+fn the_connection_memory_options_reach_the_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory.db");
+    let clock = Arc::new(ManualClock::default());
+    let open = |options: SqliteOptions| {
+        SqliteFactStore::open_with(
+            &path,
+            "spec:a",
+            StoreConfig::default(),
+            options,
+            clock.clone(),
+        )
+        .unwrap()
+    };
+    let default = open(SqliteOptions::default());
+    assert_eq!(connection_memory(&default), (256 * 1024 * 1024, -32 * 1024));
+    let small = open(
+        SqliteOptions::default()
+            .with_mmap_size(0)
+            .with_page_cache_kib(256),
+    );
+    assert_eq!(connection_memory(&small), (0, -256));
+    // Beyond what SQLite's build allows, the map is clamped, never an error.
+    let huge = open(SqliteOptions::default().with_mmap_size(u64::MAX));
+    assert!(connection_memory(&huge).0 > 0);
+}
