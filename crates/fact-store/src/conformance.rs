@@ -18,8 +18,14 @@
 //! - [`transaction`]: several steps that commit together;
 //! - [`vectors`]: embeddings, the nearest-neighbour search and its filters.
 //!
-//! [`properties`] adds the differential property test: random operation sequences applied
-//! to the in-memory store and to the backend's must give the same answers.
+//! Beside the suite, for a backend's own tests:
+//!
+//! - [`properties`]: the differential property test, random operation sequences applied
+//!   to the in-memory store and to the backend's, which must give the same answers;
+//! - [`durable`]: what every durable store passes with stores it opened itself (several
+//!   store objects on one scope, reopening, caches following other writers);
+//! - [`stress`]: the lock stress loop, threads racing on one store;
+//! - [`token_properties`]: the token-vector property test.
 //!
 //! The functions can be called directly too, one at a time
 //! (`crud::update_errors_are_typed(&fixture)`), and the helpers they share ([`store`],
