@@ -224,21 +224,21 @@ pub trait EpisodeStore: Send + Sync + fmt::Debug {
     ///
     /// # Errors
     ///
-    /// A [`StoreError`] when a durable store cannot write.
+    /// A [`StoreError`](crate::StoreError) when a durable store cannot write.
     fn put_episode(&self, episode: &Episode) -> StoreResult<()>;
 
     /// The episode with this id, if there is one.
     ///
     /// # Errors
     ///
-    /// A [`StoreError`] when a durable store cannot read.
+    /// A [`StoreError`](crate::StoreError) when a durable store cannot read.
     fn episode(&self, id: &str) -> StoreResult<Option<Episode>>;
 
     /// Every episode, oldest first.
     ///
     /// # Errors
     ///
-    /// A [`StoreError`] when a durable store cannot read.
+    /// A [`StoreError`](crate::StoreError) when a durable store cannot read.
     fn episodes(&self) -> StoreResult<Vec<Episode>>;
 
     /// Up to `limit` (at most [`MAX_SEARCH_LIMIT`]) episodes whose title or summary
@@ -246,7 +246,7 @@ pub trait EpisodeStore: Send + Sync + fmt::Debug {
     ///
     /// # Errors
     ///
-    /// A [`StoreError`] when a durable store cannot read.
+    /// A [`StoreError`](crate::StoreError) when a durable store cannot read.
     fn search_episodes(&self, query: &str, limit: usize) -> StoreResult<Vec<Episode>>;
 
     /// The messages that answer `query`, best first, scored by `weighting` (BM25 in
@@ -263,7 +263,7 @@ pub trait EpisodeStore: Send + Sync + fmt::Debug {
     ///
     /// # Errors
     ///
-    /// A [`StoreError`] when a durable store cannot read.
+    /// A [`StoreError`](crate::StoreError) when a durable store cannot read.
     fn search_messages(
         &self,
         query: &MessageQuery<'_>,
@@ -275,14 +275,14 @@ pub trait EpisodeStore: Send + Sync + fmt::Debug {
     ///
     /// # Errors
     ///
-    /// A [`StoreError`] when a durable store cannot write.
+    /// A [`StoreError`](crate::StoreError) when a durable store cannot write.
     fn delete_episode(&self, id: &str) -> StoreResult<bool>;
 
     /// Records that facts were extracted from episode `id` at `at`.
     ///
     /// # Errors
     ///
-    /// [`StoreError::EpisodeNotFound`], or the error of a durable store that cannot write.
+    /// [`StoreError::EpisodeNotFound`](crate::StoreError::EpisodeNotFound), or the error of a durable store that cannot write.
     fn mark_extracted(&self, id: &str, at: Timestamp) -> StoreResult<()>;
 
     /// The episodes no facts were extracted from yet, oldest first. Provided.

@@ -577,10 +577,10 @@ pub struct TermIndex {
     total_len: u64,
     live_postings: usize,
     dead_postings: usize,
-    /// The heap of the keys of `ids` and `words` (never removed), as [`crate::heap`]
-    /// counts it.
+    /// The heap of the keys of `ids` and `words` (never removed), as `heap.rs` counts
+    /// it.
     key_heap: usize,
-    /// The heap of every term's postings, as [`crate::heap`] counts it.
+    /// The heap of every term's postings, as `heap.rs` counts it.
     postings_heap: usize,
 }
 
@@ -740,8 +740,8 @@ impl TermIndex {
             .collect()
     }
 
-    /// The heap the index holds, as [`crate::heap`] counts it (every allocation by its
-    /// capacity).
+    /// The heap the index holds, as the heap model ([`crate::backend::chunk`],
+    /// [`crate::backend::map_bytes`]) counts it (every allocation by its capacity).
     pub fn heap_bytes(&self) -> usize {
         use crate::heap::{map_bytes, vec_bytes};
         map_bytes::<String, u32>(self.ids.capacity())

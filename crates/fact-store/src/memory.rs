@@ -76,7 +76,7 @@ use crate::{
 /// than `capacity` valid facts or more than `history_limit` invalidated versions compacts
 /// before it returns:
 ///
-/// 1. while more than `capacity` facts are valid, the [`CompactionPolicy`] applies;
+/// 1. while more than `capacity` facts are valid, the [`CompactionPolicy`](crate::CompactionPolicy) applies;
 /// 2. invalidated versions beyond `history_limit` are dropped, oldest first.
 ///
 /// The newest facts survive verbatim: facts are merged or dropped oldest first (by

@@ -16,7 +16,7 @@ use fact_model::{FactId, ManualClock, Message, MessageRole, ProfileField};
 
 use super::fixture::{Overlap, fact, t};
 
-/// A search with [`Overlap`](super::Overlap) for the ten best, as lines with scores.
+/// A search with [`Overlap`] for the ten best, as lines with scores.
 pub fn search(store: &dyn SessionFactStore, text: &str) -> Vec<(String, f64)> {
     let query = TermQuery::default().with_limit(10);
     super::fixture::search(store, text, query)

@@ -121,7 +121,8 @@ impl VectorIndex {
         VectorIndex::with_exact_limit(dimension, EXACT_SEARCH_LIMIT)
     }
 
-    /// The heap the index holds, as [`crate::heap`] counts it.
+    /// The heap the index holds, as the heap model ([`crate::backend::chunk`],
+    /// [`crate::backend::map_bytes`]) counts it.
     pub fn heap_bytes(&self) -> usize {
         use crate::heap::{map_bytes, vec_bytes};
         vec_bytes::<FactId>(self.ids.capacity())
