@@ -25,8 +25,9 @@ pub(crate) const WRAPPER_ENV: &str = "XTASK_RUSTC_AS";
 pub(crate) const WORKSPACE_RUST_VERSION: &str = "1.89.0";
 
 /// The crates that must build with [`WORKSPACE_RUST_VERSION`], with their default
-/// features: the domain crates but the runtime, and the SQL core and SQLite backend.
-/// `fact-store-postgres` (and the crates that can enable it) declare 1.95.
+/// features: the domain crates, the runtime, the SQL core and the SQLite backend.
+/// `fact-store-postgres` declares 1.95, and so do the front ends, whose default features
+/// enable it.
 pub(crate) const CRATES: &[&str] = &[
     "fact-model",
     "fact-store",
@@ -35,6 +36,7 @@ pub(crate) const CRATES: &[&str] = &[
     "factmem-ledger",
     "fact-store-sql",
     "fact-store-sqlite",
+    "dispatch-runtime",
 ];
 
 /// The `cargo xtask check` step: `cargo check` of [`CRATES`] as a toolchain of
@@ -160,6 +162,7 @@ mod tests {
             "ledger",
             "fact-store-sql",
             "fact-store-sqlite",
+            "dispatch-runtime",
         ] {
             let manifest =
                 std::fs::read_to_string(root.join("crates").join(dir).join("Cargo.toml")).unwrap();

@@ -491,6 +491,7 @@ pub fn distinct(terms: &[String]) -> Vec<&str> {
 }
 
 /// The order of results: higher score, then newer `valid_from`, then smaller id.
+#[inline]
 pub fn rank_order(a: (f64, Timestamp, FactId), b: (f64, Timestamp, FactId)) -> std::cmp::Ordering {
     b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2))
 }
@@ -755,6 +756,7 @@ impl TermIndex {
     }
 
     /// The live fact in `slot`.
+    #[inline]
     pub fn entry(&self, slot: u32) -> Option<&Slot> {
         let live = self.lens.get(slot as usize).is_some_and(|len| *len != DEAD);
         self.slots.get(slot as usize).filter(|_| live)
@@ -953,6 +955,7 @@ impl Ord for Ranked {
 
 impl TopK {
     /// Keeps the best `k` results.
+    #[inline]
     pub fn new(k: usize) -> Self {
         TopK {
             k,
@@ -961,11 +964,13 @@ impl TopK {
     }
 
     /// Whether a result with this score could be kept (ties need the full rank).
+    #[inline]
     pub fn may_admit(&self, score: f64) -> bool {
         self.heap.len() < self.k || self.heap.peek().is_some_and(|worst| score >= worst.0)
     }
 
     /// Whether a result with this rank would be kept.
+    #[inline]
     pub fn admits(&self, score: f64, valid_from: Timestamp, id: FactId) -> bool {
         self.heap.len() < self.k
             || self.heap.peek().is_some_and(|worst| {
@@ -974,6 +979,7 @@ impl TopK {
     }
 
     /// Offers a result: kept when it ranks among the best `k` so far.
+    #[inline]
     pub fn push(&mut self, score: f64, valid_from: Timestamp, id: FactId, seq: u64) {
         if self.admits(score, valid_from, id) {
             self.heap.push(Ranked(score, valid_from, id, seq));

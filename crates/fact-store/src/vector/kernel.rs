@@ -3,6 +3,7 @@
 
 /// The dot product of two rows of equal length, in eight lanes (so that it vectorizes;
 /// the lane order is fixed, so the result is deterministic).
+#[inline]
 pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
     let (a8, a_tail) = a.as_chunks::<8>();
     let (b8, b_tail) = b.as_chunks::<8>();
