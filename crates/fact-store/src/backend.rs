@@ -8,8 +8,8 @@
 //! public for backend crates, and its items may change with any release.
 
 pub use crate::compaction::summarize;
-pub use crate::heap::{chunk, map_bytes, vec_bytes};
-pub use crate::index::{Slot, TermIndex, TopK, distinct, rank_order, scan_scores};
+pub use crate::heap::{chunk, map_bytes};
+pub use crate::index::{Slot, TermIndex, TopK, distinct, scan_scores};
 pub use crate::vector::{VectorIndex, check_token_model, unit_query, unit_vector};
 
 /// Messages of episodes: their terms, statistics, candidates and ranking, shared by every

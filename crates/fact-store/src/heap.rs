@@ -26,7 +26,7 @@ pub fn chunk(size: usize) -> usize {
 }
 
 /// The heap of a `Vec<T>` of `capacity`.
-pub fn vec_bytes<T>(capacity: usize) -> usize {
+pub(crate) fn vec_bytes<T>(capacity: usize) -> usize {
     chunk(capacity.saturating_mul(size_of::<T>()))
 }
 

@@ -492,7 +492,10 @@ pub fn distinct(terms: &[String]) -> Vec<&str> {
 
 /// The order of results: higher score, then newer `valid_from`, then smaller id.
 #[inline]
-pub fn rank_order(a: (f64, Timestamp, FactId), b: (f64, Timestamp, FactId)) -> std::cmp::Ordering {
+pub(crate) fn rank_order(
+    a: (f64, Timestamp, FactId),
+    b: (f64, Timestamp, FactId),
+) -> std::cmp::Ordering {
     b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2))
 }
 
