@@ -111,7 +111,13 @@ fn clock() -> Arc<ManualClock> {
 fn warnings<T>(f: impl FnOnce() -> T) -> (T, Vec<String>) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let subscriber = Warnings(seen.clone());
-    let value = tracing::subscriber::with_default(subscriber, f);
+    let value = tracing::subscriber::with_default(subscriber, || {
+        // Interest in each callsite is cached process-wide; a callsite first seen by a
+        // test thread without this subscriber may be cached as uninteresting, and its
+        // warnings missed here. Recompute it with this thread's subscriber in place.
+        tracing::callsite::rebuild_interest_cache();
+        f()
+    });
     let seen = seen.lock().unwrap().clone();
     (value, seen)
 }
