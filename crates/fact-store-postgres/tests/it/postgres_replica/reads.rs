@@ -6,9 +6,10 @@
 //! lock on the primary while it does; those whose assertions need a standby that replays
 //! hold it shared, so neither runs during the other (nextest runs tests as processes).
 
+use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::net::TcpListener;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Once};
 use std::time::{Duration, Instant};
 
 use fact_model::ManualClock;
@@ -108,22 +109,41 @@ fn clock() -> Arc<ManualClock> {
 }
 
 /// The warnings logged on this thread while `f` runs, each as `field=value` pairs.
+///
+/// The capturing subscriber is the process's global default, and each thread keeps its
+/// own list. A scoped subscriber (`with_default`) loses events here: when it is the only
+/// one alive, tracing-core computes a callsite's interest, once and for good, from the
+/// default of whichever thread reaches it first. Another test reading from the paused
+/// standby on its own thread, with no subscriber, then marks the lag warning's callsite
+/// as never interesting, and this thread's subscriber never sees it.
 fn warnings<T>(f: impl FnOnce() -> T) -> (T, Vec<String>) {
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let subscriber = Warnings(seen.clone());
-    let value = tracing::subscriber::with_default(subscriber, || {
-        // Interest in each callsite is cached process-wide; a callsite first seen by a
-        // test thread without this subscriber may be cached as uninteresting, and its
-        // warnings missed here. Recompute it with this thread's subscriber in place.
-        tracing::callsite::rebuild_interest_cache();
-        f()
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        tracing::subscriber::set_global_default(Warnings)
+            .expect("no other global subscriber in this test binary");
     });
-    let seen = seen.lock().unwrap().clone();
+    /// Ends the capture also when `f` panics.
+    struct Capture;
+    impl Drop for Capture {
+        fn drop(&mut self) {
+            CAPTURED.with(|seen| seen.borrow_mut().take());
+        }
+    }
+    CAPTURED.with(|seen| *seen.borrow_mut() = Some(Vec::new()));
+    let capture = Capture;
+    let value = f();
+    let seen = CAPTURED.with(|seen| seen.borrow_mut().take().unwrap_or_default());
+    drop(capture);
     (value, seen)
 }
 
-/// A subscriber that keeps the warning events.
-struct Warnings(Arc<Mutex<Vec<String>>>);
+thread_local! {
+    /// This thread's warnings while [`warnings`] runs; `None` otherwise.
+    static CAPTURED: RefCell<Option<Vec<String>>> = const { RefCell::new(None) };
+}
+
+/// A subscriber that keeps the warning events of the threads that capture them.
+struct Warnings;
 
 struct Fields(String);
 
@@ -143,11 +163,16 @@ impl Subscriber for Warnings {
     fn record(&self, _: &Id, _: &Record<'_>) {}
     fn record_follows_from(&self, _: &Id, _: &Id) {}
     fn event(&self, event: &Event<'_>) {
-        if *event.metadata().level() == Level::WARN {
-            let mut fields = Fields(String::new());
-            event.record(&mut fields);
-            self.0.lock().unwrap().push(fields.0);
+        if *event.metadata().level() != Level::WARN {
+            return;
         }
+        CAPTURED.with(|seen| {
+            if let Some(seen) = seen.borrow_mut().as_mut() {
+                let mut fields = Fields(String::new());
+                event.record(&mut fields);
+                seen.push(fields.0);
+            }
+        });
     }
     fn enter(&self, _: &Id) {}
     fn exit(&self, _: &Id) {}
