@@ -439,22 +439,33 @@ impl Reload {
         let on_failure = handle.clone();
         let reload = move || {
             let loaded = load_now(&database, scope, &Analyzer::new(config));
-            let pinned = handle.pin();
-            let mut held = pinned.lock();
-            held.loading = false;
-            match loaded {
-                Ok(fresh) => {
-                    tracing::debug!(scope, facts = fresh.len(), "evicted search cache reloaded");
-                    if held
-                        .cache
-                        .as_ref()
-                        .is_none_or(|cache| cache.generation() < fresh.generation())
-                    {
-                        held.cache = Some(fresh);
+            {
+                let pinned = handle.pin();
+                let mut held = pinned.lock();
+                held.loading = false;
+                match loaded {
+                    Ok(fresh) => {
+                        tracing::debug!(
+                            scope,
+                            facts = fresh.len(),
+                            "evicted search cache reloaded"
+                        );
+                        if held
+                            .cache
+                            .as_ref()
+                            .is_none_or(|cache| cache.generation() < fresh.generation())
+                        {
+                            held.cache = Some(fresh);
+                        }
+                    }
+                    Err(error) => {
+                        tracing::warn!(scope, %error, "reloading the search cache failed");
                     }
                 }
-                Err(error) => tracing::warn!(scope, %error, "reloading the search cache failed"),
+                // The lock's release charges the cache to the budget (evicting others).
             }
+            // Released only once the cache is in place and charged (or failed), so a
+            // budget with no reload running has settled, as on SQLite.
             drop(permit);
         };
         if let Err(error) = std::thread::Builder::new()
