@@ -4,7 +4,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{FactId, FactText, SourceRole, Tag, Timestamp, char_len};
+use crate::{FactId, FactText, Metadata, SourceRole, Tag, Timestamp, char_len};
 
 /// Longest subject, in characters.
 pub const MAX_SUBJECT_CHARS: usize = 200;
@@ -266,6 +266,7 @@ impl From<Tags> for Vec<Tag> {
 /// | `statement` | optional, 1..=500 characters, not blank |
 /// | `superseded_by` | optional, the id of the fact that replaced this one; only with `valid_to` |
 /// | `recorded_at` | optional, when a store recorded this version (transaction time); never `valid_from` |
+/// | `metadata` | optional [`Metadata`]: at most 32 keys of `[A-Za-z0-9_.-]`, scalar values; omitted on the wire when empty |
 /// | `id` | derived: [`FactId::for_triple`]; on the wire it may be omitted, and must match when given |
 ///
 /// # Examples
@@ -305,6 +306,7 @@ pub struct SessionFact {
     statement: Option<String>,
     superseded_by: Option<FactId>,
     recorded_at: Option<Timestamp>,
+    metadata: Metadata,
 }
 
 impl fmt::Debug for SessionFact {
@@ -324,6 +326,9 @@ impl fmt::Debug for SessionFact {
         }
         if let Some(at) = &self.recorded_at {
             s.field("recorded_at", at);
+        }
+        if !self.metadata.is_empty() {
+            s.field("metadata", &self.metadata);
         }
         s.finish()
     }
@@ -462,6 +467,7 @@ impl SessionFact {
             statement: None,
             superseded_by: None,
             recorded_at: None,
+            metadata: Metadata::new(),
         })
     }
 
@@ -603,6 +609,29 @@ impl SessionFact {
         }
     }
 
+    /// The fact's metadata (empty unless given).
+    #[must_use]
+    pub fn metadata(&self) -> &Metadata {
+        &self.metadata
+    }
+
+    /// The same fact with `metadata` instead of its own (the id does not change:
+    /// metadata is not part of the triple).
+    ///
+    /// ```
+    /// # use fact_model::{Metadata, SessionFact, SourceRole, Tag, Timestamp};
+    /// let fact = SessionFact::builder("user", "works_on", "rlm").tag(Tag::Context)
+    ///     .source("ep_1", SourceRole::User).valid_from(Timestamp::UNIX_EPOCH).build()?;
+    /// let tagged = fact.clone().with_metadata(Metadata::from_assignments(["project=rlm"])?);
+    /// assert_eq!(tagged.id(), fact.id());
+    /// assert_eq!(tagged.metadata().len(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn with_metadata(self, metadata: Metadata) -> SessionFact {
+        SessionFact { metadata, ..self }
+    }
+
     /// Whether the fact is still valid (not invalidated).
     #[must_use]
     pub fn is_valid(&self) -> bool {
@@ -742,6 +771,7 @@ pub struct FactBuilder {
     statement: Option<String>,
     superseded_by: Option<FactId>,
     recorded_at: Option<Timestamp>,
+    metadata: Metadata,
 }
 
 /// The tags given to a builder, kept inline: the first four decide every outcome of
@@ -853,6 +883,7 @@ impl FactBuilder {
             statement: None,
             superseded_by: None,
             recorded_at: None,
+            metadata: Metadata::new(),
         }
     }
 
@@ -929,6 +960,13 @@ impl FactBuilder {
         self
     }
 
+    /// Sets the fact's metadata.
+    #[inline]
+    pub fn metadata(mut self, metadata: Metadata) -> Self {
+        self.metadata = metadata;
+        self
+    }
+
     /// Validates every field and builds the fact.
     ///
     /// # Errors
@@ -955,6 +993,7 @@ impl FactBuilder {
             statement: self.statement,
             superseded_by: self.superseded_by,
             recorded_at: self.recorded_at,
+            metadata: self.metadata,
         })
     }
 }
@@ -985,6 +1024,9 @@ struct WireFact<T = TagList> {
     /// Absent is read as `null`.
     #[serde(default, deserialize_with = "parsed_option::<_, WireTime>")]
     recorded_at: Option<Timestamp>,
+    /// Absent is read as empty.
+    #[serde(default)]
+    metadata: Metadata,
 }
 
 /// A value read from a JSON string through its `FromStr`, exactly as the `Deserialize` of
@@ -1161,6 +1203,8 @@ struct WireFactRef<'a> {
     superseded_by: Option<HexId>,
     #[serde(skip_serializing_if = "Option::is_none")]
     recorded_at: Option<Rfc3339>,
+    #[serde(skip_serializing_if = "Metadata::is_empty")]
+    metadata: &'a Metadata,
 }
 
 /// The 16 lowercase hex characters of `id`, as its `Display` writes them.
@@ -1330,6 +1374,7 @@ impl Serialize for SessionFact {
             statement: self.statement(),
             superseded_by: self.superseded_by.map(HexId),
             recorded_at: self.recorded_at.map(Rfc3339),
+            metadata: &self.metadata,
         }
         .serialize(serializer)
     }
@@ -1382,6 +1427,7 @@ impl SessionFact {
             statement: wire.statement,
             superseded_by: wire.superseded_by,
             recorded_at: wire.recorded_at,
+            metadata: wire.metadata,
         })
     }
 }

@@ -44,7 +44,9 @@ mod contract;
 mod conversation;
 mod entity;
 mod fact;
+mod filter;
 mod id;
+mod metadata;
 mod profile;
 mod selector;
 mod tag;
@@ -65,7 +67,15 @@ pub use crate::fact::{
     MAX_SOURCE_TASK_ID_CHARS, MAX_STATEMENT_CHARS, MAX_SUBJECT_CHARS, MAX_TAGS, SessionFact, Tags,
     fold_statement,
 };
+pub use crate::filter::{
+    Condition, FieldKind, Filter, FilterError, FilterField, FilterTarget, MAX_FILTER_DEPTH,
+    MAX_FILTER_ITEMS, Operand, Operator,
+};
 pub use crate::id::{FactId, ParseFactIdError};
+pub use crate::metadata::{
+    MAX_METADATA_KEY_BYTES, MAX_METADATA_KEYS, MAX_METADATA_STRING_BYTES, MAX_SAFE_INTEGER,
+    MetaValue, Metadata, MetadataError, is_metadata_key,
+};
 pub use crate::profile::{MemoryHistory, ProfileField, UserContext};
 pub use crate::selector::FactSelector;
 pub use crate::tag::{ParseSourceRoleError, ParseTagError, SourceRole, Tag};
