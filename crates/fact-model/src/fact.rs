@@ -729,6 +729,9 @@ impl SessionFact {
             check_confidence(confidence)?;
             next.confidence = confidence;
         }
+        if let Some(metadata) = &update.metadata {
+            next.metadata = metadata.clone();
+        }
         Ok(next)
     }
 }
@@ -754,6 +757,9 @@ pub struct FactUpdate {
     /// A new confidence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confidence: Option<f64>,
+    /// New metadata, replacing the old whole (empty metadata clears it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Metadata>,
 }
 
 /// Builds a validated [`SessionFact`]; see [`SessionFact::builder`].

@@ -676,7 +676,10 @@ mod tests {
             .clone()
             .with_metadata(Metadata::from_json(&json!({"project": "rlm", "n": 3})).unwrap());
         let text = serde_json::to_string(&tagged).unwrap();
-        assert!(text.ends_with(r#""metadata":{"n":3,"project":"rlm"}}"#), "{text}");
+        assert!(
+            text.ends_with(r#""metadata":{"n":3,"project":"rlm"}}"#),
+            "{text}"
+        );
         assert_eq!(serde_json::from_str::<SessionFact>(&text).unwrap(), tagged);
         let bad = text.replace(r#""n":3"#, r#""n":[3]"#);
         let err = serde_json::from_str::<SessionFact>(&bad).unwrap_err();

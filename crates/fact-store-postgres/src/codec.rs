@@ -4,7 +4,7 @@ use fact_model::SessionFact;
 use postgres::Row;
 
 use crate::error::DbResult;
-use fact_store_sql::codec::FactRow;
+use fact_store_sql::codec::{FactRow, metadata_from_json};
 
 /// Reads the fact in columns `at..at + FACT_COLUMN_COUNT` (see
 /// [`FACT_COLUMNS`](fact_store_sql::codec::FACT_COLUMNS)).
@@ -22,6 +22,7 @@ pub(super) fn read_fact(row: &Row, at: usize) -> DbResult<SessionFact> {
         statement: row.try_get(at + 9)?,
         superseded_by: row.try_get(at + 10)?,
         recorded_at: row.try_get(at + 11)?,
+        metadata: metadata_from_json(row.try_get(at + 12)?)?,
     }
     .into_fact()
 }

@@ -484,9 +484,10 @@ impl Rows for PgRows<'_> {
         let rows = self.query(
             "INSERT INTO facts (scope, id, subject, relation, object, tags, valid_from, \
              valid_to, source_task_id, source_role, confidence, statement, folded, \
-             superseded_by, batch, key_order, doc_len, terms, changed_generation, recorded_at) \
+             superseded_by, batch, key_order, doc_len, terms, changed_generation, recorded_at, \
+             metadata) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
-             $17, $18, $19, $20) RETURNING seq",
+             $17, $18, $19, $20, $21) RETURNING seq",
             &[
                 &scope,
                 &id_to_sql(fact.id()),
@@ -508,6 +509,7 @@ impl Rows for PgRows<'_> {
                 &link.map(|l| l.document.as_str()),
                 &generation,
                 &fact.recorded_at().map(Timestamp::unix_micros),
+                &metadata_json(fact.metadata()),
             ],
         )?;
         match rows.first() {
@@ -577,8 +579,8 @@ impl Rows for PgRows<'_> {
         let tags = tags_to_sql(fact.tags().as_slice());
         self.execute(
             "UPDATE facts SET tags = $3, confidence = $4, statement = $5, folded = $6, \
-             key_order = $7, doc_len = $8, terms = $9, changed_generation = $10 \
-             WHERE scope = $1 AND seq = $2",
+             key_order = $7, doc_len = $8, terms = $9, changed_generation = $10, \
+             metadata = $11 WHERE scope = $1 AND seq = $2",
             &[
                 &scope,
                 &seq,
@@ -590,6 +592,7 @@ impl Rows for PgRows<'_> {
                 &link.map(|l| l.doc_len),
                 &link.map(|l| l.document.as_str()),
                 &generation,
+                &metadata_json(fact.metadata()),
             ],
         )?;
         Ok(())
@@ -656,4 +659,9 @@ impl Rows for PgRows<'_> {
         self.tx.commit()?;
         Ok(())
     }
+}
+
+/// Metadata as the `jsonb` column holds it, `NULL` for none.
+fn metadata_json(metadata: &fact_model::Metadata) -> Option<serde_json::Value> {
+    (!metadata.is_empty()).then(|| metadata.to_json())
 }

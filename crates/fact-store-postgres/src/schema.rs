@@ -98,6 +98,12 @@
 //!   as writes of embeddings and facts do, so a row is never written for a fact whose
 //!   last version a concurrent write deletes; that deletion deletes its rows in the same
 //!   transaction.
+//!
+//! # Version 6
+//!
+//! - `facts.metadata` and `episodes.metadata`: a version's or an episode's
+//!   [`Metadata`](fact_model::Metadata) as `jsonb`, `NULL` for none, which every row
+//!   written before has.
 
 use postgres::Client;
 
@@ -116,6 +122,7 @@ const MIGRATIONS: &[Migration] = &[
     to_version_3,
     to_version_4,
     to_version_5,
+    to_version_6,
 ];
 
 /// The newest schema version this build knows.
@@ -364,6 +371,15 @@ fn to_version_5(tx: &mut postgres::Transaction<'_>) -> DbResult<()> {
             PRIMARY KEY (scope, fact, model)
         );
         ALTER TABLE token_vectors ALTER COLUMN tokens SET STORAGE EXTERNAL;",
+    )?;
+    Ok(())
+}
+
+fn to_version_6(tx: &mut postgres::Transaction<'_>) -> DbResult<()> {
+    // Nullable columns without a default: adding them rewrites nothing.
+    tx.batch_execute(
+        "ALTER TABLE facts ADD COLUMN metadata JSONB;
+        ALTER TABLE episodes ADD COLUMN metadata JSONB;",
     )?;
     Ok(())
 }

@@ -7,16 +7,16 @@
 //! back goes through [`SessionFact`]'s validating builder, so a damaged row is a
 //! [`DbError::Corrupt`], never a panic or a fact that breaks an invariant.
 
-use fact_model::{FactId, Message, SessionFact, SourceRole, Tag, Timestamp};
+use fact_model::{FactId, Message, Metadata, SessionFact, SourceRole, Tag, Timestamp};
 
 use super::error::{DbError, DbResult};
 
 /// The fact columns every fact query selects, in the order of [`FactRow`]'s fields.
 pub const FACT_COLUMNS: &str = "subject, relation, object, tags, valid_from, valid_to, \
-     source_task_id, source_role, confidence, statement, superseded_by, recorded_at";
+     source_task_id, source_role, confidence, statement, superseded_by, recorded_at, metadata";
 
 /// The number of columns in [`FACT_COLUMNS`].
-pub const FACT_COLUMN_COUNT: usize = 12;
+pub const FACT_COLUMN_COUNT: usize = 13;
 
 /// The [`FACT_COLUMNS`] of one row, as the database gave them.
 #[derive(Debug)]
@@ -45,6 +45,9 @@ pub struct FactRow {
     pub superseded_by: Option<i64>,
     /// When the store recorded it, in microseconds.
     pub recorded_at: Option<i64>,
+    /// Its metadata, decoded by the backend from its column type
+    /// ([`metadata_from_text`], [`metadata_from_json`]).
+    pub metadata: Metadata,
 }
 
 impl FactRow {
@@ -72,9 +75,36 @@ impl FactRow {
             builder = builder.recorded_at(time_from_sql(at)?);
         }
         builder
+            .metadata(self.metadata)
             .build()
             .map_err(|e| DbError::Corrupt(format!("stored fact is invalid: {e}")))
     }
+}
+
+/// Metadata as a text column holds it: a JSON object, `NULL` for none.
+pub fn metadata_to_text(metadata: &Metadata) -> Option<String> {
+    (!metadata.is_empty()).then(|| metadata.to_json().to_string())
+}
+
+/// Metadata as [`metadata_to_text`] stored it.
+pub fn metadata_from_text<E>(text: Option<&str>) -> DbResult<Metadata, E> {
+    let Some(text) = text else {
+        return Ok(Metadata::new());
+    };
+    let value: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| DbError::Corrupt(format!("stored metadata is not JSON: {e}")))?;
+    metadata_from_json(Some(value))
+}
+
+/// Metadata from a JSON column's value, `NULL` for none.
+pub fn metadata_from_json<E>(value: Option<serde_json::Value>) -> DbResult<Metadata, E> {
+    value.map_or_else(
+        || Ok(Metadata::new()),
+        |value| {
+            Metadata::from_json(&value)
+                .map_err(|e| DbError::Corrupt(format!("stored metadata is invalid: {e}")))
+        },
+    )
 }
 
 /// A fact id as stored.

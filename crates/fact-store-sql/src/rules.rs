@@ -163,7 +163,8 @@ pub trait Rows {
     fn unlink(&mut self, seq: i64, end: Option<(i64, Option<i64>)>) -> DbResult<(), Self::Error>;
     /// Sets a valid version's index columns anew (a reindex).
     fn relink(&mut self, seq: i64, link: &Link) -> DbResult<(), Self::Error>;
-    /// Writes an updated version's tags, confidence, statement and index columns.
+    /// Writes an updated version's tags, confidence, statement, metadata and index
+    /// columns.
     fn update(
         &mut self,
         seq: i64,

@@ -4,7 +4,7 @@ use fact_model::SessionFact;
 use rusqlite::Row;
 
 use crate::error::DbResult;
-use fact_store_sql::codec::FactRow;
+use fact_store_sql::codec::{FactRow, metadata_from_text};
 
 /// Reads the fact in columns `at..at + FACT_COLUMN_COUNT` (see
 /// [`FACT_COLUMNS`](fact_store_sql::codec::FACT_COLUMNS)).
@@ -22,6 +22,7 @@ pub(super) fn read_fact(row: &Row<'_>, at: usize) -> DbResult<SessionFact> {
         statement: row.get(at + 9)?,
         superseded_by: row.get(at + 10)?,
         recorded_at: row.get(at + 11)?,
+        metadata: metadata_from_text(row.get::<_, Option<String>>(at + 12)?.as_deref())?,
     }
     .into_fact()
 }

@@ -20,15 +20,15 @@ use rusqlite::{OptionalExtension, Transaction, params};
 use super::codec::read_fact;
 use crate::error::DbResult;
 use fact_store_sql::codec::{
-    FACT_COLUMN_COUNT, batch_from_sql, batch_to_sql, id_from_sql, id_to_sql, tags_to_sql,
-    time_from_sql,
+    FACT_COLUMN_COUNT, batch_from_sql, batch_to_sql, id_from_sql, id_to_sql, metadata_to_text,
+    tags_to_sql, time_from_sql,
 };
 use fact_store_sql::rules::{Document, KeyVersion, Link, RankRow, Rows, ScopeState};
 
 /// A version, its batch and its term document, by seq (within the scope).
 const SELECT_FACT: &str = "SELECT subject, relation, object, tags, valid_from, valid_to, \
-     source_task_id, source_role, confidence, statement, superseded_by, recorded_at, batch, \
-     doc_len, terms FROM facts WHERE seq = ?1 AND scope = ?2";
+     source_task_id, source_role, confidence, statement, superseded_by, recorded_at, metadata, \
+     batch, doc_len, terms FROM facts WHERE seq = ?1 AND scope = ?2";
 
 /// A change of the full-text index, applied when the transaction commits.
 #[derive(Debug)]
@@ -324,9 +324,9 @@ impl Rows for SqliteRows<'_> {
                 "INSERT INTO facts (scope, id, subject, relation, object, tags, valid_from, \
                  valid_to, source_task_id, source_role, confidence, statement, folded, \
                  superseded_by, batch, key_order, doc_len, terms, recorded_at, \
-                 changed_generation) \
+                 changed_generation, metadata) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, \
-                 ?17, ?18, ?19, ?20)",
+                 ?17, ?18, ?19, ?20, ?21)",
             )?
             .execute(params![
                 self.scope,
@@ -349,6 +349,7 @@ impl Rows for SqliteRows<'_> {
                 link.map(|l| l.document.as_str()),
                 fact.recorded_at().map(Timestamp::unix_micros),
                 self.generation,
+                metadata_to_text(fact.metadata()),
             ])?;
         Ok(self.tx.last_insert_rowid())
     }
@@ -407,8 +408,8 @@ impl Rows for SqliteRows<'_> {
         self.tx
             .prepare_cached(
                 "UPDATE facts SET tags = ?2, confidence = ?3, statement = ?4, folded = ?5, \
-                 key_order = ?6, doc_len = ?7, terms = ?8, changed_generation = ?9 \
-                 WHERE seq = ?1",
+                 key_order = ?6, doc_len = ?7, terms = ?8, changed_generation = ?9, \
+                 metadata = ?10 WHERE seq = ?1",
             )?
             .execute(params![
                 seq,
@@ -420,6 +421,7 @@ impl Rows for SqliteRows<'_> {
                 link.map(|l| l.doc_len),
                 link.map(|l| l.document.as_str()),
                 self.generation,
+                metadata_to_text(fact.metadata()),
             ])?;
         Ok(())
     }

@@ -96,6 +96,12 @@
 //!   deleting a fact finds its rows), `tokens` the encoded bytes (a BLOB). Deleting the
 //!   last version of a fact deletes its rows, in the transaction that deletes its
 //!   embeddings.
+//!
+//! # Version 7
+//!
+//! - `facts.metadata` and `episodes.metadata`: a version's or an episode's
+//!   [`Metadata`](fact_model::Metadata) as a JSON object (keys sorted), `NULL` for none,
+//!   which every row written before has.
 
 use rusqlite::{Connection, TransactionBehavior};
 
@@ -117,6 +123,7 @@ pub(super) const MIGRATIONS: &[Migration] = &[
     to_version_4,
     to_version_5,
     to_version_6,
+    to_version_7,
 ];
 
 /// The newest schema version this build knows.
@@ -373,6 +380,15 @@ fn to_version_6(conn: &Connection) -> DbResult<()> {
             tokens BLOB NOT NULL,
             UNIQUE (scope, fact, model)
         );",
+    )?;
+    Ok(())
+}
+
+fn to_version_7(conn: &Connection) -> DbResult<()> {
+    // Nullable columns without a default: adding them rewrites nothing.
+    conn.execute_batch(
+        "ALTER TABLE facts ADD COLUMN metadata TEXT;
+        ALTER TABLE episodes ADD COLUMN metadata TEXT;",
     )?;
     Ok(())
 }

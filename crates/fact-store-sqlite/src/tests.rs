@@ -246,7 +246,7 @@ fn older_databases_migrate_to_messages_aliases_profile_and_embeddings() {
         AliasChange, EpisodeStore, FactVectors, LongTermStore, MemoryWrite, MessageQuery,
     };
 
-    assert_eq!(SqliteFactStore::SCHEMA_VERSION, 6);
+    assert_eq!(SqliteFactStore::SCHEMA_VERSION, 7);
     for version in [1, 2] {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("facts.db");
@@ -556,16 +556,20 @@ fn a_database_of_version_5_migrates_to_token_vectors_and_keeps_its_embeddings() 
             .put_embeddings("m", vec![(kept.id(), vec![1.0, 0.0])])
             .unwrap();
     }
-    // Version 6 only added `token_vectors`: without it, the file is as version 5 left it.
+    // Version 6 only added `token_vectors`, version 7 the metadata columns: without them,
+    // the file is as version 5 left it.
     let raw = Connection::open(&path).unwrap();
-    raw.execute_batch("DROP TABLE token_vectors; PRAGMA user_version = 5;")
-        .unwrap();
+    raw.execute_batch(
+        "DROP TABLE token_vectors; ALTER TABLE facts DROP COLUMN metadata;
+         ALTER TABLE episodes DROP COLUMN metadata; PRAGMA user_version = 5;",
+    )
+    .unwrap();
     let store = open();
     let version: u32 = raw
         .pragma_query_value(None, "user_version", |row| row.get(0))
         .unwrap();
-    assert_eq!(version, 6);
-    assert_eq!(SqliteFactStore::SCHEMA_VERSION, 6);
+    assert_eq!(version, 7);
+    assert_eq!(SqliteFactStore::SCHEMA_VERSION, 7);
     assert_eq!(store.driver().embedded_count("m").unwrap(), 1);
     let missing: Vec<FactId> = store
         .driver()
@@ -696,4 +700,103 @@ fn the_connection_memory_options_reach_the_connection() {
     // Beyond what SQLite's build allows, the map is clamped, never an error.
     let huge = open(SqliteOptions::default().with_mmap_size(u64::MAX));
     assert!(connection_memory(&huge).0 > 0);
+}
+
+/// A database at schema `version` made with that version's own migrations, holding scope
+/// `s` with one valid fact written with the columns every version has.
+fn database_at(path: &std::path::Path, version: usize) -> SessionFact {
+    use fact_store_sql::codec::{id_to_sql, tags_to_sql};
+
+    let conn = Connection::open(path).unwrap();
+    for migration in &super::schema::MIGRATIONS[..version] {
+        migration(&conn).unwrap();
+    }
+    conn.pragma_update(None, "user_version", u32::try_from(version).unwrap())
+        .unwrap();
+    let fact = fact("src/a.rs", "modified_by", "task:1", 0);
+    conn.execute(
+        "INSERT INTO scopes (name, last_batch, newest_input_batch, valid_count, stored_count, \
+         next_key_order) VALUES ('s', 1, 1, 1, 1, 1)",
+        [],
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO facts (scope, id, subject, relation, object, tags, valid_from, \
+         source_task_id, source_role, confidence, batch, key_order) \
+         VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 1, 0)",
+        rusqlite::params![
+            id_to_sql(fact.id()),
+            fact.subject(),
+            fact.relation(),
+            fact.object(),
+            tags_to_sql(fact.tags().as_slice()),
+            fact.valid_from().unix_micros(),
+            fact.source_task_id(),
+            fact.source_role().as_str(),
+            fact.confidence(),
+        ],
+    )
+    .unwrap();
+    fact
+}
+
+#[test]
+fn a_database_of_every_earlier_version_migrates_to_metadata() {
+    use fact_model::Metadata;
+
+    assert_eq!(SqliteFactStore::SCHEMA_VERSION, 7);
+    for version in 1..7 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("facts.db");
+        let old = database_at(&path, version);
+        let clock = Arc::new(ManualClock::new(at(2_000)));
+        let store = SqliteFactStore::open(&path, "s", StoreConfig::default(), clock).unwrap();
+        let raw = Connection::open(&path).unwrap();
+        let migrated: u32 = raw
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .unwrap();
+        assert_eq!(migrated, 7, "from {version}");
+        // The old fact reads back as it was, without metadata.
+        assert_eq!(
+            store.valid_facts().unwrap(),
+            std::slice::from_ref(&old),
+            "from {version}"
+        );
+        assert!(store.get(old.id()).unwrap().unwrap().metadata().is_empty());
+        // New facts carry metadata, stored as a JSON object.
+        let meta = Metadata::from_assignments(["project=rlm", "n=3"]).unwrap();
+        let tagged = fact("src/b.rs", "modified_by", "task:2", 1).with_metadata(meta.clone());
+        store.add(vec![tagged.clone()]).unwrap();
+        assert_eq!(store.get(tagged.id()).unwrap().unwrap().metadata(), &meta);
+        let stored: String = raw
+            .query_row(
+                "SELECT metadata FROM facts WHERE subject = 'src/b.rs'",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(stored, r#"{"n":3,"project":"rlm"}"#);
+    }
+}
+
+#[test]
+fn stored_metadata_that_is_not_valid_is_a_corrupt_store() {
+    use fact_store::StoreError;
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("facts.db");
+    let clock = Arc::new(ManualClock::default());
+    let store = SqliteFactStore::open(&path, "s", StoreConfig::default(), clock).unwrap();
+    let kept = fact("src/a.rs", "modified_by", "task:1", 0);
+    store.add(vec![kept.clone()]).unwrap();
+    let raw = Connection::open(&path).unwrap();
+    for bad in ["not json", r#"{"a b": 1}"#, "[1]"] {
+        raw.execute("UPDATE facts SET metadata = ?1", [bad])
+            .unwrap();
+        let error = store.get(kept.id()).unwrap_err();
+        assert!(
+            matches!(error, StoreError::Corrupt { .. }),
+            "{bad}: {error:?}"
+        );
+    }
 }

@@ -85,6 +85,7 @@ pub mod crud;
 pub mod durable;
 mod fixture;
 pub mod long_term;
+pub mod metadata;
 pub mod properties;
 pub mod search;
 pub mod snapshot;
@@ -107,7 +108,7 @@ pub use fixture::{
 /// `$fixture` is an expression of a type that implements
 /// [`Fixture`](crate::conformance::Fixture), evaluated afresh for each test (a unit struct,
 /// usually). The tests are grouped in modules named like the suite's
-/// (`compaction`, `crud`, `long_term`, `search`, `snapshot`, `temporal`, `token_vectors`,
+/// (`compaction`, `crud`, `long_term`, `metadata`, `search`, `snapshot`, `temporal`, `token_vectors`,
 /// `transaction`, `vectors`), so a backend's test names read
 /// `sqlite::crud::update_errors_are_typed`; the expansion also defines a private function
 /// `conformance_fixture` in the invoking module.
@@ -161,6 +162,11 @@ macro_rules! conformance_suite {
                     lowest_confidence_first_drops_the_least_certain,
                     history_beyond_its_limit_is_dropped_oldest_first,
                     without_auto_compaction_the_store_grows,
+                ];
+                metadata: [
+                    each_version_keeps_its_own_metadata,
+                    update_replaces_and_clears_metadata,
+                    snapshots_carry_metadata,
                 ];
                 crud: [
                     statements_equal_after_case_and_whitespace_folding_are_one_fact,

@@ -927,7 +927,8 @@ pub fn scan_scores<'f>(
         .collect()
 }
 
-/// The best `k` results seen so far, by [`rank_order`].
+/// The best `k` results seen so far, in the order of results: higher score, then newer
+/// `valid_from`, then smaller id.
 pub struct TopK {
     k: usize,
     heap: std::collections::BinaryHeap<Ranked>,

@@ -369,6 +369,7 @@ impl MemoryService {
                 statement: change.statement,
                 tags: change.category.map(|tag| vec![tag]),
                 confidence: change.confidence,
+                metadata: None,
             };
             let updated = self.store.update(old.id(), &update).map_err(|e| match e {
                 StoreError::InvalidUpdate { source, .. } => MemoryError::InvalidFact(source),

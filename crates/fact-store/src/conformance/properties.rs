@@ -55,6 +55,12 @@ const OBJECTS: &[&str] = &["alpha", "beta", "gamma parsers", "delta"];
 const STATEMENTS: &[&str] = &["Prefers tabs", "prefers  TABS", "Uses vim", "parsing gamma"];
 /// The source tasks of generated facts.
 const TASKS: &[&str] = &["1", "2"];
+/// The metadata of generated facts (JSON objects), when they have some.
+const METADATA: &[&str] = &[
+    r#"{"project": "rlm"}"#,
+    r#"{"project": "factmem", "n": 3}"#,
+    r#"{"n": -1.5, "ok": true, "note": "naïve"}"#,
+];
 /// The texts every comparison searches for.
 const QUERIES: &[&str] = &[
     "alpha task 1",
@@ -104,6 +110,8 @@ pub struct Spec {
     statement: Option<usize>,
     /// The confidence, in 0..=1.
     confidence: f64,
+    /// The metadata (an index into [`METADATA`]), if any.
+    metadata: Option<usize>,
     /// The tag.
     tag: usize,
 }
@@ -211,17 +219,21 @@ fn spec() -> impl Strategy<Value = Spec> {
         proptest::option::weighted(0.3, 0..STATEMENTS.len()),
         0.0f64..=1.0,
         0usize..3,
+        proptest::option::weighted(0.3, 0..METADATA.len()),
     )
         .prop_map(
-            |((task, subject, relation, object), offset, statement, confidence, tag)| Spec {
-                task,
-                subject,
-                relation,
-                object,
-                offset,
-                statement,
-                confidence,
-                tag,
+            |((task, subject, relation, object), offset, statement, confidence, tag, metadata)| {
+                Spec {
+                    task,
+                    subject,
+                    relation,
+                    object,
+                    offset,
+                    statement,
+                    confidence,
+                    tag,
+                    metadata,
+                }
             },
         )
 }
@@ -300,6 +312,10 @@ fn build(spec: &Spec, now: Timestamp) -> SessionFact {
     .confidence(spec.confidence);
     if let Some(i) = spec.statement {
         builder = builder.statement(pick(STATEMENTS, i));
+    }
+    if let Some(text) = spec.metadata.and_then(|i| METADATA.get(i)) {
+        let value = serde_json::from_str(text).unwrap();
+        builder = builder.metadata(fact_model::Metadata::from_json(&value).unwrap());
     }
     builder.build().unwrap()
 }

@@ -10,6 +10,7 @@ const MODULES: &[(&str, &str)] = &[
     ("compaction", include_str!("compaction.rs")),
     ("crud", include_str!("crud.rs")),
     ("long_term", include_str!("long_term.rs")),
+    ("metadata", include_str!("metadata.rs")),
     ("search", include_str!("search.rs")),
     ("snapshot", include_str!("snapshot.rs")),
     ("temporal", include_str!("temporal.rs")),

@@ -268,6 +268,7 @@ impl State {
             record.set_tags(new.tags());
             record.confidence = new.confidence();
         }
+        self.set_metadata(rid, new.metadata());
         if valid {
             self.link_key(rid);
             if let Some(statement) = new.statement() {

@@ -25,8 +25,11 @@
 //! | `batch` | 4 | the batch, or an index into a side map when flag `BIG_BATCH` |
 //! | chains | 3 × 4 | record numbers or [`NIL`] |
 //! | `meta` | 4 | tags (count and three 4-bit indexes), source role, flags |
+//!
+//! `recorded_at`, metadata and batches beyond 32 bits live in side maps of the store, by
+//! record number, flagged in `meta`: a record without them pays nothing for them.
 
-use fact_model::{FactId, SourceRole, Tag, Tags, Timestamp};
+use fact_model::{FactId, Metadata, SourceRole, Tag, Tags, Timestamp};
 
 use super::symbols::NIL;
 
@@ -42,6 +45,9 @@ const REMOVED: u32 = 1 << 20;
 /// The record has a `recorded_at`, kept in the store's side map (most dispatch facts do
 /// not, so it costs them nothing).
 const RECORDED: u32 = 1 << 21;
+/// The record has metadata, kept in the store's side map (a fact without metadata costs
+/// nothing).
+const HAS_METADATA: u32 = 1 << 22;
 
 /// Tag and role indexes fit 4 bits each in `meta`.
 const _: () = assert!(Tag::ALL.len() <= 16 && SourceRole::ALL.len() <= 16);
@@ -67,7 +73,7 @@ pub(super) struct Record {
 }
 
 /// The parts of a record that are not symbols or links.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(super) struct Plain {
     pub(super) id: FactId,
     pub(super) tags: Tags,
@@ -77,6 +83,7 @@ pub(super) struct Plain {
     pub(super) superseded_by: Option<FactId>,
     pub(super) confidence: f64,
     pub(super) recorded_at: Option<Timestamp>,
+    pub(super) metadata: Metadata,
 }
 
 fn encode_tags(tags: &Tags) -> u32 {
@@ -120,10 +127,14 @@ impl Record {
         if plain.recorded_at.is_some() {
             record.meta |= RECORDED;
         }
+        if !plain.metadata.is_empty() {
+            record.meta |= HAS_METADATA;
+        }
         record
     }
 
-    /// The plain parts; `recorded_at` is the store's to fill in (see [`Self::has_recorded_at`]).
+    /// The plain parts; `recorded_at` and the metadata are the store's to fill in (see
+    /// [`Self::has_recorded_at`] and [`Self::has_metadata`]).
     pub(super) fn plain(&self) -> Plain {
         Plain {
             id: self.id,
@@ -134,6 +145,21 @@ impl Record {
             superseded_by: self.superseded_by(),
             confidence: self.confidence,
             recorded_at: None,
+            metadata: Metadata::new(),
+        }
+    }
+
+    /// Whether the store's side map holds the record's metadata.
+    pub(super) fn has_metadata(&self) -> bool {
+        self.meta & HAS_METADATA != 0
+    }
+
+    /// Marks whether the record has metadata.
+    pub(super) fn set_has_metadata(&mut self, has: bool) {
+        if has {
+            self.meta |= HAS_METADATA;
+        } else {
+            self.meta &= !HAS_METADATA;
         }
     }
 

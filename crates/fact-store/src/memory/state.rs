@@ -33,7 +33,7 @@
 
 use std::hash::{BuildHasher, RandomState};
 
-use fact_model::{FactId, SessionFact, Timestamp, fold_statement};
+use fact_model::{FactId, Metadata, SessionFact, Timestamp, fold_statement};
 
 use super::records::{Plain, Record, Records};
 use super::symbols::{NIL, Symbols};
@@ -75,6 +75,8 @@ pub(in crate::memory) struct State {
     big_batches: IntMap<u32, u64>,
     /// `recorded_at` (µs) of the records that have one, by record number.
     recorded: IntMap<u32, i64>,
+    /// The metadata of the records that have some, by record number.
+    metadata: IntMap<u32, Metadata>,
     /// The digests of the transaction keys applied (`Transaction::with_key`).
     pub(super) applied: std::collections::HashSet<[u8; 16]>,
     pub(super) analyzer: Analyzer,
@@ -103,6 +105,7 @@ impl State {
             statements: Table::default(),
             big_batches: IntMap::default(),
             recorded: IntMap::default(),
+            metadata: IntMap::default(),
             applied: std::collections::HashSet::new(),
             analyzer,
             terms: Terms::new(seed),
@@ -175,21 +178,45 @@ impl State {
         Timestamp::from_unix_micros(micros).ok()
     }
 
-    /// The plain parts of record `rid`, its `recorded_at` included.
+    /// The metadata of record `rid` (empty unless it has some).
+    pub(super) fn metadata_of(&self, rid: u32, r: &Record) -> Option<&Metadata> {
+        if !r.has_metadata() {
+            return None;
+        }
+        self.metadata.get(&rid)
+    }
+
+    /// Gives record `rid` this metadata (none when empty).
+    pub(super) fn set_metadata(&mut self, rid: u32, metadata: &Metadata) {
+        if let Some(record) = self.records.get_mut(rid) {
+            record.set_has_metadata(!metadata.is_empty());
+        }
+        if metadata.is_empty() {
+            self.metadata.remove(&rid);
+        } else {
+            self.metadata.insert(rid, metadata.clone());
+        }
+    }
+
+    /// The plain parts of record `rid`, its `recorded_at` and metadata included.
     pub(super) fn plain_of(&self, rid: u32, r: &Record) -> Plain {
         Plain {
             recorded_at: self.recorded_at(rid, r),
+            metadata: self.metadata_of(rid, r).cloned().unwrap_or_default(),
             ..r.plain()
         }
     }
 
     /// The fact record `rid` stores, built through the `SessionFact` builder.
     pub(super) fn fact_at(&self, rid: u32, r: &Record) -> Option<SessionFact> {
-        let fact = self.fact_of(r)?;
-        Some(match self.recorded_at(rid, r) {
-            Some(at) => fact.recorded(at),
-            None => fact,
-        })
+        let mut fact = self.fact_of(r)?;
+        if let Some(at) = self.recorded_at(rid, r) {
+            fact = fact.recorded(at);
+        }
+        if let Some(metadata) = self.metadata_of(rid, r) {
+            fact = fact.with_metadata(metadata.clone());
+        }
+        Some(fact)
     }
 
     /// The fact a record stores, without its `recorded_at` ([`fact_at`](Self::fact_at)
@@ -427,6 +454,9 @@ impl State {
         if let Some(at) = plain.recorded_at {
             self.recorded.insert(rid, at.unix_micros());
         }
+        if !plain.metadata.is_empty() {
+            self.metadata.insert(rid, plain.metadata.clone());
+        }
         rid
     }
 
@@ -626,6 +656,7 @@ impl State {
             }
             self.big_batches.remove(&rid);
             self.recorded.remove(&rid);
+            self.metadata.remove(&rid);
             self.removed += 1;
             ids.push(r.id);
             subjects.push(r.subject);
@@ -753,6 +784,7 @@ impl Plain {
             superseded_by: fact.superseded_by(),
             confidence: fact.confidence(),
             recorded_at: fact.recorded_at(),
+            metadata: fact.metadata().clone(),
         }
     }
 }

@@ -495,11 +495,7 @@ fn a_version_1_schema_migrates_to_embeddings() {
         .add(vec![fact("src/a.rs", "modified_by", "task:1", 1, 0)])
         .unwrap();
     let mut raw = postgres::Client::connect(&url, postgres::NoTls).unwrap();
-    back_to_version_2(&mut raw, &schema);
-    raw.batch_execute(&format!(
-        "DROP TABLE {schema}.embeddings; UPDATE {schema}.schema_version SET version = 1;"
-    ))
-    .unwrap();
+    back_to(&mut raw, &schema, 1);
     let store = open();
     let version: i32 = raw
         .query_one(&format!("SELECT version FROM {schema}.schema_version"), &[])
@@ -525,7 +521,7 @@ fn a_version_1_schema_migrates_to_embeddings() {
 #[test]
 fn a_version_4_schema_migrates_to_token_vectors_and_keeps_its_embeddings() {
     let Some(url) = server() else { return };
-    // A schema of its own; version 5 only added `token_vectors`.
+    // A schema of its own, back to version 4 (before `token_vectors`).
     let schema = format!("factmem_v4_{}", std::process::id());
     let options = options().with_schema(schema.clone());
     let scope = fresh_scope("v4");
@@ -552,10 +548,7 @@ fn a_version_4_schema_migrates_to_token_vectors_and_keeps_its_embeddings() {
             .unwrap();
     }
     let mut raw = postgres::Client::connect(&url, postgres::NoTls).unwrap();
-    raw.batch_execute(&format!(
-        "DROP TABLE {schema}.token_vectors; UPDATE {schema}.schema_version SET version = 4;"
-    ))
-    .unwrap();
+    back_to(&mut raw, &schema, 4);
     let store = open();
     let version: i32 = raw
         .query_one(&format!("SELECT version FROM {schema}.schema_version"), &[])
@@ -583,26 +576,107 @@ fn a_version_4_schema_migrates_to_token_vectors_and_keeps_its_embeddings() {
 }
 
 /// Takes the store schema `schema`, empty of episodes and long-term memory, back to
-/// version 2 as that build left it: no message tables, aliases, profile, applied keys or
-/// token vectors, no `recorded_at`, transcripts as text in `episodes.transcript`.
-fn back_to_version_2(raw: &mut postgres::Client, schema: &str) {
-    raw.batch_execute(&format!(
-        "DROP TABLE {schema}.messages, {schema}.message_terms, {schema}.aliases, {schema}.profile,
-             {schema}.applied, {schema}.token_vectors;
-         DROP INDEX {schema}.facts_source;
-         ALTER TABLE {schema}.facts DROP COLUMN recorded_at;
-         ALTER TABLE {schema}.scopes DROP COLUMN message_count, DROP COLUMN message_len;
-         ALTER TABLE {schema}.episodes ADD COLUMN transcript TEXT NOT NULL DEFAULT '';
-         ALTER TABLE {schema}.episodes ALTER COLUMN transcript DROP DEFAULT;
-         UPDATE {schema}.schema_version SET version = 2;"
-    ))
+/// `version` as that build left it, undoing each later migration in turn: version 6's
+/// metadata columns; version 5's token vectors; version 4's applied keys and profile;
+/// version 3's message tables, aliases and `recorded_at` (transcripts back as text in
+/// `episodes.transcript`); version 2's embeddings.
+fn back_to(raw: &mut postgres::Client, schema: &str, version: u32) {
+    let steps = [
+        (2, format!("DROP TABLE {schema}.embeddings;")),
+        (
+            3,
+            format!(
+                "DROP TABLE {schema}.messages, {schema}.message_terms, {schema}.aliases;
+                 DROP INDEX {schema}.facts_source;
+                 ALTER TABLE {schema}.facts DROP COLUMN recorded_at;
+                 ALTER TABLE {schema}.scopes DROP COLUMN message_count, DROP COLUMN message_len;
+                 ALTER TABLE {schema}.episodes ADD COLUMN transcript TEXT NOT NULL DEFAULT '';
+                 ALTER TABLE {schema}.episodes ALTER COLUMN transcript DROP DEFAULT;"
+            ),
+        ),
+        (4, format!("DROP TABLE {schema}.applied, {schema}.profile;")),
+        (5, format!("DROP TABLE {schema}.token_vectors;")),
+        (
+            6,
+            format!(
+                "ALTER TABLE {schema}.facts DROP COLUMN metadata;
+                 ALTER TABLE {schema}.episodes DROP COLUMN metadata;"
+            ),
+        ),
+    ];
+    assert_eq!(PgFactStore::SCHEMA_VERSION, 6, "a step for every migration");
+    for (undone, sql) in steps.iter().rev() {
+        if *undone > version {
+            raw.batch_execute(sql).unwrap();
+        }
+    }
+    raw.execute(
+        &format!("UPDATE {schema}.schema_version SET version = $1"),
+        &[&i32::try_from(version).unwrap()],
+    )
     .unwrap();
+}
+
+#[test]
+fn a_schema_of_every_earlier_version_migrates_to_metadata() {
+    let Some(url) = server() else { return };
+    for version in 1..PgFactStore::SCHEMA_VERSION {
+        let schema = format!("factmem_every_v{version}_{}", std::process::id());
+        let options = options().with_schema(schema.clone());
+        let scope = fresh_scope("every");
+        let open = || {
+            PgFactStore::open_with(
+                &url,
+                &scope,
+                StoreConfig::default(),
+                options.clone(),
+                clock(),
+            )
+            .unwrap()
+        };
+        let old = fact("src/a.rs", "modified_by", "task:1", 1, 0);
+        open().add(vec![old.clone()]).unwrap();
+        let mut raw = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        back_to(&mut raw, &schema, version);
+        let store = open();
+        let migrated: i32 = raw
+            .query_one(&format!("SELECT version FROM {schema}.schema_version"), &[])
+            .unwrap()
+            .get(0);
+        assert_eq!(
+            u32::try_from(migrated).unwrap(),
+            PgFactStore::SCHEMA_VERSION,
+            "from {version}"
+        );
+        // The old fact reads back without metadata (and, before 3, without a recorded
+        // time, which it never had).
+        assert_eq!(
+            store.valid_facts().unwrap(),
+            [old.clone()],
+            "from {version}"
+        );
+        let meta = fact_model::Metadata::from_assignments(["project=rlm", "n=3"]).unwrap();
+        let tagged = fact("src/b.rs", "modified_by", "task:2", 2, 1).with_metadata(meta.clone());
+        store.add(vec![tagged.clone()]).unwrap();
+        assert_eq!(store.get(tagged.id()).unwrap().unwrap().metadata(), &meta);
+        let stored: serde_json::Value = raw
+            .query_one(
+                &format!("SELECT metadata FROM {schema}.facts WHERE subject = 'src/b.rs'"),
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(stored, serde_json::json!({"project": "rlm", "n": 3}));
+        drop(store);
+        raw.batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
+            .unwrap();
+    }
 }
 
 #[test]
 fn a_version_2_schema_moves_its_transcripts_into_searchable_messages() {
     let Some(url) = server() else { return };
-    // A schema of its own, brought back to version 2 (`back_to_version_2`), with
+    // A schema of its own, brought back to version 2 (`back_to`), with
     // transcripts as JSON Lines in `episodes.transcript`.
     let schema = format!("factmem_v2_{}", std::process::id());
     let options = options().with_schema(schema.clone());
@@ -625,7 +699,7 @@ fn a_version_2_schema_moves_its_transcripts_into_searchable_messages() {
         ])
         .unwrap();
     let mut raw = postgres::Client::connect(&url, postgres::NoTls).unwrap();
-    back_to_version_2(&mut raw, &schema);
+    back_to(&mut raw, &schema, 2);
     let scope_id: i64 = raw
         .query_one(
             &format!("SELECT id FROM {schema}.scopes WHERE name = $1"),
@@ -686,7 +760,6 @@ fn a_version_2_schema_moves_its_transcripts_into_searchable_messages() {
         .unwrap()
         .get(0);
     assert_eq!(u32::try_from(version).unwrap(), PgFactStore::SCHEMA_VERSION);
-    assert_eq!(PgFactStore::SCHEMA_VERSION, 5);
     // Transcripts are kept once: as messages.
     let transcript_columns: i64 = raw
         .query_one(
