@@ -661,31 +661,6 @@ mod tests {
         ));
     }
 
-    #[test]
-    fn a_fact_carries_metadata_on_the_wire_only_when_it_has_some() {
-        use crate::{SessionFact, SourceRole, Tag, Timestamp};
-        let plain = SessionFact::builder("user", "works_on", "rlm")
-            .tag(Tag::Context)
-            .source("ep_1", SourceRole::User)
-            .valid_from(Timestamp::UNIX_EPOCH)
-            .build()
-            .unwrap();
-        let text = serde_json::to_string(&plain).unwrap();
-        assert!(!text.contains("metadata"), "{text}");
-        let tagged = plain
-            .clone()
-            .with_metadata(Metadata::from_json(&json!({"project": "rlm", "n": 3})).unwrap());
-        let text = serde_json::to_string(&tagged).unwrap();
-        assert!(
-            text.ends_with(r#""metadata":{"n":3,"project":"rlm"}}"#),
-            "{text}"
-        );
-        assert_eq!(serde_json::from_str::<SessionFact>(&text).unwrap(), tagged);
-        let bad = text.replace(r#""n":3"#, r#""n":[3]"#);
-        let err = serde_json::from_str::<SessionFact>(&bad).unwrap_err();
-        assert!(err.to_string().contains("an array"), "{err}");
-    }
-
     fn value() -> impl Strategy<Value = MetaValue> {
         prop_oneof![
             ".{0,20}".prop_map(MetaValue::String),

@@ -1,7 +1,7 @@
 //! Validation of `SessionFact`: every rule, through the builder and through serde.
 
 use fact_model::{
-    FactError, FactUpdate, Field, SessionFact, SourceRole, Tag, Timestamp, fold_statement,
+    FactError, FactUpdate, Field, Metadata, SessionFact, SourceRole, Tag, Timestamp, fold_statement,
 };
 use proptest::prelude::*;
 use serde_json::json;
@@ -255,4 +255,28 @@ proptest! {
             prop_assert!((0.0..=1.0).contains(&fact.confidence()));
         }
     }
+}
+
+#[test]
+fn a_fact_carries_metadata_on_the_wire_only_when_it_has_some() {
+    let plain = SessionFact::builder("user", "works_on", "rlm")
+        .tag(Tag::Context)
+        .source("ep_1", SourceRole::User)
+        .valid_from(Timestamp::UNIX_EPOCH)
+        .build()
+        .unwrap();
+    let text = serde_json::to_string(&plain).unwrap();
+    assert!(!text.contains("metadata"), "{text}");
+    let tagged = plain
+        .clone()
+        .with_metadata(Metadata::from_json(&json!({"project": "rlm", "n": 3})).unwrap());
+    let text = serde_json::to_string(&tagged).unwrap();
+    assert!(
+        text.ends_with(r#""metadata":{"n":3,"project":"rlm"}}"#),
+        "{text}"
+    );
+    assert_eq!(serde_json::from_str::<SessionFact>(&text).unwrap(), tagged);
+    let bad = text.replace(r#""n":3"#, r#""n":[3]"#);
+    let err = serde_json::from_str::<SessionFact>(&bad).unwrap_err();
+    assert!(err.to_string().contains("an array"), "{err}");
 }
