@@ -1,7 +1,6 @@
 //! Metadata: a small, flat map from keys to JSON scalars that a fact or an episode
 //! carries, and that filters ([`crate::Filter`]) can select on.
 
-use std::cmp::Ordering;
 use std::fmt;
 use std::sync::Arc;
 
@@ -159,18 +158,6 @@ impl MetaValue {
             MetaValue::String(text) => serde_json::Value::String(text.clone()),
             MetaValue::Number(number) => number_json(*number),
             MetaValue::Bool(flag) => serde_json::Value::Bool(*flag),
-        }
-    }
-
-    /// Compares two values of the same type (numbers by value, strings by their bytes,
-    /// `false` before `true`); `None` across types.
-    #[must_use]
-    pub fn compare(&self, other: &MetaValue) -> Option<Ordering> {
-        match (self, other) {
-            (MetaValue::String(a), MetaValue::String(b)) => Some(a.as_bytes().cmp(b.as_bytes())),
-            (MetaValue::Number(a), MetaValue::Number(b)) => a.partial_cmp(b),
-            (MetaValue::Bool(a), MetaValue::Bool(b)) => Some(a.cmp(b)),
-            _ => None,
         }
     }
 
@@ -474,28 +461,6 @@ impl Metadata {
                 .collect(),
         )
     }
-
-    /// The heap this metadata holds, in bytes (its pairs and their texts), counted whole
-    /// for each holder though holders share it.
-    #[must_use]
-    pub fn heap_bytes(&self) -> usize {
-        self.entries.as_deref().map_or(0, |entries| {
-            // The shared allocation (two counters and the vector) and the vector's buffer.
-            2 * std::mem::size_of::<usize>()
-                + std::mem::size_of::<Vec<Entry>>()
-                + entries.capacity() * std::mem::size_of::<Entry>()
-                + entries
-                    .iter()
-                    .map(|(key, value)| {
-                        key.len()
-                            + match value {
-                                MetaValue::String(text) => text.capacity(),
-                                _ => 0,
-                            }
-                    })
-                    .sum::<usize>()
-        })
-    }
 }
 
 impl Serialize for Metadata {
@@ -634,9 +599,8 @@ mod tests {
     }
 
     #[test]
-    fn empty_metadata_has_no_heap_and_costs_one_word() {
+    fn empty_metadata_costs_one_word() {
         assert_eq!(std::mem::size_of::<Metadata>(), 8);
-        assert_eq!(Metadata::new().heap_bytes(), 0);
         assert!(
             Metadata::from_pairs(Vec::<(String, MetaValue)>::new())
                 .unwrap()

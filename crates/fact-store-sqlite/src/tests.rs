@@ -174,38 +174,8 @@ const OLD_TRANSCRIPT: &str = "{\"role\":\"user\",\"content\":\"Where should the 
 /// the store builds when it opens the scope: its analyzer is not recorded yet) and one
 /// episode with [`OLD_TRANSCRIPT`]; returns the fact and the episode id.
 fn old_database(path: &std::path::Path, version: usize) -> (SessionFact, String) {
-    use fact_store_sql::codec::{id_to_sql, tags_to_sql};
-
+    let fact = database_at(path, version);
     let conn = Connection::open(path).unwrap();
-    for migration in &super::schema::MIGRATIONS[..version] {
-        migration(&conn).unwrap();
-    }
-    conn.pragma_update(None, "user_version", u32::try_from(version).unwrap())
-        .unwrap();
-    let fact = fact("src/a.rs", "modified_by", "task:1", 0);
-    conn.execute(
-        "INSERT INTO scopes (name, last_batch, newest_input_batch, valid_count, stored_count, \
-         next_key_order) VALUES ('s', 1, 1, 1, 1, 1)",
-        [],
-    )
-    .unwrap();
-    conn.execute(
-        "INSERT INTO facts (scope, id, subject, relation, object, tags, valid_from, \
-         source_task_id, source_role, confidence, batch, key_order) \
-         VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 1, 0)",
-        rusqlite::params![
-            id_to_sql(fact.id()),
-            fact.subject(),
-            fact.relation(),
-            fact.object(),
-            tags_to_sql(fact.tags().as_slice()),
-            fact.valid_from().unix_micros(),
-            fact.source_task_id(),
-            fact.source_role().as_str(),
-            fact.confidence(),
-        ],
-    )
-    .unwrap();
     let (title, summary) = ("Moving", "Where the piano goes.");
     let id = "ep_00000000000000aa";
     conn.execute(
