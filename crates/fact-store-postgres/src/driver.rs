@@ -14,6 +14,7 @@ use fact_store::{
 };
 use fact_store_sql::cache::Cached;
 use fact_store_sql::codec::{FACT_COLUMN_COUNT, FACT_COLUMNS, batch_from_sql, id_to_sql};
+use fact_store_sql::filter::{Dialect, compile};
 use fact_store_sql::rules::{Outcome, Writer};
 use fact_store_sql::search::SearchCache;
 use fact_store_sql::vectors::VectorCache;
@@ -30,6 +31,7 @@ use crate::replicas::{self, Written};
 use crate::rows::PgRows;
 use crate::schema;
 use crate::search::{self, CacheSlot};
+use crate::statements::bind;
 
 /// A durable [`SessionFactStore`](fact_store::SessionFactStore), [`EpisodeStore`](fact_store::EpisodeStore) and
 /// [`LongTermStore`](fact_store::LongTermStore) over one scope of a PostgreSQL database, shared
@@ -470,6 +472,25 @@ impl Driver for Postgres {
                 self.facts(&sql, &[&scope, &id_to_sql(id)])
             }
             FactRead::ValidAbout(subject, limit) => self.valid_about(subject, limit),
+            FactRead::Matching { filter, as_of } => {
+                let mut values: Vec<Box<dyn ToSql + Sync>> = vec![Box::new(scope)];
+                let validity = match as_of {
+                    None => "f.valid_to IS NULL",
+                    Some(at) => {
+                        values.push(Box::new(at.unix_micros()));
+                        "f.valid_from <= $2 AND (f.valid_to IS NULL OR $2 < f.valid_to)"
+                    }
+                };
+                let compiled = compile(filter, Dialect::Postgres, values.len() + 1);
+                values.extend(bind(&compiled.params));
+                let sql = format!(
+                    "SELECT {FACT_COLUMNS} FROM facts AS f WHERE f.scope = $1 AND {validity} \
+                     AND {} ORDER BY f.seq",
+                    compiled.sql
+                );
+                let refs: Vec<&(dyn ToSql + Sync)> = values.iter().map(AsRef::as_ref).collect();
+                self.facts(&sql, &refs)
+            }
         }
     }
 

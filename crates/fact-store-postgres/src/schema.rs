@@ -104,6 +104,12 @@
 //! - `facts.metadata` and `episodes.metadata`: a version's or an episode's
 //!   [`Metadata`](fact_model::Metadata) as `jsonb`, `NULL` for none, which every row
 //!   written before has.
+//!
+//! # Version 7
+//!
+//! - `facts_metadata`: a GIN index over `facts.metadata` (`jsonb_path_ops`), which answers
+//!   the containment (`@>`) a filter's metadata equality compiles to
+//!   (`fact_store_sql::filter`).
 
 use postgres::Client;
 
@@ -123,6 +129,7 @@ const MIGRATIONS: &[Migration] = &[
     to_version_4,
     to_version_5,
     to_version_6,
+    to_version_7,
 ];
 
 /// The newest schema version this build knows.
@@ -381,6 +388,11 @@ fn to_version_6(tx: &mut postgres::Transaction<'_>) -> DbResult<()> {
         "ALTER TABLE facts ADD COLUMN metadata JSONB;
         ALTER TABLE episodes ADD COLUMN metadata JSONB;",
     )?;
+    Ok(())
+}
+
+fn to_version_7(tx: &mut postgres::Transaction<'_>) -> DbResult<()> {
+    tx.batch_execute("CREATE INDEX facts_metadata ON facts USING gin (metadata jsonb_path_ops);")?;
     Ok(())
 }
 

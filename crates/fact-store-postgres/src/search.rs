@@ -6,18 +6,22 @@ use std::any::Any;
 
 use fact_model::SessionFact;
 use postgres::IsolationLevel;
+use postgres::types::ToSql;
 
 use crate::codec::read_fact;
 use crate::database::PgDatabase;
 use crate::error::DbResult;
 use crate::error::store_error;
 use crate::pool::Connection;
-use crate::statements::{Statements, prepared};
+use crate::statements::{Statements, bind, prepared};
 use fact_store::backend::{TopK, distinct};
 use fact_store::{Analyzer, AnalyzerConfig, ScoredFact, StoreResult, TermQuery, TermWeighting};
 use fact_store_sql::cache::{Cached, Handle, Measure, Pinned, ReloadPermit};
 use fact_store_sql::codec::{FACT_COLUMNS, id_from_sql, time_from_sql};
-use fact_store_sql::search::{Filters, Rounds, Scorer, SearchCache, offer, scan, seq_key, seq_sql};
+use fact_store_sql::filter::{Dialect, compile};
+use fact_store_sql::search::{
+    Deferred, Filters, Rounds, Scorer, SearchCache, offer, scan, seq_key, seq_sql,
+};
 
 /// The store's search cache and whether a search is loading it whole.
 #[derive(Debug, Default)]
@@ -115,10 +119,16 @@ pub(super) fn search(
             let answered = from_cache(
                 &mut tx, statements, scope, analyzer, slot, at, query, weighting, &mut top,
             )?;
-            if !answered {
-                from_database(
+            match answered {
+                // The cache's lock is released: the filter's test reads the database.
+                Some(deferred) => {
+                    deferred.check(&mut top, |seqs| {
+                        passing(&mut tx, statements, scope, query, seqs)
+                    })?;
+                }
+                None => from_database(
                     &mut tx, statements, scope, analyzer, query, weighting, &mut top,
-                )?;
+                )?,
             }
         }
         (None, None) => from_database(
@@ -167,8 +177,9 @@ struct Generation {
 /// The lock is held only to look at the cache, change it, or search it in memory; the
 /// rows are fetched with it released, and applied only if the cache is still where it was
 /// when they were asked for, so a search stalled on the network never holds up another.
-/// `false` when the cache cannot answer for this snapshot (it is newer, or another search
-/// is loading it whole): the database answers then, with the same results.
+/// `None` when the cache cannot answer for this snapshot (it is newer, or another search
+/// is loading it whole): the database answers then, with the same results. Otherwise the
+/// candidates whose filter the database must still test ([`Deferred`]).
 #[allow(clippy::too_many_arguments)]
 fn from_cache(
     tx: &mut postgres::Transaction<'_>,
@@ -180,7 +191,7 @@ fn from_cache(
     query: &TermQuery<'_>,
     weighting: &dyn TermWeighting,
     top: &mut TopK,
-) -> DbResult<bool> {
+) -> DbResult<Option<Deferred>> {
     // Each round answers, or brings the cache to the snapshot's generation unless
     // another search moved it meanwhile; three rounds are plenty.
     for _ in 0..3 {
@@ -188,14 +199,13 @@ fn from_cache(
             let mut held = slot.lock();
             match held.cache.as_ref() {
                 Some(cache) if cache.generation() == at.now => {
-                    cache.search(analyzer, query, weighting, top);
-                    return Ok(true);
+                    return Ok(Some(cache.search(analyzer, query, weighting, top)));
                 }
-                Some(cache) if cache.generation() > at.now => return Ok(false),
+                Some(cache) if cache.generation() > at.now => return Ok(None),
                 Some(cache) if at.deleted <= cache.generation() => {
                     Step::Changes(cache.generation())
                 }
-                _ if held.loading => return Ok(false),
+                _ if held.loading => return Ok(None),
                 _ => {
                     // The old index goes now: one index in memory at a time.
                     held.cache = None;
@@ -235,7 +245,36 @@ fn from_cache(
             }
         }
     }
-    Ok(false)
+    Ok(None)
+}
+
+/// Which of `seqs` hold a version of `scope` that the query's filter holds for (all of
+/// them without a filter), read in the search's snapshot.
+fn passing(
+    tx: &mut postgres::Transaction<'_>,
+    statements: &mut Statements,
+    scope: i64,
+    query: &TermQuery<'_>,
+    seqs: &[i64],
+) -> DbResult<Vec<i64>> {
+    let Some(filter) = query.filter else {
+        return Ok(seqs.to_vec());
+    };
+    let compiled = compile(filter, Dialect::Postgres, 3);
+    let sql = format!(
+        "SELECT f.seq FROM facts AS f WHERE f.scope = $1 AND f.seq = ANY($2) AND {}",
+        compiled.sql
+    );
+    let seqs = seqs.to_vec();
+    let mut values: Vec<Box<dyn ToSql + Sync>> = vec![Box::new(scope), Box::new(seqs)];
+    values.extend(bind(&compiled.params));
+    let refs: Vec<&(dyn ToSql + Sync)> = values.iter().map(AsRef::as_ref).collect();
+    let statement = prepared(tx, statements, &sql)?;
+    let mut passed = Vec::new();
+    for row in tx.query(&statement, &refs)? {
+        passed.push(row.try_get(0)?);
+    }
+    Ok(passed)
 }
 
 /// The versions of the scope changed since generation `since`: each seq with its fact
@@ -325,12 +364,22 @@ fn from_database(
         return Ok(());
     }
     let filters = Filters::of(query);
+    // The query's filter, in the query: the GIN index finds the candidates, the filter
+    // narrows them as they are read.
+    let filter = query
+        .filter
+        .map(|filter| compile(filter, Dialect::Postgres, 3));
     let statement = prepared(
         tx,
         statements,
-        "SELECT seq, id, valid_from, tags, source_task_id, doc_len, terms FROM facts \
-         WHERE scope = $1 AND valid_to IS NULL AND terms_tsv @@ to_tsquery('simple', $2)",
+        &format!(
+            "SELECT f.seq, f.id, f.valid_from, f.tags, f.source_task_id, f.doc_len, f.terms \
+             FROM facts AS f WHERE f.scope = $1 AND f.valid_to IS NULL \
+             AND f.terms_tsv @@ to_tsquery('simple', $2) AND {}",
+            filter.as_ref().map_or("TRUE", |f| f.sql.as_str())
+        ),
     )?;
+    let filter_values = filter.as_ref().map(|f| bind(&f.params)).unwrap_or_default();
     let any = |ids: &[i64]| {
         ids.iter()
             .map(|id| format!("t{id}"))
@@ -344,7 +393,9 @@ fn from_database(
         } else {
             format!("({}) & !({})", any(&now), any(&before))
         };
-        for row in tx.query(&statement, &[&scope, &expression])? {
+        let mut refs: Vec<&(dyn ToSql + Sync)> = vec![&scope, &expression];
+        refs.extend(filter_values.iter().map(AsRef::as_ref));
+        for row in tx.query(&statement, &refs)? {
             let document: Option<String> = row.try_get(6)?;
             let len: Option<i64> = row.try_get(5)?;
             let score = scorer.score(document.as_deref(), len.unwrap_or(0), weighting)?;

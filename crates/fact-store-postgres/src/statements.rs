@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use fact_store_sql::filter::SqlValue;
 use postgres::types::ToSql;
 use postgres::{Row, Statement, Transaction};
 
@@ -12,6 +13,25 @@ use crate::error::DbResult;
 /// session, across transactions).
 pub(crate) type Statements = HashMap<String, Statement>;
 
+/// The most statements a connection keeps prepared.
+const MAX_STATEMENTS: usize = 512;
+
+/// A compiled filter's parameters as PostgreSQL binds them.
+pub(crate) fn bind(values: &[SqlValue]) -> Vec<Box<dyn ToSql + Sync>> {
+    values
+        .iter()
+        .map(|value| -> Box<dyn ToSql + Sync> {
+            match value {
+                SqlValue::Text(text) => Box::new(text.clone()),
+                SqlValue::Real(number) => Box::new(*number),
+                SqlValue::Int(number) => Box::new(*number),
+                SqlValue::Bool(flag) => Box::new(*flag),
+                SqlValue::Json(json) => Box::new(json.clone()),
+            }
+        })
+        .collect()
+}
+
 /// Prepares `sql` once per connection.
 pub(crate) fn prepared(
     tx: &mut Transaction<'_>,
@@ -20,6 +40,11 @@ pub(crate) fn prepared(
 ) -> DbResult<Statement> {
     if let Some(statement) = statements.get(sql) {
         return Ok(statement.clone());
+    }
+    // Filters make statements of many shapes: a connection keeps a bounded number, and
+    // prepares again what it dropped.
+    if statements.len() >= MAX_STATEMENTS {
+        statements.clear();
     }
     let statement = tx.prepare(sql)?;
     statements.insert(sql.to_owned(), statement.clone());

@@ -27,6 +27,7 @@
 pub mod cache;
 pub mod codec;
 pub mod error;
+pub mod filter;
 pub mod long_term;
 pub mod rules;
 pub mod search;

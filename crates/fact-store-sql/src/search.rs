@@ -27,15 +27,17 @@
 //!   in-memory store does.
 
 use std::any::Any;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
-use fact_model::{FactId, SessionFact, Tag, Timestamp};
+use fact_model::{
+    FactId, Filter, FilterField, FilterTarget, MetaValue, Metadata, SessionFact, Tag, Timestamp,
+};
 
 use super::codec::{parse_term, tags_from_sql};
 use super::error::DbResult;
 use super::rules::{IndexEvent, Outcome};
 use crate::cache::Measure;
-use fact_store::backend::{TermIndex, TopK, scan_scores};
+use fact_store::backend::{Slot, TermIndex, TopK, rank_order, scan_positions};
 use fact_store::backend::{chunk, map_bytes};
 use fact_store::{Analyzer, TermQuery, TermWeighting};
 
@@ -46,11 +48,84 @@ pub struct SearchCache {
     index: TermIndex,
     /// Seq → slot in `index`, for the valid facts.
     slots: HashMap<u64, u32>,
-    /// Seq → source task, for the source-task exclusion without a lookup.
-    tasks: HashMap<u64, Box<str>>,
-    /// The heap of the texts in `tasks`, as `fact_store::backend`'s heap model counts it.
+    /// Seq → what a filter reads of the fact that its slot does not hold.
+    facts: HashMap<u64, Cached>,
+    /// The heap of the texts in `facts`, as `fact_store::backend`'s heap model counts it
+    /// (metadata is shared with the facts it came from, and not counted).
     tasks_heap: usize,
 }
+
+/// What the cache keeps of a valid fact beside its slot: its source task (for the
+/// source-task exclusion), confidence and metadata, so that most filters are decided in
+/// process ([`decidable`]).
+#[derive(Debug)]
+struct Cached {
+    task: Box<str>,
+    confidence: f64,
+    metadata: Metadata,
+}
+
+/// A cached fact as a filter reads it. Only the fields [`decidable`] allows are read:
+/// the others are not cached, and answer empty.
+struct CachedFact<'c> {
+    slot: &'c Slot,
+    cached: &'c Cached,
+}
+
+impl FilterTarget for CachedFact<'_> {
+    fn subject(&self) -> &str {
+        ""
+    }
+    fn relation(&self) -> &str {
+        ""
+    }
+    fn object(&self) -> &str {
+        ""
+    }
+    fn tags(&self) -> &[Tag] {
+        self.slot.tags.as_slice()
+    }
+    fn source(&self) -> &str {
+        &self.cached.task
+    }
+    fn confidence(&self) -> f64 {
+        self.cached.confidence
+    }
+    fn valid_from(&self) -> Timestamp {
+        self.slot.valid_from
+    }
+    fn valid_to(&self) -> Option<Timestamp> {
+        // The cache holds valid facts only.
+        None
+    }
+    fn recorded_at(&self) -> Option<Timestamp> {
+        None
+    }
+    fn meta(&self, key: &str) -> Option<&MetaValue> {
+        self.cached.metadata.get(key)
+    }
+}
+
+/// Whether the cache decides `filter` by itself: it reads no field the cache does not
+/// keep (the triple's texts, `recorded_at`).
+fn decidable(filter: &Filter) -> bool {
+    filter.conditions().iter().all(|c| {
+        !matches!(
+            c.field(),
+            FilterField::Subject
+                | FilterField::Relation
+                | FilterField::Object
+                | FilterField::RecordedAt
+        )
+    })
+}
+
+/// How many candidates the first database check of a filtered cached search reads,
+/// per result asked for (at least [`FIRST_CHECK_MIN`]); each later check reads four
+/// times as many as the one before.
+const FIRST_CHECK_PER_RESULT: usize = 4;
+/// The fewest candidates the first database check reads.
+const FIRST_CHECK_MIN: usize = 64;
 
 /// A seq as the index keys it.
 pub fn seq_key(seq: i64) -> u64 {
@@ -69,7 +144,7 @@ impl SearchCache {
             generation,
             index: TermIndex::default(),
             slots: HashMap::new(),
-            tasks: HashMap::new(),
+            facts: HashMap::new(),
             tasks_heap: 0,
         }
     }
@@ -79,7 +154,7 @@ impl SearchCache {
     pub fn heap_bytes(&self) -> usize {
         self.index.heap_bytes()
             + map_bytes::<u64, u32>(self.slots.capacity())
-            + map_bytes::<u64, Box<str>>(self.tasks.capacity())
+            + map_bytes::<u64, Cached>(self.facts.capacity())
             + self.tasks_heap
     }
 
@@ -106,7 +181,12 @@ impl SearchCache {
         self.slots.insert(key, slot);
         let task: Box<str> = fact.source_task_id().into();
         self.tasks_heap += chunk(task.len());
-        self.tasks.insert(key, task);
+        let cached = Cached {
+            task,
+            confidence: fact.confidence(),
+            metadata: fact.metadata().clone(),
+        };
+        self.facts.insert(key, cached);
     }
 
     /// Drops the version in `seq` from the cache (it is no longer valid, or gone).
@@ -115,8 +195,8 @@ impl SearchCache {
         if let Some(slot) = self.slots.remove(&key) {
             self.index.remove(slot);
         }
-        if let Some(task) = self.tasks.remove(&key) {
-            self.tasks_heap = self.tasks_heap.saturating_sub(chunk(task.len()));
+        if let Some(cached) = self.facts.remove(&key) {
+            self.tasks_heap = self.tasks_heap.saturating_sub(chunk(cached.task.len()));
         }
     }
 
@@ -152,33 +232,119 @@ impl SearchCache {
     }
 
     /// Scores the query against the cached index into `top`.
+    ///
+    /// A filter the cache decides by itself (one that reads no text of the triple and no
+    /// `recorded_at`) is tested as candidates are ranked, as the tag filter is, and the
+    /// answer is complete. Any other filter is the database's to test: the candidates
+    /// that pass everything else come back as [`Deferred`], for [`Deferred::check`]
+    /// (with the cache's lock released: it reads the database).
     pub fn search(
         &self,
         analyzer: &Analyzer,
         query: &TermQuery<'_>,
         weighting: &dyn TermWeighting,
         top: &mut TopK,
-    ) {
+    ) -> Deferred {
         let filters = Filters::of(query);
-        for (slot, score) in self.index.score(query.text, analyzer, weighting) {
+        let scored = self.index.score(query.text, analyzer, weighting);
+        let (here, deferred) = match query.filter {
+            Some(filter) if !decidable(filter) => (None, true),
+            filter => (filter, false),
+        };
+        // What passes every test the cache can make, as `(score, valid_from, id, seq)`.
+        let passes = |slot: u32, score: f64, top: Option<&TopK>| {
+            let entry = self.index.entry(slot)?;
+            let cached = self.facts.get(&entry.seq)?;
+            let keep = filters.tags_match(entry.tags.as_slice())
+                && top.is_none_or(|top| top.admits(score, entry.valid_from, entry.id))
+                && !filters.excluded(&cached.task)
+                && here.is_none_or(|filter| {
+                    filter.matches(&CachedFact {
+                        slot: entry,
+                        cached,
+                    })
+                });
+            keep.then_some((score, entry.valid_from, entry.id, entry.seq))
+        };
+        if deferred {
+            let candidates = scored
+                .into_iter()
+                .filter_map(|(slot, score)| passes(slot, score, None))
+                .collect();
+            return Deferred {
+                candidates,
+                first: query
+                    .limit
+                    .saturating_mul(FIRST_CHECK_PER_RESULT)
+                    .max(FIRST_CHECK_MIN),
+            };
+        }
+        for (slot, score) in scored {
             // Most candidates lose on score alone, without touching their slot.
             if !top.may_admit(score) {
                 continue;
             }
-            let Some(entry) = self.index.entry(slot) else {
-                continue;
-            };
-            if !filters.tags_match(entry.tags.as_slice())
-                || !top.admits(score, entry.valid_from, entry.id)
-            {
-                continue;
-            }
-            if let Some(task) = self.tasks.get(&entry.seq)
-                && !filters.excluded(task)
-            {
-                top.push(score, entry.valid_from, entry.id, entry.seq);
+            if let Some((score, from, id, seq)) = passes(slot, score, Some(top)) {
+                top.push(score, from, id, seq);
             }
         }
+        Deferred::default()
+    }
+}
+
+/// The candidates of a cached search whose filter the database must test, as
+/// `(score, valid_from, id, seq)`; none when the cache answered by itself.
+#[derive(Debug, Default)]
+#[must_use = "the candidates must be checked, or the search answers nothing"]
+pub struct Deferred {
+    candidates: Vec<(f64, Timestamp, FactId, u64)>,
+    first: usize,
+}
+
+impl Deferred {
+    /// Pushes into `top` the candidates that `check` passes, best first: `check` is given
+    /// the seqs of a batch of candidates and answers those whose fact the filter holds
+    /// for. It is asked about the best candidates first, in batches that grow fourfold
+    /// until `top` is full, so that a search returns its `limit` whenever that many facts
+    /// match, however few do, and reads few rows when many do.
+    ///
+    /// # Errors
+    ///
+    /// `check`'s.
+    pub fn check<E>(
+        self,
+        top: &mut TopK,
+        mut check: impl FnMut(&[i64]) -> DbResult<Vec<i64>, E>,
+    ) -> DbResult<(), E> {
+        let Deferred {
+            mut candidates,
+            first,
+        } = self;
+        let order = |a: &(f64, Timestamp, FactId, u64), b: &(f64, Timestamp, FactId, u64)| {
+            rank_order((a.0, a.1, a.2), (b.0, b.1, b.2))
+        };
+        let mut start = 0;
+        let mut size = first.max(1);
+        while start < candidates.len() && !top.is_full() {
+            let rest = candidates.get_mut(start..).unwrap_or_default();
+            let take = size.min(rest.len());
+            if take < rest.len() {
+                // The best `take` of the rest first, then in order.
+                rest.select_nth_unstable_by(take.saturating_sub(1), order);
+            }
+            let batch = rest.get_mut(..take).unwrap_or_default();
+            batch.sort_unstable_by(order);
+            let seqs: Vec<i64> = batch.iter().map(|c| seq_sql(c.3)).collect();
+            let passed: HashSet<i64> = check(&seqs)?.into_iter().collect();
+            for &(score, from, id, seq) in batch.iter() {
+                if passed.contains(&seq_sql(seq)) {
+                    top.push(score, from, id, seq);
+                }
+            }
+            start += take;
+            size = size.saturating_mul(4);
+        }
+        Ok(())
     }
 }
 
@@ -424,18 +590,18 @@ pub fn scan(
     top: &mut TopK,
 ) {
     let filters = Filters::of(query);
-    // As in the in-memory store: an id valid in two versions at once maps to the later.
-    let seqs: HashMap<FactId, u64> = facts.iter().map(|(seq, f)| (f.id(), *seq)).collect();
-    let scored = scan_scores(
+    // As in the in-memory store: each version valid at the instant is ranked as itself.
+    let scored = scan_positions(
         analyzer,
         facts.iter().map(|(_, f)| f),
         query.text,
         weighting,
     );
-    for (fact, score) in scored {
+    for (at, fact, score) in scored {
         if filters.tags_match(fact.tags().as_slice())
             && !filters.excluded(fact.source_task_id())
-            && let Some(seq) = seqs.get(&fact.id())
+            && query.filter.is_none_or(|filter| filter.matches(fact))
+            && let Some((seq, _)) = facts.get(at)
         {
             top.push(score, fact.valid_from(), fact.id(), *seq);
         }

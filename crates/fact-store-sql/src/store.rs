@@ -14,7 +14,7 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
-use fact_model::{Clock, FactId, FactSelector, FactUpdate, SessionFact, Timestamp};
+use fact_model::{Clock, FactId, FactSelector, FactUpdate, Filter, SessionFact, Timestamp};
 use fact_store::{
     AddReport, Alias, Analyzer, CompactionReport, Episode, EpisodeStore, FactVectors, ImportReport,
     LongTermStore, MemoryReport, MemoryWrite, MessageHit, MessageQuery, ProfileEntry,
@@ -30,7 +30,7 @@ use crate::rules::{Rows, Writer};
 /// Which facts of the scope a read selects, oldest first (insertion order).
 ///
 /// Exhaustive on purpose: a new read is one every driver must answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum FactRead<'a> {
     /// The valid versions.
     Valid,
@@ -42,6 +42,16 @@ pub enum FactRead<'a> {
     Latest(FactId),
     /// The valid versions of a subject, newest first, at most `limit`.
     ValidAbout(&'a str, usize),
+    /// The valid versions (or those valid at `as_of`, as [`ValidAt`](Self::ValidAt))
+    /// that `filter` holds for: the filter compiled to SQL
+    /// ([`crate::filter::compile`]), in the query, so that the database's indexes answer
+    /// it.
+    Matching {
+        /// The filter.
+        filter: &'a Filter,
+        /// The instant, or `None` for the valid versions.
+        as_of: Option<Timestamp>,
+    },
 }
 
 /// One of the scope's counters (exhaustive, as [`FactRead`]).
@@ -423,6 +433,14 @@ impl<D: Driver> SessionFactStore for SqlStore<D> {
     fn valid_at(&self, at: Timestamp) -> StoreResult<Vec<SessionFact>> {
         let mut facts = self.driver.facts(FactRead::ValidAt(at))?;
         facts.retain(|fact| fact.is_valid_at(at));
+        Ok(facts)
+    }
+
+    fn select(&self, filter: &Filter, as_of: Option<Timestamp>) -> StoreResult<Vec<SessionFact>> {
+        let mut facts = self.driver.facts(FactRead::Matching { filter, as_of })?;
+        if let Some(at) = as_of {
+            facts.retain(|fact| fact.is_valid_at(at));
+        }
         Ok(facts)
     }
 

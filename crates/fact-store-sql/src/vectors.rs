@@ -493,6 +493,7 @@ fn accepts(query: &VectorQuery<'_>, fact: &SessionFact) -> bool {
         .tags
         .is_none_or(|wanted| fact.tags().contains_any(wanted))
         && query.exclude_source_task != Some(fact.source_task_id())
+        && query.filter.is_none_or(|filter| filter.matches(fact))
 }
 
 #[cfg(test)]

@@ -15,11 +15,15 @@ use fact_store::{
 };
 use fact_store_sql::cache::{Cached, Pinned, ReloadPermit};
 use fact_store_sql::codec::{FACT_COLUMN_COUNT, FACT_COLUMNS, batch_from_sql, id_to_sql};
+use fact_store_sql::filter::{Dialect, compile, driving};
 use fact_store_sql::rules::{Outcome, Writer};
 use fact_store_sql::search::SearchCache;
 use fact_store_sql::vectors::VectorCache;
 use fact_store_sql::{Count, Driver, FactRead, SqlStore, analyzer_tag};
-use rusqlite::{Connection, OptionalExtension, Params, TransactionBehavior, params};
+use rusqlite::types::Value;
+use rusqlite::{
+    Connection, OptionalExtension, Params, TransactionBehavior, params, params_from_iter,
+};
 
 use crate::codec::read_fact;
 use crate::database::SqliteDatabase;
@@ -27,7 +31,7 @@ use crate::error::{DbResult, store_error};
 use crate::options::SqliteOptions;
 use crate::rows::SqliteRows;
 use crate::schema::SCHEMA_VERSION;
-use crate::search::{self, Cold};
+use crate::search::{self, Cold, bind};
 
 /// A durable [`SessionFactStore`](fact_store::SessionFactStore), [`EpisodeStore`](fact_store::EpisodeStore) and
 /// [`LongTermStore`](fact_store::LongTermStore) over one scope of a SQLite database file.
@@ -651,6 +655,27 @@ impl Driver for Sqlite {
                      ORDER BY valid_to IS NULL DESC, seq DESC LIMIT 1"
                 );
                 self.facts(&sql, params![scope, id_to_sql(id)])
+            }
+            FactRead::Matching { filter, as_of } => {
+                let (validity, mut values) = match as_of {
+                    None => ("f.valid_to IS NULL", vec![Value::Integer(scope)]),
+                    Some(at) => (
+                        "f.valid_from <= ?2 AND (f.valid_to IS NULL OR ?2 < f.valid_to)",
+                        vec![Value::Integer(scope), Value::Integer(at.unix_micros())],
+                    ),
+                };
+                let compiled = compile(filter, Dialect::Sqlite, values.len() + 1);
+                values.extend(compiled.params.iter().map(bind));
+                // A metadata equality the filter requires: the index finds its versions.
+                let drive = driving(filter, Dialect::Sqlite, values.len() + 1);
+                let drive_sql = drive.as_ref().map_or("TRUE", |d| d.sql.as_str());
+                values.extend(drive.iter().flat_map(|d| d.params.iter().map(bind)));
+                let sql = format!(
+                    "SELECT {FACT_COLUMNS} FROM facts AS f WHERE f.scope = ?1 AND {validity} \
+                     AND {drive_sql} AND {} ORDER BY f.seq",
+                    compiled.sql
+                );
+                self.facts(&sql, params_from_iter(values))
             }
             FactRead::ValidAbout(subject, limit) => {
                 let sql = format!(

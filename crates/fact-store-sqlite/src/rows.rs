@@ -18,6 +18,7 @@ use fact_model::{FactId, SessionFact, Timestamp};
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::codec::read_fact;
+use super::schema::write_fact_meta;
 use crate::error::DbResult;
 use fact_store_sql::codec::{
     FACT_COLUMN_COUNT, batch_from_sql, batch_to_sql, id_from_sql, id_to_sql, metadata_to_text,
@@ -351,7 +352,9 @@ impl Rows for SqliteRows<'_> {
                 self.generation,
                 metadata_to_text(fact.metadata()),
             ])?;
-        Ok(self.tx.last_insert_rowid())
+        let seq = self.tx.last_insert_rowid();
+        write_fact_meta(&self.tx, seq, self.scope, fact.metadata())?;
+        Ok(seq)
     }
 
     fn set_batch(&mut self, seq: i64, batch: u64) -> DbResult<()> {
@@ -423,6 +426,10 @@ impl Rows for SqliteRows<'_> {
                 self.generation,
                 metadata_to_text(fact.metadata()),
             ])?;
+        self.tx
+            .prepare_cached("DELETE FROM fact_meta WHERE seq = ?1")?
+            .execute([seq])?;
+        write_fact_meta(&self.tx, seq, self.scope, fact.metadata())?;
         Ok(())
     }
 

@@ -102,8 +102,19 @@
 //! - `facts.metadata` and `episodes.metadata`: a version's or an episode's
 //!   [`Metadata`](fact_model::Metadata) as a JSON object (keys sorted), `NULL` for none,
 //!   which every row written before has.
+//!
+//! # Version 8
+//!
+//! - `fact_meta`: the metadata of every version, one row per key, for the filters'
+//!   metadata conditions (`fact_store_sql::filter`): `seq` (the version's), `key`,
+//!   `kind` (0 text, 1 number, 2 boolean) and `value` (a column without a type, holding
+//!   the text, the number as a `REAL` or the boolean as 0 or 1, as the store bound it,
+//!   never parsed from JSON). `(seq, key)` is the primary key (a condition on one
+//!   version), `fact_meta_value` (`scope, key, kind, value`) finds the versions holding a
+//!   value. The store writes the rows with the version; the trigger `fact_meta_gone`
+//!   deletes them with it. The migration fills the table from `facts.metadata`.
 
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::{Connection, TransactionBehavior, params};
 
 use super::messages::index_messages;
 use crate::error::{DbError, DbResult};
@@ -124,6 +135,7 @@ pub(super) const MIGRATIONS: &[Migration] = &[
     to_version_5,
     to_version_6,
     to_version_7,
+    to_version_8,
 ];
 
 /// The newest schema version this build knows.
@@ -390,5 +402,62 @@ fn to_version_7(conn: &Connection) -> DbResult<()> {
         "ALTER TABLE facts ADD COLUMN metadata TEXT;
         ALTER TABLE episodes ADD COLUMN metadata TEXT;",
     )?;
+    Ok(())
+}
+
+fn to_version_8(conn: &Connection) -> DbResult<()> {
+    conn.execute_batch(
+        "CREATE TABLE fact_meta (
+            seq INTEGER NOT NULL,
+            scope INTEGER NOT NULL REFERENCES scopes(id),
+            key TEXT NOT NULL,
+            kind INTEGER NOT NULL,
+            value NOT NULL,
+            PRIMARY KEY (seq, key)
+        ) WITHOUT ROWID;
+        CREATE INDEX fact_meta_value ON fact_meta(scope, key, kind, value);
+        CREATE TRIGGER fact_meta_gone AFTER DELETE ON facts
+        BEGIN
+            DELETE FROM fact_meta WHERE seq = old.seq;
+        END;",
+    )?;
+    // Every version stored with metadata before: its rows, from its JSON. A row whose
+    // metadata does not read is left without (reading its fact reports it corrupt).
+    let mut select =
+        conn.prepare("SELECT seq, scope, metadata FROM facts WHERE metadata IS NOT NULL")?;
+    let mut rows = select.query([])?;
+    while let Some(row) = rows.next()? {
+        let (seq, scope, text): (i64, i64, String) = (row.get(0)?, row.get(1)?, row.get(2)?);
+        match fact_store_sql::codec::metadata_from_text::<rusqlite::Error>(Some(&text)) {
+            Ok(metadata) => write_fact_meta(conn, seq, scope, &metadata)?,
+            Err(e) => tracing::warn!(seq, "metadata left out of fact_meta: {e:?}"),
+        }
+    }
+    Ok(())
+}
+
+/// Writes the `fact_meta` rows of version `seq` of `scope` (none for empty metadata).
+pub(super) fn write_fact_meta(
+    conn: &Connection,
+    seq: i64,
+    scope: i64,
+    metadata: &fact_model::Metadata,
+) -> DbResult<()> {
+    if metadata.is_empty() {
+        return Ok(());
+    }
+    let mut insert = conn.prepare_cached(
+        "INSERT INTO fact_meta (seq, scope, key, kind, value) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    for (key, value) in metadata.iter() {
+        let (kind, value) = match value {
+            fact_model::MetaValue::String(text) => (0, rusqlite::types::Value::Text(text.clone())),
+            fact_model::MetaValue::Number(number) => (1, rusqlite::types::Value::Real(*number)),
+            fact_model::MetaValue::Bool(flag) => {
+                (2, rusqlite::types::Value::Integer(i64::from(*flag)))
+            }
+        };
+        insert.execute(params![seq, scope, key, kind, value])?;
+    }
     Ok(())
 }

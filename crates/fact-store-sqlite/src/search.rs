@@ -10,7 +10,8 @@
 //! what then happens is the caller's choice ([`Cold`]).
 
 use fact_model::SessionFact;
-use rusqlite::{Connection, Transaction, params};
+use rusqlite::types::Value;
+use rusqlite::{Connection, Transaction, params, params_from_iter};
 
 use super::codec::read_fact;
 use super::rows::select_fact_sql;
@@ -19,6 +20,7 @@ use fact_store::backend::{TopK, distinct};
 use fact_store::{Analyzer, ScoredFact, TermQuery, TermWeighting};
 use fact_store_sql::cache::Pinned;
 use fact_store_sql::codec::{FACT_COLUMNS, id_from_sql, time_from_sql};
+use fact_store_sql::filter::{Dialect, SqlValue, compile};
 use fact_store_sql::search::{Filters, Rounds, Scorer, SearchCache, offer, scan, seq_key, seq_sql};
 
 /// What a cached search does when its cache cannot follow the scope row by row (there
@@ -165,8 +167,9 @@ pub(super) fn search(
             if let Some(current) = read.as_ref()
                 && current.generation() == now.generation
             {
-                current.search(analyzer, query, weighting, &mut top);
+                let deferred = current.search(analyzer, query, weighting, &mut top);
                 drop(read);
+                deferred.check(&mut top, passing(&tx, scope, query))?;
                 return finish(tx, scope, top, loaded);
             }
             drop(read);
@@ -201,8 +204,15 @@ pub(super) fn search(
                 },
             };
             match cache.as_ref() {
-                Some(cache) if warm => cache.search(analyzer, query, weighting, &mut top),
-                _ => from_database(&tx, scope, analyzer, query, weighting, &mut top)?,
+                Some(current) if warm => {
+                    let deferred = current.search(analyzer, query, weighting, &mut top);
+                    drop(cache);
+                    deferred.check(&mut top, passing(&tx, scope, query))?;
+                }
+                _ => {
+                    drop(cache);
+                    from_database(&tx, scope, analyzer, query, weighting, &mut top)?;
+                }
             }
         }
         (None, None) => from_database(&tx, scope, analyzer, query, weighting, &mut top)?,
@@ -265,11 +275,17 @@ fn from_database(
         return Ok(());
     }
     let filters = Filters::of(query);
-    let mut stmt = tx.prepare_cached(
+    // The query's filter, in the query: FTS5 finds the candidates, the filter narrows
+    // them as they are read.
+    let filter = query
+        .filter
+        .map(|filter| compile(filter, Dialect::Sqlite, 3));
+    let mut stmt = tx.prepare_cached(&format!(
         "SELECT f.seq, f.id, f.valid_from, f.tags, f.source_task_id, f.doc_len, f.terms \
          FROM fact_fts CROSS JOIN facts AS f ON f.seq = fact_fts.rowid \
-         WHERE fact_fts MATCH ?1 AND f.scope = ?2 AND f.valid_to IS NULL",
-    )?;
+         WHERE fact_fts MATCH ?1 AND f.scope = ?2 AND f.valid_to IS NULL AND {}",
+        filter.as_ref().map_or("TRUE", |f| f.sql.as_str())
+    ))?;
     let any = |ids: &[i64]| {
         ids.iter()
             .map(|id| format!("t{id}"))
@@ -283,7 +299,9 @@ fn from_database(
         } else {
             format!("({}) NOT ({})", any(&now), any(&before))
         };
-        let mut rows = stmt.query(params![expression, scope])?;
+        let mut values = vec![Value::Text(expression), Value::Integer(scope)];
+        values.extend(filter.iter().flat_map(|f| f.params.iter().map(bind)));
+        let mut rows = stmt.query(params_from_iter(values))?;
         while let Some(row) = rows.next()? {
             let document: Option<String> = row.get(6)?;
             let score = scorer.score(document.as_deref(), row.get(5)?, weighting)?;
@@ -301,4 +319,50 @@ fn from_database(
         }
     }
     Ok(())
+}
+
+/// A compiled filter's parameter as SQLite binds it.
+pub(super) fn bind(value: &SqlValue) -> Value {
+    match value {
+        SqlValue::Text(text) => Value::Text(text.clone()),
+        SqlValue::Real(number) => Value::Real(*number),
+        SqlValue::Int(number) => Value::Integer(*number),
+        SqlValue::Bool(flag) => Value::Integer(i64::from(*flag)),
+        SqlValue::Json(json) => Value::Text(json.to_string()),
+    }
+}
+
+/// The database's test of a cached search's filter (see [`SearchCache::search`]): which
+/// of the given seqs hold a version of `scope` the query's filter holds for, read in the
+/// search's transaction.
+fn passing<'t>(
+    tx: &'t Transaction<'_>,
+    scope: i64,
+    query: &TermQuery<'_>,
+) -> impl FnMut(&[i64]) -> DbResult<Vec<i64>> + 't {
+    let filter = query
+        .filter
+        .map(|filter| compile(filter, Dialect::Sqlite, 3));
+    move |seqs: &[i64]| {
+        let Some(filter) = &filter else {
+            return Ok(seqs.to_vec());
+        };
+        let list: Vec<String> = seqs.iter().map(i64::to_string).collect();
+        let mut values = vec![
+            Value::Integer(scope),
+            Value::Text(format!("[{}]", list.join(","))),
+        ];
+        values.extend(filter.params.iter().map(bind));
+        let mut stmt = tx.prepare_cached(&format!(
+            "SELECT f.seq FROM facts AS f \
+             WHERE f.seq IN (SELECT value FROM json_each(?2)) AND f.scope = ?1 AND {}",
+            filter.sql
+        ))?;
+        let mut rows = stmt.query(params_from_iter(values))?;
+        let mut passed = Vec::new();
+        while let Some(row) = rows.next()? {
+            passed.push(row.get(0)?);
+        }
+        Ok(passed)
+    }
 }

@@ -216,7 +216,7 @@ fn older_databases_migrate_to_messages_aliases_profile_and_embeddings() {
         AliasChange, EpisodeStore, FactVectors, LongTermStore, MemoryWrite, MessageQuery,
     };
 
-    assert_eq!(SqliteFactStore::SCHEMA_VERSION, 7);
+    assert_eq!(SqliteFactStore::SCHEMA_VERSION, 8);
     for version in [1, 2] {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("facts.db");
@@ -526,20 +526,21 @@ fn a_database_of_version_5_migrates_to_token_vectors_and_keeps_its_embeddings() 
             .put_embeddings("m", vec![(kept.id(), vec![1.0, 0.0])])
             .unwrap();
     }
-    // Version 6 only added `token_vectors`, version 7 the metadata columns: without them,
-    // the file is as version 5 left it.
+    // Version 6 only added `token_vectors`, version 7 the metadata columns, version 8
+    // `fact_meta`: without them, the file is as version 5 left it.
     let raw = Connection::open(&path).unwrap();
     raw.execute_batch(
         "DROP TABLE token_vectors; ALTER TABLE facts DROP COLUMN metadata;
-         ALTER TABLE episodes DROP COLUMN metadata; PRAGMA user_version = 5;",
+         ALTER TABLE episodes DROP COLUMN metadata; DROP TRIGGER fact_meta_gone;
+         DROP TABLE fact_meta; PRAGMA user_version = 5;",
     )
     .unwrap();
     let store = open();
     let version: u32 = raw
         .pragma_query_value(None, "user_version", |row| row.get(0))
         .unwrap();
-    assert_eq!(version, 7);
-    assert_eq!(SqliteFactStore::SCHEMA_VERSION, 7);
+    assert_eq!(version, 8);
+    assert_eq!(SqliteFactStore::SCHEMA_VERSION, 8);
     assert_eq!(store.driver().embedded_count("m").unwrap(), 1);
     let missing: Vec<FactId> = store
         .driver()
@@ -714,8 +715,8 @@ fn database_at(path: &std::path::Path, version: usize) -> SessionFact {
 fn a_database_of_every_earlier_version_migrates_to_metadata() {
     use fact_model::Metadata;
 
-    assert_eq!(SqliteFactStore::SCHEMA_VERSION, 7);
-    for version in 1..7 {
+    assert_eq!(SqliteFactStore::SCHEMA_VERSION, 8);
+    for version in 1..8 {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("facts.db");
         let old = database_at(&path, version);
@@ -725,7 +726,7 @@ fn a_database_of_every_earlier_version_migrates_to_metadata() {
         let migrated: u32 = raw
             .pragma_query_value(None, "user_version", |row| row.get(0))
             .unwrap();
-        assert_eq!(migrated, 7, "from {version}");
+        assert_eq!(migrated, 8, "from {version}");
         // The old fact reads back as it was, without metadata.
         assert_eq!(
             store.valid_facts().unwrap(),
@@ -769,4 +770,46 @@ fn stored_metadata_that_is_not_valid_is_a_corrupt_store() {
             "{bad}: {error:?}"
         );
     }
+}
+
+#[test]
+fn metadata_stored_before_version_8_is_found_by_filters_after_it() {
+    use fact_model::{Filter, Metadata};
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("facts.db");
+    let old = database_at(&path, 7);
+    {
+        let raw = Connection::open(&path).unwrap();
+        raw.execute(
+            "UPDATE facts SET metadata = ?1",
+            [r#"{"n":0.1,"ok":true,"project":"rlm"}"#],
+        )
+        .unwrap();
+    }
+    let clock = Arc::new(ManualClock::new(at(2_000)));
+    let store = SqliteFactStore::open(&path, "s", StoreConfig::default(), clock).unwrap();
+    let meta = Metadata::from_assignments(["project=rlm", "n=0.1", "ok=true"]).unwrap();
+    let old = old.with_metadata(meta);
+    for text in [
+        r#"metadata.project = "rlm""#,
+        "metadata.n = 0.1 and metadata.ok = true",
+        "metadata.n < 0.2",
+    ] {
+        let filter = Filter::parse_where(text).unwrap();
+        assert_eq!(
+            store.select(&filter, None).unwrap(),
+            std::slice::from_ref(&old),
+            "{text}"
+        );
+    }
+    let none = Filter::parse_where(r#"metadata.project != "rlm""#).unwrap();
+    assert!(store.select(&none, None).unwrap().is_empty());
+    // Deleting the fact deletes its rows of `fact_meta` (the trigger).
+    store.delete(old.id()).unwrap();
+    let raw = Connection::open(&path).unwrap();
+    let left: i64 = raw
+        .query_row("SELECT count(*) FROM fact_meta", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(left, 0);
 }

@@ -9,6 +9,7 @@
 //!
 //! - [`compaction`]: capacity and compaction policies;
 //! - [`crud`]: get, update, delete, tags and statement dedup;
+//! - [`filters`]: the filter language inside every read that takes one;
 //! - [`long_term`](mod@long_term): episodes, message search, aliases, the profile and
 //!   commits;
 //! - [`search`](mod@search): the term index, its filters and order;
@@ -83,6 +84,7 @@
 pub mod compaction;
 pub mod crud;
 pub mod durable;
+pub mod filters;
 mod fixture;
 pub mod long_term;
 pub mod metadata;
@@ -162,6 +164,10 @@ macro_rules! conformance_suite {
                     lowest_confidence_first_drops_the_least_certain,
                     history_beyond_its_limit_is_dropped_oldest_first,
                     without_auto_compaction_the_store_grows,
+                ];
+                filters: [
+                    filtered_reads_match_brute_force,
+                    a_selective_filter_still_fills_the_limit,
                 ];
                 metadata: [
                     each_version_keeps_its_own_metadata,

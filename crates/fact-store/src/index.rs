@@ -13,7 +13,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt::Debug;
 
-use fact_model::{FactId, SessionFact, Tag, Tags, Timestamp};
+use fact_model::{FactId, Filter, SessionFact, Tag, Tags, Timestamp};
 use rust_stemmers::{Algorithm, Stemmer};
 
 /// Calls `f(word, plain)` for every word of `text`: runs of letters and digits, where a
@@ -409,6 +409,7 @@ pub trait TermWeighting: Send + Sync + Debug {
 /// assert_eq!((query.text, query.limit), ("retry backoff", 5));
 /// assert_eq!(query.tags, Some(&[Tag::Decision][..]));
 /// assert!(query.as_of.is_none() && query.exclude_source_task.is_none());
+/// assert!(query.filter.is_none());
 /// ```
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
@@ -422,6 +423,10 @@ pub struct TermQuery<'a> {
     pub exclude_source_task: Option<&'a str>,
     /// Search the facts valid at this instant instead of the valid ones (a scan, not the index).
     pub as_of: Option<Timestamp>,
+    /// Keep only facts this filter holds for (`None`: no filter). A store applies it while
+    /// it ranks, never to the results afterwards: when more than `limit` facts match, a
+    /// search returns `limit` of them.
+    pub filter: Option<&'a Filter>,
     /// The most facts to return.
     pub limit: usize,
 }
@@ -435,8 +440,16 @@ impl<'a> TermQuery<'a> {
             tags: None,
             exclude_source_task: None,
             as_of: None,
+            filter: None,
             limit,
         }
+    }
+
+    /// Keeps only facts `filter` holds for.
+    #[must_use]
+    pub fn with_filter(mut self, filter: &'a Filter) -> Self {
+        self.filter = Some(filter);
+        self
     }
 
     /// Keeps only facts carrying any of `tags`.
@@ -492,10 +505,7 @@ pub fn distinct(terms: &[String]) -> Vec<&str> {
 
 /// The order of results: higher score, then newer `valid_from`, then smaller id.
 #[inline]
-pub(crate) fn rank_order(
-    a: (f64, Timestamp, FactId),
-    b: (f64, Timestamp, FactId),
-) -> std::cmp::Ordering {
+pub fn rank_order(a: (f64, Timestamp, FactId), b: (f64, Timestamp, FactId)) -> std::cmp::Ordering {
     b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2))
 }
 
@@ -888,6 +898,20 @@ pub fn scan_scores<'f>(
     text: &str,
     weighting: &dyn TermWeighting,
 ) -> Vec<(&'f SessionFact, f64)> {
+    scan_positions(analyzer, facts, text, weighting)
+        .into_iter()
+        .map(|(_, fact, score)| (fact, score))
+        .collect()
+}
+
+/// [`scan_scores`], each scored fact with its position in `facts`: two versions of one id
+/// valid at the same instant are two results, each itself.
+pub fn scan_positions<'f>(
+    analyzer: &Analyzer,
+    facts: impl Iterator<Item = &'f SessionFact>,
+    text: &str,
+    weighting: &dyn TermWeighting,
+) -> Vec<(usize, &'f SessionFact, f64)> {
     let analyzed = analyzer.analyze(text);
     let terms = distinct(&analyzed);
     let terms = terms.as_slice();
@@ -912,7 +936,8 @@ pub fn scan_scores<'f>(
         })
         .collect();
     docs.iter()
-        .filter_map(|(fact, doc)| {
+        .enumerate()
+        .filter_map(|(at, (fact, doc))| {
             let mut score = 0.0;
             let len = u32::try_from(doc.len()).unwrap_or(u32::MAX);
             for (term, weight) in terms.iter().zip(&weights) {
@@ -922,7 +947,7 @@ pub fn scan_scores<'f>(
                         * weighting.tf_weight(u32::try_from(tf).unwrap_or(u32::MAX), len, avg);
                 }
             }
-            (score > 0.0).then_some((*fact, score))
+            (score > 0.0).then_some((at, *fact, score))
         })
         .collect()
 }
@@ -952,8 +977,10 @@ impl PartialOrd for Ranked {
 }
 
 impl Ord for Ranked {
+    /// The rank, then the smaller seq: two versions of one id (an `as_of` search can
+    /// rank both) come in the order they were stored.
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        rank_order((self.0, self.1, self.2), (other.0, other.1, other.2))
+        rank_order((self.0, self.1, self.2), (other.0, other.1, other.2)).then(self.3.cmp(&other.3))
     }
 }
 
@@ -991,6 +1018,12 @@ impl TopK {
                 self.heap.pop();
             }
         }
+    }
+
+    /// Whether it holds `k` results: a result ranked below all of them is not kept.
+    #[inline]
+    pub fn is_full(&self) -> bool {
+        self.heap.len() >= self.k
     }
 
     /// `(score, seq)` pairs, best first.

@@ -27,6 +27,7 @@
 //! Hash tables store record numbers or symbols, and every lookup compares the real key, so
 //! a hash collision costs a comparison, never a wrong answer.
 
+mod meta;
 mod ops;
 mod records;
 mod state;
@@ -34,12 +35,13 @@ mod symbols;
 mod table;
 mod terms;
 mod vectors;
+mod view;
 
 use std::fmt;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use fact_model::{
-    Clock, FactId, FactSelector, FactUpdate, SessionFact, SystemClock, Tag, Timestamp,
+    Clock, FactId, FactSelector, FactUpdate, Filter, SessionFact, SystemClock, Tag, Timestamp,
 };
 
 use self::state::State;
@@ -311,6 +313,14 @@ impl SessionFactStore for InMemorySessionFactStore {
         Ok(self
             .read()
             .facts_where(|r| r.is_valid() && r.has_any_tag(tags)))
+    }
+
+    fn select(&self, filter: &Filter, as_of: Option<Timestamp>) -> StoreResult<Vec<SessionFact>> {
+        let state = self.read();
+        Ok(match as_of {
+            Some(at) => state.select(filter, |r| r.is_valid_at(at)),
+            None => state.select(filter, |r| r.is_valid()),
+        })
     }
 
     fn valid_count(&self) -> StoreResult<usize> {

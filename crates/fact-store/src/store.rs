@@ -3,7 +3,7 @@
 
 use std::fmt::Debug;
 
-use fact_model::{FactId, FactSelector, FactUpdate, SessionFact, Tag, Timestamp};
+use fact_model::{FactId, FactSelector, FactUpdate, Filter, SessionFact, Tag, Timestamp};
 
 use crate::{
     AddReport, Analyzer, CompactionReport, FactVectors, ImportReport, ScoredFact, Snapshot,
@@ -322,8 +322,10 @@ pub trait SessionFactStore: Send + Sync + Debug {
     ///
     /// Only facts holding a query term are scored (the store keeps an inverted index over
     /// its valid facts); term statistics (`df`, document count, average length) cover all
-    /// valid facts, before the tag filter and the source-task exclusion. An `as_of` search
-    /// scans the facts valid at that instant instead, with statistics over them.
+    /// valid facts, before the tag filter, the source-task exclusion and the query's
+    /// [`Filter`]. An `as_of` search scans the facts valid at that instant instead, with
+    /// statistics over them. The filter is applied while the store ranks: when at least
+    /// `limit` facts match, `limit` are returned.
     ///
     /// # Errors
     ///
@@ -416,6 +418,40 @@ pub trait SessionFactStore: Send + Sync + Debug {
     fn valid_facts_by_tags(&self, tags: &[Tag]) -> StoreResult<Vec<SessionFact>> {
         let mut facts = self.valid_facts()?;
         facts.retain(|fact| fact.tags().contains_any(tags));
+        Ok(facts)
+    }
+
+    /// The valid facts (or those valid at `as_of`) that `filter` holds for, oldest first:
+    /// [`valid_facts`](Self::valid_facts) or [`valid_at`](Self::valid_at), narrowed.
+    /// Provided: those, filtered in process; the stores of this workspace answer it from
+    /// their own indexes, with the same results.
+    ///
+    /// # Errors
+    ///
+    /// A [`StoreError`](crate::StoreError) when a durable store cannot read.
+    ///
+    /// ```
+    /// # use fact_model::{Filter, Metadata, MetaValue, SessionFact, SourceRole, Tag, Timestamp};
+    /// # use fact_store::{InMemorySessionFactStore, SessionFactStore};
+    /// # let fact = |o: &str, project: &str| SessionFact::builder("user", "likes", o)
+    /// #     .tag(Tag::Preference).source("chat", SourceRole::Implementer)
+    /// #     .valid_from(Timestamp::UNIX_EPOCH)
+    /// #     .metadata(Metadata::from_pairs([("project", MetaValue::String(project.into()))]).unwrap())
+    /// #     .build().unwrap();
+    /// let store = InMemorySessionFactStore::default();
+    /// store.add(vec![fact("tabs", "rlm"), fact("tea", "home")])?;
+    /// let filter = Filter::parse_where(r#"metadata.project = "rlm""#).unwrap();
+    /// let facts = store.select(&filter, None)?;
+    /// assert_eq!(facts.len(), 1);
+    /// assert_eq!(facts[0].object(), "tabs");
+    /// # Ok::<(), fact_store::StoreError>(())
+    /// ```
+    fn select(&self, filter: &Filter, as_of: Option<Timestamp>) -> StoreResult<Vec<SessionFact>> {
+        let mut facts = match as_of {
+            Some(at) => self.valid_at(at)?,
+            None => self.valid_facts()?,
+        };
+        facts.retain(|fact| filter.matches(fact));
         Ok(facts)
     }
 
@@ -549,6 +585,13 @@ macro_rules! forward_store {
             }
             fn valid_facts_by_tags(&self, tags: &[Tag]) -> StoreResult<Vec<SessionFact>> {
                 (**self).valid_facts_by_tags(tags)
+            }
+            fn select(
+                &self,
+                filter: &Filter,
+                as_of: Option<Timestamp>,
+            ) -> StoreResult<Vec<SessionFact>> {
+                (**self).select(filter, as_of)
             }
             fn valid_count(&self) -> StoreResult<usize> { (**self).valid_count() }
             fn stored_count(&self) -> StoreResult<usize> { (**self).stored_count() }

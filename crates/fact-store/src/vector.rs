@@ -18,7 +18,7 @@ mod tokens;
 
 use std::fmt::Debug;
 
-use fact_model::{FactId, SessionFact, Tag};
+use fact_model::{FactId, Filter, SessionFact, Tag};
 
 use crate::{ScoredFact, StoreError, StoreResult};
 
@@ -54,6 +54,9 @@ pub struct VectorQuery<'a> {
     pub tags: Option<&'a [Tag]>,
     /// Leave out facts whose source task is this one.
     pub exclude_source_task: Option<&'a str>,
+    /// Keep only facts this filter holds for (`None`: no filter), applied while the
+    /// search ranks, as [`TermQuery::filter`](crate::TermQuery::filter) is.
+    pub filter: Option<&'a Filter>,
     /// The most facts to return.
     pub limit: usize,
 }
@@ -67,8 +70,16 @@ impl<'a> VectorQuery<'a> {
             vector,
             tags: None,
             exclude_source_task: None,
+            filter: None,
             limit,
         }
+    }
+
+    /// Keeps only facts `filter` holds for.
+    #[must_use]
+    pub fn with_filter(mut self, filter: &'a Filter) -> Self {
+        self.filter = Some(filter);
+        self
     }
 
     /// Keeps only facts carrying any of `tags`.

@@ -457,6 +457,33 @@ impl Filter {
         out
     }
 
+    /// The conditions that must hold for the filter to hold: the filter's own condition,
+    /// or those of its `and` (and of the `and`s inside it). An index may look the facts
+    /// satisfying one of them up, then test the whole filter on those alone.
+    ///
+    /// ```
+    /// use fact_model::Filter;
+    ///
+    /// let filter = Filter::parse_where(
+    ///     r#"metadata.project = "rlm" and (category = decision or confidence > 0.5)"#,
+    /// ).unwrap();
+    /// let fields: Vec<_> = filter.conjuncts().iter().map(|c| c.field().name()).collect();
+    /// assert_eq!(fields, ["metadata.project"]);
+    /// ```
+    pub fn conjuncts(&self) -> Vec<&Condition> {
+        let mut out = Vec::new();
+        self.collect_conjuncts(&mut out);
+        out
+    }
+
+    fn collect_conjuncts<'a>(&'a self, out: &mut Vec<&'a Condition>) {
+        match self {
+            Filter::And(list) => list.iter().for_each(|f| f.collect_conjuncts(out)),
+            Filter::Condition(condition) => out.push(condition),
+            Filter::Or(_) | Filter::Not(_) => {}
+        }
+    }
+
     fn collect<'a>(&'a self, out: &mut Vec<&'a Condition>) {
         match self {
             Filter::And(list) | Filter::Or(list) => list.iter().for_each(|f| f.collect(out)),

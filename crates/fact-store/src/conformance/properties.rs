@@ -35,7 +35,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fact_model::{
-    Clock, FactId, FactSelector, FactUpdate, ManualClock, SessionFact, SourceRole, Tag, Timestamp,
+    Clock, FactId, FactSelector, FactUpdate, Filter, ManualClock, SessionFact, SourceRole, Tag,
+    Timestamp,
 };
 use proptest::prelude::*;
 
@@ -60,6 +61,14 @@ const METADATA: &[&str] = &[
     r#"{"project": "rlm"}"#,
     r#"{"project": "factmem", "n": 3}"#,
     r#"{"n": -1.5, "ok": true, "note": "naïve"}"#,
+];
+/// The filters every comparison selects with (and searches with, the first and the
+/// fourth), in the readable form.
+const FILTERS: &[&str] = &[
+    r#"metadata.project = "rlm""#,
+    "metadata.n in (3, -1.5) or metadata.ok = true",
+    r#"not metadata.project exists and category = decision"#,
+    "confidence > 0.5 and valid_to not exists",
 ];
 /// The texts every comparison searches for.
 const QUERIES: &[&str] = &[
@@ -376,6 +385,38 @@ fn same(
             prop_assert_eq!(expected.get(id).unwrap(), actual.get(id).unwrap());
         }
     }
+    let filters: Vec<Filter> = FILTERS
+        .iter()
+        .map(|text| Filter::parse_where(text).unwrap())
+        .collect();
+    let valid = actual.valid_facts().unwrap();
+    for filter in &filters {
+        let brute: Vec<SessionFact> = valid
+            .iter()
+            .filter(|f| filter.matches(*f))
+            .cloned()
+            .collect();
+        prop_assert_eq!(
+            &actual.select(filter, None).unwrap(),
+            &brute,
+            "select {:?}",
+            filter
+        );
+        prop_assert_eq!(
+            expected.select(filter, None).unwrap(),
+            brute,
+            "select {:?}",
+            filter
+        );
+        let at = Timestamp::from_unix_micros(now.unix_micros() - 1_000_000).unwrap();
+        prop_assert_eq!(
+            expected.select(filter, Some(at)).unwrap(),
+            actual.select(filter, Some(at)).unwrap(),
+            "select {:?} at {:?}",
+            filter,
+            at
+        );
+    }
     let weightings: [&dyn TermWeighting; 2] = [&Bm25, &Overlap];
     for text in QUERIES {
         for weighting in weightings {
@@ -387,6 +428,8 @@ fn same(
                     plain.clone().with_exclude_source_task("1"),
                     plain.clone().with_as_of(now),
                     plain.clone().with_as_of(Timestamp::MAX),
+                    plain.clone().with_filter(&filters[0]),
+                    plain.clone().with_filter(&filters[3]).with_as_of(now),
                 ];
                 for query in variants {
                     prop_assert_eq!(

@@ -9,6 +9,7 @@ const ROOT: &str = include_str!("../conformance.rs");
 const MODULES: &[(&str, &str)] = &[
     ("compaction", include_str!("compaction.rs")),
     ("crud", include_str!("crud.rs")),
+    ("filters", include_str!("filters.rs")),
     ("long_term", include_str!("long_term.rs")),
     ("metadata", include_str!("metadata.rs")),
     ("search", include_str!("search.rs")),

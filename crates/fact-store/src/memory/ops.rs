@@ -10,7 +10,7 @@ use super::symbols::NIL;
 use super::table::IntMap;
 use crate::compaction::summarize;
 use crate::config::{CompactionPolicy, StoreConfig};
-use crate::index::{TopK, scan_scores};
+use crate::index::{TopK, scan_positions};
 use crate::{
     AddReport, CompactionReport, ImportDiagnostic, ImportReport, NotEndedReason, ScoredFact,
     SkipReason, Skipped, SnapshotRecord, StepReport, StoreError, StoreResult, TermQuery,
@@ -387,6 +387,7 @@ impl State {
                     if query.tags.is_some_and(|wanted| !r.has_any_tag(wanted))
                         || !top.admits(score, r.valid_from, r.id)
                         || excluded.is_some_and(|task| task == Some(r.task))
+                        || !self.passes(query.filter, rid)
                     {
                         return;
                     }
@@ -404,15 +405,10 @@ impl State {
             }
             Some(at) => {
                 let facts = self.facts_where(|r| r.is_valid_at(at));
-                // As many results as versions valid at `at`, each under the last of its
-                // id's positions (two versions of an id can overlap after an import).
-                let positions: IntMap<FactId, usize> = facts
-                    .iter()
-                    .enumerate()
-                    .map(|(at, fact)| (fact.id(), at))
-                    .collect();
-                for (fact, score) in
-                    scan_scores(&self.analyzer, facts.iter(), query.text, weighting)
+                // Each version valid at `at` is ranked as itself, under its position (two
+                // versions of an id can overlap: an older fact that arrived late).
+                for (at, fact, score) in
+                    scan_positions(&self.analyzer, facts.iter(), query.text, weighting)
                 {
                     let tags_match = query
                         .tags
@@ -420,7 +416,7 @@ impl State {
                     let excluded = query.exclude_source_task == Some(fact.source_task_id());
                     if tags_match
                         && !excluded
-                        && let Some(&at) = positions.get(&fact.id())
+                        && query.filter.is_none_or(|filter| filter.matches(fact))
                     {
                         top.push(score, fact.valid_from(), fact.id(), at as u64);
                     }

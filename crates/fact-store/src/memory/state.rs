@@ -16,6 +16,8 @@
 //!   newest joined first);
 //! - `statements` ([`Table`], a multimap): folded statement → valid records with it;
 //! - `terms` ([`Terms`]): the inverted index, slot = record number;
+//! - `metadata` ([`MetaIndex`]): the metadata of the records that have some, and the
+//!   records holding each `(key, value)`;
 //! - `vectors` ([`ModelIndexes`]): the embeddings, by model and fact id (not by record
 //!   number: an embedding belongs to the id, whichever of its versions is valid). They
 //!   are dropped when the last version of their id is removed, and carried over as they
@@ -35,6 +37,7 @@ use std::hash::{BuildHasher, RandomState};
 
 use fact_model::{FactId, Metadata, SessionFact, Timestamp, fold_statement};
 
+use super::meta::MetaIndex;
 use super::records::{Plain, Record, Records};
 use super::symbols::{NIL, Symbols};
 use super::table::{IntMap, Table, hash_bytes, hash_u64};
@@ -75,8 +78,8 @@ pub(in crate::memory) struct State {
     big_batches: IntMap<u32, u64>,
     /// `recorded_at` (µs) of the records that have one, by record number.
     recorded: IntMap<u32, i64>,
-    /// The metadata of the records that have some, by record number.
-    metadata: IntMap<u32, Metadata>,
+    /// The metadata of the records that have some, by record number, and its index.
+    pub(super) metadata: MetaIndex,
     /// The digests of the transaction keys applied (`Transaction::with_key`).
     pub(super) applied: std::collections::HashSet<[u8; 16]>,
     pub(super) analyzer: Analyzer,
@@ -105,7 +108,7 @@ impl State {
             statements: Table::default(),
             big_batches: IntMap::default(),
             recorded: IntMap::default(),
-            metadata: IntMap::default(),
+            metadata: MetaIndex::default(),
             applied: std::collections::HashSet::new(),
             analyzer,
             terms: Terms::new(seed),
@@ -170,7 +173,7 @@ impl State {
     }
 
     /// When record `rid` was recorded, if it says.
-    fn recorded_at(&self, rid: u32, r: &Record) -> Option<Timestamp> {
+    pub(super) fn recorded_at(&self, rid: u32, r: &Record) -> Option<Timestamp> {
         if !r.has_recorded_at() {
             return None;
         }
@@ -183,7 +186,7 @@ impl State {
         if !r.has_metadata() {
             return None;
         }
-        self.metadata.get(&rid)
+        self.metadata.get(rid)
     }
 
     /// Gives record `rid` this metadata (none when empty).
@@ -191,11 +194,7 @@ impl State {
         if let Some(record) = self.records.get_mut(rid) {
             record.set_has_metadata(!metadata.is_empty());
         }
-        if metadata.is_empty() {
-            self.metadata.remove(&rid);
-        } else {
-            self.metadata.insert(rid, metadata.clone());
-        }
+        self.metadata.set(rid, metadata);
     }
 
     /// The plain parts of record `rid`, its `recorded_at` and metadata included.
@@ -455,7 +454,7 @@ impl State {
             self.recorded.insert(rid, at.unix_micros());
         }
         if !plain.metadata.is_empty() {
-            self.metadata.insert(rid, plain.metadata.clone());
+            self.metadata.set(rid, &plain.metadata);
         }
         rid
     }
@@ -656,7 +655,7 @@ impl State {
             }
             self.big_batches.remove(&rid);
             self.recorded.remove(&rid);
-            self.metadata.remove(&rid);
+            self.metadata.remove(rid);
             self.removed += 1;
             ids.push(r.id);
             subjects.push(r.subject);

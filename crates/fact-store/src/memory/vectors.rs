@@ -150,8 +150,8 @@ fn oldest_valid(state: &State, limit: usize, has: impl Fn(FactId) -> bool) -> Ve
         .collect()
 }
 
-/// The valid record of `id`, if it passes the tag filter of `query` and its source task
-/// is not the symbol `excluded` (as the SQL stores filter their facts, on the record).
+/// The valid record of `id`, if it passes the tag filter and the filter of `query` and
+/// its source task is not the symbol `excluded` (as the SQL stores filter their facts, on the record).
 fn accepts(
     state: &State,
     query: &VectorQuery<'_>,
@@ -161,5 +161,5 @@ fn accepts(
     let rid = state.valid_version(id)?;
     let r = state.record(rid)?;
     let tags_match = query.tags.is_none_or(|wanted| r.has_any_tag(wanted));
-    (tags_match && excluded != Some(r.task)).then_some(rid)
+    (tags_match && excluded != Some(r.task) && state.passes(query.filter, rid)).then_some(rid)
 }

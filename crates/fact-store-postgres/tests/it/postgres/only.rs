@@ -576,8 +576,8 @@ fn a_version_4_schema_migrates_to_token_vectors_and_keeps_its_embeddings() {
 }
 
 /// Takes the store schema `schema`, empty of episodes and long-term memory, back to
-/// `version` as that build left it, undoing each later migration in turn: version 6's
-/// metadata columns; version 5's token vectors; version 4's applied keys and profile;
+/// `version` as that build left it, undoing each later migration in turn: version 7's
+/// GIN index over metadata; version 6's metadata columns; version 5's token vectors; version 4's applied keys and profile;
 /// version 3's message tables, aliases and `recorded_at` (transcripts back as text in
 /// `episodes.transcript`); version 2's embeddings.
 fn back_to(raw: &mut postgres::Client, schema: &str, version: u32) {
@@ -603,8 +603,9 @@ fn back_to(raw: &mut postgres::Client, schema: &str, version: u32) {
                  ALTER TABLE {schema}.episodes DROP COLUMN metadata;"
             ),
         ),
+        (7, format!("DROP INDEX {schema}.facts_metadata;")),
     ];
-    assert_eq!(PgFactStore::SCHEMA_VERSION, 6, "a step for every migration");
+    assert_eq!(PgFactStore::SCHEMA_VERSION, 7, "a step for every migration");
     for (undone, sql) in steps.iter().rev() {
         if *undone > version {
             raw.batch_execute(sql).unwrap();
@@ -667,6 +668,22 @@ fn a_schema_of_every_earlier_version_migrates_to_metadata() {
             .unwrap()
             .get(0);
         assert_eq!(stored, serde_json::json!({"project": "rlm", "n": 3}));
+        // The filters find it through the index the migration made.
+        let filter = fact_model::Filter::parse_where(r#"metadata.project = "rlm""#).unwrap();
+        assert_eq!(
+            store.select(&filter, None).unwrap(),
+            [tagged],
+            "from {version}"
+        );
+        let indexed: i64 = raw
+            .query_one(
+                "SELECT count(*) FROM pg_indexes WHERE schemaname = $1 \
+                 AND indexname = 'facts_metadata'",
+                &[&schema],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(indexed, 1, "from {version}");
         drop(store);
         raw.batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
             .unwrap();
