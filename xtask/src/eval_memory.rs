@@ -17,7 +17,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
 
-use dispatch_runtime::{ArchiveRequest, MemoryService};
+use dispatch_runtime::{ArchiveRequest, MemoryService, ReadOptions};
 use fact_model::{SystemClock, Timestamp};
 use fact_retrieve::recall_message_line;
 use fact_store::{InMemoryLongTermStore, LongTermStore, MessageHit, StoreConfig};
@@ -271,7 +271,7 @@ pub(crate) fn evaluate(samples: &[Value], options: &MemoryOptions) -> Result<Val
             let question = qa["question"].as_str().unwrap_or_default();
             let start = Instant::now();
             let found = memory
-                .recall(question, MAX_K, 1_000_000, None)
+                .recall(question, MAX_K, 1_000_000, &ReadOptions::default())
                 .map_err(|e| Error::Failed(format!("recall: {e}")))?;
             latencies_us.push(start.elapsed().as_secs_f64() * 1e6);
             questions += 1;

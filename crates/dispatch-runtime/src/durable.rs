@@ -634,7 +634,7 @@ pub enum SearchPath {
 /// let config = durable::retained(None, None);
 /// let memory =
 ///     durable::open_memory_searching(&database, "default", config, SearchPath::Database, Arc::new(SystemClock))?;
-/// let found = memory.search("which editor does the user prefer", 10, None)?;
+/// let found = memory.search("which editor does the user prefer", 10, &Default::default())?;
 /// # let _ = found;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -717,7 +717,7 @@ pub fn open_memory(path: &Path, scope: &str, clock: Arc<dyn Clock>) -> StoreResu
 /// let embedder = durable::open_embedder(Path::new("models/minilm"))?;
 /// let memory = durable::open_memory_on(&database, "default", Arc::new(SystemClock))?
 ///     .with_embedder(embedder)?; // embeds the facts stored without it
-/// let recalled = memory.recall("which pet does she own?", 10, 2000, None)?;
+/// let recalled = memory.recall("which pet does she own?", 10, 2000, &Default::default())?;
 /// println!("{}", recalled.text);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

@@ -84,7 +84,7 @@ pub use crate::contract::{
 pub use crate::memory::{
     AddOutcome, AliasOutcome, ArchiveReport, ArchiveRequest, DEFAULT_KNOWN_FACTS,
     DEFAULT_KNOWN_TOKENS, ForgetReport, KnownBudget, MemoryChange, MemoryChanges, MemoryContext,
-    MemoryError, MemoryService, NewMemory,
+    MemoryError, MemoryService, NewMemory, ReadOptions,
 };
 pub use crate::runtime::{
     Compaction, CompactionStage, CompilePromptRequest, CompilePromptResponse,
@@ -102,9 +102,9 @@ pub mod reexports {
         LlmError, LlmExtractorConfig, LlmFactExtractor, MAX_TRANSCRIPT_BYTES, Message, MessageRole,
     };
     pub use fact_model::{
-        CharsPerToken, Clock, DispatchResult, FactId, ManualClock, MemoryHistory, ProfileField,
-        SessionFact, SourceRole, SystemClock, Tag, Timestamp, TokenCounter, UserContext,
-        normalize_entity,
+        CharsPerToken, Clock, DispatchResult, FactId, Filter, FilterError, ManualClock,
+        MemoryHistory, MetaValue, Metadata, MetadataError, ProfileField, SessionFact, SourceRole,
+        SystemClock, Tag, Timestamp, TokenCounter, UserContext, normalize_entity,
     };
     #[cfg(feature = "tiktoken")]
     pub use fact_retrieve::BpeTokenCounter;

@@ -14,7 +14,7 @@ use std::time::Duration;
 use fact_extract::{
     CommandLlm, ConversationExtractor, LlmClient, LlmExtractorConfig, LlmFactExtractor,
 };
-use fact_model::{Clock, FactId, ProfileField, SessionFact, Tag};
+use fact_model::{Clock, FactId, Filter, Metadata, ProfileField, SessionFact, Tag, Timestamp};
 use fact_retrieve::Recall;
 use fact_store::{Alias, ScoredFact, SkipReason};
 use serde::de::DeserializeOwned;
@@ -25,7 +25,9 @@ use self::requests::{
     SetAlias, SetContext, Unalias, Update,
 };
 use crate::protocol::{self, code};
-use crate::{AddOutcome, ArchiveRequest, MemoryChange, MemoryError, MemoryService, NewMemory};
+use crate::{
+    AddOutcome, ArchiveRequest, MemoryChange, MemoryError, MemoryService, NewMemory, ReadOptions,
+};
 
 /// The default token budget of `memory_recall` and `memory_format` (seed 002).
 pub const DEFAULT_MAX_TOKENS: usize = 2000;
@@ -138,7 +140,8 @@ pub fn handle(
             Ok(json!({"fact": fact}))
         }),
         "memory_list" => parse(arguments).and_then(|a: List| {
-            let facts = service.list(a.as_of).map_err(failed)?;
+            let read = read_options(a.as_of, a.filter)?;
+            let facts = service.list(&read).map_err(failed)?;
             Ok(json!({"count": facts.len(), "facts": facts}))
         }),
         "memory_update" => parse(arguments).and_then(|a| update(service, a)),
@@ -148,27 +151,31 @@ pub fn handle(
         }),
         "memory_search" => parse(arguments).and_then(|a: Search| {
             let limit = clamp_limit(a.limit);
-            let found = service.search(&a.query, limit, a.as_of).map_err(failed)?;
+            let read = read_options(a.as_of, a.filter)?;
+            let found = service.search(&a.query, limit, &read).map_err(failed)?;
             Ok(json!({"query": a.query, "results": scored(&found)}))
         }),
         "memory_recall" => parse(arguments).and_then(|a: RecallArgs| {
+            let read = read_options(a.as_of, a.filter)?;
             let found = service
                 .recall(
                     &a.query,
                     clamp_limit(a.limit),
                     a.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-                    a.as_of,
+                    &read,
                 )
                 .map_err(failed)?;
             Ok(recall_answer(&a.query, &found))
         }),
         "memory_history" => parse(arguments).and_then(|a: History| {
-            let versions = service.history(&a.subject, a.as_of).map_err(failed)?;
+            let read = read_options(a.as_of, a.filter)?;
+            let versions = service.history(&a.subject, &read).map_err(failed)?;
             Ok(history_answer(&a.subject, &versions))
         }),
         "memory_format" => parse(arguments).and_then(|a: Format| {
+            let read = read_options(a.as_of, a.filter)?;
             let text = service
-                .format(a.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS), a.as_of)
+                .format(a.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS), &read)
                 .map_err(failed)?;
             Ok(json!({"text": text}))
         }),
@@ -234,6 +241,8 @@ pub const ERROR_CODES: &[&str] = &[
     "not_found",
     "invalid_id",
     "invalid_fact",
+    "invalid_filter",
+    "invalid_metadata",
     "no_extractor",
     "extraction_failed",
     "empty_transcript",
@@ -246,6 +255,29 @@ pub const ERROR_CODES: &[&str] = &[
     "invalid_update",
 ];
 
+/// A filter argument: the JSON shape, or the readable form as a string.
+///
+/// # Errors
+///
+/// [`MemoryError::InvalidFilter`], naming where in the filter.
+pub fn filter_of(value: &Value) -> Result<Filter, MemoryError> {
+    Ok(match value {
+        Value::String(text) => Filter::parse_where(text)?,
+        other => Filter::from_json(other)?,
+    })
+}
+
+/// The read options of `as_of` and a `filter` argument, or the `invalid_filter` failure.
+fn read_options(as_of: Option<Timestamp>, filter: Option<Value>) -> Result<ReadOptions, Value> {
+    let filter = filter.as_ref().map(filter_of).transpose().map_err(failed)?;
+    Ok(ReadOptions::as_of(as_of).with_filter(filter))
+}
+
+/// A metadata argument, or the `invalid_metadata` failure.
+fn metadata_of(value: &Value) -> Result<Metadata, Value> {
+    Metadata::from_json(value).map_err(|e| failed(MemoryError::InvalidMetadata(e)))
+}
+
 fn clamp_limit(limit: Option<usize>) -> usize {
     limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_SEARCH_LIMIT)
 }
@@ -257,6 +289,9 @@ fn add(service: &MemoryService, policy: &Policy, add: Add) -> Result<Value, Valu
         .with_source(policy.source);
     new.statement = add.statement;
     new.valid_from = add.valid_from;
+    if let Some(metadata) = add.metadata {
+        new.metadata = metadata_of(&metadata)?;
+    }
     service.add(new).map(|o| add_answer(&o)).map_err(failed)
 }
 
@@ -267,6 +302,7 @@ fn update(service: &MemoryService, update: Update) -> Result<Value, Value> {
         object: update.object,
         category: update.category,
         confidence: update.confidence,
+        metadata: update.metadata.as_ref().map(metadata_of).transpose()?,
     };
     let fact = service.update(&update.id, change).map_err(failed)?;
     let superseded = (fact.id() != before.id()).then(|| before.id());
@@ -301,6 +337,9 @@ fn archive(service: &MemoryService, policy: &Policy, archive: Archive) -> Result
     let mut request = ArchiveRequest::new(&archive.transcript)
         .with_session_time(archive.session_time)
         .with_extractor(extractor.as_ref().map(|e| e as _));
+    if let Some(metadata) = &archive.metadata {
+        request = request.with_metadata(metadata_of(metadata)?);
+    }
     if let Some(title) = archive.title.as_deref() {
         request = request.with_title(title);
     }

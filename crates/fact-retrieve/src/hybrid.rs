@@ -532,9 +532,10 @@ impl HybridRetriever {
                 found
             }
             None => {
-                let fact_query = FactQuery::new("", query.text)
+                let mut fact_query = FactQuery::new("", query.text)
                     .with_max_facts(query.limit)
                     .with_max_tokens(query.max_tokens);
+                fact_query.filter = query.filter.cloned();
                 self.rank(&fact_query)?
                     .into_iter()
                     .map(|found| ScoredFact {

@@ -1,7 +1,7 @@
 //! [`recall`]: the current facts and the episodes that answer a question, rendered as the
 //! `## Relevant Facts` and `## Related Episodes` sections of seed 004, within a token budget.
 
-use fact_model::{MAX_STATEMENT_CHARS, SessionFact, Timestamp, clip};
+use fact_model::{Filter, MAX_STATEMENT_CHARS, SessionFact, Timestamp, clip};
 use fact_store::{
     EpisodeStore, MessageHit, MessageQuery, ScoredFact, SessionFactStore, StoreResult, TermQuery,
 };
@@ -45,6 +45,11 @@ pub struct RecallQuery<'a> {
     /// [`DEFAULT_MESSAGE_CONTEXT`](fact_store::DEFAULT_MESSAGE_CONTEXT) and
     /// [`DEFAULT_CONTEXT_WEIGHT`](fact_store::DEFAULT_CONTEXT_WEIGHT)).
     pub message_context: (usize, f64),
+    /// Recall only the facts this filter holds for (applied where the store ranks, so
+    /// `limit` facts come back when that many match). A filter tests facts: a filtered
+    /// recall leaves the episodes out, since a message has no subject, relation or
+    /// category to test.
+    pub filter: Option<&'a Filter>,
 }
 
 impl<'a> RecallQuery<'a> {
@@ -60,7 +65,15 @@ impl<'a> RecallQuery<'a> {
                 fact_store::DEFAULT_MESSAGE_CONTEXT,
                 fact_store::DEFAULT_CONTEXT_WEIGHT,
             ),
+            filter: None,
         }
+    }
+
+    /// Recalls only the facts `filter` holds for, and no episode.
+    #[must_use]
+    pub fn with_filter(mut self, filter: Option<&'a Filter>) -> Self {
+        self.filter = filter;
+        self
     }
 
     /// Lets up to `context` neighbouring messages on each side lend a message `weight` of
@@ -104,8 +117,12 @@ impl<'a> RecallQuery<'a> {
     }
 
     /// The fact search of this recall, over `text`.
-    pub(crate) fn facts<'t>(&self, text: &'t str) -> TermQuery<'t> {
-        let query = TermQuery::new(text, self.limit);
+    pub(crate) fn facts<'t>(&self, text: &'t str) -> TermQuery<'t>
+    where
+        'a: 't,
+    {
+        let mut query = TermQuery::new(text, self.limit);
+        query.filter = self.filter;
         match self.as_of {
             Some(as_of) => query.with_as_of(as_of),
             None => query,
@@ -222,6 +239,10 @@ pub(crate) fn related_episodes(
     query: &RecallQuery<'_>,
     text: &str,
 ) -> StoreResult<Vec<RelatedEpisode>> {
+    // A filter tests facts; an episode has nothing it could test.
+    if query.filter.is_some() {
+        return Ok(Vec::new());
+    }
     let hits = episodes.search_messages(&query.messages(text), &Bm25::default())?;
     let mut related: Vec<RelatedEpisode> = Vec::new();
     for hit in hits {

@@ -3,7 +3,7 @@
 use std::fmt::Debug;
 use std::sync::Arc;
 
-use fact_model::{Tag, Timestamp};
+use fact_model::{Filter, Tag, Timestamp};
 use fact_store::{SessionFactStore, StoreError, TermQuery, TermWeighting, VectorQuery};
 use serde::{Deserialize, Serialize};
 
@@ -47,6 +47,10 @@ pub struct FactQuery {
     /// Retrieve from the facts valid at this instant instead of the valid ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub as_of: Option<Timestamp>,
+    /// Keep only facts this filter holds for (its JSON shape, `docs/protocol.md`),
+    /// applied where the store ranks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<Filter>,
 }
 
 fn default_max_facts() -> usize {
@@ -68,7 +72,15 @@ impl FactQuery {
             max_facts: default_max_facts(),
             max_tokens: default_max_tokens(),
             as_of: None,
+            filter: None,
         }
+    }
+
+    /// Keeps only facts `filter` holds for.
+    #[must_use]
+    pub fn with_filter(mut self, filter: Filter) -> Self {
+        self.filter = Some(filter);
+        self
     }
 
     /// Keeps only facts with any of `tags`.
@@ -105,6 +117,7 @@ impl FactQuery {
         let mut term_query = TermQuery::new(text, limit).with_exclude_source_task(&self.task_id);
         term_query.tags = self.tags.as_deref();
         term_query.as_of = self.as_of;
+        term_query.filter = self.filter.as_ref();
         term_query
     }
 
@@ -119,6 +132,7 @@ impl FactQuery {
         let mut vector_query =
             VectorQuery::new(model, vector, limit).with_exclude_source_task(&self.task_id);
         vector_query.tags = self.tags.as_deref();
+        vector_query.filter = self.filter.as_ref();
         vector_query
     }
 }

@@ -27,10 +27,10 @@ use crate::statements::{Db, text_key};
 use fact_store::backend::messages::{self, Candidate, MessageKey, MessageStats};
 use fact_store::{Episode, MAX_SEARCH_LIMIT, MessageHit, MessageQuery, StoreResult, TermWeighting};
 use fact_store_sql::EpisodeReads;
-use fact_store_sql::codec::time_from_sql;
+use fact_store_sql::codec::{metadata_from_json, time_from_sql};
 
 /// The episode columns every episode query selects, in the order [`read_episode`] reads.
-const EPISODE_COLUMNS: &str = "n, id, title, summary, tags, created_at, extracted_at";
+const EPISODE_COLUMNS: &str = "n, id, title, summary, tags, created_at, extracted_at, metadata";
 
 /// The fewest ranked messages read in one round of a message search.
 const READ_ROUND: usize = 32;
@@ -54,6 +54,7 @@ fn read_episode(row: &Row, at: usize) -> DbResult<(i64, Episode)> {
         tags,
         created_at: time_from_sql(row.try_get(at + 5)?)?,
         extracted_at: extracted_at.map(time_from_sql).transpose()?,
+        metadata: metadata_from_json(row.try_get(at + 7)?)?,
     };
     Ok((row.try_get(at)?, episode))
 }

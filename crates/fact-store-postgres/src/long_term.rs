@@ -126,13 +126,14 @@ impl MemoryRows for PgRows<'_> {
         let terms = episode_terms(analyzer, episode);
         let created_at = episode.created_at.unix_micros();
         let extracted_at = episode.extracted_at.map(Timestamp::unix_micros);
+        let metadata = (!episode.metadata.is_empty()).then(|| episode.metadata.to_json());
         let n = match episode_number(&mut db, scope, &episode.id)? {
             Some(n) => {
                 // Replaced: the same number (its place), its old messages unindexed.
                 unindex_messages(&mut db, scope, n)?;
                 db.execute(
                     "UPDATE episodes SET title = $3, summary = $4, tags = $5, created_at = $6, \
-                     extracted_at = $7, terms = $8 WHERE scope = $1 AND n = $2",
+                     extracted_at = $7, terms = $8, metadata = $9 WHERE scope = $1 AND n = $2",
                     &[
                         &scope,
                         &n,
@@ -142,6 +143,7 @@ impl MemoryRows for PgRows<'_> {
                         &created_at,
                         &extracted_at,
                         &terms,
+                        &metadata,
                     ],
                 )?;
                 n
@@ -149,7 +151,8 @@ impl MemoryRows for PgRows<'_> {
             None => {
                 let row = db.query_opt(
                     "INSERT INTO episodes (scope, id, title, summary, tags, created_at, \
-                     extracted_at, terms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING n",
+                     extracted_at, terms, metadata) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+                     RETURNING n",
                     &[
                         &scope,
                         &episode.id,
@@ -159,6 +162,7 @@ impl MemoryRows for PgRows<'_> {
                         &created_at,
                         &extracted_at,
                         &terms,
+                        &metadata,
                     ],
                 )?;
                 match row {

@@ -23,10 +23,10 @@ use fact_store::{
     Analyzer, Episode, MessageHit, MessageQuery, StoreError, StoreResult, TermWeighting,
 };
 use fact_store_sql::EpisodeReads;
-use fact_store_sql::codec::time_from_sql;
+use fact_store_sql::codec::{metadata_from_text, metadata_to_text, time_from_sql};
 
 /// The episode columns every episode query selects, in the order [`read_episode`] reads.
-const EPISODE_COLUMNS: &str = "n, id, title, summary, tags, created_at, extracted_at";
+const EPISODE_COLUMNS: &str = "n, id, title, summary, tags, created_at, extracted_at, metadata";
 
 /// The row number and the episode in columns `at..`, without its messages.
 fn read_episode(row: &Row<'_>, at: usize) -> DbResult<(i64, Episode)> {
@@ -42,6 +42,7 @@ fn read_episode(row: &Row<'_>, at: usize) -> DbResult<(i64, Episode)> {
         tags,
         created_at: time_from_sql(row.get(at + 5)?)?,
         extracted_at: extracted_at.map(time_from_sql).transpose()?,
+        metadata: metadata_from_text(row.get::<_, Option<String>>(at + 7)?.as_deref())?,
     };
     Ok((row.get(at)?, episode))
 }
@@ -100,7 +101,7 @@ pub(super) fn put_episode(
             unindex_messages(conn, scope, n)?;
             conn.prepare_cached(
                 "UPDATE episodes SET title = ?3, summary = ?4, tags = ?5, created_at = ?6, \
-                 extracted_at = ?7 WHERE scope = ?1 AND n = ?2",
+                 extracted_at = ?7, metadata = ?8 WHERE scope = ?1 AND n = ?2",
             )?
             .execute(params![
                 scope,
@@ -110,6 +111,7 @@ pub(super) fn put_episode(
                 tags,
                 created_at,
                 extracted_at,
+                metadata_to_text(&episode.metadata),
             ])?;
             conn.prepare_cached("DELETE FROM episode_fts WHERE rowid = ?1")?
                 .execute([n])?;
@@ -118,7 +120,7 @@ pub(super) fn put_episode(
         None => {
             conn.prepare_cached(
                 "INSERT INTO episodes (scope, id, title, summary, tags, created_at, \
-                 extracted_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                 extracted_at, metadata) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             )?
             .execute(params![
                 scope,
@@ -128,6 +130,7 @@ pub(super) fn put_episode(
                 tags,
                 created_at,
                 extracted_at,
+                metadata_to_text(&episode.metadata),
             ])?;
             conn.last_insert_rowid()
         }

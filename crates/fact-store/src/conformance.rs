@@ -173,6 +173,7 @@ macro_rules! conformance_suite {
                     each_version_keeps_its_own_metadata,
                     update_replaces_and_clears_metadata,
                     snapshots_carry_metadata,
+                    an_episode_keeps_its_metadata,
                 ];
                 crud: [
                     statements_equal_after_case_and_whitespace_folding_are_one_fact,

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use fact_model::{Message, Timestamp};
+use fact_model::{Message, Metadata, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::{StoreResult, TermWeighting};
@@ -59,6 +59,10 @@ pub struct Episode {
     /// picks those up).
     #[serde(default)]
     pub extracted_at: Option<Timestamp>,
+    /// What the caller said about the conversation (`project`, `channel`); every fact
+    /// extracted from it carries it too.
+    #[serde(default, skip_serializing_if = "Metadata::is_empty")]
+    pub metadata: Metadata,
 }
 
 impl Episode {
@@ -77,7 +81,15 @@ impl Episode {
             tags: Vec::new(),
             created_at,
             extracted_at: None,
+            metadata: Metadata::new(),
         }
+    }
+
+    /// The episode with `metadata` (its id does not change: it names the conversation).
+    #[must_use]
+    pub fn with_metadata(mut self, metadata: Metadata) -> Episode {
+        self.metadata = metadata;
+        self
     }
 
     /// The id of the episode of `messages` archived at `created_at`: the BLAKE3 hash of

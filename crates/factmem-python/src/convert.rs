@@ -2,18 +2,21 @@
 //! them), instants as Unix microseconds, and the argument checks that name their
 //! parameter.
 
-use dispatch_runtime::reexports::{FactId, ScoredFact, SessionFact, Tag, Timestamp};
+use dispatch_runtime::reexports::{
+    FactId, Filter, Metadata, ScoredFact, SessionFact, Tag, Timestamp,
+};
 use pyo3::IntoPyObject;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt, PyString};
 
-use crate::errors;
+use crate::errors::{self, Kind};
 
 /// A fact as the Python half reads it, in this order: `id`, `subject`, `relation`,
 /// `object`, `statement`, `tags`, `confidence`, `source`, `valid_from`, `valid_to`,
-/// `recorded_at`, `superseded_by` (instants in Unix microseconds). The texts are borrowed
-/// from the fact: Python's strings are made from them directly, with no Rust copy first
-/// (a search's results cross in about a microsecond each).
+/// `recorded_at`, and `(superseded_by, metadata)` (instants in Unix microseconds,
+/// metadata as a JSON object's text, `None` without: tuples cross up to twelve items).
+/// The texts are borrowed from the fact: Python's strings are made from them directly,
+/// with no Rust copy first (a search's results cross in about a microsecond each).
 pub(crate) type FactTuple<'a> = (
     String,
     &'a str,
@@ -26,7 +29,7 @@ pub(crate) type FactTuple<'a> = (
     i64,
     Option<i64>,
     Option<i64>,
-    Option<String>,
+    (Option<String>, Option<String>),
 );
 
 /// `fact` as a [`FactTuple`].
@@ -47,7 +50,10 @@ pub(crate) fn fact_tuple(fact: &SessionFact) -> FactTuple<'_> {
         fact.valid_from().unix_micros(),
         fact.valid_to().map(Timestamp::unix_micros),
         fact.recorded_at().map(Timestamp::unix_micros),
-        fact.superseded_by().map(|id| id.to_string()),
+        (
+            fact.superseded_by().map(|id| id.to_string()),
+            (!fact.metadata().is_empty()).then(|| fact.metadata().to_json().to_string()),
+        ),
     )
 }
 
@@ -160,6 +166,54 @@ pub(crate) fn category(py: Python<'_>, param: &str, value: &Bound<'_, PyAny>) ->
         .map_err(|error: <Tag as std::str::FromStr>::Err| {
             errors::invalid(py, param, &error.to_string())
         })
+}
+
+/// A filter argument: `None`, or a `str` holding the JSON shape (the Python half writes a
+/// `dict` as JSON) or the readable form; a filter that does not read is
+/// `InvalidInput` with code `invalid_filter`, naming where.
+pub(crate) fn filter(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Option<Filter>> {
+    let Some(text) = optional_text("filter", value)? else {
+        return Ok(None);
+    };
+    let parsed = if text.trim_start().starts_with('{') {
+        let json: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| errors::invalid(py, "filter", &format!("not JSON: {e}")))?;
+        Filter::from_json(&json)
+    } else {
+        Filter::parse_where(&text)
+    };
+    parsed.map(Some).map_err(|e| {
+        errors::raise(
+            py,
+            Kind::InvalidInput,
+            e.code(),
+            &format!("filter: {e}"),
+            &[],
+        )
+    })
+}
+
+/// A metadata argument: `None`, or a JSON object's text (the Python half writes the
+/// `dict`); metadata that does not read is `InvalidInput` with code `invalid_metadata`.
+pub(crate) fn metadata(
+    py: Python<'_>,
+    param: &str,
+    value: &Bound<'_, PyAny>,
+) -> PyResult<Option<Metadata>> {
+    let Some(text) = optional_text(param, value)? else {
+        return Ok(None);
+    };
+    let json: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| errors::invalid(py, param, &format!("not JSON: {e}")))?;
+    Metadata::from_json(&json).map(Some).map_err(|e| {
+        errors::raise(
+            py,
+            Kind::InvalidInput,
+            e.code(),
+            &format!("{param}: {e}"),
+            &[],
+        )
+    })
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use dispatch_runtime::reexports::{
     Clock, InMemoryLongTermStore, ModelFiles, SessionFact, SystemClock,
 };
 use dispatch_runtime::{
-    ArchiveReport, ArchiveRequest, MemoryChange, MemoryError, MemoryService, NewMemory,
+    ArchiveReport, ArchiveRequest, MemoryChange, MemoryError, MemoryService, NewMemory, ReadOptions,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyString, PyTuple};
@@ -342,7 +342,7 @@ impl PyMemory {
     }
 
     /// Remembers one fact; see the stubs for the answer.
-    #[pyo3(signature = (subject, relation, object, statement, category, confidence, valid_from))]
+    #[pyo3(signature = (subject, relation, object, statement, category, confidence, valid_from, metadata))]
     #[allow(clippy::too_many_arguments)] // One per Python keyword.
     fn add_fact<'py>(
         &self,
@@ -354,6 +354,7 @@ impl PyMemory {
         category: &Bound<'_, PyAny>,
         confidence: &Bound<'_, PyAny>,
         valid_from: &Bound<'_, PyAny>,
+        metadata: &Bound<'_, PyAny>,
     ) -> PyResult<AddFactAnswer<'py>> {
         let mut new = NewMemory::new(
             convert::text("subject", subject)?,
@@ -365,6 +366,9 @@ impl PyMemory {
         .with_source(SOURCE);
         new.statement = convert::optional_text("statement", statement)?;
         new.valid_from = convert::instant(py, "valid_from", valid_from)?;
+        if let Some(metadata) = convert::metadata(py, "metadata", metadata)? {
+            new.metadata = metadata;
+        }
         let outcome = self.run(py, move |memory| memory.add(new))?;
         let (status, existing) = add_status(&outcome);
         Ok((
@@ -376,21 +380,26 @@ impl PyMemory {
     }
 
     /// Archives a conversation (JSON Lines) and extracts its facts with the `llm`.
-    #[pyo3(signature = (transcript, title, session_time))]
+    #[pyo3(signature = (transcript, title, session_time, metadata))]
     fn add<'py>(
         &self,
         py: Python<'py>,
         transcript: &Bound<'_, PyAny>,
         title: &Bound<'_, PyAny>,
         session_time: &Bound<'_, PyAny>,
+        metadata: &Bound<'_, PyAny>,
     ) -> PyResult<AddAnswer<'py>> {
         let transcript = convert::text("messages", transcript)?;
         let title = convert::optional_text("title", title)?;
         let session_time = convert::instant(py, "session_time", session_time)?;
+        let metadata = convert::metadata(py, "metadata", metadata)?;
         let (report, added) = self.run(py, move |memory| {
             let mut request = ArchiveRequest::new(&transcript).with_session_time(session_time);
             if let Some(title) = title.as_deref() {
                 request = request.with_title(title);
+            }
+            if let Some(metadata) = metadata {
+                request = request.with_metadata(metadata);
             }
             let report = memory.archive(request)?;
             let added = added_facts(memory, &report)?;
@@ -417,7 +426,7 @@ impl PyMemory {
     }
 
     /// The current facts (or those valid at `as_of`) that match `query`, best first.
-    #[pyo3(signature = (query, limit, as_of, hybrid))]
+    #[pyo3(signature = (query, limit, as_of, hybrid, filter))]
     fn search<'py>(
         &self,
         py: Python<'py>,
@@ -425,10 +434,12 @@ impl PyMemory {
         limit: &Bound<'_, PyAny>,
         as_of: &Bound<'_, PyAny>,
         hybrid: &Bound<'_, PyAny>,
+        filter: &Bound<'_, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let query = convert::text("query", query)?;
         let limit = convert::count(py, "limit", limit, 0, MAX_SEARCH_LIMIT)?;
-        let as_of = convert::instant(py, "as_of", as_of)?;
+        let read = ReadOptions::as_of(convert::instant(py, "as_of", as_of)?)
+            .with_filter(convert::filter(py, filter)?);
         let hybrid = flag("hybrid", hybrid)?;
         if hybrid && !self.semantic {
             return Err(errors::invalid(
@@ -439,16 +450,16 @@ impl PyMemory {
         }
         let found = self.run(py, move |memory| {
             if hybrid {
-                memory.search_hybrid(&query, limit, as_of)
+                memory.search_hybrid(&query, limit, &read)
             } else {
-                memory.search(&query, limit, as_of)
+                memory.search(&query, limit, &read)
             }
         })?;
         convert::scored(py, &found)
     }
 
     /// The facts and episode messages that answer `query`, rendered within `max_tokens`.
-    #[pyo3(signature = (query, max_tokens, limit, as_of))]
+    #[pyo3(signature = (query, max_tokens, limit, as_of, filter))]
     fn recall<'py>(
         &self,
         py: Python<'py>,
@@ -456,13 +467,15 @@ impl PyMemory {
         max_tokens: &Bound<'_, PyAny>,
         limit: &Bound<'_, PyAny>,
         as_of: &Bound<'_, PyAny>,
+        filter: &Bound<'_, PyAny>,
     ) -> PyResult<RecallAnswer<'py>> {
         let query = convert::text("query", query)?;
         let max_tokens = convert::count(py, "max_tokens", max_tokens, 0, MAX_TOKENS)?;
         let limit = convert::count(py, "limit", limit, 0, MAX_SEARCH_LIMIT)?;
-        let as_of = convert::instant(py, "as_of", as_of)?;
+        let read = ReadOptions::as_of(convert::instant(py, "as_of", as_of)?)
+            .with_filter(convert::filter(py, filter)?);
         let recall = self.run(py, move |memory| {
-            memory.recall(&query, limit, max_tokens, as_of)
+            memory.recall(&query, limit, max_tokens, &read)
         })?;
         let episodes = recall
             .episodes
@@ -506,20 +519,23 @@ impl PyMemory {
     }
 
     /// Every current fact (or every fact valid at `as_of`), oldest first.
-    #[pyo3(signature = (as_of))]
+    #[pyo3(signature = (as_of, filter))]
     fn get_all<'py>(
         &self,
         py: Python<'py>,
         as_of: &Bound<'_, PyAny>,
+        filter: &Bound<'_, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let as_of = convert::instant(py, "as_of", as_of)?;
-        let facts = self.run(py, move |memory| memory.list(as_of))?;
+        let read = ReadOptions::as_of(convert::instant(py, "as_of", as_of)?)
+            .with_filter(convert::filter(py, filter)?);
+        let facts = self.run(py, move |memory| memory.list(&read))?;
         convert::facts(py, &facts)
     }
 
     /// Changes a fact; answers the fact after the change and the id it superseded (a new
     /// object makes a new fact).
-    #[pyo3(signature = (id, statement, object, category, confidence))]
+    #[pyo3(signature = (id, statement, object, category, confidence, metadata))]
+    #[allow(clippy::too_many_arguments)] // One per Python keyword.
     fn update<'py>(
         &self,
         py: Python<'py>,
@@ -528,6 +544,7 @@ impl PyMemory {
         object: &Bound<'_, PyAny>,
         category: &Bound<'_, PyAny>,
         confidence: &Bound<'_, PyAny>,
+        metadata: &Bound<'_, PyAny>,
     ) -> PyResult<(Bound<'py, PyAny>, Option<String>)> {
         let id = convert::text("id", id)?;
         let change = MemoryChange {
@@ -543,12 +560,13 @@ impl PyMemory {
             } else {
                 Some(convert::confidence(py, "confidence", confidence)?)
             },
+            metadata: convert::metadata(py, "metadata", metadata)?,
         };
         if change == MemoryChange::default() {
             return Err(errors::invalid(
                 py,
                 "update",
-                "give at least one of statement, object, category, confidence",
+                "give at least one of statement, object, category, confidence, metadata",
             ));
         }
         let (fact, old) = self.run(py, move |memory| {
@@ -567,16 +585,18 @@ impl PyMemory {
     }
 
     /// Every version of the facts about `subject`, by the time they became true.
-    #[pyo3(signature = (subject, as_of))]
+    #[pyo3(signature = (subject, as_of, filter))]
     fn history<'py>(
         &self,
         py: Python<'py>,
         subject: &Bound<'_, PyAny>,
         as_of: &Bound<'_, PyAny>,
+        filter: &Bound<'_, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let subject = convert::text("subject", subject)?;
-        let as_of = convert::instant(py, "as_of", as_of)?;
-        let versions = self.run(py, move |memory| memory.history(&subject, as_of))?;
+        let read = ReadOptions::as_of(convert::instant(py, "as_of", as_of)?)
+            .with_filter(convert::filter(py, filter)?);
+        let versions = self.run(py, move |memory| memory.history(&subject, &read))?;
         convert::facts(py, &versions)
     }
 
@@ -598,7 +618,7 @@ impl PyMemory {
             let started = clock.now();
             for _ in 0..rounds {
                 for query in &queries {
-                    memory.search(query, limit, None)?;
+                    memory.search(query, limit, &ReadOptions::default())?;
                 }
             }
             Ok(clock.now().unix_micros() - started.unix_micros())
@@ -606,16 +626,18 @@ impl PyMemory {
     }
 
     /// The memory as a system-prompt block within `max_tokens`.
-    #[pyo3(signature = (max_tokens, as_of))]
+    #[pyo3(signature = (max_tokens, as_of, filter))]
     fn format(
         &self,
         py: Python<'_>,
         max_tokens: &Bound<'_, PyAny>,
         as_of: &Bound<'_, PyAny>,
+        filter: &Bound<'_, PyAny>,
     ) -> PyResult<String> {
         let max_tokens = convert::count(py, "max_tokens", max_tokens, 0, MAX_TOKENS)?;
-        let as_of = convert::instant(py, "as_of", as_of)?;
-        self.run(py, move |memory| memory.format(max_tokens, as_of))
+        let read = ReadOptions::as_of(convert::instant(py, "as_of", as_of)?)
+            .with_filter(convert::filter(py, filter)?);
+        self.run(py, move |memory| memory.format(max_tokens, &read))
     }
 }
 

@@ -47,15 +47,15 @@ FUZZ = settings(max_examples=150, deadline=None,
 METHODS = {
     "add": (["messages"], ["session_time", "metadata", "title"]),
     "add_fact": (["subject", "relation", "object", "statement"],
-                 ["category", "confidence", "valid_from"]),
-    "search": (["query"], ["limit", "as_of", "hybrid"]),
-    "recall": (["query"], ["max_tokens", "limit", "as_of"]),
+                 ["category", "confidence", "valid_from", "metadata"]),
+    "search": (["query"], ["limit", "as_of", "hybrid", "filter"]),
+    "recall": (["query"], ["max_tokens", "limit", "as_of", "filter"]),
     "get": (["id"], []),
-    "get_all": ([], ["as_of"]),
-    "update": (["id"], ["statement", "object", "category", "confidence"]),
+    "get_all": ([], ["as_of", "filter"]),
+    "update": (["id"], ["statement", "object", "category", "confidence", "metadata"]),
     "delete": (["id"], []),
-    "history": (["subject"], ["as_of"]),
-    "format": (["max_tokens"], ["as_of"]),
+    "history": (["subject"], ["as_of", "filter"]),
+    "format": (["max_tokens"], ["as_of", "filter"]),
 }  # fmt: skip
 
 

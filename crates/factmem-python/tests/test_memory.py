@@ -43,6 +43,41 @@ def test_search_ranks_and_respects_as_of(db, scope):
         assert memory.search("pytest", limit=0) == []
 
 
+def test_metadata_is_kept_and_filters_narrow_every_read(db, scope):
+    with factmem.Memory(db, scope=scope) as memory:
+        rlm = memory.add_fact("user", "works_on", "the parser", "User works on the parser",
+                              valid_from=T0, metadata={"project": "rlm", "n": 3, "ok": True})
+        assert rlm.fact.metadata == {"project": "rlm", "n": 3, "ok": True}
+        memory.add_fact("user", "likes", "tea", "User likes tea", valid_from=T0,
+                        metadata={"project": "home"})
+        memory.add_fact("user", "uses", "vim", "User uses vim", valid_from=T0)
+        where = 'metadata.project = "rlm"'
+        shape = {"metadata.project": "rlm"}
+        for wanted in (where, shape):
+            assert [f.object for f in memory.get_all(filter=wanted)] == ["the parser"]
+            assert [h.fact.object for h in memory.search("user", filter=wanted)] == ["the parser"]
+            assert [f.object for f in memory.history("user", filter=wanted)] == ["the parser"]
+            recalled = memory.recall("what does the user work on, like, use", filter=wanted)
+            assert [h.fact.object for h in recalled.facts] == ["the parser"]
+            assert "tea" not in memory.format(filter=wanted)
+        assert {f.object for f in memory.get_all(filter={"metadata.project": {"exists": False}})} == {"vim"}
+        later = {"valid_from": {"gt": T0}}
+        assert memory.get_all(filter=later) == []
+        updated = memory.update(rlm.fact.id, metadata={"project": "factmem"})
+        assert updated.metadata == {"project": "factmem"}
+        assert memory.get_all(filter=where) == []
+        assert memory.update(rlm.fact.id, metadata={}).metadata == {}
+        added = memory.add("We ship the parser on Friday.", session_time=T0,
+                           metadata={"channel": "slack", "title": "Release"})
+        assert added.title == "Release"
+        with pytest.raises(factmem.InvalidInput) as raised:
+            memory.get_all(filter={"colour": "red"})
+        assert raised.value.code == "invalid_filter" and "/colour" in str(raised.value)
+        with pytest.raises(factmem.InvalidInput) as raised:
+            memory.add_fact("user", "likes", "x", metadata={"k" * 65: 1})
+        assert raised.value.code == "invalid_metadata"
+
+
 def test_recall_and_format_fit_their_budgets(db, scope):
     with factmem.Memory(db, scope=scope) as memory:
         memory.add_fact("user", "prefers_test_framework", "pytest",

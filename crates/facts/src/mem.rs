@@ -41,12 +41,12 @@ use clap::{ArgGroup, Args, Subcommand};
 use dispatch_runtime::durable::{self, Database, SearchPath};
 use dispatch_runtime::memory_protocol::{self as wire, MAX_TRANSCRIPT_BYTES};
 use dispatch_runtime::reexports::{
-    Clock, ConversationExtractor, LlmError, LlmFactExtractor, ProfileField, SessionFact, Tag,
-    Timestamp,
+    Clock, ConversationExtractor, Filter, LlmError, LlmFactExtractor, Metadata, ProfileField,
+    SessionFact, Tag, Timestamp,
 };
 use dispatch_runtime::{
     AddOutcome, ArchiveReport, ArchiveRequest, ForgetReport, MemoryChange, MemoryChanges,
-    MemoryContext, MemoryError, MemoryService, NewMemory, reexports,
+    MemoryContext, MemoryError, MemoryService, NewMemory, ReadOptions, reexports,
 };
 use serde_json::{Value, json};
 
@@ -130,12 +130,19 @@ enum MemCommand {
         /// How sure, from 0 to 1.
         #[arg(long, default_value_t = 1.0)]
         confidence: f64,
+        /// Since when it is true (RFC 3339; default now).
+        #[arg(long, value_name = "TIME")]
+        valid_from: Option<Timestamp>,
+        #[command(flatten)]
+        meta: MetaArgs,
     },
     /// List the current facts, oldest first.
     List {
         /// The facts valid at this instant (RFC 3339) instead of now.
         #[arg(long, value_name = "TIME")]
         as_of: Option<Timestamp>,
+        #[command(flatten)]
+        filter: FilterArgs,
     },
     /// Show one fact, current or not.
     Show {
@@ -143,27 +150,42 @@ enum MemCommand {
         id: String,
     },
     /// Change a fact: a new object supersedes it with a new fact; other changes edit it.
-    #[command(group(ArgGroup::new("change").required(true).multiple(true)))]
+    #[command(group(ArgGroup::new("change").required(true).multiple(true).args([
+        "statement", "object", "category", "confidence", "meta", "meta_json",
+    ])))]
     Update {
         /// The fact's id (16 hex digits).
         id: String,
         /// A new statement.
-        #[arg(long, group = "change")]
+        #[arg(long)]
         statement: Option<String>,
         /// A new object (a new fact that supersedes this one).
-        #[arg(long, group = "change")]
+        #[arg(long)]
         object: Option<String>,
         /// A new category.
-        #[arg(long, group = "change")]
+        #[arg(long)]
         category: Option<Tag>,
         /// A new confidence, from 0 to 1.
-        #[arg(long, group = "change")]
+        #[arg(long)]
         confidence: Option<f64>,
+        /// New metadata (replacing the old whole; `--meta-json '{}'` clears it).
+        #[command(flatten)]
+        meta: MetaArgs,
     },
-    /// Delete every version of a fact.
+    /// Delete every version of a fact; or, with --filter or --where, of every current
+    /// fact the filter holds for (--yes to delete, --dry-run to list them).
+    #[command(group(ArgGroup::new("which").required(true).args(["id", "filter", "where_"])))]
     Delete {
         /// The fact's id (16 hex digits).
-        id: String,
+        id: Option<String>,
+        #[command(flatten)]
+        filter: FilterArgs,
+        /// Delete every fact the filter holds for (without it, only their count is shown).
+        #[arg(long, conflicts_with = "id")]
+        yes: bool,
+        /// List the facts the filter holds for, and delete nothing.
+        #[arg(long, conflicts_with_all = ["id", "yes"])]
+        dry_run: bool,
     },
     /// Search the current facts, best first.
     Search {
@@ -176,6 +198,8 @@ enum MemCommand {
         /// Search the facts valid at this instant (RFC 3339) instead of now.
         #[arg(long, value_name = "TIME")]
         as_of: Option<Timestamp>,
+        #[command(flatten)]
+        filter: FilterArgs,
     },
     /// Every version of the facts about a subject (and its aliases), by the time they
     /// became true.
@@ -185,6 +209,8 @@ enum MemCommand {
         /// Only the versions that had begun by this instant (RFC 3339).
         #[arg(long, value_name = "TIME")]
         as_of: Option<Timestamp>,
+        #[command(flatten)]
+        filter: FilterArgs,
     },
     /// The facts and episodes that answer a question, as `## Relevant Facts` and
     /// `## Related Episodes`.
@@ -205,6 +231,9 @@ enum MemCommand {
         /// Recall what was true, and said, at this instant (RFC 3339).
         #[arg(long, value_name = "TIME")]
         as_of: Option<Timestamp>,
+        /// Only the facts the filter holds for (and no episode).
+        #[command(flatten)]
+        filter: FilterArgs,
     },
     /// The memory as a system-prompt block: User Context:, History: and Facts: (by
     /// confidence).
@@ -215,6 +244,8 @@ enum MemCommand {
         /// The memory as it was at this instant (RFC 3339).
         #[arg(long, value_name = "TIME")]
         as_of: Option<Timestamp>,
+        #[command(flatten)]
+        filter: FilterArgs,
     },
     /// Archive a conversation as an episode; with --llm-cmd, extract its facts.
     Archive {
@@ -237,6 +268,10 @@ enum MemCommand {
         #[arg(long, default_value_t = DEFAULT_TIMEOUT_SECS,
               value_parser = clap::value_parser!(u64).range(1..))]
         timeout_secs: u64,
+        /// Metadata of the conversation: kept on the episode and on every fact extracted
+        /// from it.
+        #[command(flatten)]
+        meta: MetaArgs,
     },
     /// Extract the facts of every episode archived without them.
     Backfill {
@@ -280,6 +315,79 @@ enum MemCommand {
         #[arg(long, value_name = "SUBJECT")]
         subject: Option<String>,
     },
+}
+
+/// The filter of a read: the JSON shape or the readable form (docs/protocol.md).
+#[derive(Debug, Clone, Default, Args)]
+struct FilterArgs {
+    /// Only the facts this filter holds for, in its JSON shape:
+    /// '{"metadata.project": "rlm", "confidence": {"gte": 0.8}}'.
+    #[arg(long, value_name = "JSON", conflicts_with = "where_")]
+    filter: Option<String>,
+    /// Only the facts this filter holds for, in its readable form:
+    /// 'metadata.project = "rlm" and category in (preference, decision)'.
+    #[arg(long = "where", id = "where_", value_name = "FILTER")]
+    where_: Option<String>,
+}
+
+impl FilterArgs {
+    /// The filter given, if any.
+    fn filter(&self) -> Result<Option<Filter>, MemFailure> {
+        let filter = match (&self.filter, &self.where_) {
+            (Some(json), _) => {
+                let value: Value = serde_json::from_str(json).map_err(|e| {
+                    MemFailure::usage("invalid_filter", format!("--filter is not JSON: {e}"))
+                })?;
+                Filter::from_json(&value)
+            }
+            (None, Some(text)) => Filter::parse_where(text),
+            (None, None) => return Ok(None),
+        };
+        filter
+            .map(Some)
+            .map_err(|e| MemFailure::from(MemoryError::from(e)))
+    }
+
+    /// The read at `as_of` with this filter.
+    fn read(&self, as_of: Option<Timestamp>) -> Result<ReadOptions, MemFailure> {
+        Ok(ReadOptions::as_of(as_of).with_filter(self.filter()?))
+    }
+}
+
+/// Metadata given on the command line: `--meta KEY=VALUE` (repeatable; `n=3` is a number,
+/// `ok=true` a boolean, `v='"3"'` a string) on top of `--meta-json`.
+#[derive(Debug, Clone, Default, Args)]
+struct MetaArgs {
+    /// A metadata pair KEY=VALUE, repeatable; the value is typed: `n=3` is a number,
+    /// `ok=true` a boolean, anything else (or a JSON string, `v='"3"'`) a string.
+    #[arg(long = "meta", id = "meta", value_name = "KEY=VALUE")]
+    pairs: Vec<String>,
+    /// Metadata as one JSON object of strings, numbers and booleans; --meta pairs go on
+    /// top of it.
+    #[arg(long, value_name = "JSON")]
+    meta_json: Option<String>,
+}
+
+impl MetaArgs {
+    /// The metadata given, or `None` when neither option is.
+    fn metadata(&self) -> Result<Option<Metadata>, MemFailure> {
+        if self.pairs.is_empty() && self.meta_json.is_none() {
+            return Ok(None);
+        }
+        let invalid = |e| MemFailure::from(MemoryError::InvalidMetadata(e));
+        let base = match &self.meta_json {
+            Some(json) => {
+                let value: Value = serde_json::from_str(json).map_err(|e| {
+                    MemFailure::usage("invalid_metadata", format!("--meta-json is not JSON: {e}"))
+                })?;
+                Metadata::from_json(&value).map_err(invalid)?
+            }
+            None => Metadata::new(),
+        };
+        let pairs =
+            Metadata::from_assignments(self.pairs.iter().map(String::as_str)).map_err(invalid)?;
+        base.merged(&pairs).map(Some).map_err(invalid)
+    }
 }
 
 /// `facts mem context set`.
@@ -412,6 +520,55 @@ pub(crate) fn run(args: MemArgs, clock: Arc<dyn Clock>, host: &Host) -> Result<(
     result.map(|_| ()).map_err(Failure::from)
 }
 
+/// `facts mem delete --filter/--where`: the count (without `--yes`), the list
+/// (`--dry-run`), or the deletion (`--yes`).
+fn delete_matching(
+    memory: &MemoryService,
+    filter: &FilterArgs,
+    yes: bool,
+    dry_run: bool,
+) -> Result<Answer, MemFailure> {
+    let Some(parsed) = filter.filter()? else {
+        return Err(MemFailure::usage(
+            dispatch_runtime::protocol::code::INVALID_REQUEST,
+            "give a fact id, --filter or --where",
+        ));
+    };
+    let count = |n: usize| format!("{n} fact{}", if n == 1 { "" } else { "s" });
+    if dry_run {
+        let facts = memory.delete_matching(&parsed, true)?;
+        let text = if facts.is_empty() {
+            "no facts match: nothing would be deleted".to_owned()
+        } else {
+            format!(
+                "would delete {}:\n{}",
+                count(facts.len()),
+                fact_table(facts.iter().map(|f| (None, f)))
+            )
+        };
+        return Ok(Answer::new(
+            json!({"dry_run": true, "count": facts.len(), "facts": facts}),
+            text,
+        ));
+    }
+    if !yes {
+        let matching = memory.list(&ReadOptions::default().with_filter(Some(parsed)))?;
+        return Err(MemFailure::usage(
+            "confirmation_required",
+            format!(
+                "the filter holds for {}: give --yes to delete them, or --dry-run to list them",
+                count(matching.len())
+            ),
+        ));
+    }
+    let facts = memory.delete_matching(&parsed, false)?;
+    let ids: Vec<_> = facts.iter().map(SessionFact::id).collect();
+    Ok(Answer::new(
+        json!({"deleted": ids, "count": ids.len()}),
+        format!("deleted {} (every version of each)", count(ids.len())),
+    ))
+}
+
 fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
 }
@@ -446,17 +603,23 @@ fn execute(args: MemArgs, clock: Arc<dyn Clock>, host: &Host) -> Result<Answer, 
             statement,
             category,
             confidence,
+            valid_from,
+            meta,
         } => {
             let mut new = NewMemory::new(subject, relation, object)
                 .with_category(category)
                 .with_confidence(confidence)
                 .with_source(CLI_SOURCE);
             new.statement = statement;
+            new.valid_from = valid_from;
+            if let Some(metadata) = meta.metadata()? {
+                new.metadata = metadata;
+            }
             let outcome = memory.add(new)?;
             Ok(Answer::new(wire::add_answer(&outcome), add_text(&outcome)))
         }
-        MemCommand::List { as_of } => {
-            let facts = memory.list(as_of)?;
+        MemCommand::List { as_of, filter } => {
+            let facts = memory.list(&filter.read(as_of)?)?;
             let text = if facts.is_empty() {
                 "no facts".to_owned()
             } else {
@@ -478,7 +641,9 @@ fn execute(args: MemArgs, clock: Arc<dyn Clock>, host: &Host) -> Result<Answer, 
             object,
             category,
             confidence,
+            meta,
         } => {
+            let metadata = meta.metadata()?;
             let old = memory.get(&id)?;
             let fact = memory.update(
                 &id,
@@ -487,6 +652,7 @@ fn execute(args: MemArgs, clock: Arc<dyn Clock>, host: &Host) -> Result<Answer, 
                     object,
                     category,
                     confidence,
+                    metadata,
                 },
             )?;
             let superseded = (fact.id() != old.id()).then(|| old.id());
@@ -500,7 +666,7 @@ fn execute(args: MemArgs, clock: Arc<dyn Clock>, host: &Host) -> Result<Answer, 
                 text,
             ))
         }
-        MemCommand::Delete { id } => {
+        MemCommand::Delete { id: Some(id), .. } => {
             let versions = memory.delete(&id)?;
             let plural = if versions == 1 { "" } else { "s" };
             Ok(Answer::new(
@@ -508,13 +674,20 @@ fn execute(args: MemArgs, clock: Arc<dyn Clock>, host: &Host) -> Result<Answer, 
                 format!("deleted {} ({versions} version{plural})", id.trim()),
             ))
         }
+        MemCommand::Delete {
+            id: None,
+            filter,
+            yes,
+            dry_run,
+        } => delete_matching(&memory, &filter, yes, dry_run),
         MemCommand::Search {
             query,
             limit,
             as_of,
+            filter,
         } => {
             let query = query.join(" ");
-            let found = memory.search(&query, limit, as_of)?;
+            let found = memory.search(&query, limit, &filter.read(as_of)?)?;
             let text = if found.is_empty() {
                 format!("no facts match {query:?}")
             } else {
@@ -525,8 +698,12 @@ fn execute(args: MemArgs, clock: Arc<dyn Clock>, host: &Host) -> Result<Answer, 
                 text,
             ))
         }
-        MemCommand::History { subject, as_of } => {
-            let versions = memory.history(&subject, as_of)?;
+        MemCommand::History {
+            subject,
+            as_of,
+            filter,
+        } => {
+            let versions = memory.history(&subject, &filter.read(as_of)?)?;
             let text = if versions.is_empty() {
                 format!("no facts about {subject:?}")
             } else {
@@ -540,14 +717,19 @@ fn execute(args: MemArgs, clock: Arc<dyn Clock>, host: &Host) -> Result<Answer, 
             limit,
             hybrid: _,
             as_of,
+            filter,
         } => {
             let query = query.join(" ");
-            let recall = memory.recall(&query, limit, max_tokens, as_of)?;
+            let recall = memory.recall(&query, limit, max_tokens, &filter.read(as_of)?)?;
             let text = recall.text.clone();
             Ok(Answer::new(wire::recall_answer(&query, &recall), text))
         }
-        MemCommand::Format { max_tokens, as_of } => {
-            let text = memory.format(max_tokens, as_of)?;
+        MemCommand::Format {
+            max_tokens,
+            as_of,
+            filter,
+        } => {
+            let text = memory.format(max_tokens, &filter.read(as_of)?)?;
             Ok(Answer::new(json!({ "text": text }), text))
         }
         MemCommand::Archive {
@@ -556,7 +738,9 @@ fn execute(args: MemArgs, clock: Arc<dyn Clock>, host: &Host) -> Result<Answer, 
             session_time,
             llm_cmd,
             timeout_secs,
+            meta,
         } => {
+            let metadata = meta.metadata()?;
             let text = read_transcript(&transcript)?;
             let extractor = llm_cmd.map(|cmd| extractor(cmd, timeout_secs, clock));
             let mut request = ArchiveRequest::new(&text)
@@ -564,6 +748,9 @@ fn execute(args: MemArgs, clock: Arc<dyn Clock>, host: &Host) -> Result<Answer, 
                 .with_extractor(extractor.as_ref().map(|e| e as &dyn ConversationExtractor));
             if let Some(title) = title.as_deref() {
                 request = request.with_title(title);
+            }
+            if let Some(metadata) = metadata {
+                request = request.with_metadata(metadata);
             }
             let report = memory.archive(request)?;
             let text = archive_text(&report);
@@ -999,6 +1186,9 @@ fn show_text(fact: &SessionFact) -> String {
         ],
         vec!["state".to_owned(), state(fact)],
     ]);
+    for (key, value) in fact.metadata().iter() {
+        rows.push(vec![format!("metadata.{key}"), value.to_json().to_string()]);
+    }
     table(&rows)
 }
 
@@ -1221,6 +1411,7 @@ mod tests {
             limit: 10,
             hybrid,
             as_of: None,
+            filter: FilterArgs::default(),
         };
         let archive = |llm_cmd: Option<&str>| MemCommand::Archive {
             transcript: PathBuf::from("-"),
@@ -1228,13 +1419,21 @@ mod tests {
             session_time: None,
             llm_cmd: llm_cmd.map(str::to_owned),
             timeout_secs: DEFAULT_TIMEOUT_SECS,
+            meta: MetaArgs::default(),
         };
         assert_eq!(model_dir(dir(), &recall(true)).unwrap(), dir());
         assert_eq!(model_dir(dir(), &recall(false)).unwrap(), None);
         assert_eq!(model_dir(dir(), &archive(Some("llm"))).unwrap(), dir());
         assert_eq!(model_dir(dir(), &archive(None)).unwrap(), None);
         assert_eq!(
-            model_dir(dir(), &MemCommand::List { as_of: None }).unwrap(),
+            model_dir(
+                dir(),
+                &MemCommand::List {
+                    as_of: None,
+                    filter: FilterArgs::default()
+                }
+            )
+            .unwrap(),
             None
         );
         let backfill = MemCommand::Backfill {

@@ -1446,3 +1446,171 @@ fn one_shot_commands_answer_from_the_database_and_load_nothing() {
     let log = std::fs::read_to_string(log).unwrap();
     assert_eq!(log.matches(CACHE_LOADED).count(), 1, "{log}");
 }
+
+#[test]
+fn metadata_and_filters_from_the_command_line() {
+    let mem = Mem::new();
+    let rlm = mem.add(
+        "user",
+        "works_on",
+        "the parser",
+        &[
+            "--meta",
+            "project=rlm",
+            "--meta",
+            "n=3",
+            "--meta",
+            r#"tag="7""#,
+            "--valid-from",
+            "2026-01-01T00:00:00Z",
+        ],
+    );
+    mem.add(
+        "user",
+        "drinks",
+        "tea",
+        &["--meta-json", r#"{"project": "home", "ok": true}"#],
+    );
+    mem.add("user", "edits_with", "helix", &[]);
+    let shown = mem.json(&["show", &rlm])["fact"].clone();
+    assert_eq!(
+        shown["metadata"],
+        json!({"project": "rlm", "n": 3, "tag": "7"})
+    );
+    assert_eq!(shown["valid_from"], "2026-01-01T00:00:00Z");
+    assert!(mem.ok(&["show", &rlm]).contains("metadata.n"));
+
+    // Both forms of a filter narrow list, search, history, recall and format.
+    let objects = |value: &Value, key: &str| -> Vec<String> {
+        value[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                let fact = if f["fact"].is_object() { &f["fact"] } else { f };
+                fact["object"].as_str().unwrap().to_owned()
+            })
+            .collect()
+    };
+    for filter in [
+        vec!["--where", r#"metadata.project = "rlm""#],
+        vec!["--filter", r#"{"metadata.n": {"gte": 3}}"#],
+    ] {
+        let with = |args: &[&str]| {
+            let mut all = args.to_vec();
+            all.extend(filter.iter().copied());
+            mem.json(&all)
+        };
+        assert_eq!(objects(&with(&["list"]), "facts"), ["the parser"]);
+        assert_eq!(
+            objects(&with(&["search", "user"]), "results"),
+            ["the parser"]
+        );
+        assert_eq!(
+            objects(&with(&["history", "user"]), "versions"),
+            ["the parser"]
+        );
+        let recall = with(&["recall", "user works drinks edits"]);
+        assert_eq!(objects(&recall, "facts"), ["the parser"]);
+        let format = with(&["format"]);
+        assert!(
+            !format["text"].as_str().unwrap().contains("tea"),
+            "{format}"
+        );
+    }
+    let missing = mem.json(&["list", "--where", "metadata.project not exists"]);
+    assert_eq!(objects(&missing, "facts"), ["helix"]);
+
+    // Filters and metadata that do not read are usage errors naming where.
+    let bad = mem.run(&[
+        "list",
+        "--where",
+        "metadata.project = rlm and bogus = 1",
+        "--json",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+    let answer: Value = serde_json::from_slice(&bad.stdout).unwrap();
+    assert_eq!(answer["error"]["code"], "invalid_filter");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("column"),
+        "{answer}"
+    );
+    let bad = mem.run(&[
+        "list",
+        "--filter",
+        r#"{"or": [{"colour": "red"}]}"#,
+        "--json",
+    ]);
+    let answer: Value = serde_json::from_slice(&bad.stdout).unwrap();
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("/or/0/colour")
+    );
+    let bad = mem.run(&[
+        "add",
+        "--subject",
+        "s",
+        "--relation",
+        "r",
+        "--object",
+        "o",
+        "--meta",
+        "no pair",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("metadata"), "{}", stderr(&bad));
+
+    // Updating metadata replaces it whole.
+    let updated = mem.json(&["update", &rlm, "--meta", "project=factmem"]);
+    assert_eq!(updated["fact"]["metadata"], json!({"project": "factmem"}));
+
+    // Deleting by filter: the count first, the list with --dry-run, then --yes.
+    let home = ["delete", "--where", r#"metadata.project = "home""#];
+    let refused = mem.run(&home);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        stderr(&refused).contains("holds for 1 fact: give --yes"),
+        "{}",
+        stderr(&refused)
+    );
+    let mut dry = home.to_vec();
+    dry.push("--dry-run");
+    let listed = mem.json(&dry);
+    assert_eq!(
+        (listed["dry_run"].clone(), listed["count"].clone()),
+        (json!(true), json!(1))
+    );
+    assert_eq!(mem.json(&["list"])["count"], 3);
+    let mut yes = home.to_vec();
+    yes.push("--yes");
+    let deleted = mem.json(&yes);
+    assert_eq!(deleted["count"], 1);
+    assert_eq!(mem.json(&["list"])["count"], 2);
+    // An id and a filter together are a usage error.
+    let both = mem.run(&["delete", &rlm, "--where", "confidence > 0"]);
+    assert_eq!(both.status.code(), Some(2));
+}
+
+#[test]
+fn an_archived_conversations_metadata_reaches_its_facts() {
+    let mem = Mem::new();
+    let llm = mem.fake_llm(REPLY);
+    let transcript = mem.transcript();
+    let archived = mem.json(&[
+        "archive",
+        "--transcript",
+        &transcript,
+        "--llm-cmd",
+        &llm,
+        "--meta",
+        "channel=slack",
+    ]);
+    assert_eq!(archived["changes"]["added"].as_array().unwrap().len(), 1);
+    let facts = mem.json(&["list", "--where", r#"metadata.channel = "slack""#]);
+    assert_eq!(facts["count"], 1, "{facts}");
+}

@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 
 use fact_extract::{ConversationExtractor, Diagnostic, TranscriptOptions, read_transcript};
-use fact_model::{FactId, Message, MessageRole, ProfileField, SessionFact, Timestamp};
+use fact_model::{FactId, Message, MessageRole, Metadata, ProfileField, SessionFact, Timestamp};
 use fact_store::{
     AliasChange, Episode, EpisodeExtracted, LongTermStore, MemoryWrite, ProfileEntry, Step,
     StepReport, StoreError, Transaction, check_alias,
@@ -34,7 +34,7 @@ use super::service::MemoryService;
 /// assert_eq!(request.title, Some("Greeting"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct ArchiveRequest<'a> {
     /// JSON Lines of `{"role", "content"}` with an optional `timestamp` (or `time`,
@@ -46,6 +46,9 @@ pub struct ArchiveRequest<'a> {
     pub session_time: Option<Timestamp>,
     /// Extract with this instead of the service's extractor.
     pub extractor: Option<&'a dyn ConversationExtractor>,
+    /// What the caller says about the conversation: kept on the episode and on every
+    /// fact extracted from it.
+    pub metadata: Metadata,
 }
 
 impl std::fmt::Debug for ArchiveRequest<'_> {
@@ -55,6 +58,7 @@ impl std::fmt::Debug for ArchiveRequest<'_> {
             .field("title", &self.title)
             .field("session_time", &self.session_time)
             .field("extractor", &self.extractor)
+            .field("metadata", &self.metadata)
             .finish()
     }
 }
@@ -68,6 +72,7 @@ impl<'a> ArchiveRequest<'a> {
             title: None,
             session_time: None,
             extractor: None,
+            metadata: Metadata::new(),
         }
     }
 
@@ -89,6 +94,13 @@ impl<'a> ArchiveRequest<'a> {
     #[must_use]
     pub fn with_extractor(mut self, extractor: Option<&'a dyn ConversationExtractor>) -> Self {
         self.extractor = extractor;
+        self
+    }
+
+    /// Puts `metadata` on the episode and on every fact extracted from it.
+    #[must_use]
+    pub fn with_metadata(mut self, metadata: Metadata) -> Self {
+        self.metadata = metadata;
         self
     }
 }
@@ -227,7 +239,8 @@ impl MemoryService {
         let title = request
             .title
             .map_or_else(|| default_title(&transcript.messages), str::to_owned);
-        let mut episode = Episode::new(title, "", transcript.messages, now);
+        let mut episode =
+            Episode::new(title, "", transcript.messages, now).with_metadata(request.metadata);
         self.store.put_episode(&episode)?;
         let extractor = request.extractor.or(self.extractor.as_deref());
         let changes = match extractor {
@@ -331,7 +344,11 @@ impl MemoryService {
         let mut successors: Vec<(FactId, SessionFact)> = Vec::new();
         for extracted in extraction.facts {
             let subject = entities.resolve(extracted.fact.subject());
-            let fact = under(&extracted.fact, &subject, now)?;
+            let mut fact = under(&extracted.fact, &subject, now)?;
+            // The episode's metadata goes on every fact extracted from it.
+            if !episode.metadata.is_empty() {
+                fact = fact.with_metadata(episode.metadata.clone());
+            }
             for old in extracted.supersedes {
                 successors.push((old, fact.clone()));
             }

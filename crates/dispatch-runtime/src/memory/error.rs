@@ -1,7 +1,7 @@
 //! [`MemoryError`]: why a memory operation failed, with its stable code.
 
 use fact_extract::{LlmError, TranscriptError};
-use fact_model::FactError;
+use fact_model::{FactError, FilterError, MetadataError};
 use fact_retrieve::HybridError;
 use fact_store::StoreError;
 
@@ -27,6 +27,13 @@ pub enum MemoryError {
     /// A new or changed fact is invalid.
     #[error("invalid fact: {0}")]
     InvalidFact(#[from] FactError),
+    /// A filter does not read: an unknown field or operator, or a wrong type, at the
+    /// path it names.
+    #[error(transparent)]
+    InvalidFilter(#[from] FilterError),
+    /// Metadata does not read: too many keys, a bad key, or a bad value.
+    #[error("invalid metadata: {0}")]
+    InvalidMetadata(#[from] MetadataError),
     /// The transcript cannot be archived: too large, empty, or with a time that does not
     /// parse or lies in the future.
     #[error(transparent)]
@@ -52,7 +59,8 @@ pub enum MemoryError {
 }
 
 impl MemoryError {
-    /// A short, stable code: `not_found`, `invalid_id`, `invalid_fact`, `no_extractor`,
+    /// A short, stable code: `not_found`, `invalid_id`, `invalid_fact`, `invalid_filter`,
+    /// `invalid_metadata`, `no_extractor`,
     /// `extraction_failed`, the transcript's code ([`TranscriptError::code`]), the store's
     /// own code ([`StoreError::code`]), or for [`MemoryError::Embedding`] the
     /// [`HybridError::code`].
@@ -63,6 +71,8 @@ impl MemoryError {
             MemoryError::NotFound { .. } => "not_found",
             MemoryError::InvalidId { .. } => "invalid_id",
             MemoryError::InvalidFact(_) => "invalid_fact",
+            MemoryError::InvalidFilter(error) => error.code(),
+            MemoryError::InvalidMetadata(error) => error.code(),
             MemoryError::Transcript(error) => error.code(),
             MemoryError::NoExtractor => "no_extractor",
             MemoryError::Extraction { .. } => "extraction_failed",

@@ -24,14 +24,15 @@ mod budget;
 mod entities;
 mod error;
 mod known;
+mod read;
 mod service;
 
 use std::sync::Arc;
 
 use fact_extract::ConversationExtractor;
 use fact_model::{
-    CharsPerToken, Clock, FactId, FactUpdate, MemoryHistory, ProfileField, SessionFact, SourceRole,
-    Tag, Timestamp, TokenCounter, UserContext, normalize_entity,
+    CharsPerToken, Clock, FactId, FactUpdate, Filter, MemoryHistory, Metadata, ProfileField,
+    SessionFact, SourceRole, Tag, Timestamp, TokenCounter, UserContext, normalize_entity,
 };
 use fact_retrieve::{
     Bm25, EmbedError, Embedder, FactQuery, HybridError, HybridRetriever, LateInteraction,
@@ -39,13 +40,14 @@ use fact_retrieve::{
 };
 use fact_store::{
     AddReport, Alias, AliasChange, LongTermStore, MemoryWrite, ProfileEntry, ScoredFact,
-    StoreError, TermQuery,
+    StoreError, TermQuery, Transaction,
 };
 use serde::Serialize;
 
 pub use self::archive::{ArchiveReport, ArchiveRequest, ForgetReport, MemoryChanges};
 pub use self::budget::{DEFAULT_KNOWN_FACTS, DEFAULT_KNOWN_TOKENS, KnownBudget};
 pub use self::error::MemoryError;
+pub use self::read::ReadOptions;
 pub use self::service::MemoryService;
 
 use self::entities::Entities;
@@ -85,6 +87,8 @@ pub struct NewMemory {
     pub source: String,
     /// Since when it is true (default: now).
     pub valid_from: Option<Timestamp>,
+    /// What the caller says about it (`project`, `channel`): filters test it.
+    pub metadata: Metadata,
 }
 
 impl NewMemory {
@@ -105,6 +109,7 @@ impl NewMemory {
             confidence: 1.0,
             source: "manual".into(),
             valid_from: None,
+            metadata: Metadata::new(),
         }
     }
 
@@ -142,6 +147,13 @@ impl NewMemory {
         self.valid_from = Some(at);
         self
     }
+
+    /// Gives the fact `metadata`.
+    #[must_use]
+    pub fn with_metadata(mut self, metadata: Metadata) -> Self {
+        self.metadata = metadata;
+        self
+    }
 }
 
 /// What [`MemoryService::add`] did: the fact as built, and the store's report (added,
@@ -166,6 +178,8 @@ pub struct MemoryChange {
     pub category: Option<Tag>,
     /// A new confidence.
     pub confidence: Option<f64>,
+    /// New metadata, replacing the old whole (empty clears it).
+    pub metadata: Option<Metadata>,
 }
 
 /// The user context and history of a scope (seed 002), with every field's current
@@ -321,7 +335,8 @@ impl MemoryService {
             .confidence(new.confidence)
             .source(new.source, SourceRole::User)
             .valid_from(new.valid_from.unwrap_or(now))
-            .recorded_at(now);
+            .recorded_at(now)
+            .metadata(new.metadata);
         if let Some(statement) = new.statement {
             builder = builder.statement(statement);
         }
@@ -331,15 +346,17 @@ impl MemoryService {
         Ok(AddOutcome { fact, report })
     }
 
-    /// Every current fact (or every fact valid at `as_of`), oldest first.
+    /// Every current fact (or every fact valid at `read.as_of`) that `read.filter` holds
+    /// for, oldest first.
     ///
     /// # Errors
     ///
     /// The store's read error.
-    pub fn list(&self, as_of: Option<Timestamp>) -> Result<Vec<SessionFact>, MemoryError> {
-        Ok(match as_of {
-            Some(at) => self.store.valid_at(at)?,
-            None => self.store.valid_facts()?,
+    pub fn list(&self, read: &ReadOptions) -> Result<Vec<SessionFact>, MemoryError> {
+        Ok(match (&read.filter, read.as_of) {
+            (Some(filter), as_of) => self.store.select(filter, as_of)?,
+            (None, Some(at)) => self.store.valid_at(at)?,
+            (None, None) => self.store.valid_facts()?,
         })
     }
 
@@ -369,7 +386,7 @@ impl MemoryService {
                 statement: change.statement,
                 tags: change.category.map(|tag| vec![tag]),
                 confidence: change.confidence,
-                metadata: None,
+                metadata: change.metadata,
             };
             let updated = self.store.update(old.id(), &update).map_err(|e| match e {
                 StoreError::InvalidUpdate { source, .. } => MemoryError::InvalidFact(source),
@@ -393,7 +410,8 @@ impl MemoryService {
             .confidence(change.confidence.unwrap_or(old.confidence()))
             .source(old.source_task_id(), old.source_role())
             .valid_from(now.max(old.valid_from()))
-            .recorded_at(now);
+            .recorded_at(now)
+            .metadata(change.metadata.unwrap_or_else(|| old.metadata().clone()));
         // The old statement described the old object; keep it only when asked to.
         if let Some(statement) = change.statement {
             builder = builder.statement(statement);
@@ -417,9 +435,32 @@ impl MemoryService {
         })
     }
 
-    /// The current facts (or those valid at `as_of`) that match `query`, best first (BM25
-    /// over the store's terms). A query that names an alias or an aliased entity also
-    /// searches for its other names.
+    /// Deletes every version of each current fact `filter` holds for, in one transaction,
+    /// and returns them (as they were); with `dry_run`, deletes nothing and returns what
+    /// would go.
+    ///
+    /// # Errors
+    ///
+    /// The store's error; nothing is deleted then.
+    pub fn delete_matching(
+        &self,
+        filter: &Filter,
+        dry_run: bool,
+    ) -> Result<Vec<SessionFact>, MemoryError> {
+        let facts = self.store.select(filter, None)?;
+        if !dry_run && !facts.is_empty() {
+            let mut transaction = Transaction::new();
+            for fact in &facts {
+                transaction = transaction.delete(fact.id());
+            }
+            self.store.apply(transaction)?;
+        }
+        Ok(facts)
+    }
+
+    /// The current facts (or those valid at `read.as_of`) that match `query` and
+    /// `read.filter`, best first (BM25 over the store's terms). A query that names an
+    /// alias or an aliased entity also searches for its other names.
     ///
     /// # Errors
     ///
@@ -428,13 +469,14 @@ impl MemoryService {
         &self,
         query: &str,
         limit: usize,
-        as_of: Option<Timestamp>,
+        read: &ReadOptions,
     ) -> Result<Vec<ScoredFact>, MemoryError> {
         let text = self.entities()?.expand_query(self.store.analyzer(), query);
         let mut term_query = TermQuery::new(&text, limit);
-        if let Some(at) = as_of {
+        if let Some(at) = read.as_of {
             term_query = term_query.with_as_of(at);
         }
+        term_query.filter = read.filter.as_ref();
         Ok(self.store.search(&term_query, &Bm25::default())?)
     }
 
@@ -453,13 +495,14 @@ impl MemoryService {
         &self,
         query: &str,
         limit: usize,
-        as_of: Option<Timestamp>,
+        read: &ReadOptions,
     ) -> Result<Vec<ScoredFact>, MemoryError> {
-        let Some(hybrid) = self.hybrid.as_ref().filter(|_| as_of.is_none()) else {
-            return self.search(query, limit, as_of);
+        let Some(hybrid) = self.hybrid.as_ref().filter(|_| read.as_of.is_none()) else {
+            return self.search(query, limit, read);
         };
         let text = self.entities()?.expand_query(self.store.analyzer(), query);
-        let fact_query = FactQuery::new("", text).with_max_facts(limit);
+        let mut fact_query = FactQuery::new("", text).with_max_facts(limit);
+        fact_query.filter.clone_from(&read.filter);
         Ok(hybrid
             .rank(&fact_query)
             .map_err(store_first)?
@@ -473,8 +516,9 @@ impl MemoryService {
 
     /// Every version of the facts about `subject` (normalized, resolved through the
     /// aliases; the versions stored under its aliases included), ordered by `valid_from`;
-    /// superseded versions carry `valid_to` and `superseded_by`. With `as_of`, the
-    /// versions that had begun by then.
+    /// superseded versions carry `valid_to` and `superseded_by`. With `read.as_of`, the
+    /// versions that had begun by then; with `read.filter`, the versions it holds for
+    /// (each version tested as itself: `valid_to` is that version's).
     ///
     /// # Errors
     ///
@@ -482,24 +526,29 @@ impl MemoryService {
     pub fn history(
         &self,
         subject: &str,
-        as_of: Option<Timestamp>,
+        read: &ReadOptions,
     ) -> Result<Vec<SessionFact>, MemoryError> {
         let entities = self.entities()?;
         let mut versions = Vec::new();
         for name in entities.names_of(subject) {
             versions.extend(self.store.history(&name)?);
         }
-        if let Some(at) = as_of {
+        if let Some(at) = read.as_of {
             versions.retain(|v| v.valid_from() <= at);
+        }
+        if let Some(filter) = &read.filter {
+            versions.retain(|v| filter.matches(v));
         }
         versions.sort_by_key(|v| v.valid_from());
         Ok(versions)
     }
 
-    /// The current facts (or those valid at `as_of`) and the episode messages that answer
-    /// `query`, rendered within `max_tokens` (see [`fact_retrieve::recall`]); facts
+    /// The current facts (or those valid at `read.as_of`) and the episode messages that
+    /// answer `query`, rendered within `max_tokens` (see [`fact_retrieve::recall`]); facts
     /// ranked by words and meaning ([`HybridRetriever::recall`]) when the service has an
-    /// embedder. A query that names an alias also recalls its entity's facts.
+    /// embedder. A query that names an alias also recalls its entity's facts. With
+    /// `read.filter`, only the facts it holds for, and no episode (see
+    /// [`RecallQuery::filter`]).
     ///
     /// # Errors
     ///
@@ -510,13 +559,14 @@ impl MemoryService {
         query: &str,
         limit: usize,
         max_tokens: usize,
-        as_of: Option<Timestamp>,
+        read: &ReadOptions,
     ) -> Result<Recall, MemoryError> {
         let text = self.entities()?.expand_query(self.store.analyzer(), query);
         let mut query = RecallQuery::new(&text)
             .with_limit(limit)
             .with_max_tokens(max_tokens)
-            .with_as_of(as_of);
+            .with_as_of(read.as_of)
+            .with_filter(read.filter.as_ref());
         if let Some((context, weight)) = self.message_context {
             query = query.with_message_context(context, weight);
         }
@@ -581,24 +631,21 @@ impl MemoryService {
         Ok(self.store.commit(write)?.profile_changed)
     }
 
-    /// Every current fact (or those valid at `as_of`) in seed 002's layout: `User
-    /// Context:`, `History:` and `Facts:` (by confidence), within `max_tokens` (facts
+    /// Every current fact (or those valid at `read.as_of`, those `read.filter` holds for)
+    /// in seed 002's layout: `User Context:`, `History:` and `Facts:` (by confidence),
+    /// within `max_tokens` (facts
     /// trimmed lowest confidence first, then a character cut marked `\n...`).
     ///
     /// # Errors
     ///
     /// The store's read error.
-    pub fn format(
-        &self,
-        max_tokens: usize,
-        as_of: Option<Timestamp>,
-    ) -> Result<String, MemoryError> {
-        let context = self.context_as_of(as_of)?;
+    pub fn format(&self, max_tokens: usize, read: &ReadOptions) -> Result<String, MemoryError> {
+        let context = self.context_as_of(read.as_of)?;
         let data = MemoryData {
             user: context.user_context,
             history: context.history,
             facts: self
-                .list(as_of)?
+                .list(read)?
                 .iter()
                 .map(MemoryFact::from_session_fact)
                 .collect(),

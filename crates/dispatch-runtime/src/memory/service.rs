@@ -16,8 +16,8 @@ use super::budget::KnownBudget;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use dispatch_runtime::{MemoryService, NewMemory};
-/// use fact_model::{ManualClock, Tag};
+/// use dispatch_runtime::{MemoryService, NewMemory, ReadOptions};
+/// use fact_model::{Filter, ManualClock, Tag};
 /// use fact_store::InMemoryLongTermStore;
 ///
 /// let clock = Arc::new(ManualClock::default());
@@ -26,9 +26,13 @@ use super::budget::KnownBudget;
 /// fact.statement = Some("User prefers pytest over unittest".into());
 /// fact.category = Tag::Preference;
 /// assert_eq!(memory.add(fact)?.fact.subject(), "user");
-/// let found = memory.recall("what test framework does the user like?", 10, 500, None)?;
+/// let found = memory.recall("what test framework does the user like?", 10, 500, &ReadOptions::default())?;
 /// assert!(found.text.contains("[preference] User prefers pytest over unittest"));
-/// # Ok::<(), dispatch_runtime::MemoryError>(())
+/// // The same, narrowed to preferences by a filter.
+/// let filter = Filter::parse_where("category = preference")?;
+/// let read = ReadOptions::default().with_filter(Some(filter));
+/// assert_eq!(memory.search("pytest", 10, &read)?.len(), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct MemoryService {

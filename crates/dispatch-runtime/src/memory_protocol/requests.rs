@@ -4,7 +4,6 @@
 
 use fact_model::{Tag, Timestamp};
 use serde::Deserialize;
-#[cfg(feature = "schema")]
 use serde_json::Value;
 
 /// Declares one request type: deserialized strictly (unknown fields refused), described by
@@ -49,6 +48,11 @@ request! {
         #[serde(default)]
         #[cfg_attr(feature = "schema", schemars(schema_with = "time"))]
         valid_from: Option<Timestamp>,
+        /// Metadata: an object of at most 32 keys (`[A-Za-z0-9_.-]`, at most 64 bytes) to
+        /// strings (at most 1 KiB), numbers or booleans.
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(schema_with = "metadata"))]
+        metadata: Option<Value>,
     }
 }
 
@@ -67,6 +71,13 @@ request! {
         #[serde(default)]
         #[cfg_attr(feature = "schema", schemars(schema_with = "time"))]
         as_of: Option<Timestamp>,
+        /// Only the facts this filter holds for: the filter language's JSON shape
+        /// (`{"metadata.project": "rlm"}`, `{"and": [...]}`) or its readable form as a
+        /// string (`metadata.project = "rlm" and category in (preference, decision)`);
+        /// see docs/protocol.md.
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(schema_with = "filter"))]
+        filter: Option<Value>,
     }
 }
 
@@ -89,6 +100,11 @@ request! {
         #[serde(default)]
         #[cfg_attr(feature = "schema", schemars(range(min = 0.0, max = 1.0)))]
         confidence: Option<f64>,
+        /// New metadata, replacing the old whole (`{}` clears it): an object of at most 32 keys (`[A-Za-z0-9_.-]`, at most 64 bytes) to
+        /// strings (at most 1 KiB), numbers or booleans.
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(schema_with = "metadata"))]
+        metadata: Option<Value>,
     }
 }
 
@@ -105,6 +121,13 @@ request! {
         #[serde(default)]
         #[cfg_attr(feature = "schema", schemars(schema_with = "time"))]
         as_of: Option<Timestamp>,
+        /// Only the facts this filter holds for: the filter language's JSON shape
+        /// (`{"metadata.project": "rlm"}`, `{"and": [...]}`) or its readable form as a
+        /// string (`metadata.project = "rlm" and category in (preference, decision)`);
+        /// see docs/protocol.md.
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(schema_with = "filter"))]
+        filter: Option<Value>,
     }
 }
 
@@ -124,6 +147,13 @@ request! {
         #[serde(default)]
         #[cfg_attr(feature = "schema", schemars(schema_with = "time"))]
         as_of: Option<Timestamp>,
+        /// Only the facts this filter holds for (and no conversation): the filter language's JSON shape
+        /// (`{"metadata.project": "rlm"}`, `{"and": [...]}`) or its readable form as a
+        /// string (`metadata.project = "rlm" and category in (preference, decision)`);
+        /// see docs/protocol.md.
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(schema_with = "filter"))]
+        filter: Option<Value>,
     }
 }
 
@@ -136,6 +166,13 @@ request! {
         #[serde(default)]
         #[cfg_attr(feature = "schema", schemars(schema_with = "time"))]
         as_of: Option<Timestamp>,
+        /// Only the versions this filter holds for: the filter language's JSON shape
+        /// (`{"metadata.project": "rlm"}`, `{"and": [...]}`) or its readable form as a
+        /// string (`metadata.project = "rlm" and category in (preference, decision)`);
+        /// see docs/protocol.md.
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(schema_with = "filter"))]
+        filter: Option<Value>,
     }
 }
 
@@ -149,6 +186,13 @@ request! {
         #[serde(default)]
         #[cfg_attr(feature = "schema", schemars(schema_with = "time"))]
         as_of: Option<Timestamp>,
+        /// Only the facts this filter holds for: the filter language's JSON shape
+        /// (`{"metadata.project": "rlm"}`, `{"and": [...]}`) or its readable form as a
+        /// string (`metadata.project = "rlm" and category in (preference, decision)`);
+        /// see docs/protocol.md.
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(schema_with = "filter"))]
+        filter: Option<Value>,
     }
 }
 
@@ -166,6 +210,12 @@ request! {
         #[serde(default)]
         #[cfg_attr(feature = "schema", schemars(schema_with = "time"))]
         session_time: Option<Timestamp>,
+        /// Metadata of the conversation, kept on the episode and on every fact extracted
+        /// from it: an object of at most 32 keys (`[A-Za-z0-9_.-]`, at most 64 bytes) to
+        /// strings (at most 1 KiB), numbers or booleans.
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(schema_with = "metadata"))]
+        metadata: Option<Value>,
         /// A shell command line that answers an extraction prompt on stdin with JSON on
         /// stdout; accepted only when the server was started with `--allow-llm-cmd`.
         /// Without it (and without a server-side model), the conversation is archived
@@ -263,5 +313,30 @@ fn time(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
         "type": ["string", "null"],
         "description": "An RFC 3339 instant, such as 2026-03-01T09:00:00Z."
+    })
+}
+
+/// A filter: the JSON shape or the readable form.
+#[cfg(feature = "schema")]
+fn filter(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": ["object", "string", "null"],
+        "description": "A filter in the filter language: the JSON shape \
+            ({\"metadata.project\": \"rlm\"}, {\"and\": [...]}, {\"not\": ...}, \
+            {\"confidence\": {\"gte\": 0.8}}) or the readable form as a string \
+            (metadata.project = \"rlm\" and category in (preference, decision)). Fields: \
+            subject, relation, object, category, source, confidence, valid_from, valid_to, \
+            recorded_at, metadata.KEY; operators eq ne in nin gt gte lt lte contains exists."
+    })
+}
+
+/// Metadata: a flat object of JSON scalars.
+#[cfg(feature = "schema")]
+fn metadata(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": ["object", "null"],
+        "maxProperties": 32,
+        "propertyNames": {"pattern": "^[A-Za-z0-9_.-]{1,64}$"},
+        "additionalProperties": {"type": ["string", "number", "boolean"]}
     })
 }

@@ -8,6 +8,7 @@
 use std::sync::Arc;
 
 use dispatch_runtime::NewMemory;
+use dispatch_runtime::ReadOptions;
 use dispatch_runtime::durable::{self, Database};
 use fact_model::{Clock, ManualClock, SessionFact, SourceRole, Tag, Timestamp};
 use fact_store::{SessionFactStore, TermQuery, TermWeighting};
@@ -126,7 +127,13 @@ fn a_memory_and_the_specs_of_one_handle_share_its_pool() {
                 .with_source("test"),
         )
         .unwrap();
-    assert_eq!(memory.search("pytest", 10, None).unwrap().len(), 1);
+    assert_eq!(
+        memory
+            .search("pytest", 10, &ReadOptions::default())
+            .unwrap()
+            .len(),
+        1
+    );
     let open = connections(&url, &application);
     assert!(
         (1..=4).contains(&open),

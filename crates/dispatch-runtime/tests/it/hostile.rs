@@ -12,6 +12,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
+use dispatch_runtime::ReadOptions;
 use dispatch_runtime::{
     CompilePromptRequest, ContractError, DispatchRuntimeManager, IngestOutputRequest, IngestStatus,
     InitRunRequest, MemoryChange, MemoryService, NewMemory, NextAction, parse_output, protocol,
@@ -527,8 +528,13 @@ fn a_subject_of_10_000_combining_characters_is_clipped_stored_and_retrieved() {
         err.to_string()
             .contains("`subject` is 10000 characters long; the limit is 200")
     );
-    assert_eq!(memory.list(None).unwrap().len(), 1);
-    assert!(memory.history(&subject, None).unwrap().is_empty());
+    assert_eq!(memory.list(&ReadOptions::default()).unwrap().len(), 1);
+    assert!(
+        memory
+            .history(&subject, &ReadOptions::default())
+            .unwrap()
+            .is_empty()
+    );
 }
 
 fn memory_service() -> MemoryService {
@@ -585,7 +591,7 @@ fn confidences_nan_infinity_and_1e308_are_refused_and_minus_zero_is_zero() {
         assert_eq!(err.code(), "invalid_fact", "update to {value}");
     }
     assert_eq!(
-        memory.list(None).unwrap(),
+        memory.list(&ReadOptions::default()).unwrap(),
         std::slice::from_ref(&kept.fact),
         "nothing accepted before was changed"
     );
@@ -593,7 +599,7 @@ fn confidences_nan_infinity_and_1e308_are_refused_and_minus_zero_is_zero() {
         .add(NewMemory::new("user", "likes", "go").with_confidence(-0.0))
         .unwrap();
     assert_eq!(zero.fact.confidence(), 0.0);
-    assert_eq!(memory.list(None).unwrap().len(), 2);
+    assert_eq!(memory.list(&ReadOptions::default()).unwrap().len(), 2);
 
     // A snapshot: the bad records are skipped and named, the good ones imported.
     let store = InMemorySessionFactStore::new(StoreConfig::default(), clock());
@@ -736,7 +742,7 @@ fn fact_ids_with_whitespace_or_of_the_wrong_length_are_invalid_ids() {
         "not_found"
     );
     assert_eq!(
-        memory.list(None).unwrap(),
+        memory.list(&ReadOptions::default()).unwrap(),
         std::slice::from_ref(&kept),
         "nothing was deleted"
     );

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use dispatch_runtime::ReadOptions;
 use dispatch_runtime::memory_protocol::command_extractor;
 use dispatch_runtime::{ArchiveRequest, MemoryError, MemoryService, NewMemory};
 use fact_extract::LlmFactExtractor;
@@ -124,7 +125,7 @@ fn archive(
 /// The current objects of the user's `relation`.
 fn current(memory: &MemoryService, relation: &str) -> Vec<String> {
     memory
-        .list(None)
+        .list(&ReadOptions::default())
         .unwrap()
         .into_iter()
         .filter(|f| f.subject() == "user" && f.relation() == relation)
@@ -165,7 +166,7 @@ fn paris_then_berlin_leaves_berlin_current_and_paris_in_history_dated_by_the_tur
             "{backend:?}"
         );
         assert_eq!(current(&memory, "lives_in"), ["Berlin"], "{backend:?}");
-        let history = memory.history("User", None).unwrap();
+        let history = memory.history("User", &ReadOptions::default()).unwrap();
         let paris = history.iter().find(|f| f.object() == "Paris").unwrap();
         let berlin = history.iter().find(|f| f.object() == "Berlin").unwrap();
         assert_eq!(paris.valid_from(), t("2026-03-01T09:00:00Z"), "{backend:?}");
@@ -190,13 +191,18 @@ fn paris_then_berlin_leaves_berlin_current_and_paris_in_history_dated_by_the_tur
             .search(
                 "where does the user live",
                 5,
-                Some(t("2026-03-01T09:01:00Z")),
+                &ReadOptions::as_of(Some(t("2026-03-01T09:01:00Z"))),
             )
             .unwrap();
         assert_eq!(then[0].fact.object(), "Paris", "{backend:?}");
         // Recall shows the date the fact was said, and the line that said it.
         let recalled = memory
-            .recall("did the user move to Berlin?", 10, 2000, None)
+            .recall(
+                "did the user move to Berlin?",
+                10,
+                2000,
+                &ReadOptions::default(),
+            )
             .unwrap();
         assert!(
             recalled
@@ -331,7 +337,7 @@ fn aliases_merge_names_and_a_search_for_the_alias_finds_the_entity() {
             "{backend:?}"
         );
         let subjects: Vec<String> = memory
-            .list(None)
+            .list(&ReadOptions::default())
             .unwrap()
             .iter()
             .map(|f| f.subject().to_owned())
@@ -344,15 +350,19 @@ fn aliases_merge_names_and_a_search_for_the_alias_finds_the_entity() {
             report.diagnostics
         );
         // No instant sees the moved fact twice, under both names.
-        let then = memory.list(Some(t("2026-11-26T10:00:00Z"))).unwrap();
+        let then = memory
+            .list(&ReadOptions::as_of(Some(t("2026-11-26T10:00:00Z"))))
+            .unwrap();
         let dogs = then
             .iter()
             .filter(|f| f.object() == "a dog named Oscar")
             .count();
         assert_eq!(dogs, 1, "{backend:?}: {then:?}");
-        let found = memory.search("what pets does Mel have", 5, None).unwrap();
+        let found = memory
+            .search("what pets does Mel have", 5, &ReadOptions::default())
+            .unwrap();
         assert_eq!(found.len(), 2, "{backend:?}");
-        let history = memory.history("MEL", None).unwrap();
+        let history = memory.history("MEL", &ReadOptions::default()).unwrap();
         assert_eq!(
             history.len(),
             3,
@@ -371,7 +381,7 @@ fn a_reply_with_only_user_context_changes_only_the_context() {
         memory
             .add(NewMemory::new("user", "lives_in", "Berlin"))
             .unwrap();
-        let before = memory.list(None).unwrap();
+        let before = memory.list(&ReadOptions::default()).unwrap();
         let transcript = line(
             "user",
             "Work is intense: I lead the platform team now.",
@@ -389,13 +399,17 @@ fn a_reply_with_only_user_context_changes_only_the_context() {
             changes.added.is_empty() && changes.superseded.is_empty(),
             "{backend:?}"
         );
-        assert_eq!(memory.list(None).unwrap(), before, "{backend:?}");
+        assert_eq!(
+            memory.list(&ReadOptions::default()).unwrap(),
+            before,
+            "{backend:?}"
+        );
         let context = memory.context().unwrap();
         assert_eq!(
             context.user_context.work, "Leads the platform team",
             "{backend:?}"
         );
-        let formatted = memory.format(2000, None).unwrap();
+        let formatted = memory.format(2000, &ReadOptions::default()).unwrap();
         assert!(
             formatted.starts_with("User Context:\n- Work: Leads the platform team\n\nHistory:\n- Recent months: Moved to Berlin\n\nFacts:\n"),
             "{backend:?}: {formatted}"
@@ -487,7 +501,10 @@ fn forgetting_an_episode_or_a_subject_leaves_no_trace() {
             .unwrap();
         assert!(messages.is_empty(), "{backend:?}");
         assert!(
-            memory.search("Rome", 10, None).unwrap().is_empty(),
+            memory
+                .search("Rome", 10, &ReadOptions::default())
+                .unwrap()
+                .is_empty(),
             "{backend:?}"
         );
         // The subject: every version of every fact about Anna.
@@ -499,7 +516,10 @@ fn forgetting_an_episode_or_a_subject_leaves_no_trace() {
             "{backend:?}"
         );
         assert!(
-            memory.history("anna", None).unwrap().is_empty(),
+            memory
+                .history("anna", &ReadOptions::default())
+                .unwrap()
+                .is_empty(),
             "{backend:?}"
         );
         assert_eq!(

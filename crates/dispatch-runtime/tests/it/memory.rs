@@ -4,6 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use dispatch_runtime::ReadOptions;
 use dispatch_runtime::{ArchiveRequest, MemoryChange, MemoryError, MemoryService, NewMemory};
 use fact_extract::{
     ConversationExtractor, LlmClient, LlmError, LlmExtractorConfig, LlmFactExtractor,
@@ -86,15 +87,15 @@ fn a_newer_preference_supersedes_and_history_keeps_both() {
         .add(preference("pytest", "User prefers pytest over unittest"))
         .unwrap();
     assert_eq!(second.report.invalidated, [first.fact.id()]);
-    let history = memory.history("user", None).unwrap();
+    let history = memory.history("user", &ReadOptions::default()).unwrap();
     assert_eq!(history.len(), 2);
     assert_eq!(history[0].superseded_by(), Some(second.fact.id()));
-    assert_eq!(memory.list(None).unwrap().len(), 1);
+    assert_eq!(memory.list(&ReadOptions::default()).unwrap().len(), 1);
     // Another preference of the same user has its own predicate and supersedes nothing.
     let editor =
         NewMemory::new("user", "prefers_editor", "helix").with_statement("User edits in Helix");
     assert!(memory.add(editor).unwrap().report.invalidated.is_empty());
-    assert_eq!(memory.list(None).unwrap().len(), 2);
+    assert_eq!(memory.list(&ReadOptions::default()).unwrap().len(), 2);
 }
 
 #[test]
@@ -166,7 +167,12 @@ fn recall_renders_facts_then_episodes_within_the_budget() {
     let llm = extractor(vec![Ok(REPLY.into())], clock.clone());
     archive(&memory, None, Some(&llm)).unwrap();
     let found = memory
-        .recall("which test framework, pytest or unittest?", 10, 2000, None)
+        .recall(
+            "which test framework, pytest or unittest?",
+            10,
+            2000,
+            &ReadOptions::default(),
+        )
         .unwrap();
     assert_eq!(
         found.text,
@@ -181,12 +187,17 @@ fn recall_renders_facts_then_episodes_within_the_budget() {
             > [2026-02-15] assistant: Done: the suite now runs under pytest."
     );
     let tight = memory
-        .recall("which test framework, pytest or unittest?", 10, 25, None)
+        .recall(
+            "which test framework, pytest or unittest?",
+            10,
+            25,
+            &ReadOptions::default(),
+        )
         .unwrap();
     assert!(tight.tokens <= 25 && tight.episodes.is_empty(), "{tight:?}");
     assert!(
         memory
-            .recall("databases", 10, 2000, None)
+            .recall("databases", 10, 2000, &ReadOptions::default())
             .unwrap()
             .text
             .is_empty()
@@ -206,7 +217,7 @@ fn archiving_extracts_facts_above_the_threshold_from_the_episode() {
         "{:?}",
         report.diagnostics
     );
-    let fact = &memory.list(None).unwrap()[0];
+    let fact = &memory.list(&ReadOptions::default()).unwrap()[0];
     assert_eq!(
         fact.source_task_id(),
         report.episode_id,
@@ -230,7 +241,7 @@ fn a_failing_model_keeps_the_episode_for_backfill() {
     let error = archive(&memory, None, Some(&failing)).unwrap_err();
     assert_eq!(error.code(), "extraction_failed");
     assert_eq!(memory.store().pending_extraction().unwrap().len(), 1);
-    assert!(memory.list(None).unwrap().is_empty());
+    assert!(memory.list(&ReadOptions::default()).unwrap().is_empty());
 
     let working = extractor(vec![Ok(REPLY.into())], clock);
     let mut seen = Vec::new();
@@ -242,7 +253,7 @@ fn a_failing_model_keeps_the_episode_for_backfill() {
         .unwrap();
     assert_eq!(reports.len(), 1);
     assert_eq!(seen, [(1, 1)]);
-    assert_eq!(memory.list(None).unwrap().len(), 1);
+    assert_eq!(memory.list(&ReadOptions::default()).unwrap().len(), 1);
     assert!(memory.store().pending_extraction().unwrap().is_empty());
 }
 
@@ -272,7 +283,7 @@ fn format_lists_facts_by_confidence() {
     memory
         .add(preference("pytest", "User prefers pytest"))
         .unwrap();
-    let text = memory.format(2000, None).unwrap();
+    let text = memory.format(2000, &ReadOptions::default()).unwrap();
     assert!(
         text.contains("- [preference | 0.90] User prefers pytest"),
         "{text}"
@@ -317,12 +328,21 @@ fn search_hybrid_finds_by_meaning_with_an_embedder_and_by_words_without() {
         .add(preference("pytest", "User prefers pytest over unittest"))
         .unwrap();
     // No embedder: the words decide, as `search`.
-    let words = memory.search_hybrid("where is home", 10, None).unwrap();
-    assert_eq!(words, memory.search("where is home", 10, None).unwrap());
+    let words = memory
+        .search_hybrid("where is home", 10, &ReadOptions::default())
+        .unwrap();
+    assert_eq!(
+        words,
+        memory
+            .search("where is home", 10, &ReadOptions::default())
+            .unwrap()
+    );
     assert!(words.is_empty(), "{words:?}");
     // With one: a question that shares no word with the fact finds it.
     let memory = memory.with_embedder(Arc::new(Places)).unwrap();
-    let found = memory.search_hybrid("where is home", 10, None).unwrap();
+    let found = memory
+        .search_hybrid("where is home", 10, &ReadOptions::default())
+        .unwrap();
     assert_eq!(
         found.first().map(|s| s.fact.object()),
         Some("Lisbon"),
@@ -333,7 +353,7 @@ fn search_hybrid_finds_by_meaning_with_an_embedder_and_by_words_without() {
     let now = clock.now();
     assert!(
         memory
-            .search_hybrid("where is home", 10, Some(now))
+            .search_hybrid("where is home", 10, &ReadOptions::as_of(Some(now)))
             .unwrap()
             .is_empty()
     );
@@ -384,7 +404,9 @@ fn an_embedder_with_token_vectors_turns_late_interaction_on() {
     let vectors = memory.store().vectors().unwrap();
     let stats = vectors.token_vector_stats("place-tokens-v1").unwrap();
     assert_eq!(stats.facts, 1, "the added fact's token vectors are stored");
-    let found = memory.search_hybrid("where is home", 10, None).unwrap();
+    let found = memory
+        .search_hybrid("where is home", 10, &ReadOptions::default())
+        .unwrap();
     assert_eq!(found.first().map(|s| s.fact.object()), Some("Lisbon"));
     // Forgetting the subject forgets its token vectors with its facts.
     memory.forget_subject("user").unwrap();
@@ -394,4 +416,151 @@ fn an_embedder_with_token_vectors_turns_late_interaction_on() {
     let (memory, _) = service();
     let memory = memory.with_embedder(Arc::new(Places)).unwrap();
     assert!(memory.hybrid().unwrap().late_interaction().is_none());
+}
+
+fn meta(pairs: &[&str]) -> fact_model::Metadata {
+    fact_model::Metadata::from_assignments(pairs.iter().copied()).unwrap()
+}
+
+fn filter(text: &str) -> ReadOptions {
+    ReadOptions::default().with_filter(Some(fact_model::Filter::parse_where(text).unwrap()))
+}
+
+#[test]
+fn metadata_goes_on_facts_and_every_read_takes_a_filter() {
+    let (memory, clock) = service();
+    let rlm = memory
+        .add(
+            preference("pytest", "User prefers pytest")
+                .with_metadata(meta(&["project=rlm", "n=3"])),
+        )
+        .unwrap();
+    memory
+        .add(
+            NewMemory::new("user", "drinks", "tea")
+                .with_statement("User drinks tea")
+                .with_metadata(meta(&["project=home"])),
+        )
+        .unwrap();
+    memory
+        .add(NewMemory::new("user", "edits_with", "helix").with_statement("User edits with helix"))
+        .unwrap();
+    let rlm_only = filter(r#"metadata.project = "rlm""#);
+    let objects = |facts: Vec<fact_model::SessionFact>| -> Vec<String> {
+        facts.iter().map(|f| f.object().to_owned()).collect()
+    };
+    assert_eq!(objects(memory.list(&rlm_only).unwrap()), ["pytest"]);
+    let found = memory.search("user", 10, &rlm_only).unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].fact.metadata(), &meta(&["project=rlm", "n=3"]));
+    let recalled = memory
+        .recall("what does the user prefer drink edit", 10, 2000, &rlm_only)
+        .unwrap();
+    assert_eq!(recalled.facts.len(), 1);
+    assert!(recalled.text.contains("pytest") && !recalled.text.contains("tea"));
+    assert!(recalled.episodes.is_empty());
+    assert!(!memory.format(2000, &rlm_only).unwrap().contains("tea"));
+    // A new object supersedes the fact and keeps its metadata; history filters versions.
+    clock.advance(Duration::from_secs(60));
+    let change = MemoryChange {
+        object: Some("nose2".into()),
+        ..MemoryChange::default()
+    };
+    let newer = memory.update(&rlm.fact.id().to_string(), change).unwrap();
+    assert_eq!(newer.metadata(), rlm.fact.metadata());
+    let current = filter(r#"metadata.project = "rlm" and valid_to not exists"#);
+    assert_eq!(
+        objects(memory.history("user", &current).unwrap()),
+        ["nose2"]
+    );
+    assert_eq!(
+        objects(memory.history("user", &rlm_only).unwrap()),
+        ["pytest", "nose2"]
+    );
+    // An update replaces the metadata whole; empty metadata clears it.
+    let cleared = MemoryChange {
+        metadata: Some(fact_model::Metadata::new()),
+        ..MemoryChange::default()
+    };
+    memory.update(&newer.id().to_string(), cleared).unwrap();
+    assert!(memory.list(&rlm_only).unwrap().is_empty());
+    // Deleting by filter: a dry run deletes nothing, then every version of each goes.
+    let home = fact_model::Filter::parse_where(r#"metadata.project = "home""#).unwrap();
+    assert_eq!(memory.delete_matching(&home, true).unwrap().len(), 1);
+    assert_eq!(memory.list(&ReadOptions::default()).unwrap().len(), 3);
+    let deleted = memory.delete_matching(&home, false).unwrap();
+    assert_eq!(objects(deleted), ["tea"]);
+    assert_eq!(memory.list(&ReadOptions::default()).unwrap().len(), 2);
+    assert!(
+        memory
+            .history("user", &filter(r#"object = "tea""#))
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn an_archived_conversations_metadata_goes_on_its_episode_and_every_extracted_fact() {
+    let (memory, clock) = service();
+    let extractor = extractor(vec![Ok(REPLY.to_owned())], clock);
+    let request = ArchiveRequest::new(TRANSCRIPT)
+        .with_extractor(Some(&extractor))
+        .with_metadata(meta(&["project=rlm", "channel=slack"]));
+    let report = memory.archive(request).unwrap();
+    let episode = fact_store::EpisodeStore::episode(&**memory.store(), &report.episode_id)
+        .unwrap()
+        .unwrap();
+    assert_eq!(episode.metadata, meta(&["project=rlm", "channel=slack"]));
+    let added = report.changes.unwrap().added;
+    assert!(!added.is_empty());
+    let facts = memory
+        .list(&filter(r#"metadata.channel = "slack""#))
+        .unwrap();
+    let ids: Vec<_> = facts.iter().map(fact_model::SessionFact::id).collect();
+    assert_eq!(ids, added);
+    assert!(facts.iter().all(|f| f.metadata() == &episode.metadata));
+}
+
+#[test]
+fn filters_and_metadata_that_do_not_read_are_typed_errors_over_the_protocol() {
+    use dispatch_runtime::memory_protocol::{Policy, handle};
+    use serde_json::json;
+
+    let (memory, _) = service();
+    let policy = Policy::new("mcp");
+    let added = handle(
+        &memory,
+        &policy,
+        "memory_add",
+        json!({"subject": "user", "relation": "likes", "object": "tea",
+               "metadata": {"project": "rlm", "n": 2}}),
+    )
+    .unwrap();
+    assert_eq!(added["fact"]["metadata"], json!({"project": "rlm", "n": 2}));
+    for filter in [json!({"metadata.n": {"gte": 2}}), json!("metadata.n >= 2")] {
+        let listed = handle(&memory, &policy, "memory_list", json!({"filter": filter})).unwrap();
+        assert_eq!(listed["count"], 1, "{listed}");
+    }
+    let bad = handle(
+        &memory,
+        &policy,
+        "memory_search",
+        json!({"query": "tea", "filter": {"and": [{"colour": "red"}]}}),
+    )
+    .unwrap();
+    assert_eq!(bad["error"]["code"], "invalid_filter");
+    assert!(
+        bad["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("/and/0/colour")
+    );
+    let bad = handle(
+        &memory,
+        &policy,
+        "memory_add",
+        json!({"subject": "u", "relation": "r", "object": "o", "metadata": {"a": [1]}}),
+    )
+    .unwrap();
+    assert_eq!(bad["error"]["code"], "invalid_metadata");
 }

@@ -10,6 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use dispatch_runtime::ReadOptions;
 use dispatch_runtime::durable::sqlite_stores;
 use dispatch_runtime::memory_protocol::{Policy, handle};
 use dispatch_runtime::{
@@ -221,7 +222,9 @@ fn durable_memory() -> (MemoryService, TempDir) {
 fn every_memory_read_of_a_store_that_cannot_read_is_a_store_error() {
     let (memory, dir) = durable_memory();
     let db = dir.path().join("memory.db");
-    let id = memory.list(None).unwrap()[0].id().to_string();
+    let id = memory.list(&ReadOptions::default()).unwrap()[0]
+        .id()
+        .to_string();
     let at = Some(Timestamp::MAX);
 
     take_tables(&db);
@@ -229,18 +232,26 @@ fn every_memory_read_of_a_store_that_cannot_read_is_a_store_error() {
         assert!(matches!(error, MemoryError::Store(_)), "{error:?}");
         assert_eq!(error.code(), "backend", "{error}");
     };
-    backend(memory.list(None).unwrap_err());
-    backend(memory.list(at).unwrap_err());
+    backend(memory.list(&ReadOptions::default()).unwrap_err());
+    backend(memory.list(&ReadOptions::as_of(at)).unwrap_err());
     backend(memory.get(&id).unwrap_err());
-    backend(memory.search("berlin", 10, None).unwrap_err());
-    backend(memory.search("berlin", 10, at).unwrap_err());
-    backend(memory.history("user", None).unwrap_err());
     backend(
         memory
-            .recall("where does the user live", 10, 500, None)
+            .search("berlin", 10, &ReadOptions::default())
             .unwrap_err(),
     );
-    backend(memory.format(500, None).unwrap_err());
+    backend(
+        memory
+            .search("berlin", 10, &ReadOptions::as_of(at))
+            .unwrap_err(),
+    );
+    backend(memory.history("user", &ReadOptions::default()).unwrap_err());
+    backend(
+        memory
+            .recall("where does the user live", 10, 500, &ReadOptions::default())
+            .unwrap_err(),
+    );
+    backend(memory.format(500, &ReadOptions::default()).unwrap_err());
     backend(
         memory
             .known_memory(&[Message::new(MessageRole::User, "I moved to Paris")])
@@ -272,9 +283,21 @@ fn every_memory_read_of_a_store_that_cannot_read_is_a_store_error() {
     }
 
     give_tables_back(&db);
-    assert_eq!(memory.list(None).unwrap().len(), 2);
-    assert_eq!(memory.history("user", None).unwrap().len(), 2);
-    assert_eq!(memory.search("berlin", 10, None).unwrap().len(), 1);
+    assert_eq!(memory.list(&ReadOptions::default()).unwrap().len(), 2);
+    assert_eq!(
+        memory
+            .history("user", &ReadOptions::default())
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(
+        memory
+            .search("berlin", 10, &ReadOptions::default())
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 /// A model of two dimensions: texts about places, and the rest.
@@ -333,10 +356,14 @@ fn with_embedder_on_a_store_that_cannot_read_is_a_store_error_and_embeds_nothing
     );
     // A recall whose vector side cannot be read is a store error too.
     take_tables(&db);
-    let error = memory.recall("where is home", 10, 500, None).unwrap_err();
+    let error = memory
+        .recall("where is home", 10, 500, &ReadOptions::default())
+        .unwrap_err();
     assert!(matches!(error, MemoryError::Store(_)), "{error:?}");
     give_tables_back(&db);
-    let recalled = memory.recall("where is home", 10, 500, None).unwrap();
+    let recalled = memory
+        .recall("where is home", 10, 500, &ReadOptions::default())
+        .unwrap();
     assert!(recalled.text.contains("Berlin"), "{}", recalled.text);
 }
 

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use dispatch_runtime::NewMemory;
+use dispatch_runtime::ReadOptions;
 use dispatch_runtime::durable::{self, Database};
 use fact_model::{ManualClock, Tag, Timestamp};
 
@@ -61,7 +62,7 @@ fn a_memory_on_a_handle_with_a_replica_reads_its_own_writes_from_the_standby() {
                     .with_source("test"),
             )
             .unwrap();
-        let found = memory.search(&object, 5, None).unwrap();
+        let found = memory.search(&object, 5, &ReadOptions::default()).unwrap();
         assert_eq!(found.len(), 1, "write {n} read back at once");
     }
     let mut standby = postgres::Client::connect(&replica, postgres::NoTls).unwrap();

@@ -126,3 +126,19 @@ impl JsonReader {
         })
     }
 }
+
+/// A filter serializes as its canonical JSON shape ([`Filter::to_json`]).
+impl serde::Serialize for Filter {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.to_json().serialize(serializer)
+    }
+}
+
+/// A filter deserializes from the JSON shape, checked as [`Filter::from_json`] checks it;
+/// the error names the JSON Pointer inside the filter.
+impl<'de> serde::Deserialize<'de> for Filter {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        Filter::from_json(&value).map_err(serde::de::Error::custom)
+    }
+}

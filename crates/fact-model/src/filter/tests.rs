@@ -396,3 +396,19 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn serde_reads_and_writes_the_json_shape() {
+    let filter: Filter = serde_json::from_str(
+        r#"{"and": [{"metadata.project": "rlm"}, {"confidence": {"gt": 0.5}}]}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        filter,
+        Filter::parse_where(r#"metadata.project = "rlm" and confidence > 0.5"#).unwrap()
+    );
+    let written = serde_json::to_value(&filter).unwrap();
+    assert_eq!(written, filter.to_json());
+    let error = serde_json::from_str::<Filter>(r#"{"and": [{"colour": "red"}]}"#).unwrap_err();
+    assert!(error.to_string().contains("/and/0/colour"), "{error}");
+}

@@ -129,3 +129,44 @@ pub fn snapshots_carry_metadata(fixture: &dyn Fixture) {
         source.history("user").unwrap()
     );
 }
+
+/// An episode keeps its metadata: `episode` and `episodes` give it back, a replaced
+/// episode has the new metadata, and one without has none.
+pub fn an_episode_keeps_its_metadata(fixture: &dyn Fixture) {
+    use fact_model::{Message, MessageRole};
+
+    use crate::Episode;
+
+    let Some((store, _)) = super::long_term(fixture) else {
+        return;
+    };
+    let messages = vec![Message::new(MessageRole::User, "We ship on Friday.").at(t(5))];
+    let plain = Episode::new("Release", "", messages.clone(), t(10));
+    let tagged = Episode::new("Planning", "", messages, t(20))
+        .with_metadata(meta(json!({"project": "rlm", "n": 2, "live": false})));
+    store.put_episode(&plain).unwrap();
+    store.put_episode(&tagged).unwrap();
+    let read = store.episode(&tagged.id).unwrap().unwrap();
+    assert_eq!(read.metadata, tagged.metadata);
+    assert!(
+        store
+            .episode(&plain.id)
+            .unwrap()
+            .unwrap()
+            .metadata
+            .is_empty()
+    );
+    let all = store.episodes().unwrap();
+    assert_eq!(
+        all.iter().find(|e| e.id == tagged.id).unwrap().metadata,
+        tagged.metadata
+    );
+    let replaced = tagged
+        .clone()
+        .with_metadata(meta(json!({"project": "factmem"})));
+    store.put_episode(&replaced).unwrap();
+    assert_eq!(
+        store.episode(&tagged.id).unwrap().unwrap().metadata,
+        replaced.metadata
+    );
+}

@@ -17,6 +17,7 @@ model works, so threads share one :class:`Memory` and run in parallel. Logs go t
 import json
 import logging
 import os
+from types import MappingProxyType
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -148,6 +149,8 @@ class Fact:
     valid_to: Optional[datetime]
     recorded_at: Optional[datetime]
     superseded_by: Optional[str]
+    #: What was said about it (``{"project": "rlm"}``): strings, numbers and booleans.
+    metadata: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     @property
     def category(self) -> str:
@@ -181,6 +184,7 @@ class Fact:
             "valid_to": _iso(self.valid_to),
             "recorded_at": _iso(self.recorded_at),
             "superseded_by": self.superseded_by,
+            "metadata": dict(self.metadata),
         }
 
 
@@ -194,7 +198,7 @@ def _fact(row: Sequence[Any]) -> Fact:
     (twelve ``object.__setattr__`` calls), which halves what a search costs in Python;
     the values are the ones ``__init__`` would store."""
     (id_, subject, relation, object_, statement, tags, confidence, source,
-     valid_from, valid_to, recorded_at, superseded_by) = row  # fmt: skip
+     valid_from, valid_to, recorded_at, (superseded_by, metadata)) = row  # fmt: skip
     fact = _new(Fact)
     _set(fact, "__dict__", {
         "id": id_, "subject": subject, "relation": relation, "object": object_,
@@ -203,8 +207,47 @@ def _fact(row: Sequence[Any]) -> Fact:
         "valid_to": None if valid_to is None else _instant(valid_to),
         "recorded_at": None if recorded_at is None else _instant(recorded_at),
         "superseded_by": superseded_by,
+        "metadata": _NO_METADATA if metadata is None else MappingProxyType(json.loads(metadata)),
     })  # fmt: skip
     return fact
+
+
+#: The metadata of a fact without any (read-only, shared).
+_NO_METADATA: Mapping[str, Any] = MappingProxyType({})
+
+
+def _json_value(value: Any) -> Any:
+    """A value ``json.dumps`` cannot write: a datetime as RFC 3339 text (aware ones only,
+    as every time this package takes)."""
+    if isinstance(value, datetime):
+        _micros("filter", value)
+        return value.isoformat()
+    raise TypeError(f"expected str, int, float, bool or datetime, got {type(value).__name__}")
+
+
+def _filter(value: Any) -> Optional[str]:
+    """The ``filter`` argument as the native half takes it: ``None``, the readable form
+    (a ``str``), or the JSON shape (a ``dict``, written as JSON; datetimes as RFC 3339)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        try:
+            return json.dumps(value, default=_json_value)
+        except (TypeError, ValueError) as error:
+            raise InvalidInput(f"filter: {error}", "invalid_filter") from None
+    raise TypeError(f"filter: expected dict or str, got {type(value).__name__}")
+
+
+def _metadata(value: Any) -> Optional[str]:
+    """The ``metadata`` argument as the native half takes it: ``None`` or a JSON object."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise TypeError(f"metadata: expected dict, got {type(value).__name__}")
+    try:
+        return json.dumps(dict(value))
+    except (TypeError, ValueError) as error:
+        raise InvalidInput(f"metadata: {error}", "invalid_metadata") from None
 
 
 _INSTANTS: Dict[int, datetime] = {}
@@ -463,21 +506,15 @@ class Memory:
         ``messages``: a string (one user message), a ``{"role", "content"}`` dict
         (optionally ``"timestamp"``: a datetime or RFC 3339 text), or a list of them.
         ``session_time`` dates the messages without a time of their own (default: now).
-        ``metadata``: only ``{"title": str}`` is read (the episode's title); factmem keeps
-        no other metadata, so another key is :class:`InvalidInput`.
+        ``metadata`` (strings, numbers and booleans under at most 32 keys) is kept on the
+        episode and on every fact extracted from it, for ``filter``; a string ``"title"``
+        in it also titles the episode when ``title`` is not given.
         """
-        if metadata is not None:
-            if not isinstance(metadata, Mapping):
-                raise TypeError(f"metadata: expected dict, got {type(metadata).__name__}")
-            for key in metadata:
-                if key != "title":
-                    raise InvalidInput(
-                        f"metadata: unknown key {key!r}: only 'title' is kept"
-                    )
-            if title is None:
-                title = metadata.get("title")
+        metadata_json = _metadata(metadata)
+        if title is None and metadata is not None and isinstance(metadata.get("title"), str):
+            title = metadata["title"]
         row = self._native.add(
-            _transcript(messages), title, _micros("session_time", session_time)
+            _transcript(messages), title, _micros("session_time", session_time), metadata_json
         )
         (episode_id, title_, count, started_at, extracted, added,
          (refreshed, superseded, removed, arrived), skipped, diagnostics) = row  # fmt: skip
@@ -499,13 +536,15 @@ class Memory:
         category: str = "knowledge",
         confidence: float = 1.0,
         valid_from: Optional[datetime] = None,
+        metadata: Optional[Mapping[str, Any]] = None,
     ) -> AddFactResult:
-        """Remembers one fact, true from ``valid_from`` (default: now). A current fact
+        """Remembers one fact, true from ``valid_from`` (default: now), with
+        ``metadata`` (strings, numbers and booleans under at most 32 keys). A current fact
         with the same subject and relation is superseded; one whose statement a current
         fact already holds is a ``duplicate``."""
         status, row, superseded, existing = self._native.add_fact(
             subject, relation, object, statement, category, confidence,
-            _micros("valid_from", valid_from),
+            _micros("valid_from", valid_from), _metadata(metadata),
         )  # fmt: skip
         return AddFactResult(status, _fact(row), superseded, existing)
 
@@ -516,12 +555,15 @@ class Memory:
         limit: int = 10,
         as_of: Optional[datetime] = None,
         hybrid: bool = False,
+        filter: Union[None, str, Mapping[str, Any]] = None,
     ) -> List[ScoredFact]:
         """The current facts (or those valid at ``as_of``) that match ``query``, best
         first: BM25 over their words, or with ``hybrid=True`` (needs ``embedder``) words
-        and meaning fused."""
+        and meaning fused. ``filter`` keeps only the facts it holds for: the JSON shape as
+        a ``dict`` (``{"metadata.project": "rlm"}``) or the readable form as a ``str``
+        (``'metadata.project = "rlm" and confidence >= 0.8'``); see docs/protocol.md."""
         return _scored(
-            self._native.search(query, limit, _micros("as_of", as_of), hybrid)
+            self._native.search(query, limit, _micros("as_of", as_of), hybrid, _filter(filter))
         )
 
     def recall(
@@ -531,12 +573,14 @@ class Memory:
         max_tokens: int = DEFAULT_MAX_TOKENS,
         limit: int = 10,
         as_of: Optional[datetime] = None,
+        filter: Union[None, str, Mapping[str, Any]] = None,
     ) -> Recall:
         """The facts and archived messages that answer ``query``, as text for a prompt
         within ``max_tokens`` (whole lines only), plus what it shows. With an
-        ``embedder``, facts are ranked by words and meaning."""
+        ``embedder``, facts are ranked by words and meaning. With ``filter`` (as for
+        :meth:`search`), only the facts it holds for, and no messages."""
         text, tokens, facts, episodes = self._native.recall(
-            query, max_tokens, limit, _micros("as_of", as_of)
+            query, max_tokens, limit, _micros("as_of", as_of), _filter(filter)
         )
         return Recall(
             text,
@@ -557,9 +601,16 @@ class Memory:
         :class:`NotFound` when there is none."""
         return _fact(self._native.get(id))
 
-    def get_all(self, *, as_of: Optional[datetime] = None) -> List[Fact]:
-        """Every current fact (or every fact valid at ``as_of``), oldest first."""
-        return [_fact(row) for row in self._native.get_all(_micros("as_of", as_of))]
+    def get_all(
+        self,
+        *,
+        as_of: Optional[datetime] = None,
+        filter: Union[None, str, Mapping[str, Any]] = None,
+    ) -> List[Fact]:
+        """Every current fact (or every fact valid at ``as_of``) that ``filter`` (as for
+        :meth:`search`) holds for, oldest first."""
+        rows = self._native.get_all(_micros("as_of", as_of), _filter(filter))
+        return [_fact(row) for row in rows]
 
     def update(
         self,
@@ -569,11 +620,14 @@ class Memory:
         object: Optional[str] = None,
         category: Optional[str] = None,
         confidence: Optional[float] = None,
+        metadata: Optional[Mapping[str, Any]] = None,
     ) -> Fact:
         """Changes a fact and returns it as it now is. A new ``object`` makes a new fact
         (a new id) that supersedes the old one, which history keeps; the other changes
-        edit the fact in place."""
-        row, _superseded = self._native.update(id, statement, object, category, confidence)
+        edit the fact in place. ``metadata`` replaces the old whole (``{}`` clears it)."""
+        row, _superseded = self._native.update(
+            id, statement, object, category, confidence, _metadata(metadata)
+        )
         return _fact(row)
 
     def delete(self, id: str) -> int:
@@ -581,17 +635,30 @@ class Memory:
         many versions went."""
         return self._native.delete(id)
 
-    def history(self, subject: str, *, as_of: Optional[datetime] = None) -> List[Fact]:
+    def history(
+        self,
+        subject: str,
+        *,
+        as_of: Optional[datetime] = None,
+        filter: Union[None, str, Mapping[str, Any]] = None,
+    ) -> List[Fact]:
         """Every version of the facts about ``subject`` (and its aliases), by the time
-        they became true; ended versions carry ``valid_to`` and ``superseded_by``."""
-        return [_fact(row) for row in self._native.history(subject, _micros("as_of", as_of))]
+        they became true; ended versions carry ``valid_to`` and ``superseded_by``. With
+        ``filter`` (as for :meth:`search`), the versions it holds for."""
+        rows = self._native.history(subject, _micros("as_of", as_of), _filter(filter))
+        return [_fact(row) for row in rows]
 
     def format(
-        self, max_tokens: int = DEFAULT_MAX_TOKENS, *, as_of: Optional[datetime] = None
+        self,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        *,
+        as_of: Optional[datetime] = None,
+        filter: Union[None, str, Mapping[str, Any]] = None,
     ) -> str:
         """The whole memory as a system-prompt block (``User Context:``, ``History:``,
-        ``Facts:`` by confidence) within ``max_tokens``."""
-        return self._native.format(max_tokens, _micros("as_of", as_of))
+        ``Facts:`` by confidence) within ``max_tokens``; with ``filter`` (as for
+        :meth:`search`), only the facts it holds for."""
+        return self._native.format(max_tokens, _micros("as_of", as_of), _filter(filter))
 
 
 def _raise_for(answer: Dict[str, Any]) -> None:

@@ -2,8 +2,10 @@
 datetimes and builds the dataclasses from the tuples answered here.
 
 A fact crosses as ``FactRow``: ``(id, subject, relation, object, statement, tags,
-confidence, source, valid_from, valid_to, recorded_at, superseded_by)``, instants in Unix
-microseconds (UTC).
+confidence, source, valid_from, valid_to, recorded_at, (superseded_by, metadata))``,
+instants in Unix microseconds (UTC), metadata as a JSON object's text (``None`` without).
+A ``filter`` argument is ``None`` or text: the JSON shape (an object) or the readable form;
+a ``metadata`` argument is ``None`` or a JSON object's text.
 """
 
 from typing import Any, Callable, List, Optional, Tuple, Union
@@ -21,7 +23,7 @@ def cli_main(argv: List[str], resolve_model: Callable[[str], ModelFiles]) -> int
 
 FactRow = Tuple[
     str, str, str, str, Optional[str], List[str], float, str, int, Optional[int],
-    Optional[int], Optional[str],
+    Optional[int], Tuple[Optional[str], Optional[str]],
 ]
 ScoredRow = Tuple[float, FactRow]
 MessageRow = Tuple[int, str, str, Optional[int], float]
@@ -48,21 +50,36 @@ class Memory:
         category: str,
         confidence: float,
         valid_from: Optional[int],
+        metadata: Optional[str],
     ) -> Tuple[str, FactRow, List[str], Optional[str]]: ...
     def add(
-        self, transcript: str, title: Optional[str], session_time: Optional[int]
+        self,
+        transcript: str,
+        title: Optional[str],
+        session_time: Optional[int],
+        metadata: Optional[str],
     ) -> Tuple[
         str, str, int, int, bool, List[FactRow],
         Tuple[List[str], List[str], List[str], List[str]], int, List[str],
     ]: ...
     def search(
-        self, query: str, limit: int, as_of: Optional[int], hybrid: bool
+        self,
+        query: str,
+        limit: int,
+        as_of: Optional[int],
+        hybrid: bool,
+        filter: Optional[str],
     ) -> List[ScoredRow]: ...
     def recall(
-        self, query: str, max_tokens: int, limit: int, as_of: Optional[int]
+        self,
+        query: str,
+        max_tokens: int,
+        limit: int,
+        as_of: Optional[int],
+        filter: Optional[str],
     ) -> Tuple[str, int, List[ScoredRow], List[EpisodeRow]]: ...
     def get(self, id: str) -> FactRow: ...
-    def get_all(self, as_of: Optional[int]) -> List[FactRow]: ...
+    def get_all(self, as_of: Optional[int], filter: Optional[str]) -> List[FactRow]: ...
     def update(
         self,
         id: str,
@@ -70,10 +87,13 @@ class Memory:
         object: Optional[str],
         category: Optional[str],
         confidence: Optional[float],
+        metadata: Optional[str],
     ) -> Tuple[FactRow, Optional[str]]: ...
     def delete(self, id: str) -> int: ...
-    def history(self, subject: str, as_of: Optional[int]) -> List[FactRow]: ...
-    def format(self, max_tokens: int, as_of: Optional[int]) -> str: ...
+    def history(
+        self, subject: str, as_of: Optional[int], filter: Optional[str]
+    ) -> List[FactRow]: ...
+    def format(self, max_tokens: int, as_of: Optional[int], filter: Optional[str]) -> str: ...
 
 class Runtime:
     def __init__(self, project: str, db: Optional[str]) -> None: ...
