@@ -22,6 +22,8 @@
 //! while on a contributor's machine the step is skipped with the command
 //! that installs it.
 
+use std::fs;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -172,6 +174,16 @@ const STEPS: &[Step] = &[
         },
         gate: Some(python_gate),
     },
+    // What earlier dry runs unpacked of this workspace's packages goes first: cargo never
+    // unpacks a local registry's package again, so a dry run would build against them.
+    Step {
+        action: Action::Xtask {
+            name: "remove the sources earlier publish dry runs unpacked \
+                   ($CARGO_HOME/registry/src/-*/PACKAGE-VERSION)",
+            run: clear_unpacked_packages,
+        },
+        gate: None,
+    },
     // Every publishable package (xtask is `publish = false`) is packaged and built from its
     // package alone, against the others' packages: a file outside a package, a missing
     // `version` on a path dependency or a package that only builds inside the workspace fails
@@ -278,6 +290,112 @@ pub(crate) fn run(args: &[String]) -> Result<(), Error> {
         start.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// Removes what earlier `cargo publish --dry-run`s left of this workspace's packages.
+///
+/// The dry run verifies each package against the others' through a temporary local
+/// registry, and cargo takes a registry's package to be immutable: it unpacks it once under
+/// `$CARGO_HOME/registry/src/-HASH/NAME-VERSION` and never again while that directory is
+/// there, and its build records no source file of the package (cargo tracks the files of
+/// local packages only), so that build stays fresh. A later dry run of the same version
+/// (the next commit) then builds against the earlier commit's sources, or reuses its
+/// build: stop 40's CI verified `fact-store` against a `fact-model` without `Metadata`, on
+/// a machine that had run the check before. So both go: this workspace's `NAME-VERSION`
+/// directories of local registries (named `-HASH`; crates.io's stay), and in the target
+/// directory the fingerprints of this workspace's packages that record no source file
+/// (a build of the workspace's own files always records its `src/lib.rs`).
+fn clear_unpacked_packages() -> Result<(), Error> {
+    let output = cargo::command(&["metadata", "--format-version", "1", "--no-deps", "--locked"])
+        .map_err(Error::Failed)?
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| Error::Failed(format!("cargo metadata could not start: {e}")))?;
+    if !output.status.success() {
+        return Err(Error::Failed(format!(
+            "cargo metadata failed ({})",
+            output.status
+        )));
+    }
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .map_err(|e| Error::Failed(format!("cargo metadata printed no JSON: {e}")))?;
+    let packages: Vec<(&str, &str)> = metadata
+        .get("packages")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|package| {
+            Some((
+                package.get("name")?.as_str()?,
+                package.get("version")?.as_str()?,
+            ))
+        })
+        .collect();
+    let mut removed = 0;
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".cargo")));
+    let registries =
+        cargo_home.and_then(|home| fs::read_dir(home.join("registry").join("src")).ok());
+    for registry in registries.into_iter().flatten().flatten() {
+        if !registry.file_name().to_string_lossy().starts_with('-') {
+            continue;
+        }
+        for (name, version) in &packages {
+            removed += remove_dir(&registry.path().join(format!("{name}-{version}")))?;
+        }
+    }
+    let target = metadata
+        .get("target_directory")
+        .and_then(serde_json::Value::as_str)
+        .map(PathBuf::from);
+    let profiles = target.and_then(|target| fs::read_dir(target).ok());
+    for profile in profiles.into_iter().flatten().flatten() {
+        let Ok(fingerprints) = fs::read_dir(profile.path().join(".fingerprint")) else {
+            continue;
+        };
+        for unit in fingerprints.flatten() {
+            let file_name = unit.file_name();
+            let unit_name = file_name.to_string_lossy();
+            let ours = packages.iter().any(|(name, _)| {
+                unit_name
+                    .strip_prefix(name)
+                    .is_some_and(|rest| rest.starts_with('-'))
+            });
+            if ours && records_no_source(&unit.path()) {
+                removed += remove_dir(&unit.path())?;
+            }
+        }
+    }
+    eprintln!("    removed {removed} unpacked sources and registry builds of this workspace");
+    Ok(())
+}
+
+/// Whether the fingerprint directory `unit` records no Rust source file: a build from a
+/// registry. Its dep-info files (`dep-*`) hold the paths a build read, as text in a binary
+/// frame; a directory without one (a doc or a run of a test) is left alone.
+fn records_no_source(unit: &Path) -> bool {
+    let mut dep_infos = fs::read_dir(unit)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|file| file.file_name().to_string_lossy().starts_with("dep-"))
+        .peekable();
+    if dep_infos.peek().is_none() {
+        return false;
+    }
+    dep_infos
+        .all(|file| fs::read(file.path()).is_ok_and(|bytes| !bytes.windows(3).any(|w| w == b".rs")))
+}
+
+/// Removes `dir` when it is there; how many were removed (0 or 1).
+fn remove_dir(dir: &Path) -> Result<usize, Error> {
+    if !dir.is_dir() {
+        return Ok(0);
+    }
+    fs::remove_dir_all(dir)
+        .map(|()| 1)
+        .map_err(|e| Error::Failed(format!("cannot remove {}: {e}", dir.display())))
 }
 
 /// The crates the lean build of `facts` (`-p factmem-cli --no-default-features --features
@@ -561,6 +679,32 @@ mod tests {
     )]
 
     use super::*;
+
+    #[test]
+    fn only_fingerprints_that_record_no_source_are_registry_builds() {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = dir.path().join("fact-model-1");
+        let path = dir.path().join("fact-model-2");
+        let doc = dir.path().join("fact-model-3");
+        for unit in [&registry, &path, &doc] {
+            fs::create_dir(unit).unwrap();
+        }
+        // As cargo 1.95 writes them: a registry build's dep-info frame holds no path, a
+        // path build's holds its sources.
+        let empty: &[u8] = &[1, 0, 0, 0, 0xff, 1, 0, 0, 0, 0, 0, 0, 0, 0];
+        fs::write(registry.join("dep-lib-fact_model"), empty).unwrap();
+        fs::write(
+            path.join("dep-lib-fact_model"),
+            b"\x01\x00\x00\x00src/lib.rs\x00",
+        )
+        .unwrap();
+        fs::write(doc.join("doc-lib-fact_model.json"), b"{}").unwrap();
+        assert!(records_no_source(&registry));
+        assert!(!records_no_source(&path));
+        assert!(!records_no_source(&doc));
+        assert_eq!(remove_dir(&registry).unwrap(), 1);
+        assert_eq!(remove_dir(&registry).unwrap(), 0);
+    }
 
     #[test]
     fn the_lean_tree_check_names_each_heavy_crate_once_and_nothing_else() {
