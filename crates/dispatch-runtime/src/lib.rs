@@ -83,8 +83,8 @@ pub use crate::contract::{
 };
 pub use crate::memory::{
     AddOutcome, AliasOutcome, ArchiveReport, ArchiveRequest, DEFAULT_KNOWN_FACTS,
-    DEFAULT_KNOWN_TOKENS, ForgetReport, KnownBudget, MemoryChange, MemoryChanges, MemoryContext,
-    MemoryError, MemoryService, NewMemory, ReadOptions,
+    DEFAULT_KNOWN_TOKENS, ForgetReport, KnownBudget, MAX_NEIGHBOUR_DEPTH, MemoryChange,
+    MemoryChanges, MemoryContext, MemoryError, MemoryService, Neighbour, NewMemory, ReadOptions,
 };
 pub use crate::runtime::{
     Compaction, CompactionStage, CompilePromptRequest, CompilePromptResponse,

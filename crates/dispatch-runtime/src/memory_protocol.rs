@@ -21,8 +21,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use self::requests::{
-    Add, Archive, Backfill, ById, Forget, Format, History, List, NoArgs, RecallArgs, Search,
-    SetAlias, SetContext, Unalias, Update,
+    Add, Archive, Backfill, ById, Forget, Format, History, List, NeighboursArgs, NoArgs,
+    RecallArgs, Search, SetAlias, SetContext, Unalias, Update,
 };
 use crate::protocol::{self, code};
 use crate::{
@@ -34,6 +34,8 @@ pub const DEFAULT_MAX_TOKENS: usize = 2000;
 /// The default number of facts of `memory_search`, and of facts and messages of
 /// `memory_recall`.
 pub const DEFAULT_LIMIT: usize = 10;
+/// The default number of facts of `memory_neighbours`.
+pub const DEFAULT_NEIGHBOURS: usize = 100;
 /// The default time a model command may take per call, in seconds.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
 /// The largest `transcript` a `memory_archive` call takes, in bytes (the transcript's own
@@ -172,6 +174,17 @@ pub fn handle(
             let versions = service.history(&a.subject, &read).map_err(failed)?;
             Ok(history_answer(&a.subject, &versions))
         }),
+        "memory_neighbours" => parse(arguments).and_then(|a: NeighboursArgs| {
+            let read = read_options(a.as_of, a.filter)?;
+            let limit = a
+                .limit
+                .unwrap_or(DEFAULT_NEIGHBOURS)
+                .clamp(1, MAX_SEARCH_LIMIT);
+            let found = service
+                .neighbours(&a.entity, a.depth.unwrap_or(1), limit, &read)
+                .map_err(failed)?;
+            Ok(json!({"entity": a.entity, "neighbours": found}))
+        }),
         "memory_format" => parse(arguments).and_then(|a: Format| {
             let read = read_options(a.as_of, a.filter)?;
             let text = service
@@ -222,6 +235,7 @@ pub const TOOL_NAMES: &[&str] = &[
     "memory_search",
     "memory_recall",
     "memory_history",
+    "memory_neighbours",
     "memory_format",
     "memory_archive",
     "memory_backfill",
@@ -243,6 +257,7 @@ pub const ERROR_CODES: &[&str] = &[
     "invalid_fact",
     "invalid_filter",
     "invalid_metadata",
+    "invalid_depth",
     "no_extractor",
     "extraction_failed",
     "empty_transcript",

@@ -31,6 +31,8 @@ use fact_store_sql::codec::{metadata_from_json, time_from_sql};
 
 /// The episode columns every episode query selects, in the order [`read_episode`] reads.
 const EPISODE_COLUMNS: &str = "n, id, title, summary, tags, created_at, extracted_at, metadata";
+/// How many columns [`EPISODE_COLUMNS`] names: where a query's next column is.
+const EPISODE_COLUMN_COUNT: usize = 8;
 
 /// The fewest ranked messages read in one round of a message search.
 const READ_ROUND: usize = 32;
@@ -313,7 +315,7 @@ impl EpisodeReads for Postgres {
             let mut scored = Vec::new();
             for row in db.query(&sql, &[&scope, &wanted])? {
                 let (n, episode) = read_episode(&row, 0)?;
-                let held: Vec<String> = row.try_get(7)?;
+                let held: Vec<String> = row.try_get(EPISODE_COLUMN_COUNT)?;
                 let score = held
                     .iter()
                     .filter(|term| terms.contains(term.as_str()))

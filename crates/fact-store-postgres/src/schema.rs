@@ -110,6 +110,9 @@
 //! - `facts_metadata`: a GIN index over `facts.metadata` (`jsonb_path_ops`), which answers
 //!   the containment (`@>`) a filter's metadata equality compiles to
 //!   (`fact_store_sql::filter`).
+//! - `facts_object`: `(scope, hashtextextended(object, 0))`, the facts whose object is an
+//!   entity, for the neighbours of an entity (`facts_subject` finds those whose subject
+//!   is); a hash, as for subjects, since an object may be a long sentence.
 
 use postgres::Client;
 
@@ -392,7 +395,10 @@ fn to_version_6(tx: &mut postgres::Transaction<'_>) -> DbResult<()> {
 }
 
 fn to_version_7(tx: &mut postgres::Transaction<'_>) -> DbResult<()> {
-    tx.batch_execute("CREATE INDEX facts_metadata ON facts USING gin (metadata jsonb_path_ops);")?;
+    tx.batch_execute(
+        "CREATE INDEX facts_metadata ON facts USING gin (metadata jsonb_path_ops);
+        CREATE INDEX facts_object ON facts (scope, hashtextextended(object, 0));",
+    )?;
     Ok(())
 }
 

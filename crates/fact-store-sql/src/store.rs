@@ -52,6 +52,14 @@ pub enum FactRead<'a> {
         /// The instant, or `None` for the valid versions.
         as_of: Option<Timestamp>,
     },
+    /// The valid versions (or those valid at `as_of`) whose subject or object is one of
+    /// `entities`, found through the indexes of both columns.
+    Touching {
+        /// The subjects and objects.
+        entities: &'a [&'a str],
+        /// The instant, or `None` for the valid versions.
+        as_of: Option<Timestamp>,
+    },
 }
 
 /// One of the scope's counters (exhaustive, as [`FactRead`]).
@@ -433,6 +441,21 @@ impl<D: Driver> SessionFactStore for SqlStore<D> {
     fn valid_at(&self, at: Timestamp) -> StoreResult<Vec<SessionFact>> {
         let mut facts = self.driver.facts(FactRead::ValidAt(at))?;
         facts.retain(|fact| fact.is_valid_at(at));
+        Ok(facts)
+    }
+
+    fn touching(
+        &self,
+        entities: &[&str],
+        as_of: Option<Timestamp>,
+    ) -> StoreResult<Vec<SessionFact>> {
+        if entities.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut facts = self.driver.facts(FactRead::Touching { entities, as_of })?;
+        if let Some(at) = as_of {
+            facts.retain(|fact| fact.is_valid_at(at));
+        }
         Ok(facts)
     }
 

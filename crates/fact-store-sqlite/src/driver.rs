@@ -677,6 +677,32 @@ impl Driver for Sqlite {
                 );
                 self.facts(&sql, params_from_iter(values))
             }
+            FactRead::Touching { entities, as_of } => {
+                let names = Value::Text(serde_json::Value::from(entities.to_vec()).to_string());
+                let (validity, values) = match as_of {
+                    None => ("f.valid_to IS NULL", vec![Value::Integer(scope), names]),
+                    Some(at) => (
+                        "f.valid_from <= ?3 AND (f.valid_to IS NULL OR ?3 < f.valid_to)",
+                        vec![
+                            Value::Integer(scope),
+                            names,
+                            Value::Integer(at.unix_micros()),
+                        ],
+                    ),
+                };
+                // Each side through its index: `facts_key` (scope, subject, …) and
+                // `facts_object` (scope, object).
+                let sql = format!(
+                    "SELECT {FACT_COLUMNS} FROM facts AS f WHERE f.scope = ?1 AND {validity} \
+                     AND f.seq IN (\
+                       SELECT seq FROM facts WHERE scope = ?1 \
+                         AND subject IN (SELECT value FROM json_each(?2)) \
+                       UNION SELECT seq FROM facts WHERE scope = ?1 \
+                         AND object IN (SELECT value FROM json_each(?2))) \
+                     ORDER BY f.seq"
+                );
+                self.facts(&sql, params_from_iter(values))
+            }
             FactRead::ValidAbout(subject, limit) => {
                 let sql = format!(
                     "SELECT {FACT_COLUMNS} FROM facts WHERE scope = ?1 AND subject = ?2 \

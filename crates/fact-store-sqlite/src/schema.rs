@@ -113,6 +113,8 @@
 //!   version), `fact_meta_value` (`scope, key, kind, value`) finds the versions holding a
 //!   value. The store writes the rows with the version; the trigger `fact_meta_gone`
 //!   deletes them with it. The migration fills the table from `facts.metadata`.
+//! - `facts_object` (`scope, object`): the facts whose object is an entity, for the
+//!   neighbours of an entity (`facts_key` finds those whose subject is).
 
 use rusqlite::{Connection, TransactionBehavior, params};
 
@@ -416,6 +418,7 @@ fn to_version_8(conn: &Connection) -> DbResult<()> {
             PRIMARY KEY (seq, key)
         ) WITHOUT ROWID;
         CREATE INDEX fact_meta_value ON fact_meta(scope, key, kind, value);
+        CREATE INDEX facts_object ON facts(scope, object);
         CREATE TRIGGER fact_meta_gone AFTER DELETE ON facts
         BEGIN
             DELETE FROM fact_meta WHERE seq = old.seq;

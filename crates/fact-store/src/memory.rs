@@ -323,6 +323,18 @@ impl SessionFactStore for InMemorySessionFactStore {
         })
     }
 
+    fn touching(
+        &self,
+        entities: &[&str],
+        as_of: Option<Timestamp>,
+    ) -> StoreResult<Vec<SessionFact>> {
+        let state = self.read();
+        Ok(match as_of {
+            Some(at) => state.touching(entities, |r| r.is_valid_at(at)),
+            None => state.touching(entities, |r| r.is_valid()),
+        })
+    }
+
     fn valid_count(&self) -> StoreResult<usize> {
         Ok(self.read().valid)
     }

@@ -455,6 +455,44 @@ pub trait SessionFactStore: Send + Sync + Debug {
         Ok(facts)
     }
 
+    /// The facts valid now (or at `as_of`) whose subject or object is one of `entities`
+    /// (compared as stored, byte for byte), oldest first: the edges of the fact graph at
+    /// those nodes. Provided: [`valid_facts`](Self::valid_facts) or
+    /// [`valid_at`](Self::valid_at), narrowed; the stores of this workspace answer it from
+    /// an index of their own.
+    ///
+    /// # Errors
+    ///
+    /// A [`StoreError`](crate::StoreError) when a durable store cannot read.
+    ///
+    /// ```
+    /// # use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
+    /// # use fact_store::{InMemorySessionFactStore, SessionFactStore};
+    /// # let fact = |s: &str, r: &str, o: &str| SessionFact::builder(s, r, o)
+    /// #     .tag(Tag::Knowledge).source("chat", SourceRole::User)
+    /// #     .valid_from(Timestamp::UNIX_EPOCH).build().unwrap();
+    /// let store = InMemorySessionFactStore::default();
+    /// store.add(vec![fact("user", "works_on", "rlm"), fact("rlm", "written_in", "rust"),
+    ///     fact("user", "lives_in", "berlin")])?;
+    /// let edges = store.touching(&["rlm"], None)?;
+    /// let relations: Vec<_> = edges.iter().map(|f| f.relation()).collect();
+    /// assert_eq!(relations, ["works_on", "written_in"]);
+    /// # Ok::<(), fact_store::StoreError>(())
+    /// ```
+    fn touching(
+        &self,
+        entities: &[&str],
+        as_of: Option<Timestamp>,
+    ) -> StoreResult<Vec<SessionFact>> {
+        let names: std::collections::HashSet<&str> = entities.iter().copied().collect();
+        let mut facts = match as_of {
+            Some(at) => self.valid_at(at)?,
+            None => self.valid_facts()?,
+        };
+        facts.retain(|fact| names.contains(fact.subject()) || names.contains(fact.object()));
+        Ok(facts)
+    }
+
     /// How many facts are valid. Provided: the length of
     /// [`valid_facts`](Self::valid_facts); backends override it with a count.
     ///
@@ -592,6 +630,13 @@ macro_rules! forward_store {
                 as_of: Option<Timestamp>,
             ) -> StoreResult<Vec<SessionFact>> {
                 (**self).select(filter, as_of)
+            }
+            fn touching(
+                &self,
+                entities: &[&str],
+                as_of: Option<Timestamp>,
+            ) -> StoreResult<Vec<SessionFact>> {
+                (**self).touching(entities, as_of)
             }
             fn valid_count(&self) -> StoreResult<usize> { (**self).valid_count() }
             fn stored_count(&self) -> StoreResult<usize> { (**self).stored_count() }

@@ -18,7 +18,8 @@ use dispatch_runtime::reexports::{
     Clock, InMemoryLongTermStore, ModelFiles, SessionFact, SystemClock,
 };
 use dispatch_runtime::{
-    ArchiveReport, ArchiveRequest, MemoryChange, MemoryError, MemoryService, NewMemory, ReadOptions,
+    ArchiveReport, ArchiveRequest, MAX_NEIGHBOUR_DEPTH, MemoryChange, MemoryError, MemoryService,
+    NewMemory, ReadOptions,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyString, PyTuple};
@@ -598,6 +599,39 @@ impl PyMemory {
             .with_filter(convert::filter(py, filter)?);
         let versions = self.run(py, move |memory| memory.history(&subject, &read))?;
         convert::facts(py, &versions)
+    }
+
+    /// The facts around `entity`, one or two hops out: `(depth, path, via, FactRow)`.
+    #[pyo3(signature = (entity, depth, limit, as_of, filter))]
+    fn neighbours<'py>(
+        &self,
+        py: Python<'py>,
+        entity: &Bound<'_, PyAny>,
+        depth: &Bound<'_, PyAny>,
+        limit: &Bound<'_, PyAny>,
+        as_of: &Bound<'_, PyAny>,
+        filter: &Bound<'_, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let entity = convert::text("entity", entity)?;
+        let depth = convert::count(py, "depth", depth, 1, MAX_NEIGHBOUR_DEPTH)?;
+        let limit = convert::count(py, "limit", limit, 0, MAX_SEARCH_LIMIT)?;
+        let read = ReadOptions::as_of(convert::instant(py, "as_of", as_of)?)
+            .with_filter(convert::filter(py, filter)?);
+        let found = self.run(py, move |memory| {
+            memory.neighbours(&entity, depth, limit, &read)
+        })?;
+        found
+            .iter()
+            .map(|n| {
+                (
+                    n.depth,
+                    n.path.clone(),
+                    n.via.map(|id| id.to_string()),
+                    convert::fact_tuple(&n.fact),
+                )
+            })
+            .collect::<Vec<_>>()
+            .into_pyobject(py)
     }
 
     /// For the timing script (`bench/bench.py`): runs `search(query, limit)` for every

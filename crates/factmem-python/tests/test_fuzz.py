@@ -55,6 +55,7 @@ METHODS = {
     "update": (["id"], ["statement", "object", "category", "confidence", "metadata"]),
     "delete": (["id"], []),
     "history": (["subject"], ["as_of", "filter"]),
+    "neighbours": (["entity"], ["depth", "limit", "as_of", "filter"]),
     "format": (["max_tokens"], ["as_of", "filter"]),
 }  # fmt: skip
 

@@ -227,3 +227,22 @@ def test_the_package_under_test_is_the_installed_wheel():
 
     location = os.path.realpath(factmem.__file__)
     assert "site-packages" in location and not location.startswith(str(REPO)), location
+
+
+def test_neighbours_walk_from_an_entity(db, scope):
+    with factmem.Memory(db, scope=scope) as memory:
+        works = memory.add_fact("user", "works_on", "project:rlm", valid_from=T0).fact
+        lang = memory.add_fact("project:rlm", "written_in", "rust", valid_from=T0,
+                               metadata={"lang": True}).fact
+        memory.add_fact("berlin", "is_in", "germany", valid_from=T0)
+        one = memory.neighbours("user")
+        assert [(n.depth, n.fact.id) for n in one] == [(1, works.id)]
+        two = memory.neighbours("user", depth=2)
+        assert [(n.depth, n.path, n.via, n.fact.id) for n in two] == [
+            (1, ("user",), None, works.id),
+            (2, ("user", "project:rlm"), works.id, lang.id),
+        ]
+        assert two[1].to_dict()["path"] == ["user", "project:rlm"]
+        assert memory.neighbours("user", depth=2, filter="metadata.lang exists") == []
+        with pytest.raises(factmem.InvalidInput):
+            memory.neighbours("user", depth=3)

@@ -62,7 +62,8 @@ const INSTRUCTIONS: &str = "A temporal fact memory for dispatch orchestration. P
 const MEMORY_INSTRUCTIONS: &str = " Long-term memory: memory_add remembers a fact (a newer \
     fact with the same subject and relation supersedes the old one), memory_recall and \
     memory_search find what is remembered (as_of asks about an earlier time), \
-    memory_history shows how a subject's facts changed, memory_archive keeps a whole \
+    memory_history shows how a subject's facts changed, memory_neighbours walks from an \
+    entity to the facts around it, memory_archive keeps a whole \
     conversation with its dates, memory_context holds the user's context and history, \
     memory_alias names an entity twice, memory_forget deletes for good.";
 

@@ -46,7 +46,7 @@ use dispatch_runtime::reexports::{
 };
 use dispatch_runtime::{
     AddOutcome, ArchiveReport, ArchiveRequest, ForgetReport, MemoryChange, MemoryChanges,
-    MemoryContext, MemoryError, MemoryService, NewMemory, ReadOptions, reexports,
+    MemoryContext, MemoryError, MemoryService, Neighbour, NewMemory, ReadOptions, reexports,
 };
 use serde_json::{Value, json};
 
@@ -209,6 +209,25 @@ enum MemCommand {
         /// Only the versions that had begun by this instant (RFC 3339).
         #[arg(long, value_name = "TIME")]
         as_of: Option<Timestamp>,
+        #[command(flatten)]
+        filter: FilterArgs,
+    },
+    /// The facts around an entity: those whose subject or object it is, and with --depth 2
+    /// the facts about the entities those lead to, each with the path that reached it.
+    Neighbours {
+        /// The entity (`user`, `project:rlm`; its aliases included).
+        entity: String,
+        /// 1, or 2 for two hops.
+        #[arg(long, default_value_t = 1,
+              value_parser = clap::value_parser!(u64).range(1..=2))]
+        depth: u64,
+        /// At most this many facts, depth 1 first.
+        #[arg(long, default_value_t = wire::DEFAULT_NEIGHBOURS)]
+        limit: usize,
+        /// The facts valid at this instant (RFC 3339) instead of now.
+        #[arg(long, value_name = "TIME")]
+        as_of: Option<Timestamp>,
+        /// Only the facts the filter holds for, on every hop.
         #[command(flatten)]
         filter: FilterArgs,
     },
@@ -710,6 +729,25 @@ fn execute(args: MemArgs, clock: Arc<dyn Clock>, host: &Host) -> Result<Answer, 
                 history_text(&versions)
             };
             Ok(Answer::new(wire::history_answer(&subject, &versions), text))
+        }
+        MemCommand::Neighbours {
+            entity,
+            depth,
+            limit,
+            as_of,
+            filter,
+        } => {
+            let depth = usize::try_from(depth).unwrap_or(usize::MAX);
+            let found = memory.neighbours(&entity, depth, limit, &filter.read(as_of)?)?;
+            let text = if found.is_empty() {
+                format!("no facts around {entity:?}")
+            } else {
+                neighbours_text(&found)
+            };
+            Ok(Answer::new(
+                json!({"entity": entity, "neighbours": found}),
+                text,
+            ))
         }
         MemCommand::Recall {
             query,
@@ -1233,6 +1271,27 @@ fn history_text(versions: &[SessionFact]) -> String {
                 said,
                 format!("{} {} {}", fact.subject(), fact.relation(), fact.object()),
                 state(fact),
+            ]
+        })
+        .collect();
+    table(&rows)
+}
+
+/// The neighbours as rows: id, depth, the path, the triple.
+fn neighbours_text(found: &[Neighbour]) -> String {
+    let rows: Vec<Vec<String>> = found
+        .iter()
+        .map(|n| {
+            vec![
+                n.fact.id().to_string(),
+                format!("depth {}", n.depth),
+                n.path.join(" > "),
+                format!(
+                    "{} {} {}",
+                    n.fact.subject(),
+                    n.fact.relation(),
+                    n.fact.object()
+                ),
             ]
         })
         .collect();

@@ -254,7 +254,7 @@ fn protocol_failures_are_tool_errors_with_their_code_and_the_server_keeps_going(
 }
 
 /// The memory tools, in the order `tools/list` shows them after the protocol's.
-const MEMORY_TOOLS: [&str; 17] = [
+const MEMORY_TOOLS: [&str; 18] = [
     "memory_add",
     "memory_get",
     "memory_list",
@@ -263,6 +263,7 @@ const MEMORY_TOOLS: [&str; 17] = [
     "memory_search",
     "memory_recall",
     "memory_history",
+    "memory_neighbours",
     "memory_format",
     "memory_archive",
     "memory_backfill",
@@ -496,6 +497,7 @@ fn memory_tools_carry_the_hints_a_client_asks_before_calling_them() {
             "memory_search",
             "memory_recall",
             "memory_history",
+            "memory_neighbours",
             "memory_format",
             "memory_context",
             "memory_aliases"
@@ -581,6 +583,10 @@ fn every_memory_tool_round_trips_over_stdio_within_its_output_schema() {
     assert_eq!(objects(&found, "results"), ["Paris"], "{found}");
     let history = call("memory_history", json!({"subject": "USER", "as_of": march}));
     assert_eq!(objects(&history, "versions"), ["Paris"], "{history}");
+    let around = call("memory_neighbours", json!({"entity": "user", "depth": 2}));
+    let reached = around["neighbours"].as_array().unwrap();
+    assert!(!reached.is_empty(), "{around}");
+    assert!(reached.iter().all(|n| n["fact"]["valid_to"].is_null()), "{around}");
     let recalled = call(
         "memory_recall",
         json!({"query": "where does the user live", "as_of": march}),
@@ -1259,6 +1265,12 @@ fn every_tool_answers_within_its_output_schema_for_valid_and_invalid_requests() 
             "memory_history",
             json!({"subject": "user"}),
             json!({"subject": 7}),
+            "invalid_request",
+        ),
+        (
+            "memory_neighbours",
+            json!({"entity": "user", "depth": 2}),
+            json!({"entity": "user", "depth": "two"}),
             "invalid_request",
         ),
         (

@@ -1614,3 +1614,38 @@ fn an_archived_conversations_metadata_reaches_its_facts() {
     let facts = mem.json(&["list", "--where", r#"metadata.channel = "slack""#]);
     assert_eq!(facts["count"], 1, "{facts}");
 }
+
+#[test]
+fn neighbours_walk_from_an_entity() {
+    let mem = Mem::new();
+    let works = mem.add("user", "works_on", "project:rlm", &[]);
+    let lang = mem.add("project:rlm", "written_in", "rust", &["--meta", "lang=yes"]);
+    mem.add("berlin", "is_in", "germany", &[]);
+    let one = mem.json(&["neighbours", "user"]);
+    assert_eq!(one["neighbours"].as_array().unwrap().len(), 1);
+    assert_eq!(one["neighbours"][0]["fact"]["id"], works.as_str());
+    let two = mem.json(&["neighbours", "user", "--depth", "2"]);
+    let found = two["neighbours"].as_array().unwrap();
+    assert_eq!(found.len(), 2);
+    assert_eq!(found[1]["fact"]["id"], lang.as_str());
+    assert_eq!(found[1]["path"], json!(["user", "project:rlm"]));
+    assert_eq!(found[1]["via"], works.as_str());
+    let text = mem.ok(&["neighbours", "user", "--depth", "2"]);
+    assert!(text.contains("user > project:rlm"), "{text}");
+    // A filter narrows every hop: the depth-1 fact fails it, so nothing is reached.
+    let none = mem.json(&[
+        "neighbours",
+        "user",
+        "--depth",
+        "2",
+        "--where",
+        "metadata.lang exists",
+    ]);
+    assert_eq!(none["neighbours"], json!([]));
+    assert_eq!(
+        mem.run(&["neighbours", "user", "--depth", "3"])
+            .status
+            .code(),
+        Some(2)
+    );
+}

@@ -34,6 +34,12 @@ pub enum MemoryError {
     /// Metadata does not read: too many keys, a bad key, or a bad value.
     #[error("invalid metadata: {0}")]
     InvalidMetadata(#[from] MetadataError),
+    /// A walk of the neighbours asked for another depth than 1 or 2.
+    #[error("depth {depth} is not 1 or 2")]
+    InvalidDepth {
+        /// The depth asked for.
+        depth: usize,
+    },
     /// The transcript cannot be archived: too large, empty, or with a time that does not
     /// parse or lies in the future.
     #[error(transparent)]
@@ -60,7 +66,7 @@ pub enum MemoryError {
 
 impl MemoryError {
     /// A short, stable code: `not_found`, `invalid_id`, `invalid_fact`, `invalid_filter`,
-    /// `invalid_metadata`, `no_extractor`,
+    /// `invalid_metadata`, `invalid_depth`, `no_extractor`,
     /// `extraction_failed`, the transcript's code ([`TranscriptError::code`]), the store's
     /// own code ([`StoreError::code`]), or for [`MemoryError::Embedding`] the
     /// [`HybridError::code`].
@@ -73,6 +79,7 @@ impl MemoryError {
             MemoryError::InvalidFact(_) => "invalid_fact",
             MemoryError::InvalidFilter(error) => error.code(),
             MemoryError::InvalidMetadata(error) => error.code(),
+            MemoryError::InvalidDepth { .. } => "invalid_depth",
             MemoryError::Transcript(error) => error.code(),
             MemoryError::NoExtractor => "no_extractor",
             MemoryError::Extraction { .. } => "extraction_failed",

@@ -23,6 +23,7 @@ mod archive;
 mod budget;
 mod entities;
 mod error;
+mod graph;
 mod known;
 mod read;
 mod service;
@@ -47,6 +48,7 @@ use serde::Serialize;
 pub use self::archive::{ArchiveReport, ArchiveRequest, ForgetReport, MemoryChanges};
 pub use self::budget::{DEFAULT_KNOWN_FACTS, DEFAULT_KNOWN_TOKENS, KnownBudget};
 pub use self::error::MemoryError;
+pub use self::graph::{MAX_NEIGHBOUR_DEPTH, Neighbour};
 pub use self::read::ReadOptions;
 pub use self::service::MemoryService;
 

@@ -177,6 +177,32 @@ request! {
 }
 
 request! {
+    /// `memory_neighbours`: the facts around an entity.
+    struct NeighboursArgs {
+        /// The entity: `user`, `project:rlm` (normalized; its aliases included).
+        entity: String,
+        /// 1: the facts whose subject or object is the entity; 2: also the facts about the
+        /// entities those lead to (default 1).
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 2)))]
+        depth: Option<usize>,
+        /// At most this many facts, depth 1 first (default 100, at most 1000).
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 1000)))]
+        limit: Option<usize>,
+        /// The facts valid at this instant (RFC 3339) instead of now.
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(schema_with = "time"))]
+        as_of: Option<Timestamp>,
+        /// Only the facts this filter holds for, on every hop: the filter language's JSON
+        /// shape or its readable form as a string; see docs/protocol.md.
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(schema_with = "filter"))]
+        filter: Option<Value>,
+    }
+}
+
+request! {
     /// `memory_format`: the memory as prompt text.
     struct Format {
         /// The most tokens the text may cost (default 2000).

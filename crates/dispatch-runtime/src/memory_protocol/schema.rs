@@ -7,8 +7,8 @@ use fact_model::ProfileField;
 use serde_json::{Map, Value, json};
 
 use super::requests::{
-    Add, Archive, Backfill, ById, Forget, Format, History, List, NoArgs, RecallArgs, Search,
-    SetAlias, SetContext, Unalias, Update,
+    Add, Archive, Backfill, ById, Forget, Format, History, List, NeighboursArgs, NoArgs,
+    RecallArgs, Search, SetAlias, SetContext, Unalias, Update,
 };
 use crate::protocol::schema::object;
 
@@ -227,6 +227,21 @@ fn output(name: &str) -> Map<String, Value> {
             "versions": {"type": "array", "items": fact(),
                 "description": "Every version, by valid_from."},
         }),
+        "memory_neighbours" => json!({
+            "entity": {"type": "string"},
+            "neighbours": {"type": "array", "items": {
+                "type": "object",
+                "properties": {
+                    "depth": {"type": "integer", "description": "1 or 2."},
+                    "path": {"type": "array", "items": {"type": "string"},
+                        "description": "The entities walked from the one asked about."},
+                    "via": {"type": ["string", "null"],
+                        "description": "The depth-1 fact a depth-2 fact was reached through."},
+                    "fact": fact(),
+                },
+                "required": ["depth", "path", "via", "fact"],
+            }, "description": "Depth 1 first; within a depth, oldest first."},
+        }),
         "memory_format" => json!({
             "text": {"type": "string", "description": "User Context:, History: and Facts:."},
         }),
@@ -363,6 +378,16 @@ pub fn tools() -> Vec<MemoryTool> {
             "Every version of the facts about a subject (and its aliases), by the time they \
              became true; a superseded version carries valid_to and superseded_by.",
             object::<History>(),
+            reads,
+        ),
+        tool(
+            "memory_neighbours",
+            "Walk from an entity",
+            "The facts around an entity: at depth 1 those whose subject or object is the \
+             entity (or one of its aliases), at depth 2 also the facts about the entities \
+             those lead to, each with the path that reached it. For questions that take two \
+             facts to answer (who works with the user's manager?).",
+            object::<NeighboursArgs>(),
             reads,
         ),
         tool(

@@ -564,3 +564,78 @@ fn filters_and_metadata_that_do_not_read_are_typed_errors_over_the_protocol() {
     .unwrap();
     assert_eq!(bad["error"]["code"], "invalid_metadata");
 }
+
+#[test]
+fn neighbours_walk_one_or_two_hops_with_their_paths() {
+    let (memory, clock) = service();
+    let add = |s: &str, r: &str, o: &str, project: &str| {
+        memory
+            .add(NewMemory::new(s, r, o).with_metadata(meta(&[&format!("project={project}")])))
+            .unwrap()
+            .fact
+    };
+    let works = add("user", "works_on", "project:rlm", "rlm");
+    let manager = add("user", "reports_to", "dana", "org");
+    let lang = add("project:rlm", "written_in", "rust", "rlm");
+    let dana_team = add("dana", "leads", "team:infra", "org");
+    add("rust", "created_by", "graydon", "lang");
+    let unrelated = add("berlin", "is_in", "germany", "geo");
+    memory.set_alias("boss", "dana").unwrap();
+    let before = clock.now();
+    clock.advance(Duration::from_secs(60));
+    let moved = add("dana", "lives_in", "lisbon", "org");
+
+    let read = ReadOptions::default();
+    let one = memory.neighbours("Me", 1, 100, &read).unwrap();
+    let ids: Vec<_> = one.iter().map(|n| n.fact.id()).collect();
+    assert_eq!(ids, [works.id(), manager.id()]);
+    assert!(
+        one.iter()
+            .all(|n| n.depth == 1 && n.path == ["user"] && n.via.is_none())
+    );
+
+    let two = memory.neighbours("user", 2, 100, &read).unwrap();
+    let reached: Vec<_> = two
+        .iter()
+        .map(|n| (n.depth, n.path.join(">"), n.via, n.fact.id()))
+        .collect();
+    assert_eq!(
+        reached,
+        [
+            (1, "user".into(), None, works.id()),
+            (1, "user".into(), None, manager.id()),
+            (2, "user>project:rlm".into(), Some(works.id()), lang.id()),
+            (2, "user>dana".into(), Some(manager.id()), dana_team.id()),
+            (2, "user>dana".into(), Some(manager.id()), moved.id()),
+        ]
+    );
+    assert!(!two.iter().any(|n| n.fact.id() == unrelated.id()));
+    // Three hops are not walked: rust's creator is not reached.
+    assert!(!two.iter().any(|n| n.fact.object() == "graydon"));
+    // A filter narrows every hop; a limit cuts, depth 1 first; as_of reads the past.
+    let org = ReadOptions::default().with_filter(Some(
+        fact_model::Filter::parse_where(r#"metadata.project = "org""#).unwrap(),
+    ));
+    let walked: Vec<_> = memory
+        .neighbours("user", 2, 100, &org)
+        .unwrap()
+        .iter()
+        .map(|n| n.fact.id())
+        .collect();
+    assert_eq!(walked, [manager.id(), dana_team.id(), moved.id()]);
+    assert_eq!(memory.neighbours("user", 2, 3, &read).unwrap().len(), 3);
+    let then = memory
+        .neighbours("dana", 1, 100, &ReadOptions::as_of(Some(before)))
+        .unwrap();
+    assert_eq!(then.len(), 2);
+    assert!(
+        memory
+            .neighbours("nobody", 2, 100, &read)
+            .unwrap()
+            .is_empty()
+    );
+    for depth in [0, 3] {
+        let error = memory.neighbours("user", depth, 100, &read).unwrap_err();
+        assert_eq!(error.code(), "invalid_depth");
+    }
+}

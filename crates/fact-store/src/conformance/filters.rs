@@ -1,6 +1,7 @@
-//! Filters inside every store's indexes: `select`, `search` and `nearest` with a filter
-//! give exactly what brute force over the store's own list gives, on random facts,
-//! filters and times ([`filtered_reads_match_brute_force`]), and a selective filter
+//! Filters inside every store's indexes: `select`, `search` and `nearest` with a filter,
+//! and `touching` (the edges at some entities), give exactly what brute force over the
+//! store's own list gives, on random facts, filters and times
+//! ([`filtered_reads_match_brute_force`]), and a selective filter
 //! never leaves a search short of its limit when enough facts match
 //! ([`a_selective_filter_still_fills_the_limit`]).
 
@@ -17,9 +18,19 @@ use crate::{SessionFactStore, StoreConfig, TermQuery, TermWeighting, VectorQuery
 /// Generated cases per backend: each opens a store and runs a few dozen reads.
 const CASES: u32 = 24;
 
-const SUBJECTS: &[&str] = &["user", "task:1", "src/a.rs", "Berlin"];
+const SUBJECTS: &[&str] = &["user", "task:1", "src/a.rs", "Berlin", LONG];
 const RELATIONS: &[&str] = &["likes", "requires", "lives_in"];
-const OBJECTS: &[&str] = &["tea parsers", "alpha", "beta tea", "naïve café", "Zed"];
+const OBJECTS: &[&str] = &[
+    "tea parsers",
+    "alpha",
+    "beta tea",
+    "naïve café",
+    "Zed",
+    "user",
+    LONG,
+];
+/// A name longer than the in-memory store interns as an object (32 bytes).
+const LONG: &str = "the project whose name is longer than thirty-two bytes";
 const SOURCES: &[&str] = &["ep:1", "ep:2", "task:7"];
 const TAGS: &[Tag] = &[Tag::Decision, Tag::Preference, Tag::Error];
 const KEYS: &[&str] = &["project", "n", "ok", "note", "a.b-c"];
@@ -319,6 +330,28 @@ pub fn filtered_reads_match_brute_force(fixture: &dyn Fixture) {
             clock.advance(std::time::Duration::from_secs(1));
         }
         let valid = store.valid_facts().unwrap();
+        // The edges at a few nodes, now and at each instant.
+        for names in [
+            &["user"][..],
+            &[LONG, "alpha"],
+            &["Berlin", "Zed", "task:1"],
+            &[],
+        ] {
+            let touches =
+                |f: &SessionFact| names.contains(&f.subject()) || names.contains(&f.object());
+            let want: Vec<SessionFact> = valid.iter().filter(|f| touches(f)).cloned().collect();
+            prop_assert_eq!(
+                store.touching(names, None).unwrap(),
+                want,
+                "touching {:?}",
+                names
+            );
+            for &secs in &case.instants {
+                let then = store.valid_at(t(secs)).unwrap();
+                let want: Vec<SessionFact> = then.iter().filter(|f| touches(f)).cloned().collect();
+                prop_assert_eq!(store.touching(names, Some(t(secs))).unwrap(), want);
+            }
+        }
         let weightings: [&dyn TermWeighting; 2] = [&Bm25, &Overlap];
         for filter in &case.filters {
             let want: Vec<SessionFact> = valid

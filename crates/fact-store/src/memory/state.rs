@@ -49,6 +49,11 @@ use crate::vector::ModelIndexes;
 /// (sentences) and statements are only appended to the arena.
 const INTERNED_OBJECT_BYTES: usize = 32;
 
+/// Whether an object of this text is interned (so that its symbol names it).
+pub(super) fn is_interned_object(text: &str) -> bool {
+    text.len() <= INTERNED_OBJECT_BYTES
+}
+
 /// Removed records the store tolerates before it rebuilds itself (at least; more while
 /// the holes are fewer than the live records).
 pub(super) const MIN_HOLES_BEFORE_REBUILD: usize = 4096;

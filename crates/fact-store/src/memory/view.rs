@@ -93,3 +93,39 @@ impl State {
         }
     }
 }
+
+impl State {
+    /// The versions `keep` accepts whose subject or object is one of `entities`, as facts,
+    /// oldest first: one pass over the records comparing symbols (subjects and short
+    /// objects are interned), and texts only for the objects of longer names.
+    pub(super) fn touching(
+        &self,
+        entities: &[&str],
+        keep: impl Fn(&Record) -> bool,
+    ) -> Vec<SessionFact> {
+        let mut symbols: Vec<u32> = entities
+            .iter()
+            .filter_map(|name| self.symbols.lookup(name))
+            .collect();
+        symbols.sort_unstable();
+        symbols.dedup();
+        let long: Vec<&str> = entities
+            .iter()
+            .copied()
+            .filter(|name| !super::state::is_interned_object(name))
+            .collect();
+        if symbols.is_empty() && long.is_empty() {
+            return Vec::new();
+        }
+        let named = |sym: u32| symbols.binary_search(&sym).is_ok();
+        self.live()
+            .filter(|(_, r)| {
+                keep(r)
+                    && (named(r.subject)
+                        || named(r.object)
+                        || (!long.is_empty() && long.contains(&self.symbols.get(r.object))))
+            })
+            .filter_map(|(rid, r)| self.fact_at(rid, r))
+            .collect()
+    }
+}

@@ -43,6 +43,7 @@ __all__ = [
     "Fact",
     "InvalidInput",
     "Memory",
+    "Neighbour",
     "NotFound",
     "Recall",
     "RecalledEpisode",
@@ -288,6 +289,25 @@ def _scored(rows: Sequence[Any]) -> List[ScoredFact]:
         _set(scored, "__dict__", {"score": score, "fact": _fact(row)})
         out.append(scored)
     return out
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """A fact :meth:`Memory.neighbours` reached: ``depth`` 1 (its subject or object is the
+    entity) or 2 (it is about an entity a depth-1 fact leads to), ``path`` the entities
+    walked (``("user",)``, ``("user", "project:rlm")``), ``via`` the depth-1 fact a
+    depth-2 fact was reached through."""
+
+    depth: int
+    path: Tuple[str, ...]
+    via: Optional[str]
+    fact: Fact
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The fact's fields, ``depth``, ``path`` and ``via``."""
+        out = self.fact.to_dict()
+        out.update(depth=self.depth, path=list(self.path), via=self.via)
+        return out
 
 
 @dataclass(frozen=True)
@@ -647,6 +667,24 @@ class Memory:
         ``filter`` (as for :meth:`search`), the versions it holds for."""
         rows = self._native.history(subject, _micros("as_of", as_of), _filter(filter))
         return [_fact(row) for row in rows]
+
+    def neighbours(
+        self,
+        entity: str,
+        *,
+        depth: int = 1,
+        limit: int = 100,
+        as_of: Optional[datetime] = None,
+        filter: Union[None, str, Mapping[str, Any]] = None,
+    ) -> List[Neighbour]:
+        """The facts around ``entity`` (and its aliases): at ``depth`` 1 those whose subject
+        or object it is, at 2 also the facts about the entities those lead to, each with
+        the path that reached it; at most ``limit``, depth 1 first. ``filter`` (as for
+        :meth:`search`) narrows every hop."""
+        rows = self._native.neighbours(
+            entity, depth, limit, _micros("as_of", as_of), _filter(filter)
+        )
+        return [Neighbour(d, tuple(path), via, _fact(row)) for d, path, via, row in rows]
 
     def format(
         self,

@@ -93,6 +93,14 @@ class Memory:
     def history(
         self, subject: str, as_of: Optional[int], filter: Optional[str]
     ) -> List[FactRow]: ...
+    def neighbours(
+        self,
+        entity: str,
+        depth: int,
+        limit: int,
+        as_of: Optional[int],
+        filter: Optional[str],
+    ) -> List[Tuple[int, List[str], Optional[str], FactRow]]: ...
     def format(self, max_tokens: int, as_of: Optional[int], filter: Optional[str]) -> str: ...
 
 class Runtime:

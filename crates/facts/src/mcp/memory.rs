@@ -147,6 +147,7 @@ mod tests {
                 "memory_search",
                 "memory_recall",
                 "memory_history",
+                "memory_neighbours",
                 "memory_format",
                 "memory_context",
                 "memory_aliases"

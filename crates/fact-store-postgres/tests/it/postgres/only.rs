@@ -603,7 +603,10 @@ fn back_to(raw: &mut postgres::Client, schema: &str, version: u32) {
                  ALTER TABLE {schema}.episodes DROP COLUMN metadata;"
             ),
         ),
-        (7, format!("DROP INDEX {schema}.facts_metadata;")),
+        (
+            7,
+            format!("DROP INDEX {schema}.facts_metadata; DROP INDEX {schema}.facts_object;"),
+        ),
     ];
     assert_eq!(PgFactStore::SCHEMA_VERSION, 7, "a step for every migration");
     for (undone, sql) in steps.iter().rev() {
