@@ -586,7 +586,10 @@ fn every_memory_tool_round_trips_over_stdio_within_its_output_schema() {
     let around = call("memory_neighbours", json!({"entity": "user", "depth": 2}));
     let reached = around["neighbours"].as_array().unwrap();
     assert!(!reached.is_empty(), "{around}");
-    assert!(reached.iter().all(|n| n["fact"]["valid_to"].is_null()), "{around}");
+    assert!(
+        reached.iter().all(|n| n["fact"]["valid_to"].is_null()),
+        "{around}"
+    );
     let recalled = call(
         "memory_recall",
         json!({"query": "where does the user live", "as_of": march}),
