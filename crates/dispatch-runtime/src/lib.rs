@@ -104,7 +104,7 @@ pub mod reexports {
     pub use fact_model::{
         CharsPerToken, Clock, DispatchResult, FactId, Filter, FilterError, ManualClock,
         MemoryHistory, MetaValue, Metadata, MetadataError, ProfileField, SessionFact, SourceRole,
-        SystemClock, Tag, Timestamp, TokenCounter, UserContext, normalize_entity,
+        SystemClock, Tag, Timestamp, TokenCounter, UserContext, normalize_entity, parse_duration,
     };
     #[cfg(feature = "tiktoken")]
     pub use fact_retrieve::BpeTokenCounter;

@@ -153,12 +153,14 @@ pub fn handle(
         }),
         "memory_search" => parse(arguments).and_then(|a: Search| {
             let limit = clamp_limit(a.limit);
-            let read = read_options(a.as_of, a.filter)?;
+            let read = read_options(a.as_of, a.filter)?
+                .with_recency(half_life(a.recency_half_life)?, a.reference_date);
             let found = service.search(&a.query, limit, &read).map_err(failed)?;
             Ok(json!({"query": a.query, "results": scored(&found)}))
         }),
         "memory_recall" => parse(arguments).and_then(|a: RecallArgs| {
-            let read = read_options(a.as_of, a.filter)?;
+            let read = read_options(a.as_of, a.filter)?
+                .with_recency(half_life(a.recency_half_life)?, a.reference_date);
             let found = service
                 .recall(
                     &a.query,
@@ -286,6 +288,15 @@ pub fn filter_of(value: &Value) -> Result<Filter, MemoryError> {
 fn read_options(as_of: Option<Timestamp>, filter: Option<Value>) -> Result<ReadOptions, Value> {
     let filter = filter.as_ref().map(filter_of).transpose().map_err(failed)?;
     Ok(ReadOptions::as_of(as_of).with_filter(filter))
+}
+
+/// A `recency_half_life` argument (`30d`), or the `invalid_request` failure.
+fn half_life(text: Option<String>) -> Result<Option<Duration>, Value> {
+    text.map(|text| {
+        fact_model::parse_duration(&text)
+            .map_err(|e| protocol::error(code::INVALID_REQUEST, format!("recency_half_life: {e}")))
+    })
+    .transpose()
 }
 
 /// A metadata argument, or the `invalid_metadata` failure.

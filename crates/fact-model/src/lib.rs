@@ -80,5 +80,5 @@ pub use crate::profile::{MemoryHistory, ProfileField, UserContext};
 pub use crate::selector::FactSelector;
 pub use crate::tag::{ParseSourceRoleError, ParseTagError, SourceRole, Tag};
 pub use crate::text::FactText;
-pub use crate::time::{Timestamp, TimestampError};
+pub use crate::time::{Timestamp, TimestampError, parse_duration};
 pub use crate::token::{CharsPerToken, TokenCounter};

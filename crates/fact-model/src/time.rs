@@ -303,6 +303,53 @@ impl FromStr for Timestamp {
     }
 }
 
+/// A span of time as people write it: whole seconds (`3600`), or a whole number with a unit
+/// `s`, `m`, `h`, `d` or `w` (any case: `90m`, `24h`, `30d`, `2w`); at least one second.
+///
+/// ```
+/// use std::time::Duration;
+/// use fact_model::parse_duration;
+///
+/// assert_eq!(parse_duration("30d"), Ok(Duration::from_secs(30 * 86_400)));
+/// assert_eq!(parse_duration(" 90M "), Ok(Duration::from_secs(5_400)));
+/// assert!(parse_duration("1.5h").unwrap_err().contains("whole number"));
+/// assert!(parse_duration("0s").is_err() && parse_duration("soon").is_err());
+/// ```
+///
+/// # Errors
+///
+/// A message naming the text: not a number with a known unit, not a whole number, zero,
+/// or too large.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let trimmed = text.trim();
+    let digits = trimmed
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(trimmed.len());
+    let (number, unit) = trimmed.split_at(digits);
+    let unit_secs: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 3_600,
+        "d" => 86_400,
+        "w" => 604_800,
+        _ => {
+            return Err(format!(
+                "{text:?} is not a duration: give seconds (3600) or a whole number with s, m, \
+                 h, d or w (60m, 24h, 30d)"
+            ));
+        }
+    };
+    let secs = number
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(unit_secs))
+        .ok_or_else(|| format!("{text:?} is not a duration: give a whole number"))?;
+    if secs == 0 {
+        return Err(format!("{text:?}: a duration is at least one second"));
+    }
+    Ok(Duration::from_secs(secs))
+}
+
 impl Serialize for Timestamp {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_str(self)

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use fact_model::{CharsPerToken, FactId, SessionFact, TokenCounter};
 use fact_store::{
-    EpisodeStore, FactVectors, ScoredFact, SessionFactStore, StoreError, TermWeighting,
+    EpisodeStore, FactVectors, Recency, ScoredFact, SessionFactStore, StoreError, TermWeighting,
 };
 
 use crate::dedup::fold_same_points;
@@ -446,6 +446,7 @@ impl HybridRetriever {
         let fused = self.fused_all(query, text, semantic, true)?;
         let mut ranked =
             late.rescore(self.vectors()?, self.embedder.model(), &item.tokens, fused)?;
+        decay(&mut ranked, query.recency.as_ref());
         ranked.truncate(query.max_facts);
         Ok(ranked)
     }
@@ -473,6 +474,7 @@ impl HybridRetriever {
         semantic: Vec<ScoredFact>,
     ) -> Result<Vec<RetrievedFact>, StoreError> {
         let mut ranked = self.fused_all(query, text, semantic, false)?;
+        decay(&mut ranked, query.recency.as_ref());
         ranked.truncate(query.max_facts);
         Ok(ranked)
     }
@@ -536,6 +538,7 @@ impl HybridRetriever {
                     .with_max_facts(query.limit)
                     .with_max_tokens(query.max_tokens);
                 fact_query.filter = query.filter.cloned();
+                fact_query.recency = query.recency;
                 self.rank(&fact_query)?
                     .into_iter()
                     .map(|found| ScoredFact {
@@ -587,6 +590,17 @@ fn check_count(returned: usize, texts: usize) -> Result<(), EmbedError> {
 /// One ranking from the lexical and the vector lists (each best first). A fact that scores
 /// nothing (the least similar vector candidate, scaled to 0) is left out unless
 /// `keep_unscored`: the late-interaction stage may lift it.
+/// The fused candidates' scores decayed with `recency` and ranked again (stable: equal
+/// scores keep the fusion's order); nothing without it. The candidates are the fusion's
+/// pool, deeper than the cut that follows, so an older fact can fall below a newer one.
+fn decay(ranked: &mut [RetrievedFact], recency: Option<&Recency>) {
+    let Some(recency) = recency else { return };
+    for item in ranked.iter_mut() {
+        item.score *= recency.factor(item.fact.valid_from());
+    }
+    ranked.sort_by(|a, b| b.score.total_cmp(&a.score));
+}
+
 fn fuse(
     fusion: Fusion,
     lexical: Vec<ScoredFact>,

@@ -3,7 +3,8 @@
 
 use fact_model::{Filter, MAX_STATEMENT_CHARS, SessionFact, Timestamp, clip};
 use fact_store::{
-    EpisodeStore, MessageHit, MessageQuery, ScoredFact, SessionFactStore, StoreResult, TermQuery,
+    EpisodeStore, MessageHit, MessageQuery, Recency, ScoredFact, SessionFactStore, StoreResult,
+    TermQuery,
 };
 use serde::Serialize;
 
@@ -50,6 +51,9 @@ pub struct RecallQuery<'a> {
     /// recall leaves the episodes out, since a message has no subject, relation or
     /// category to test.
     pub filter: Option<&'a Filter>,
+    /// Rank the facts by scores decayed with their age ([`Recency`]); `None`: by
+    /// relevance alone (the default).
+    pub recency: Option<Recency>,
 }
 
 impl<'a> RecallQuery<'a> {
@@ -66,7 +70,15 @@ impl<'a> RecallQuery<'a> {
                 fact_store::DEFAULT_CONTEXT_WEIGHT,
             ),
             filter: None,
+            recency: None,
         }
+    }
+
+    /// Ranks the facts by scores decayed with `recency`.
+    #[must_use]
+    pub fn with_recency(mut self, recency: Option<Recency>) -> Self {
+        self.recency = recency;
+        self
     }
 
     /// Recalls only the facts `filter` holds for, and no episode.
@@ -121,7 +133,7 @@ impl<'a> RecallQuery<'a> {
     where
         'a: 't,
     {
-        let mut query = TermQuery::new(text, self.limit);
+        let mut query = TermQuery::new(text, self.limit).with_recency(self.recency);
         query.filter = self.filter;
         match self.as_of {
             Some(as_of) => query.with_as_of(as_of),

@@ -4,7 +4,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use fact_model::{Filter, Tag, Timestamp};
-use fact_store::{SessionFactStore, StoreError, TermQuery, TermWeighting, VectorQuery};
+use fact_store::{Recency, SessionFactStore, StoreError, TermQuery, TermWeighting, VectorQuery};
 use serde::{Deserialize, Serialize};
 
 use crate::dedup::fold_same_points;
@@ -51,6 +51,10 @@ pub struct FactQuery {
     /// applied where the store ranks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filter: Option<Filter>,
+    /// Rank by scores decayed with their age (not on the wire: a caller's choice per
+    /// call).
+    #[serde(skip)]
+    pub recency: Option<Recency>,
 }
 
 fn default_max_facts() -> usize {
@@ -73,6 +77,7 @@ impl FactQuery {
             max_tokens: default_max_tokens(),
             as_of: None,
             filter: None,
+            recency: None,
         }
     }
 

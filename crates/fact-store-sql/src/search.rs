@@ -39,7 +39,7 @@ use super::rules::{IndexEvent, Outcome};
 use crate::cache::Measure;
 use fact_store::backend::{Slot, TermIndex, TopK, rank_order, scan_positions};
 use fact_store::backend::{chunk, map_bytes};
-use fact_store::{Analyzer, TermQuery, TermWeighting};
+use fact_store::{Analyzer, Recency, TermQuery, TermWeighting};
 
 /// The scope's term index in memory, valid for one generation of the scope.
 #[derive(Debug)]
@@ -255,7 +255,9 @@ impl SearchCache {
         let passes = |slot: u32, score: f64, top: Option<&TopK>| {
             let entry = self.index.entry(slot)?;
             let cached = self.facts.get(&entry.seq)?;
-            let keep = filters.tags_match(entry.tags.as_slice())
+            let score = filters.decayed(score, entry.valid_from);
+            let keep = score > 0.0
+                && filters.tags_match(entry.tags.as_slice())
                 && top.is_none_or(|top| top.admits(score, entry.valid_from, entry.id))
                 && !filters.excluded(&cached.task)
                 && here.is_none_or(|filter| {
@@ -360,11 +362,12 @@ impl Measure for Option<SearchCache> {
     }
 }
 
-/// What every search path needs besides its index: the query's tag filter and
-/// source-task exclusion.
+/// What every search path needs besides its index: the query's tag filter, source-task
+/// exclusion and recency.
 pub struct Filters<'q> {
     tags: Option<&'q [Tag]>,
     exclude: Option<&'q str>,
+    recency: Option<Recency>,
 }
 
 impl<'q> Filters<'q> {
@@ -373,7 +376,13 @@ impl<'q> Filters<'q> {
         Filters {
             tags: query.tags,
             exclude: query.exclude_source_task,
+            recency: query.recency,
         }
+    }
+
+    /// `score` with the query's recency applied to a fact true from `valid_from`.
+    pub fn decayed(&self, score: f64, valid_from: Timestamp) -> f64 {
+        Recency::apply(self.recency.as_ref(), score, valid_from)
     }
 
     /// Whether the query filters by tag at all.
@@ -408,7 +417,9 @@ pub fn offer<E>(
         return Ok(());
     }
     let (seq, id, from) = identity()?;
-    if !top.admits(score, from, id) {
+    // Recency only lowers a score: the raw one bounded it above.
+    let score = filters.decayed(score, from);
+    if score <= 0.0 || !top.admits(score, from, id) {
         return Ok(());
     }
     if filters.by_tags() && !filters.tags_match(&tags_from_sql(&tags()?)?) {
@@ -598,7 +609,9 @@ pub fn scan(
         weighting,
     );
     for (at, fact, score) in scored {
-        if filters.tags_match(fact.tags().as_slice())
+        let score = filters.decayed(score, fact.valid_from());
+        if score > 0.0
+            && filters.tags_match(fact.tags().as_slice())
             && !filters.excluded(fact.source_task_id())
             && query.filter.is_none_or(|filter| filter.matches(fact))
             && let Some((seq, _)) = facts.get(at)

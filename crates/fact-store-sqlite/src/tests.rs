@@ -527,12 +527,12 @@ fn a_database_of_version_5_migrates_to_token_vectors_and_keeps_its_embeddings() 
             .unwrap();
     }
     // Version 6 only added `token_vectors`, version 7 the metadata columns, version 8
-    // `fact_meta`: without them, the file is as version 5 left it.
+    // `fact_meta` and `facts_object`: without them, the file is as version 5 left it.
     let raw = Connection::open(&path).unwrap();
     raw.execute_batch(
         "DROP TABLE token_vectors; ALTER TABLE facts DROP COLUMN metadata;
          ALTER TABLE episodes DROP COLUMN metadata; DROP TRIGGER fact_meta_gone;
-         DROP TABLE fact_meta; PRAGMA user_version = 5;",
+         DROP TABLE fact_meta; DROP INDEX facts_object; PRAGMA user_version = 5;",
     )
     .unwrap();
     let store = open();

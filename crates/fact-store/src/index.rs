@@ -399,6 +399,71 @@ pub trait TermWeighting: Send + Sync + Debug {
     }
 }
 
+/// Recency, opt-in: a fact's score times `0.5^(age / half_life)`, its age the time from
+/// its `valid_from` to the reference instant (none for a fact newer than it). A fact as old
+/// as the half-life counts half; the order of equally old facts does not change.
+///
+/// ```
+/// use fact_model::Timestamp;
+/// use fact_store::Recency;
+///
+/// let day = 86_400;
+/// let now = Timestamp::from_unix_secs(30 * day).unwrap();
+/// let recency = Recency::new(30 * day as u64, now).unwrap();
+/// assert_eq!(recency.factor(Timestamp::from_unix_secs(0).unwrap()), 0.5);
+/// assert_eq!(recency.factor(now), 1.0);
+/// assert!(Recency::new(0, now).is_none());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Recency {
+    half_life_secs: f64,
+    reference: Timestamp,
+}
+
+impl Recency {
+    /// Halves a score every `half_life_secs` seconds of age before `reference`; `None` for
+    /// a half-life of zero.
+    #[must_use]
+    pub fn new(half_life_secs: u64, reference: Timestamp) -> Option<Self> {
+        (half_life_secs > 0).then_some(Recency {
+            half_life_secs: half_life_secs as f64,
+            reference,
+        })
+    }
+
+    /// The half-life, in seconds.
+    #[must_use]
+    pub fn half_life_secs(&self) -> f64 {
+        self.half_life_secs
+    }
+
+    /// The instant ages are measured to.
+    #[must_use]
+    pub fn reference(&self) -> Timestamp {
+        self.reference
+    }
+
+    /// What a score of a fact true from `valid_from` is multiplied by, in `0..=1`.
+    #[must_use]
+    pub fn factor(&self, valid_from: Timestamp) -> f64 {
+        let age_micros = self
+            .reference
+            .unix_micros()
+            .saturating_sub(valid_from.unix_micros());
+        if age_micros <= 0 {
+            return 1.0;
+        }
+        let age = age_micros as f64 / 1e6;
+        0.5f64.powf(age / self.half_life_secs)
+    }
+
+    /// `score` decayed for a fact true from `valid_from` (`score` without recency).
+    #[must_use]
+    pub fn apply(recency: Option<&Recency>, score: f64, valid_from: Timestamp) -> f64 {
+        recency.map_or(score, |r| score * r.factor(valid_from))
+    }
+}
+
 /// What to search for; see [`SessionFactStore::search`](crate::SessionFactStore::search).
 ///
 /// ```
@@ -427,6 +492,9 @@ pub struct TermQuery<'a> {
     /// it ranks, never to the results afterwards: when more than `limit` facts match, a
     /// search returns `limit` of them.
     pub filter: Option<&'a Filter>,
+    /// Multiply each fact's score by its recency factor (`None`: scores as they are). A
+    /// store ranks by the decayed scores and returns them.
+    pub recency: Option<Recency>,
     /// The most facts to return.
     pub limit: usize,
 }
@@ -441,6 +509,7 @@ impl<'a> TermQuery<'a> {
             exclude_source_task: None,
             as_of: None,
             filter: None,
+            recency: None,
             limit,
         }
     }
@@ -449,6 +518,13 @@ impl<'a> TermQuery<'a> {
     #[must_use]
     pub fn with_filter(mut self, filter: &'a Filter) -> Self {
         self.filter = Some(filter);
+        self
+    }
+
+    /// Ranks by scores decayed with `recency`.
+    #[must_use]
+    pub fn with_recency(mut self, recency: Option<Recency>) -> Self {
+        self.recency = recency;
         self
     }
 

@@ -115,7 +115,9 @@ pub use crate::episode::{
     MAX_SEARCH_LIMIT, MessageHit, MessageQuery,
 };
 pub use crate::error::{StoreError, StoreResult};
-pub use crate::index::{Analyzer, AnalyzerConfig, STOPWORDS, ScoredFact, TermQuery, TermWeighting};
+pub use crate::index::{
+    Analyzer, AnalyzerConfig, Recency, STOPWORDS, ScoredFact, TermQuery, TermWeighting,
+};
 pub use crate::long_term::{
     Alias, AliasChange, InMemoryLongTermStore, LongTermStore, MAX_ALIAS_DEPTH, MemoryReport,
     MemoryWrite, ProfileEntry, check_alias, current_profile, profile_changes,

@@ -193,6 +193,28 @@ pub(crate) fn filter(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Optio
     })
 }
 
+/// A `recency_half_life` argument: `None`, whole seconds as an `int` (the Python half
+/// converts a `timedelta`), or text as `facts` takes it (`30d`, `12h`, `2w`).
+pub(crate) fn half_life(
+    py: Python<'_>,
+    value: &Bound<'_, PyAny>,
+) -> PyResult<Option<std::time::Duration>> {
+    const PARAM: &str = "recency_half_life";
+    if value.is_none() {
+        return Ok(None);
+    }
+    if value.is_instance_of::<PyString>() {
+        let text = text(PARAM, value)?;
+        return dispatch_runtime::reexports::parse_duration(&text)
+            .map(Some)
+            .map_err(|e| errors::invalid(py, PARAM, &e));
+    }
+    let secs = count(py, PARAM, value, 1, usize::MAX)?;
+    Ok(Some(std::time::Duration::from_secs(
+        u64::try_from(secs).unwrap_or(u64::MAX),
+    )))
+}
+
 /// A metadata argument: `None`, or a JSON object's text (the Python half writes the
 /// `dict`); metadata that does not read is `InvalidInput` with code `invalid_metadata`.
 pub(crate) fn metadata(

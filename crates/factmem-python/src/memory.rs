@@ -427,7 +427,8 @@ impl PyMemory {
     }
 
     /// The current facts (or those valid at `as_of`) that match `query`, best first.
-    #[pyo3(signature = (query, limit, as_of, hybrid, filter))]
+    #[pyo3(signature = (query, limit, as_of, hybrid, filter, recency_half_life, reference_date))]
+    #[allow(clippy::too_many_arguments)] // One per Python keyword.
     fn search<'py>(
         &self,
         py: Python<'py>,
@@ -436,11 +437,17 @@ impl PyMemory {
         as_of: &Bound<'_, PyAny>,
         hybrid: &Bound<'_, PyAny>,
         filter: &Bound<'_, PyAny>,
+        recency_half_life: &Bound<'_, PyAny>,
+        reference_date: &Bound<'_, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let query = convert::text("query", query)?;
         let limit = convert::count(py, "limit", limit, 0, MAX_SEARCH_LIMIT)?;
         let read = ReadOptions::as_of(convert::instant(py, "as_of", as_of)?)
-            .with_filter(convert::filter(py, filter)?);
+            .with_filter(convert::filter(py, filter)?)
+            .with_recency(
+                convert::half_life(py, recency_half_life)?,
+                convert::instant(py, "reference_date", reference_date)?,
+            );
         let hybrid = flag("hybrid", hybrid)?;
         if hybrid && !self.semantic {
             return Err(errors::invalid(
@@ -460,7 +467,8 @@ impl PyMemory {
     }
 
     /// The facts and episode messages that answer `query`, rendered within `max_tokens`.
-    #[pyo3(signature = (query, max_tokens, limit, as_of, filter))]
+    #[pyo3(signature = (query, max_tokens, limit, as_of, filter, recency_half_life, reference_date))]
+    #[allow(clippy::too_many_arguments)] // One per Python keyword.
     fn recall<'py>(
         &self,
         py: Python<'py>,
@@ -469,12 +477,18 @@ impl PyMemory {
         limit: &Bound<'_, PyAny>,
         as_of: &Bound<'_, PyAny>,
         filter: &Bound<'_, PyAny>,
+        recency_half_life: &Bound<'_, PyAny>,
+        reference_date: &Bound<'_, PyAny>,
     ) -> PyResult<RecallAnswer<'py>> {
         let query = convert::text("query", query)?;
         let max_tokens = convert::count(py, "max_tokens", max_tokens, 0, MAX_TOKENS)?;
         let limit = convert::count(py, "limit", limit, 0, MAX_SEARCH_LIMIT)?;
         let read = ReadOptions::as_of(convert::instant(py, "as_of", as_of)?)
-            .with_filter(convert::filter(py, filter)?);
+            .with_filter(convert::filter(py, filter)?)
+            .with_recency(
+                convert::half_life(py, recency_half_life)?,
+                convert::instant(py, "reference_date", reference_date)?,
+            );
         let recall = self.run(py, move |memory| {
             memory.recall(&query, limit, max_tokens, &read)
         })?;

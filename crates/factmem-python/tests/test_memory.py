@@ -246,3 +246,24 @@ def test_neighbours_walk_from_an_entity(db, scope):
         assert memory.neighbours("user", depth=2, filter="metadata.lang exists") == []
         with pytest.raises(factmem.InvalidInput):
             memory.neighbours("user", depth=3)
+
+
+def test_recency_is_opt_in(db, scope):
+    from datetime import timedelta as td
+
+    with factmem.Memory(db, scope=scope) as memory:
+        old = memory.add_fact("user", "plays", "tennis", "User plays tennis on tennis courts",
+                              valid_from=T0).fact
+        new = memory.add_fact("user", "started", "padel", "User started padel, like tennis",
+                              valid_from=T0 + td(days=150)).fact
+        assert memory.search("tennis courts")[0].fact.id == old.id
+        for half_life in ("30d", td(days=30)):
+            found = memory.search("tennis courts", recency_half_life=half_life,
+                                  reference_date=T0 + td(days=151))
+            assert found[0].fact.id == new.id
+        recalled = memory.recall("tennis courts", recency_half_life="2w")
+        assert recalled.facts[0].fact.id == new.id
+        with pytest.raises(factmem.InvalidInput):
+            memory.search("tennis", recency_half_life="soon")
+        with pytest.raises(TypeError):
+            memory.search("tennis", recency_half_life=30)

@@ -718,35 +718,10 @@ fn tenant_space(
     })
 }
 
-/// `--run-expiry`: seconds, or a number with `s`, `m`, `h` or `d` (any case); at least one
-/// second.
+/// `--run-expiry`: seconds, or a number with `s`, `m`, `h`, `d` or `w` (any case); at least
+/// one second ([`parse_duration`](dispatch_runtime::reexports::parse_duration)).
 fn parse_expiry(text: &str) -> Result<std::time::Duration, String> {
-    let trimmed = text.trim();
-    let digits = trimmed
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(trimmed.len());
-    let (number, unit) = trimmed.split_at(digits);
-    let unit_secs: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "s" => 1,
-        "m" => 60,
-        "h" => 3_600,
-        "d" => 86_400,
-        _ => {
-            return Err(format!(
-                "{text:?} is not a duration: give seconds (3600) or a number with s, m, h or \
-                 d (60m, 24h)"
-            ));
-        }
-    };
-    let secs = number
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(unit_secs))
-        .ok_or_else(|| format!("{text:?} is not a duration: give a whole number"))?;
-    if secs == 0 {
-        return Err(format!("{text:?}: a run expiry is at least one second"));
-    }
-    Ok(std::time::Duration::from_secs(secs))
+    dispatch_runtime::reexports::parse_duration(text)
 }
 
 #[cfg(test)]
@@ -839,6 +814,7 @@ mod tests {
             ("30m", 1_800),
             ("24h", 86_400),
             (" 7D ", 604_800),
+            ("1w", 604_800),
         ] {
             assert_eq!(parse_expiry(text), Ok(Duration::from_secs(secs)), "{text}");
         }
@@ -848,7 +824,7 @@ mod tests {
             "0h",
             "1.5h",
             "-1",
-            "1w",
+            "1y",
             "h",
             "99999999999999999999d",
         ] {

@@ -200,6 +200,8 @@ enum MemCommand {
         as_of: Option<Timestamp>,
         #[command(flatten)]
         filter: FilterArgs,
+        #[command(flatten)]
+        recency: RecencyArgs,
     },
     /// Every version of the facts about a subject (and its aliases), by the time they
     /// became true.
@@ -253,6 +255,8 @@ enum MemCommand {
         /// Only the facts the filter holds for (and no episode).
         #[command(flatten)]
         filter: FilterArgs,
+        #[command(flatten)]
+        recency: RecencyArgs,
     },
     /// The memory as a system-prompt block: User Context:, History: and Facts: (by
     /// confidence).
@@ -371,6 +375,18 @@ impl FilterArgs {
     fn read(&self, as_of: Option<Timestamp>) -> Result<ReadOptions, MemFailure> {
         Ok(ReadOptions::as_of(as_of).with_filter(self.filter()?))
     }
+}
+
+/// Opt-in recency of `search` and `recall`.
+#[derive(Debug, Clone, Default, Args)]
+struct RecencyArgs {
+    /// Rank by scores that halve with every half-life of a fact's age: `30d`, `12h`, `2w`
+    /// (seconds without a unit).
+    #[arg(long, value_name = "DURATION", value_parser = reexports::parse_duration)]
+    recency_half_life: Option<Duration>,
+    /// The instant ages are measured to (RFC 3339; default --as-of, else now).
+    #[arg(long, value_name = "TIME", requires = "recency_half_life")]
+    reference_date: Option<Timestamp>,
 }
 
 /// Metadata given on the command line: `--meta KEY=VALUE` (repeatable; `n=3` is a number,
@@ -704,9 +720,13 @@ fn execute(args: MemArgs, clock: Arc<dyn Clock>, host: &Host) -> Result<Answer, 
             limit,
             as_of,
             filter,
+            recency,
         } => {
             let query = query.join(" ");
-            let found = memory.search(&query, limit, &filter.read(as_of)?)?;
+            let read = filter
+                .read(as_of)?
+                .with_recency(recency.recency_half_life, recency.reference_date);
+            let found = memory.search(&query, limit, &read)?;
             let text = if found.is_empty() {
                 format!("no facts match {query:?}")
             } else {
@@ -756,9 +776,13 @@ fn execute(args: MemArgs, clock: Arc<dyn Clock>, host: &Host) -> Result<Answer, 
             hybrid: _,
             as_of,
             filter,
+            recency,
         } => {
             let query = query.join(" ");
-            let recall = memory.recall(&query, limit, max_tokens, &filter.read(as_of)?)?;
+            let read = filter
+                .read(as_of)?
+                .with_recency(recency.recency_half_life, recency.reference_date);
+            let recall = memory.recall(&query, limit, max_tokens, &read)?;
             let text = recall.text.clone();
             Ok(Answer::new(wire::recall_answer(&query, &recall), text))
         }
@@ -1471,6 +1495,7 @@ mod tests {
             hybrid,
             as_of: None,
             filter: FilterArgs::default(),
+            recency: RecencyArgs::default(),
         };
         let archive = |llm_cmd: Option<&str>| MemCommand::Archive {
             transcript: PathBuf::from("-"),

@@ -1649,3 +1649,62 @@ fn neighbours_walk_from_an_entity() {
         Some(2)
     );
 }
+
+#[test]
+fn recency_is_opt_in_on_search_and_recall() {
+    let mem = Mem::new();
+    let old = mem.add(
+        "user",
+        "plays",
+        "tennis",
+        &[
+            "--statement",
+            "User plays tennis on tennis courts",
+            "--valid-from",
+            "2026-01-01T00:00:00Z",
+        ],
+    );
+    let new = mem.add(
+        "user",
+        "started",
+        "padel",
+        &[
+            "--statement",
+            "User started padel, like tennis",
+            "--valid-from",
+            "2026-06-01T00:00:00Z",
+        ],
+    );
+    let first = |args: &[&str]| mem.json(args)["results"][0]["fact"]["id"].clone();
+    assert_eq!(first(&["search", "tennis", "courts"]), json!(old));
+    let recent = [
+        "search",
+        "tennis",
+        "courts",
+        "--recency-half-life",
+        "30d",
+        "--reference-date",
+        "2026-06-02T00:00:00Z",
+    ];
+    assert_eq!(first(&recent), json!(new));
+    let recall = mem.json(&["recall", "tennis courts", "--recency-half-life", "2w"]);
+    assert_eq!(recall["facts"][0]["fact"]["id"], json!(new));
+    assert_eq!(
+        mem.run(&["search", "tennis", "--recency-half-life", "soon"])
+            .status
+            .code(),
+        Some(2)
+    );
+    // A reference date alone is a usage error: recency is off without a half-life.
+    assert_eq!(
+        mem.run(&[
+            "search",
+            "tennis",
+            "--reference-date",
+            "2026-06-02T00:00:00Z"
+        ])
+        .status
+        .code(),
+        Some(2)
+    );
+}

@@ -479,6 +479,7 @@ impl MemoryService {
             term_query = term_query.with_as_of(at);
         }
         term_query.filter = read.filter.as_ref();
+        term_query.recency = read.recency(self.clock.now());
         Ok(self.store.search(&term_query, &Bm25::default())?)
     }
 
@@ -505,6 +506,7 @@ impl MemoryService {
         let text = self.entities()?.expand_query(self.store.analyzer(), query);
         let mut fact_query = FactQuery::new("", text).with_max_facts(limit);
         fact_query.filter.clone_from(&read.filter);
+        fact_query.recency = read.recency(self.clock.now());
         Ok(hybrid
             .rank(&fact_query)
             .map_err(store_first)?
@@ -568,7 +570,8 @@ impl MemoryService {
             .with_limit(limit)
             .with_max_tokens(max_tokens)
             .with_as_of(read.as_of)
-            .with_filter(read.filter.as_ref());
+            .with_filter(read.filter.as_ref())
+            .with_recency(read.recency(self.clock.now()));
         if let Some((context, weight)) = self.message_context {
             query = query.with_message_context(context, weight);
         }

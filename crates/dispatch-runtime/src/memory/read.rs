@@ -1,11 +1,15 @@
 //! [`ReadOptions`]: what narrows a read of memory, the same for every read that takes it.
 
+use std::time::Duration;
+
 use fact_model::{Filter, Timestamp};
+use fact_store::Recency;
 
 /// What narrows a read of memory ([`list`](crate::MemoryService::list),
 /// [`search`](crate::MemoryService::search), [`recall`](crate::MemoryService::recall),
 /// [`history`](crate::MemoryService::history), [`format`](crate::MemoryService::format)):
-/// the instant it reads at and a filter. The default reads what is valid now, unfiltered.
+/// the instant it reads at and a filter, and for search and recall an opt-in recency. The
+/// default reads what is valid now, unfiltered, ranked by relevance alone.
 ///
 /// ```
 /// use dispatch_runtime::ReadOptions;
@@ -23,6 +27,11 @@ pub struct ReadOptions {
     /// Read only the facts this filter holds for, applied where the store ranks (a
     /// search returns its limit whenever that many facts match).
     pub filter: Option<Filter>,
+    /// Search and recall only, opt-in: rank by scores that halve with every half-life of
+    /// a fact's age (from its `valid_from` to `reference_date`).
+    pub recency_half_life: Option<Duration>,
+    /// The instant ages are measured to: default `as_of`, else now.
+    pub reference_date: Option<Timestamp>,
 }
 
 impl ReadOptions {
@@ -31,7 +40,7 @@ impl ReadOptions {
     pub fn as_of(as_of: Option<Timestamp>) -> Self {
         ReadOptions {
             as_of,
-            filter: None,
+            ..ReadOptions::default()
         }
     }
 
@@ -47,5 +56,25 @@ impl ReadOptions {
     pub fn with_filter(mut self, filter: Option<Filter>) -> Self {
         self.filter = filter;
         self
+    }
+
+    /// Ranks search and recall by scores that halve every `half_life` of a fact's age
+    /// before `reference_date` (default `as_of`, else now); `None` turns recency off.
+    #[must_use]
+    pub fn with_recency(
+        mut self,
+        half_life: Option<Duration>,
+        reference_date: Option<Timestamp>,
+    ) -> Self {
+        self.recency_half_life = half_life;
+        self.reference_date = reference_date;
+        self
+    }
+
+    /// The recency of this read, with `now` as the reference when none is given.
+    pub(crate) fn recency(&self, now: Timestamp) -> Option<Recency> {
+        let half_life = self.recency_half_life?;
+        let reference = self.reference_date.or(self.as_of).unwrap_or(now);
+        Recency::new(half_life.as_secs().max(1), reference)
     }
 }

@@ -128,6 +128,14 @@ request! {
         #[serde(default)]
         #[cfg_attr(feature = "schema", schemars(schema_with = "filter"))]
         filter: Option<Value>,
+        /// Opt-in recency: rank by scores that halve with every half-life of a fact's age
+        /// (`30d`, `12h`, `2w`; seconds without a unit).
+        #[serde(default)]
+        recency_half_life: Option<String>,
+        /// The instant ages are measured to (RFC 3339; default `as_of`, else now).
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(schema_with = "time"))]
+        reference_date: Option<Timestamp>,
     }
 }
 
@@ -154,6 +162,14 @@ request! {
         #[serde(default)]
         #[cfg_attr(feature = "schema", schemars(schema_with = "filter"))]
         filter: Option<Value>,
+        /// Opt-in recency: rank by scores that halve with every half-life of a fact's age
+        /// (`30d`, `12h`, `2w`; seconds without a unit).
+        #[serde(default)]
+        recency_half_life: Option<String>,
+        /// The instant ages are measured to (RFC 3339; default `as_of`, else now).
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(schema_with = "time"))]
+        reference_date: Option<Timestamp>,
     }
 }
 

@@ -639,3 +639,70 @@ fn neighbours_walk_one_or_two_hops_with_their_paths() {
         assert_eq!(error.code(), "invalid_depth");
     }
 }
+
+#[test]
+fn recency_is_opt_in_and_ranks_newer_facts_first_by_their_age() {
+    use dispatch_runtime::memory_protocol::{Policy, handle};
+    use serde_json::json;
+
+    let (memory, clock) = service();
+    let day = Duration::from_secs(86_400);
+    let old = memory
+        .add(
+            NewMemory::new("user", "plays", "tennis")
+                .with_statement("User plays tennis on tennis courts every week")
+                .with_valid_from(clock.now()),
+        )
+        .unwrap()
+        .fact;
+    clock.advance(day * 90);
+    let new = memory
+        .add(
+            NewMemory::new("user", "started", "padel")
+                .with_statement("User started padel, like tennis"),
+        )
+        .unwrap()
+        .fact;
+    let ids = |read: &ReadOptions| -> Vec<fact_model::FactId> {
+        memory
+            .search("tennis courts", 10, read)
+            .unwrap()
+            .iter()
+            .map(|s| s.fact.id())
+            .collect()
+    };
+    // By relevance alone the older fact, which says tennis twice, ranks first.
+    assert_eq!(ids(&ReadOptions::default()), [old.id(), new.id()]);
+    // With a 30-day half-life it is worth an eighth of that, and the new fact leads.
+    let recent = ReadOptions::default().with_recency(Some(day * 30), None);
+    assert_eq!(ids(&recent), [new.id(), old.id()]);
+    // Measured to a reference date before the new fact, nothing decays the old one.
+    let then = ReadOptions::default().with_recency(Some(day * 30), Some(old.valid_from()));
+    assert_eq!(ids(&then), [old.id(), new.id()]);
+    let recalled = memory.recall("tennis courts", 10, 2000, &recent).unwrap();
+    assert_eq!(recalled.facts[0].fact.id(), new.id());
+
+    let policy = Policy::new("mcp");
+    let found = handle(
+        &memory,
+        &policy,
+        "memory_search",
+        json!({"query": "tennis courts", "recency_half_life": "30d"}),
+    )
+    .unwrap();
+    assert_eq!(found["results"][0]["fact"]["id"], json!(new.id()));
+    let bad = handle(
+        &memory,
+        &policy,
+        "memory_recall",
+        json!({"query": "tennis", "recency_half_life": "soon"}),
+    )
+    .unwrap();
+    assert_eq!(bad["error"]["code"], "invalid_request");
+    assert!(
+        bad["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("recency_half_life")
+    );
+}

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::properties::Bm25;
 use super::{Fixture, Overlap, store, store_with, t};
 use crate::backend::scan_scores;
-use crate::{SessionFactStore, StoreConfig, TermQuery, TermWeighting, VectorQuery};
+use crate::{Recency, SessionFactStore, StoreConfig, TermQuery, TermWeighting, VectorQuery};
 
 /// Generated cases per backend: each opens a store and runs a few dozen reads.
 const CASES: u32 = 24;
@@ -271,23 +271,26 @@ fn case() -> impl Strategy<Value = Case> {
 fn brute_search(
     store: &dyn SessionFactStore,
     facts: &[SessionFact],
-    text: &str,
-    filter: &Filter,
-    limit: usize,
+    query: &TermQuery<'_>,
     weighting: &dyn TermWeighting,
 ) -> Vec<(SessionFact, f64)> {
+    let filter = query.filter.cloned().unwrap_or_else(Filter::all);
     let mut scored: Vec<(SessionFact, f64)> =
-        scan_scores(store.analyzer(), facts.iter(), text, weighting)
+        scan_scores(store.analyzer(), facts.iter(), query.text, weighting)
             .into_iter()
             .filter(|(fact, _)| filter.matches(*fact))
-            .map(|(fact, score)| (fact.clone(), score))
+            .map(|(fact, score)| {
+                let score = Recency::apply(query.recency.as_ref(), score, fact.valid_from());
+                (fact.clone(), score)
+            })
+            .filter(|(_, score)| *score > 0.0)
             .collect();
     scored.sort_by(|(a, x), (b, y)| {
         y.total_cmp(x)
             .then(b.valid_from().cmp(&a.valid_from()))
             .then(a.id().cmp(&b.id()))
     });
-    scored.truncate(limit);
+    scored.truncate(query.limit);
     scored
 }
 
@@ -377,15 +380,23 @@ pub fn filtered_reads_match_brute_force(fixture: &dyn Fixture) {
             }
             for text in QUERIES {
                 for &limit in &case.limits {
-                    for weighting in weightings {
-                        let query = TermQuery::new(text, limit).with_filter(filter);
+                    // Recency halving scores every 10 s of age before the last instant.
+                    let recency = Recency::new(10, t(40));
+                    for (weighting, recency) in [
+                        (weightings[0], None),
+                        (weightings[1], None),
+                        (weightings[0], recency),
+                    ] {
+                        let query = TermQuery::new(text, limit)
+                            .with_filter(filter)
+                            .with_recency(recency);
                         let got: Vec<(SessionFact, f64)> = store
                             .search(&query, weighting)
                             .unwrap()
                             .into_iter()
                             .map(|s| (s.fact, s.score))
                             .collect();
-                        let want = brute_search(&*store, &valid, text, filter, limit, weighting);
+                        let want = brute_search(&*store, &valid, &query, weighting);
                         prop_assert!(
                             same_ranking(&got, &want),
                             "search {:?} for {:?}: got {:?}, want {:?}",
@@ -399,14 +410,15 @@ pub fn filtered_reads_match_brute_force(fixture: &dyn Fixture) {
                     let then = store.valid_at(at).unwrap();
                     let query = TermQuery::new(text, limit)
                         .with_filter(filter)
-                        .with_as_of(at);
+                        .with_as_of(at)
+                        .with_recency(Recency::new(7, at));
                     let got: Vec<(SessionFact, f64)> = store
                         .search(&query, &Bm25)
                         .unwrap()
                         .into_iter()
                         .map(|s| (s.fact, s.score))
                         .collect();
-                    let want = brute_search(&*store, &then, text, filter, limit, &Bm25);
+                    let want = brute_search(&*store, &then, &query, &Bm25);
                     prop_assert!(same_ranking(&got, &want), "as_of search {:?}", filter);
                 }
             }

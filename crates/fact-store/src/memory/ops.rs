@@ -10,7 +10,7 @@ use super::symbols::NIL;
 use super::table::IntMap;
 use crate::compaction::summarize;
 use crate::config::{CompactionPolicy, StoreConfig};
-use crate::index::{TopK, scan_positions};
+use crate::index::{Recency, TopK, scan_positions};
 use crate::{
     AddReport, CompactionReport, ImportDiagnostic, ImportReport, NotEndedReason, ScoredFact,
     SkipReason, Skipped, SnapshotRecord, StepReport, StoreError, StoreResult, TermQuery,
@@ -379,11 +379,16 @@ impl State {
                     .exclude_source_task
                     .map(|task| self.symbols.lookup(task));
                 let each = |rid: u32, score: f64| {
-                    // Most candidates lose on score alone, without touching their record.
+                    // Most candidates lose on score alone, without touching their record
+                    // (recency only lowers a score).
                     if !top.may_admit(score) {
                         return;
                     }
                     let Some(r) = self.record(rid) else { return };
+                    let score = Recency::apply(query.recency.as_ref(), score, r.valid_from);
+                    if score <= 0.0 {
+                        return;
+                    }
                     if query.tags.is_some_and(|wanted| !r.has_any_tag(wanted))
                         || !top.admits(score, r.valid_from, r.id)
                         || excluded.is_some_and(|task| task == Some(r.task))
@@ -418,7 +423,11 @@ impl State {
                         && !excluded
                         && query.filter.is_none_or(|filter| filter.matches(fact))
                     {
-                        top.push(score, fact.valid_from(), fact.id(), at as u64);
+                        let score =
+                            Recency::apply(query.recency.as_ref(), score, fact.valid_from());
+                        if score > 0.0 {
+                            top.push(score, fact.valid_from(), fact.id(), at as u64);
+                        }
                     }
                 }
                 top.into_sorted()

@@ -239,6 +239,19 @@ def _filter(value: Any) -> Optional[str]:
     raise TypeError(f"filter: expected dict or str, got {type(value).__name__}")
 
 
+def _half_life(value: Any) -> Union[None, int, str]:
+    """``recency_half_life`` as the native half takes it: ``None``, text as ``facts``
+    takes it (``"30d"``, ``"12h"``, ``"2w"``), or a :class:`timedelta` as whole seconds."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, timedelta):
+        secs = int(value.total_seconds())
+        if secs < 1:
+            raise InvalidInput("recency_half_life: must be at least one second")
+        return secs
+    raise TypeError(f"recency_half_life: expected str or timedelta, got {type(value).__name__}")
+
+
 def _metadata(value: Any) -> Optional[str]:
     """The ``metadata`` argument as the native half takes it: ``None`` or a JSON object."""
     if value is None:
@@ -576,14 +589,22 @@ class Memory:
         as_of: Optional[datetime] = None,
         hybrid: bool = False,
         filter: Union[None, str, Mapping[str, Any]] = None,
+        recency_half_life: Union[None, str, timedelta] = None,
+        reference_date: Optional[datetime] = None,
     ) -> List[ScoredFact]:
         """The current facts (or those valid at ``as_of``) that match ``query``, best
         first: BM25 over their words, or with ``hybrid=True`` (needs ``embedder``) words
         and meaning fused. ``filter`` keeps only the facts it holds for: the JSON shape as
         a ``dict`` (``{"metadata.project": "rlm"}``) or the readable form as a ``str``
-        (``'metadata.project = "rlm" and confidence >= 0.8'``); see docs/protocol.md."""
+        (``'metadata.project = "rlm" and confidence >= 0.8'``); see docs/protocol.md.
+        ``recency_half_life`` (opt-in: ``"30d"`` or a :class:`timedelta`) ranks by scores
+        that halve with every half-life of a fact's age before ``reference_date`` (default
+        ``as_of``, else now)."""
         return _scored(
-            self._native.search(query, limit, _micros("as_of", as_of), hybrid, _filter(filter))
+            self._native.search(
+                query, limit, _micros("as_of", as_of), hybrid, _filter(filter),
+                _half_life(recency_half_life), _micros("reference_date", reference_date),
+            )  # fmt: skip
         )
 
     def recall(
@@ -594,13 +615,17 @@ class Memory:
         limit: int = 10,
         as_of: Optional[datetime] = None,
         filter: Union[None, str, Mapping[str, Any]] = None,
+        recency_half_life: Union[None, str, timedelta] = None,
+        reference_date: Optional[datetime] = None,
     ) -> Recall:
         """The facts and archived messages that answer ``query``, as text for a prompt
         within ``max_tokens`` (whole lines only), plus what it shows. With an
         ``embedder``, facts are ranked by words and meaning. With ``filter`` (as for
-        :meth:`search`), only the facts it holds for, and no messages."""
+        :meth:`search`), only the facts it holds for, and no messages; with
+        ``recency_half_life``, facts ranked with their age as for :meth:`search`."""
         text, tokens, facts, episodes = self._native.recall(
-            query, max_tokens, limit, _micros("as_of", as_of), _filter(filter)
+            query, max_tokens, limit, _micros("as_of", as_of), _filter(filter),
+            _half_life(recency_half_life), _micros("reference_date", reference_date),
         )
         return Recall(
             text,

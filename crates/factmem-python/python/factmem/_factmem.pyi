@@ -69,6 +69,8 @@ class Memory:
         as_of: Optional[int],
         hybrid: bool,
         filter: Optional[str],
+        recency_half_life: Union[None, int, str],
+        reference_date: Optional[int],
     ) -> List[ScoredRow]: ...
     def recall(
         self,
@@ -77,6 +79,8 @@ class Memory:
         limit: int,
         as_of: Optional[int],
         filter: Optional[str],
+        recency_half_life: Union[None, int, str],
+        reference_date: Optional[int],
     ) -> Tuple[str, int, List[ScoredRow], List[EpisodeRow]]: ...
     def get(self, id: str) -> FactRow: ...
     def get_all(self, as_of: Optional[int], filter: Optional[str]) -> List[FactRow]: ...
