@@ -3,7 +3,9 @@
 //! 1,000,000 workload facts (unbounded store: no capacity, no history limit, no automatic
 //! compaction), everything the store holds counted: facts, indexes, the term index.
 //! Run with `cargo bench -p fact-store --bench memory` (all sizes), or pick sizes with
-//! `cargo bench -p fact-store --bench memory -- 200 100000`.
+//! `cargo bench -p fact-store --bench memory -- 200 100000`; `-- --metadata 100000` gives
+//! every fact metadata of three short keys (`project`, `n`, `ok`, its own for each fact),
+//! for issue 35's figure beside the one without.
 //!
 //! It exits non-zero when the 200 facts go over the 256 KiB budget, or a larger size over
 //! issue 12's goal of 300 bytes per stored fact.
@@ -21,7 +23,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Instant;
 
-use fact_model::{ManualClock, Timestamp};
+use fact_model::{ManualClock, MetaValue, Metadata, Timestamp};
 use fact_store::{InMemorySessionFactStore, SessionFactStore, StoreConfig};
 
 /// Counts the bytes currently allocated.
@@ -79,7 +81,7 @@ struct Measured {
 
 /// Adds exactly `facts` workload facts to a fresh store made with `config`, in the
 /// workload's batches (two per task, the last one cut), and counts the heap it holds.
-fn measure(facts: usize, config: StoreConfig) -> Measured {
+fn measure(facts: usize, config: StoreConfig, metadata: bool) -> Measured {
     // The 200-fact figure has always been taken from `--facts 400`'s tasks; the larger
     // sizes generate just enough tasks (about 16 facts each).
     let workload = workload::generate(facts.max(400), 0, 42);
@@ -89,11 +91,21 @@ fn measure(facts: usize, config: StoreConfig) -> Measured {
     let start = Instant::now();
     let store = InMemorySessionFactStore::new(config, Arc::new(ManualClock::default()));
     let mut remaining = facts;
+    let mut added = 0usize;
     for (n, task) in workload.tasks.iter().enumerate() {
         let at = Timestamp::from_unix_secs(n as i64).unwrap();
         for mut batch in facts::task_batches(task, at) {
             batch.truncate(remaining);
             remaining -= batch.len();
+            if metadata {
+                batch = batch
+                    .into_iter()
+                    .map(|fact| {
+                        added += 1;
+                        fact.with_metadata(three_keys(added))
+                    })
+                    .collect();
+            }
             store.add(batch).unwrap();
         }
         if remaining == 0 {
@@ -110,8 +122,21 @@ fn measure(facts: usize, config: StoreConfig) -> Measured {
     }
 }
 
+/// Metadata of three short keys, its own allocation for each fact.
+fn three_keys(n: usize) -> Metadata {
+    let projects = ["rlm", "factmem", "home", "work"];
+    let project = projects.get(n % projects.len()).copied().unwrap_or("rlm");
+    Metadata::from_pairs([
+        ("project", MetaValue::String(project.into())),
+        ("n", MetaValue::Number((n % 100) as f64)),
+        ("ok", MetaValue::Bool(n.is_multiple_of(2))),
+    ])
+    .unwrap()
+}
+
 fn main() -> ExitCode {
     // `cargo bench` passes `--bench`; numbers pick sizes.
+    let metadata = std::env::args().any(|arg| arg == "--metadata");
     let picked: Vec<usize> = std::env::args()
         .skip(1)
         .filter_map(|arg| arg.replace('_', "").parse().ok())
@@ -121,6 +146,9 @@ fn main() -> ExitCode {
     } else {
         picked
     };
+    if metadata {
+        println!("every fact with metadata of three short keys");
+    }
     println!("| facts added | stored (valid) | heap held | per stored fact | goal | fill time |");
     println!("|---|---|---|---|---|---|");
     let mut failed = false;
@@ -133,7 +161,7 @@ fn main() -> ExitCode {
                 .with_history_limit(usize::MAX)
                 .with_auto_compact(false)
         };
-        let m = measure(facts, config);
+        let m = measure(facts, config, metadata);
         let per_fact = m.held as f64 / m.versions.max(1) as f64;
         let goal = if facts == 200 {
             let ok = m.versions == 200 && m.held <= BUDGET;
@@ -143,6 +171,9 @@ fn main() -> ExitCode {
                 BUDGET / 1024,
                 if ok { "met" } else { "FAILED" }
             )
+        } else if metadata {
+            // Issue 35 asks for the figure with metadata, with no goal of its own.
+            "reported (with metadata)".to_owned()
         } else {
             let ok = per_fact <= GOAL_PER_FACT;
             failed |= !ok;
