@@ -143,3 +143,30 @@ impl MetaIndex {
         best
     }
 }
+
+/// A set of record numbers as bits: what [`MetaIndex::candidates`] found, tested in
+/// constant time while a search scores.
+#[derive(Debug)]
+pub(super) struct RecordSet {
+    bits: Vec<u64>,
+}
+
+impl RecordSet {
+    /// The set of `rids`, for records numbered below `len`.
+    pub(super) fn of(rids: &[u32], len: usize) -> RecordSet {
+        let mut bits = vec![0u64; len.div_ceil(64)];
+        for &rid in rids {
+            if let Some(word) = bits.get_mut(rid as usize / 64) {
+                *word |= 1 << (rid % 64);
+            }
+        }
+        RecordSet { bits }
+    }
+
+    /// Whether `rid` is in the set.
+    pub(super) fn contains(&self, rid: u32) -> bool {
+        self.bits
+            .get(rid as usize / 64)
+            .is_some_and(|word| word & (1 << (rid % 64)) != 0)
+    }
+}

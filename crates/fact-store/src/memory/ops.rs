@@ -4,6 +4,7 @@
 
 use fact_model::{FactId, FactSelector, FactUpdate, SessionFact, Timestamp, fold_statement};
 
+use super::meta::RecordSet;
 use super::records::Record;
 use super::state::{Scratch, State, texts_of};
 use super::symbols::NIL;
@@ -378,10 +379,19 @@ impl State {
                 let excluded = query
                     .exclude_source_task
                     .map(|task| self.symbols.lookup(task));
+                // A metadata equality the filter requires: the records holding its value,
+                // as bits, reject the others before their record is read.
+                let allowed = query.filter.and_then(|filter| {
+                    let rids = self.metadata.candidates(filter.conjuncts().into_iter())?;
+                    Some(RecordSet::of(&rids, self.records.len()))
+                });
                 let each = |rid: u32, score: f64| {
                     // Most candidates lose on score alone, without touching their record
                     // (recency only lowers a score).
                     if !top.may_admit(score) {
+                        return;
+                    }
+                    if allowed.as_ref().is_some_and(|set| !set.contains(rid)) {
                         return;
                     }
                     let Some(r) = self.record(rid) else { return };
