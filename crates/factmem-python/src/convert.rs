@@ -215,6 +215,18 @@ pub(crate) fn half_life(
     )))
 }
 
+/// The `as_of` and `filter` arguments of a read, as the service takes them.
+pub(crate) fn read(
+    py: Python<'_>,
+    as_of: &Bound<'_, PyAny>,
+    filter: &Bound<'_, PyAny>,
+) -> PyResult<dispatch_runtime::ReadOptions> {
+    Ok(
+        dispatch_runtime::ReadOptions::as_of(instant(py, "as_of", as_of)?)
+            .with_filter(self::filter(py, filter)?),
+    )
+}
+
 /// A metadata argument: `None`, or a JSON object's text (the Python half writes the
 /// `dict`); metadata that does not read is `InvalidInput` with code `invalid_metadata`.
 pub(crate) fn metadata(

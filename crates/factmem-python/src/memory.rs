@@ -442,12 +442,10 @@ impl PyMemory {
     ) -> PyResult<Bound<'py, PyAny>> {
         let query = convert::text("query", query)?;
         let limit = convert::count(py, "limit", limit, 0, MAX_SEARCH_LIMIT)?;
-        let read = ReadOptions::as_of(convert::instant(py, "as_of", as_of)?)
-            .with_filter(convert::filter(py, filter)?)
-            .with_recency(
-                convert::half_life(py, recency_half_life)?,
-                convert::instant(py, "reference_date", reference_date)?,
-            );
+        let read = convert::read(py, as_of, filter)?.with_recency(
+            convert::half_life(py, recency_half_life)?,
+            convert::instant(py, "reference_date", reference_date)?,
+        );
         let hybrid = flag("hybrid", hybrid)?;
         if hybrid && !self.semantic {
             return Err(errors::invalid(
@@ -483,12 +481,10 @@ impl PyMemory {
         let query = convert::text("query", query)?;
         let max_tokens = convert::count(py, "max_tokens", max_tokens, 0, MAX_TOKENS)?;
         let limit = convert::count(py, "limit", limit, 0, MAX_SEARCH_LIMIT)?;
-        let read = ReadOptions::as_of(convert::instant(py, "as_of", as_of)?)
-            .with_filter(convert::filter(py, filter)?)
-            .with_recency(
-                convert::half_life(py, recency_half_life)?,
-                convert::instant(py, "reference_date", reference_date)?,
-            );
+        let read = convert::read(py, as_of, filter)?.with_recency(
+            convert::half_life(py, recency_half_life)?,
+            convert::instant(py, "reference_date", reference_date)?,
+        );
         let recall = self.run(py, move |memory| {
             memory.recall(&query, limit, max_tokens, &read)
         })?;
@@ -541,8 +537,7 @@ impl PyMemory {
         as_of: &Bound<'_, PyAny>,
         filter: &Bound<'_, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let read = ReadOptions::as_of(convert::instant(py, "as_of", as_of)?)
-            .with_filter(convert::filter(py, filter)?);
+        let read = convert::read(py, as_of, filter)?;
         let facts = self.run(py, move |memory| memory.list(&read))?;
         convert::facts(py, &facts)
     }
@@ -609,8 +604,7 @@ impl PyMemory {
         filter: &Bound<'_, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let subject = convert::text("subject", subject)?;
-        let read = ReadOptions::as_of(convert::instant(py, "as_of", as_of)?)
-            .with_filter(convert::filter(py, filter)?);
+        let read = convert::read(py, as_of, filter)?;
         let versions = self.run(py, move |memory| memory.history(&subject, &read))?;
         convert::facts(py, &versions)
     }
@@ -629,8 +623,7 @@ impl PyMemory {
         let entity = convert::text("entity", entity)?;
         let depth = convert::count(py, "depth", depth, 1, MAX_NEIGHBOUR_DEPTH)?;
         let limit = convert::count(py, "limit", limit, 0, MAX_SEARCH_LIMIT)?;
-        let read = ReadOptions::as_of(convert::instant(py, "as_of", as_of)?)
-            .with_filter(convert::filter(py, filter)?);
+        let read = convert::read(py, as_of, filter)?;
         let found = self.run(py, move |memory| {
             memory.neighbours(&entity, depth, limit, &read)
         })?;
@@ -683,8 +676,7 @@ impl PyMemory {
         filter: &Bound<'_, PyAny>,
     ) -> PyResult<String> {
         let max_tokens = convert::count(py, "max_tokens", max_tokens, 0, MAX_TOKENS)?;
-        let read = ReadOptions::as_of(convert::instant(py, "as_of", as_of)?)
-            .with_filter(convert::filter(py, filter)?);
+        let read = convert::read(py, as_of, filter)?;
         self.run(py, move |memory| memory.format(max_tokens, &read))
     }
 }
