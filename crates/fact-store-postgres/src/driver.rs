@@ -472,29 +472,39 @@ impl Driver for Postgres {
                 self.facts(&sql, &[&scope, &id_to_sql(id)])
             }
             FactRead::ValidAbout(subject, limit) => self.valid_about(subject, limit),
-            FactRead::Touching { entities, as_of } => {
-                let names: Vec<&str> = entities.to_vec();
+            FactRead::Touching(query) => {
+                let names: Vec<&str> = query.entities.to_vec();
                 let mut values: Vec<Box<dyn ToSql + Sync>> = vec![Box::new(scope), Box::new(names)];
-                let validity = match as_of {
-                    None => "valid_to IS NULL",
+                let validity = match query.as_of {
+                    None => "f.valid_to IS NULL",
                     Some(at) => {
                         values.push(Box::new(at.unix_micros()));
-                        "valid_from <= $3 AND (valid_to IS NULL OR $3 < valid_to)"
+                        "f.valid_from <= $3 AND (f.valid_to IS NULL OR $3 < f.valid_to)"
                     }
                 };
+                let filter = match query.filter {
+                    Some(filter) => {
+                        let compiled = compile(filter, Dialect::Postgres, values.len() + 1);
+                        values.extend(bind(&compiled.params));
+                        compiled.sql
+                    }
+                    None => "TRUE".to_owned(),
+                };
+                values.push(Box::new(i64::try_from(query.limit).unwrap_or(i64::MAX)));
+                let limit = values.len();
                 // Each side through its index of hashes: `facts_subject` (scope,
                 // subject_hash) and `facts_object` (scope, hashtextextended(object, 0)).
                 let sql = format!(
                     "WITH names AS (SELECT name, hashtextextended(name, 0) AS hash \
                        FROM unnest($2::text[]) AS name) \
-                     SELECT {FACT_COLUMNS} FROM facts WHERE scope = $1 AND {validity} \
-                     AND seq IN (\
+                     SELECT {FACT_COLUMNS} FROM facts AS f WHERE f.scope = $1 AND {validity} \
+                     AND f.seq IN (\
                        SELECT seq FROM facts JOIN names ON subject_hash = names.hash \
                          WHERE scope = $1 AND subject = names.name \
                        UNION SELECT seq FROM facts JOIN names \
                          ON hashtextextended(object, 0) = names.hash \
                          WHERE scope = $1 AND object = names.name) \
-                     ORDER BY seq"
+                     AND {filter} ORDER BY f.seq LIMIT ${limit}"
                 );
                 let refs: Vec<&(dyn ToSql + Sync)> = values.iter().map(AsRef::as_ref).collect();
                 self.facts(&sql, &refs)

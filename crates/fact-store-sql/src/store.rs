@@ -16,8 +16,8 @@ use std::sync::Arc;
 
 use fact_model::{Clock, FactId, FactSelector, FactUpdate, Filter, SessionFact, Timestamp};
 use fact_store::{
-    AddReport, Alias, Analyzer, CompactionReport, Episode, EpisodeStore, FactVectors, ImportReport,
-    LongTermStore, MemoryReport, MemoryWrite, MessageHit, MessageQuery, ProfileEntry,
+    AddReport, Alias, Analyzer, CompactionReport, EdgeQuery, Episode, EpisodeStore, FactVectors,
+    ImportReport, LongTermStore, MemoryReport, MemoryWrite, MessageHit, MessageQuery, ProfileEntry,
     SNAPSHOT_VERSION, ScoredFact, SessionFactStore, Snapshot, SnapshotRecord, StoreConfig,
     StoreError, StoreResult, TermQuery, TermWeighting, Transaction, TransactionReport,
     current_profile,
@@ -52,14 +52,10 @@ pub enum FactRead<'a> {
         /// The instant, or `None` for the valid versions.
         as_of: Option<Timestamp>,
     },
-    /// The valid versions (or those valid at `as_of`) whose subject or object is one of
-    /// `entities`, found through the indexes of both columns.
-    Touching {
-        /// The subjects and objects.
-        entities: &'a [&'a str],
-        /// The instant, or `None` for the valid versions.
-        as_of: Option<Timestamp>,
-    },
+    /// The valid versions (or those valid at `query.as_of`) whose subject or object is one
+    /// of `query.entities`, found through the indexes of both columns, that `query.filter`
+    /// (compiled to SQL) holds for: the oldest `query.limit`.
+    Touching(&'a EdgeQuery<'a>),
 }
 
 /// One of the scope's counters (exhaustive, as [`FactRead`]).
@@ -444,16 +440,12 @@ impl<D: Driver> SessionFactStore for SqlStore<D> {
         Ok(facts)
     }
 
-    fn touching(
-        &self,
-        entities: &[&str],
-        as_of: Option<Timestamp>,
-    ) -> StoreResult<Vec<SessionFact>> {
-        if entities.is_empty() {
+    fn touching(&self, query: &EdgeQuery<'_>) -> StoreResult<Vec<SessionFact>> {
+        if query.entities.is_empty() || query.limit == 0 {
             return Ok(Vec::new());
         }
-        let mut facts = self.driver.facts(FactRead::Touching { entities, as_of })?;
-        if let Some(at) = as_of {
+        let mut facts = self.driver.facts(FactRead::Touching(query))?;
+        if let Some(at) = query.as_of {
             facts.retain(|fact| fact.is_valid_at(at));
         }
         Ok(facts)

@@ -677,19 +677,31 @@ impl Driver for Sqlite {
                 );
                 self.facts(&sql, params_from_iter(values))
             }
-            FactRead::Touching { entities, as_of } => {
-                let names = Value::Text(serde_json::Value::from(entities.to_vec()).to_string());
-                let (validity, values) = match as_of {
-                    None => ("f.valid_to IS NULL", vec![Value::Integer(scope), names]),
-                    Some(at) => (
-                        "f.valid_from <= ?3 AND (f.valid_to IS NULL OR ?3 < f.valid_to)",
-                        vec![
-                            Value::Integer(scope),
-                            names,
-                            Value::Integer(at.unix_micros()),
-                        ],
-                    ),
+            FactRead::Touching(query) => {
+                let names = serde_json::Value::from(query.entities.to_vec()).to_string();
+                let mut values = vec![Value::Integer(scope), Value::Text(names)];
+                let validity = match query.as_of {
+                    None => "f.valid_to IS NULL".to_owned(),
+                    Some(at) => {
+                        values.push(Value::Integer(at.unix_micros()));
+                        let at = values.len();
+                        format!(
+                            "f.valid_from <= ?{at} AND (f.valid_to IS NULL OR ?{at} < f.valid_to)"
+                        )
+                    }
                 };
+                let filter = match query.filter {
+                    Some(filter) => {
+                        let compiled = compile(filter, Dialect::Sqlite, values.len() + 1);
+                        values.extend(compiled.params.iter().map(bind));
+                        compiled.sql
+                    }
+                    None => "TRUE".to_owned(),
+                };
+                values.push(Value::Integer(
+                    i64::try_from(query.limit).unwrap_or(i64::MAX),
+                ));
+                let limit = values.len();
                 // Each side through its index: `facts_key` (scope, subject, …) and
                 // `facts_object` (scope, object).
                 let sql = format!(
@@ -699,7 +711,7 @@ impl Driver for Sqlite {
                          AND subject IN (SELECT value FROM json_each(?2)) \
                        UNION SELECT seq FROM facts WHERE scope = ?1 \
                          AND object IN (SELECT value FROM json_each(?2))) \
-                     ORDER BY f.seq"
+                     AND {filter} ORDER BY f.seq LIMIT ?{limit}"
                 );
                 self.facts(&sql, params_from_iter(values))
             }

@@ -19,7 +19,7 @@ use std::sync::{Arc, OnceLock};
 
 use divan::Bencher;
 use fact_model::{Filter, ManualClock, MetaValue, Metadata, SessionFact, Timestamp};
-use fact_store::{InMemorySessionFactStore, SessionFactStore, TermQuery};
+use fact_store::{EdgeQuery, InMemorySessionFactStore, SessionFactStore, TermQuery};
 use search_support::{Bm25, unbounded};
 
 fn main() {
@@ -116,7 +116,7 @@ fn touching_depth_2(bencher: Bencher<'_, '_>) {
     bencher
         .with_inputs(|| next.next().cloned().unwrap_or_default())
         .bench_local_values(|entity| {
-            let first = store.touching(&[entity.as_str()], None).unwrap();
+            let first = store.touching(&EdgeQuery::new(&[entity.as_str()])).unwrap();
             let others: Vec<&str> = first
                 .iter()
                 .map(|f| {
@@ -127,6 +127,6 @@ fn touching_depth_2(bencher: Bencher<'_, '_>) {
                     }
                 })
                 .collect();
-            store.touching(&others, None).unwrap().len() + first.len()
+            store.touching(&EdgeQuery::new(&others)).unwrap().len() + first.len()
         });
 }

@@ -95,6 +95,7 @@ mod config;
 #[cfg(feature = "conformance")]
 #[cfg_attr(docsrs, doc(cfg(feature = "conformance")))]
 pub mod conformance;
+mod edges;
 mod episode;
 mod error;
 mod heap;
@@ -110,6 +111,7 @@ mod transaction;
 mod vector;
 
 pub use crate::config::{COMPACTED_RELATION, CompactionPolicy, StoreConfig};
+pub use crate::edges::EdgeQuery;
 pub use crate::episode::{
     DEFAULT_CONTEXT_WEIGHT, DEFAULT_MESSAGE_CONTEXT, Episode, EpisodeExtracted, EpisodeStore,
     MAX_SEARCH_LIMIT, MessageHit, MessageQuery,

@@ -46,9 +46,9 @@ use fact_model::{
 
 use self::state::State;
 use crate::{
-    AddReport, Analyzer, CompactionReport, FactVectors, ImportReport, SNAPSHOT_VERSION, ScoredFact,
-    SessionFactStore, Snapshot, SnapshotRecord, Step, StepReport, StoreConfig, StoreError,
-    StoreResult, TermQuery, TermWeighting, Transaction, TransactionReport,
+    AddReport, Analyzer, CompactionReport, EdgeQuery, FactVectors, ImportReport, SNAPSHOT_VERSION,
+    ScoredFact, SessionFactStore, Snapshot, SnapshotRecord, Step, StepReport, StoreConfig,
+    StoreError, StoreResult, TermQuery, TermWeighting, Transaction, TransactionReport,
 };
 
 /// An in-memory [`SessionFactStore`], safe to share between threads.
@@ -323,15 +323,11 @@ impl SessionFactStore for InMemorySessionFactStore {
         })
     }
 
-    fn touching(
-        &self,
-        entities: &[&str],
-        as_of: Option<Timestamp>,
-    ) -> StoreResult<Vec<SessionFact>> {
+    fn touching(&self, query: &EdgeQuery<'_>) -> StoreResult<Vec<SessionFact>> {
         let state = self.read();
-        Ok(match as_of {
-            Some(at) => state.touching(entities, |r| r.is_valid_at(at)),
-            None => state.touching(entities, |r| r.is_valid()),
+        Ok(match query.as_of {
+            Some(at) => state.touching(query, |r| r.is_valid_at(at)),
+            None => state.touching(query, |r| r.is_valid()),
         })
     }
 

@@ -6,8 +6,8 @@ use std::fmt::Debug;
 use fact_model::{FactId, FactSelector, FactUpdate, Filter, SessionFact, Tag, Timestamp};
 
 use crate::{
-    AddReport, Analyzer, CompactionReport, FactVectors, ImportReport, ScoredFact, Snapshot,
-    StoreResult, TermQuery, TermWeighting, Transaction, TransactionReport,
+    AddReport, Analyzer, CompactionReport, EdgeQuery, FactVectors, ImportReport, ScoredFact,
+    Snapshot, StoreResult, TermQuery, TermWeighting, Transaction, TransactionReport,
 };
 
 /// A store of temporal facts, shared by reference between the components of a run.
@@ -455,11 +455,12 @@ pub trait SessionFactStore: Send + Sync + Debug {
         Ok(facts)
     }
 
-    /// The facts valid now (or at `as_of`) whose subject or object is one of `entities`
-    /// (compared as stored, byte for byte), oldest first: the edges of the fact graph at
-    /// those nodes. Provided: [`valid_facts`](Self::valid_facts) or
-    /// [`valid_at`](Self::valid_at), narrowed; the stores of this workspace answer it from
-    /// an index of their own.
+    /// The facts valid now (or at `query.as_of`) whose subject or object is one of
+    /// `query.entities` (compared as stored, byte for byte) and that `query.filter` holds
+    /// for, oldest first, at most `query.limit`: the edges of the fact graph at those
+    /// nodes. Provided: [`valid_facts`](Self::valid_facts) or [`valid_at`](Self::valid_at),
+    /// narrowed; the stores of this workspace answer it from an index of their own, and
+    /// stop reading at the limit.
     ///
     /// # Errors
     ///
@@ -467,29 +468,27 @@ pub trait SessionFactStore: Send + Sync + Debug {
     ///
     /// ```
     /// # use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
-    /// # use fact_store::{InMemorySessionFactStore, SessionFactStore};
+    /// # use fact_store::{EdgeQuery, InMemorySessionFactStore, SessionFactStore};
     /// # let fact = |s: &str, r: &str, o: &str| SessionFact::builder(s, r, o)
     /// #     .tag(Tag::Knowledge).source("chat", SourceRole::User)
     /// #     .valid_from(Timestamp::UNIX_EPOCH).build().unwrap();
     /// let store = InMemorySessionFactStore::default();
     /// store.add(vec![fact("user", "works_on", "rlm"), fact("rlm", "written_in", "rust"),
     ///     fact("user", "lives_in", "berlin")])?;
-    /// let edges = store.touching(&["rlm"], None)?;
+    /// let edges = store.touching(&EdgeQuery::new(&["rlm"]))?;
     /// let relations: Vec<_> = edges.iter().map(|f| f.relation()).collect();
     /// assert_eq!(relations, ["works_on", "written_in"]);
+    /// let first = store.touching(&EdgeQuery::new(&["rlm"]).with_limit(1))?;
+    /// assert_eq!(first[0].relation(), "works_on");
     /// # Ok::<(), fact_store::StoreError>(())
     /// ```
-    fn touching(
-        &self,
-        entities: &[&str],
-        as_of: Option<Timestamp>,
-    ) -> StoreResult<Vec<SessionFact>> {
-        let names: std::collections::HashSet<&str> = entities.iter().copied().collect();
-        let mut facts = match as_of {
+    fn touching(&self, query: &EdgeQuery<'_>) -> StoreResult<Vec<SessionFact>> {
+        let mut facts = match query.as_of {
             Some(at) => self.valid_at(at)?,
             None => self.valid_facts()?,
         };
-        facts.retain(|fact| names.contains(fact.subject()) || names.contains(fact.object()));
+        facts.retain(|fact| query.touches(fact));
+        facts.truncate(query.limit);
         Ok(facts)
     }
 
@@ -631,12 +630,8 @@ macro_rules! forward_store {
             ) -> StoreResult<Vec<SessionFact>> {
                 (**self).select(filter, as_of)
             }
-            fn touching(
-                &self,
-                entities: &[&str],
-                as_of: Option<Timestamp>,
-            ) -> StoreResult<Vec<SessionFact>> {
-                (**self).touching(entities, as_of)
+            fn touching(&self, query: &EdgeQuery<'_>) -> StoreResult<Vec<SessionFact>> {
+                (**self).touching(query)
             }
             fn valid_count(&self) -> StoreResult<usize> { (**self).valid_count() }
             fn stored_count(&self) -> StoreResult<usize> { (**self).stored_count() }

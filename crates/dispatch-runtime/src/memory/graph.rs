@@ -3,7 +3,8 @@
 
 use std::collections::HashSet;
 
-use fact_model::{FactId, SessionFact};
+use fact_model::{FactId, SessionFact, Timestamp};
+use fact_store::EdgeQuery;
 use serde::Serialize;
 
 use super::{MemoryError, MemoryService, ReadOptions};
@@ -33,7 +34,9 @@ impl MemoryService {
     /// lead to (the other end of each depth-1 fact), each with the path that reached it.
     /// `read.filter` narrows every hop: a depth-2 fact is reached only through a depth-1
     /// fact the filter holds for. At most `limit` facts, depth 1 first, each once; within
-    /// a depth, oldest first.
+    /// a depth, oldest first. The store reads each hop through its indexes and stops at
+    /// the limit ([`SessionFactStore::touching`](fact_store::SessionFactStore::touching)),
+    /// so a walk from a busy entity costs what it returns.
     ///
     /// # Errors
     ///
@@ -52,13 +55,19 @@ impl MemoryService {
         let entities = self.entities()?;
         let start = entities.resolve(entity);
         let names = entities.names_of(entity);
-        let passes = |fact: &SessionFact| read.filter.as_ref().is_none_or(|f| f.matches(fact));
-        let first = self.store.touching(&as_strs(&names), read.as_of)?;
+        let edges = |names: &[&str], limit: usize| {
+            self.store.touching(
+                &EdgeQuery::new(names)
+                    .with_as_of(read.as_of)
+                    .with_filter(read.filter.as_ref())
+                    .with_limit(limit),
+            )
+        };
         let mut found: Vec<Neighbour> = Vec::new();
-        let mut seen: HashSet<(FactId, fact_model::Timestamp)> = HashSet::new();
+        let mut seen: HashSet<(FactId, Timestamp)> = HashSet::new();
         // The entity each depth-1 fact leads to, in the order of the facts.
         let mut leads: Vec<(String, FactId)> = Vec::new();
-        for fact in first.into_iter().filter(|f| passes(f)) {
+        for fact in edges(&as_strs(&names), limit)? {
             if !seen.insert((fact.id(), fact.valid_from())) {
                 continue;
             }
@@ -91,9 +100,12 @@ impl MemoryService {
             }
         }
         let next_names: Vec<&str> = next.iter().map(|(n, _)| n.as_str()).collect();
-        let second = self.store.touching(&next_names, read.as_of)?;
-        let mut reached: Vec<(usize, Neighbour)> = Vec::new();
-        for fact in second.into_iter().filter(|f| passes(f)) {
+        // A depth-1 fact comes back again when it also touches a depth-2 entity: `limit`
+        // edges leave room for every one of them and still fill the limit.
+        for fact in edges(&next_names, limit)? {
+            if found.len() >= limit {
+                break;
+            }
             if seen.contains(&(fact.id(), fact.valid_from())) {
                 continue;
             }
@@ -107,22 +119,13 @@ impl MemoryService {
                 continue;
             };
             seen.insert((fact.id(), fact.valid_from()));
-            let path = vec![start.clone(), entities.resolve(other)];
-            let order = lead.unwrap_or(usize::MAX);
-            reached.push((
-                order,
-                Neighbour {
-                    depth: 2,
-                    path,
-                    via: Some(*via),
-                    fact,
-                },
-            ));
+            found.push(Neighbour {
+                depth: 2,
+                path: vec![start.clone(), entities.resolve(other)],
+                via: Some(*via),
+                fact,
+            });
         }
-        // Grouped by the depth-1 fact that reached them; within a group, oldest first.
-        reached.sort_by_key(|(order, _)| *order);
-        found.extend(reached.into_iter().map(|(_, n)| n));
-        found.truncate(limit);
         Ok(found)
     }
 }

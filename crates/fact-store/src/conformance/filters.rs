@@ -13,7 +13,9 @@ use serde_json::{Value, json};
 use super::properties::Bm25;
 use super::{Fixture, Overlap, store, store_with, t};
 use crate::backend::scan_scores;
-use crate::{Recency, SessionFactStore, StoreConfig, TermQuery, TermWeighting, VectorQuery};
+use crate::{
+    EdgeQuery, Recency, SessionFactStore, StoreConfig, TermQuery, TermWeighting, VectorQuery,
+};
 
 /// Generated cases per backend: each opens a store and runs a few dozen reads.
 const CASES: u32 = 24;
@@ -333,26 +335,52 @@ pub fn filtered_reads_match_brute_force(fixture: &dyn Fixture) {
             clock.advance(std::time::Duration::from_secs(1));
         }
         let valid = store.valid_facts().unwrap();
-        // The edges at a few nodes, now and at each instant.
-        for names in [
-            &["user"][..],
-            &[LONG, "alpha"],
-            &["Berlin", "Zed", "task:1"],
-            &[],
-        ] {
-            let touches =
-                |f: &SessionFact| names.contains(&f.subject()) || names.contains(&f.object());
-            let want: Vec<SessionFact> = valid.iter().filter(|f| touches(f)).cloned().collect();
-            prop_assert_eq!(
-                store.touching(names, None).unwrap(),
-                want,
-                "touching {:?}",
-                names
-            );
-            for &secs in &case.instants {
-                let then = store.valid_at(t(secs)).unwrap();
-                let want: Vec<SessionFact> = then.iter().filter(|f| touches(f)).cloned().collect();
-                prop_assert_eq!(store.touching(names, Some(t(secs))).unwrap(), want);
+        // The edges at a few nodes, now and at each instant, unfiltered and with each
+        // filter, whole and cut at each limit.
+        let no_filter: [Option<&Filter>; 1] = [None];
+        let filters = no_filter.into_iter().chain(case.filters.iter().map(Some));
+        let limits: Vec<usize> = std::iter::once(usize::MAX)
+            .chain(case.limits.iter().copied())
+            .collect();
+        for filter in filters {
+            for names in [
+                &["user"][..],
+                &[LONG, "alpha"],
+                &["Berlin", "Zed", "task:1"],
+                &[],
+            ] {
+                let query = EdgeQuery::new(names).with_filter(filter);
+                let edges = |facts: &[SessionFact], limit: usize| -> Vec<SessionFact> {
+                    facts
+                        .iter()
+                        .filter(|f| query.touches(f))
+                        .take(limit)
+                        .cloned()
+                        .collect()
+                };
+                for &limit in &limits {
+                    let query = query.with_limit(limit);
+                    prop_assert_eq!(
+                        store.touching(&query).unwrap(),
+                        edges(&valid, limit),
+                        "touching {:?}, {:?}, limit {}",
+                        names,
+                        filter,
+                        limit
+                    );
+                    for &secs in &case.instants {
+                        let then = store.valid_at(t(secs)).unwrap();
+                        prop_assert_eq!(
+                            store.touching(&query.with_as_of(Some(t(secs)))).unwrap(),
+                            edges(&then, limit),
+                            "touching {:?} at {}, {:?}, limit {}",
+                            names,
+                            secs,
+                            filter,
+                            limit
+                        );
+                    }
+                }
             }
         }
         let weightings: [&dyn TermWeighting; 2] = [&Bm25, &Overlap];

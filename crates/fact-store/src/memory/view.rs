@@ -4,6 +4,8 @@
 
 use fact_model::{Filter, FilterTarget, MetaValue, SessionFact, Tag, Tags, Timestamp};
 
+use crate::EdgeQuery;
+
 use super::records::Record;
 use super::state::State;
 
@@ -95,36 +97,42 @@ impl State {
 }
 
 impl State {
-    /// The versions `keep` accepts whose subject or object is one of `entities`, as facts,
-    /// oldest first: one pass over the records comparing symbols (subjects and short
-    /// objects are interned), and texts only for the objects of longer names.
+    /// The versions `keep` accepts that are edges of `query` (their subject or object is
+    /// one of its entities, its filter holds), as facts, oldest first, at most
+    /// `query.limit`: one pass over the records comparing symbols (subjects and short
+    /// objects are interned), and texts only for the objects of longer names; the pass
+    /// stops at the limit, and only the edges returned are built as facts.
     pub(super) fn touching(
         &self,
-        entities: &[&str],
+        query: &EdgeQuery<'_>,
         keep: impl Fn(&Record) -> bool,
     ) -> Vec<SessionFact> {
-        let mut symbols: Vec<u32> = entities
+        let mut symbols: Vec<u32> = query
+            .entities
             .iter()
             .filter_map(|name| self.symbols.lookup(name))
             .collect();
         symbols.sort_unstable();
         symbols.dedup();
-        let long: Vec<&str> = entities
+        let long: Vec<&str> = query
+            .entities
             .iter()
             .copied()
             .filter(|name| !super::state::is_interned_object(name))
             .collect();
-        if symbols.is_empty() && long.is_empty() {
+        if query.limit == 0 || (symbols.is_empty() && long.is_empty()) {
             return Vec::new();
         }
         let named = |sym: u32| symbols.binary_search(&sym).is_ok();
         self.live()
-            .filter(|(_, r)| {
+            .filter(|(rid, r)| {
                 keep(r)
                     && (named(r.subject)
                         || named(r.object)
                         || (!long.is_empty() && long.contains(&self.symbols.get(r.object))))
+                    && self.passes(query.filter, *rid)
             })
+            .take(query.limit)
             .filter_map(|(rid, r)| self.fact_at(rid, r))
             .collect()
     }
