@@ -37,8 +37,8 @@ use super::codec::{parse_term, tags_from_sql};
 use super::error::DbResult;
 use super::rules::{IndexEvent, Outcome};
 use crate::cache::Measure;
+use fact_store::backend::{MetaIndex, RecordSet, chunk, map_bytes};
 use fact_store::backend::{Slot, TermIndex, TopK, rank_order, scan_positions};
-use fact_store::backend::{chunk, map_bytes};
 use fact_store::{Analyzer, Recency, TermQuery, TermWeighting};
 
 /// The scope's term index in memory, valid for one generation of the scope.
@@ -50,19 +50,21 @@ pub struct SearchCache {
     slots: HashMap<u64, u32>,
     /// Seq → what a filter reads of the fact that its slot does not hold.
     facts: HashMap<u64, Cached>,
+    /// The metadata of the valid facts by slot, and the slots holding each `(key, value)`:
+    /// a filter's metadata equality rejects the other candidates by a bit.
+    meta: MetaIndex,
     /// The heap of the texts in `facts`, as `fact_store::backend`'s heap model counts it
     /// (metadata is shared with the facts it came from, and not counted).
     tasks_heap: usize,
 }
 
 /// What the cache keeps of a valid fact beside its slot: its source task (for the
-/// source-task exclusion), confidence and metadata, so that most filters are decided in
-/// process ([`decidable`]).
+/// source-task exclusion) and confidence; with its metadata (in [`SearchCache::meta`]),
+/// what most filters read, so they are decided in process ([`decidable`]).
 #[derive(Debug)]
 struct Cached {
     task: Box<str>,
     confidence: f64,
-    metadata: Metadata,
 }
 
 /// A cached fact as a filter reads it. Only the fields [`decidable`] allows are read:
@@ -70,6 +72,7 @@ struct Cached {
 struct CachedFact<'c> {
     slot: &'c Slot,
     cached: &'c Cached,
+    metadata: Option<&'c Metadata>,
 }
 
 impl FilterTarget for CachedFact<'_> {
@@ -102,7 +105,7 @@ impl FilterTarget for CachedFact<'_> {
         None
     }
     fn meta(&self, key: &str) -> Option<&MetaValue> {
-        self.cached.metadata.get(key)
+        self.metadata?.get(key)
     }
 }
 
@@ -145,6 +148,7 @@ impl SearchCache {
             index: TermIndex::default(),
             slots: HashMap::new(),
             facts: HashMap::new(),
+            meta: MetaIndex::default(),
             tasks_heap: 0,
         }
     }
@@ -156,6 +160,7 @@ impl SearchCache {
             + map_bytes::<u64, u32>(self.slots.capacity())
             + map_bytes::<u64, Cached>(self.facts.capacity())
             + self.tasks_heap
+            + self.meta.heap_bytes()
     }
 
     /// The generation of the scope this cache mirrors.
@@ -179,12 +184,12 @@ impl SearchCache {
         self.remove(seq);
         let slot = self.index.insert(key, fact, analyzer);
         self.slots.insert(key, slot);
+        self.meta.set(slot, fact.metadata());
         let task: Box<str> = fact.source_task_id().into();
         self.tasks_heap += chunk(task.len());
         let cached = Cached {
             task,
             confidence: fact.confidence(),
-            metadata: fact.metadata().clone(),
         };
         self.facts.insert(key, cached);
     }
@@ -194,6 +199,7 @@ impl SearchCache {
         let key = seq_key(seq);
         if let Some(slot) = self.slots.remove(&key) {
             self.index.remove(slot);
+            self.meta.remove(slot);
         }
         if let Some(cached) = self.facts.remove(&key) {
             self.tasks_heap = self.tasks_heap.saturating_sub(chunk(cached.task.len()));
@@ -204,9 +210,23 @@ impl SearchCache {
     /// up to it with [`insert`](Self::insert) and [`remove`](Self::remove).
     pub fn advance(&mut self, generation: i64) {
         if self.index.wants_rebuild() {
-            self.slots = self.index.rebuild().into_iter().collect();
+            self.rebuild();
         }
         self.generation = generation;
+    }
+
+    /// Compacts the term index, which numbers the slots anew, and moves the metadata of
+    /// each slot to its new number.
+    fn rebuild(&mut self) {
+        let slots: HashMap<u64, u32> = self.index.rebuild().into_iter().collect();
+        let mut meta = MetaIndex::default();
+        for (seq, slot) in &slots {
+            if let Some(metadata) = self.slots.get(seq).and_then(|old| self.meta.get(*old)) {
+                meta.set(*slot, metadata);
+            }
+        }
+        self.meta = meta;
+        self.slots = slots;
     }
 
     /// Replays a committed transaction that started at this cache's generation; returns
@@ -225,7 +245,7 @@ impl SearchCache {
             }
         }
         if self.index.wants_rebuild() {
-            self.slots = self.index.rebuild().into_iter().collect();
+            self.rebuild();
         }
         self.generation = outcome.to_generation;
         true
@@ -251,8 +271,18 @@ impl SearchCache {
             Some(filter) if !decidable(filter) => (None, true),
             filter => (filter, false),
         };
+        // A metadata equality the filter requires: the slots holding its value, as bits,
+        // reject the other candidates before their slot is read.
+        let allowed = query.filter.and_then(|filter| {
+            let slots = self.meta.candidates(filter.conjuncts().into_iter())?;
+            let len = slots.last().map_or(0, |last| *last as usize + 1);
+            Some(RecordSet::of(&slots, len))
+        });
         // What passes every test the cache can make, as `(score, valid_from, id, seq)`.
         let passes = |slot: u32, score: f64, top: Option<&TopK>| {
+            if allowed.as_ref().is_some_and(|set| !set.contains(slot)) {
+                return None;
+            }
             let entry = self.index.entry(slot)?;
             let cached = self.facts.get(&entry.seq)?;
             let score = filters.decayed(score, entry.valid_from);
@@ -264,6 +294,7 @@ impl SearchCache {
                     filter.matches(&CachedFact {
                         slot: entry,
                         cached,
+                        metadata: self.meta.get(slot),
                     })
                 });
             keep.then_some((score, entry.valid_from, entry.id, entry.seq))
@@ -686,6 +717,53 @@ mod tests {
         // More than 1 but at most 3: term 3 is worth a round, term 1 alone is not.
         assert_eq!(rounds.next(&full_top(2.5)), Some((vec![3], vec![2])));
         assert_eq!(rounds.next(&full_top(2.5)), None);
+    }
+
+    #[test]
+    fn metadata_filters_follow_the_slots_when_the_index_is_rebuilt() {
+        use fact_model::{Filter, MetaValue, Metadata, SessionFact, SourceRole, Tag};
+        use fact_store::{Analyzer, TermQuery};
+
+        let analyzer = Analyzer::default();
+        let fact = |n: i64| {
+            let metadata =
+                Metadata::from_pairs([("n", MetaValue::Number((n % 10) as f64))]).unwrap();
+            SessionFact::builder(format!("s{n}"), "said", format!("tea number {n}"))
+                .tag(Tag::Knowledge)
+                .source("chat", SourceRole::User)
+                .valid_from(Timestamp::from_unix_secs(n).unwrap())
+                .build()
+                .unwrap()
+                .with_metadata(metadata)
+        };
+        let mut cache = super::SearchCache::new(0);
+        for n in 1..=3000 {
+            cache.insert(n, &fact(n), &analyzer);
+        }
+        // Most facts go: the index has more dead postings than live ones, and renumbers
+        // its slots when the cache advances.
+        for n in 1..=2500 {
+            cache.remove(n);
+        }
+        cache.advance(1);
+        let heap = cache.heap_bytes();
+        let filter = Filter::parse_where("metadata.n = 3").unwrap();
+        let query = TermQuery::new("tea", 100).with_filter(&filter);
+        let mut top = TopK::new(query.limit);
+        let deferred = cache.search(&analyzer, &query, &Flat(None), &mut top);
+        assert!(deferred.candidates.is_empty());
+        let mut seqs: Vec<u64> = top.into_sorted().into_iter().map(|(_, seq)| seq).collect();
+        seqs.sort_unstable();
+        let want: Vec<u64> = (2501..=3000).filter(|n| n % 10 == 3).collect();
+        assert_eq!(seqs, want);
+        // The metadata left with the facts removed.
+        for n in 2501..=3000 {
+            cache.remove(n);
+        }
+        assert!(cache.heap_bytes() < heap);
+        let mut top = TopK::new(10);
+        let _ = cache.search(&analyzer, &query, &Flat(None), &mut top);
+        assert!(top.into_sorted().is_empty());
     }
 
     #[test]

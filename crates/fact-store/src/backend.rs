@@ -10,6 +10,7 @@
 pub use crate::compaction::summarize;
 pub use crate::heap::{chunk, map_bytes};
 pub use crate::index::{Slot, TermIndex, TopK, distinct, rank_order, scan_positions, scan_scores};
+pub use crate::meta::{MetaIndex, RecordSet};
 pub use crate::vector::{VectorIndex, check_token_model, unit_query, unit_vector};
 
 /// Messages of episodes: their terms, statistics, candidates and ranking, shared by every

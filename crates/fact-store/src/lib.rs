@@ -104,6 +104,7 @@ mod long_term;
 mod memory;
 mod memory_episodes;
 mod messages;
+mod meta;
 mod report;
 mod snapshot;
 mod store;

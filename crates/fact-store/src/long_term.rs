@@ -10,16 +10,17 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use fact_model::{
-    Clock, FactId, FactSelector, FactUpdate, ProfileField, SessionFact, SystemClock, Tag, Timestamp,
+    Clock, FactId, FactSelector, FactUpdate, Filter, ProfileField, SessionFact, SystemClock, Tag,
+    Timestamp,
 };
 use indexmap::IndexMap;
 use serde::Serialize;
 
 use crate::{
-    AddReport, Analyzer, CompactionReport, Episode, EpisodeExtracted, EpisodeStore, FactVectors,
-    ImportReport, InMemoryEpisodeStore, InMemorySessionFactStore, MessageHit, MessageQuery,
-    ScoredFact, SessionFactStore, Snapshot, StoreConfig, StoreError, StoreResult, TermQuery,
-    TermWeighting, Transaction, TransactionReport,
+    AddReport, Analyzer, CompactionReport, EdgeQuery, Episode, EpisodeExtracted, EpisodeStore,
+    FactVectors, ImportReport, InMemoryEpisodeStore, InMemorySessionFactStore, MessageHit,
+    MessageQuery, ScoredFact, SessionFactStore, Snapshot, StoreConfig, StoreError, StoreResult,
+    TermQuery, TermWeighting, Transaction, TransactionReport,
 };
 
 /// The longest chain of aliases followed (an alias of an alias of …); a longer chain is
@@ -520,6 +521,12 @@ impl SessionFactStore for InMemoryLongTermStore {
     }
     fn valid_facts_by_tags(&self, tags: &[Tag]) -> StoreResult<Vec<SessionFact>> {
         self.facts.valid_facts_by_tags(tags)
+    }
+    fn select(&self, filter: &Filter, as_of: Option<Timestamp>) -> StoreResult<Vec<SessionFact>> {
+        self.facts.select(filter, as_of)
+    }
+    fn touching(&self, query: &EdgeQuery<'_>) -> StoreResult<Vec<SessionFact>> {
+        self.facts.touching(query)
     }
     fn valid_count(&self) -> StoreResult<usize> {
         self.facts.valid_count()

@@ -27,12 +27,11 @@
 //! Hash tables store record numbers or symbols, and every lookup compares the real key, so
 //! a hash collision costs a comparison, never a wrong answer.
 
-mod meta;
 mod ops;
 mod records;
 mod state;
 mod symbols;
-mod table;
+pub(crate) mod table;
 mod terms;
 mod vectors;
 mod view;

@@ -4,7 +4,6 @@
 
 use fact_model::{FactId, FactSelector, FactUpdate, SessionFact, Timestamp, fold_statement};
 
-use super::meta::RecordSet;
 use super::records::Record;
 use super::state::{Scratch, State, texts_of};
 use super::symbols::NIL;
@@ -12,6 +11,7 @@ use super::table::IntMap;
 use crate::compaction::summarize;
 use crate::config::{CompactionPolicy, StoreConfig};
 use crate::index::{Recency, TopK, scan_positions};
+use crate::meta::RecordSet;
 use crate::{
     AddReport, CompactionReport, ImportDiagnostic, ImportReport, NotEndedReason, ScoredFact,
     SkipReason, Skipped, SnapshotRecord, StepReport, StoreError, StoreResult, TermQuery,

@@ -37,12 +37,12 @@ use std::hash::{BuildHasher, RandomState};
 
 use fact_model::{FactId, Metadata, SessionFact, Timestamp, fold_statement};
 
-use super::meta::MetaIndex;
 use super::records::{Plain, Record, Records};
 use super::symbols::{NIL, Symbols};
 use super::table::{IntMap, Table, hash_bytes, hash_u64};
 use super::terms::{Terms, Texts};
 use crate::Analyzer;
+use crate::meta::MetaIndex;
 use crate::vector::ModelIndexes;
 
 /// Objects up to this many bytes are interned (paths, ids, statuses repeat); longer ones

@@ -181,7 +181,7 @@ impl Table {
 /// sees is either internal or already a uniform hash, so SipHash's protection against
 /// chosen keys would buy nothing here.
 #[derive(Debug, Default, Clone, Copy)]
-pub(super) struct IntHasher(u64);
+pub(crate) struct IntHasher(u64);
 
 impl std::hash::Hasher for IntHasher {
     fn finish(&self) -> u64 {
@@ -204,7 +204,7 @@ impl std::hash::Hasher for IntHasher {
 }
 
 /// A `HashMap` with integer keys, hashed by [`IntHasher`].
-pub(super) type IntMap<K, V> =
+pub(crate) type IntMap<K, V> =
     std::collections::HashMap<K, V, std::hash::BuildHasherDefault<IntHasher>>;
 
 /// Multiplies and folds the 128-bit product: the mixing step of the hashes below (the

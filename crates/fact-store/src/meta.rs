@@ -1,16 +1,18 @@
-//! The metadata of the in-memory store's records, and its index: from a key and a value
-//! to the records holding it, which answers the metadata equalities of a filter
-//! ([`MetaIndex::candidates`]) without a pass over every record.
+//! Metadata by record number, and its index: from a key and a value to the records
+//! holding it, which answers the metadata equalities of a filter
+//! ([`MetaIndex::candidates`]) without a pass over every record. The in-memory store
+//! numbers its records; the SQL backends' search caches number their slots.
 //!
-//! A record without metadata costs nothing here (its record's flag says so); a record
-//! with some costs its entry in `by_record` (the `Metadata`, shared with the facts built
-//! from it) and four bytes in each of its values' postings.
+//! A record without metadata costs nothing here; a record with some costs its entry in
+//! `by_record` (the `Metadata`, shared with the facts built from it) and four bytes in
+//! each of its values' postings.
 
 use std::collections::HashMap;
 
 use fact_model::{Condition, FilterField, MetaValue, Metadata, Operand, Operator};
 
-use super::table::IntMap;
+use crate::heap::{chunk, map_bytes};
+use crate::memory::table::IntMap;
 
 /// A metadata value as the index keys it: numbers by their bits (with `-0` as `0`, so
 /// that equal numbers share a key).
@@ -50,29 +52,33 @@ impl ValueKey {
 
 /// Each record's metadata, by record number, and the postings of every `(key, value)`.
 #[derive(Debug, Default)]
-pub(super) struct MetaIndex {
+pub struct MetaIndex {
     by_record: IntMap<u32, Metadata>,
     /// `(key, value)` → the records holding it, ascending.
     postings: HashMap<(Box<str>, ValueKey), Vec<u32>>,
+    /// The heap of the postings' keys and record lists, kept as they change.
+    postings_heap: usize,
 }
 
 impl MetaIndex {
     /// The metadata of record `rid`, if it has some.
-    pub(super) fn get(&self, rid: u32) -> Option<&Metadata> {
+    pub fn get(&self, rid: u32) -> Option<&Metadata> {
         self.by_record.get(&rid)
     }
 
     /// Gives record `rid` this metadata, replacing what it had (none when empty).
-    pub(super) fn set(&mut self, rid: u32, metadata: &Metadata) {
+    pub fn set(&mut self, rid: u32, metadata: &Metadata) {
         self.remove(rid);
         if metadata.is_empty() {
             return;
         }
         for (key, value) in metadata.iter() {
-            let rids = self
-                .postings
-                .entry((key.into(), ValueKey::of_value(value)))
-                .or_default();
+            let posting = (Box::<str>::from(key), ValueKey::of_value(value));
+            if !self.postings.contains_key(&posting) {
+                self.postings_heap += posting_heap(&posting);
+            }
+            self.postings_heap += size_of::<u32>();
+            let rids = self.postings.entry(posting).or_default();
             // Records are mostly added in ascending order: an append.
             match rids.last() {
                 Some(&last) if last >= rid => {
@@ -87,7 +93,7 @@ impl MetaIndex {
     }
 
     /// Drops record `rid`'s metadata and postings.
-    pub(super) fn remove(&mut self, rid: u32) {
+    pub fn remove(&mut self, rid: u32) {
         let Some(metadata) = self.by_record.remove(&rid) else {
             return;
         };
@@ -96,12 +102,23 @@ impl MetaIndex {
             if let Some(rids) = self.postings.get_mut(&posting) {
                 if let Ok(at) = rids.binary_search(&rid) {
                     rids.remove(at);
+                    self.postings_heap = self.postings_heap.saturating_sub(size_of::<u32>());
                 }
                 if rids.is_empty() {
                     self.postings.remove(&posting);
+                    self.postings_heap = self.postings_heap.saturating_sub(posting_heap(&posting));
                 }
             }
         }
+    }
+
+    /// The heap it holds, as [`backend`](crate::backend)'s heap model counts it: the maps,
+    /// the postings' keys and four bytes per record in a posting (the `Metadata` values
+    /// are shared with the facts they came from, and not counted).
+    pub fn heap_bytes(&self) -> usize {
+        map_bytes::<u32, Metadata>(self.by_record.capacity())
+            + map_bytes::<(Box<str>, ValueKey), Vec<u32>>(self.postings.capacity())
+            + self.postings_heap
     }
 
     /// The records holding `key` with one of `values`, ascending.
@@ -123,7 +140,7 @@ impl MetaIndex {
     /// one of them is a metadata equality (`eq` or `in`): the smallest set of records
     /// holding one of its values, ascending. `None` when no conjunct is one (every record
     /// is a candidate).
-    pub(super) fn candidates<'f>(
+    pub fn candidates<'f>(
         &self,
         conjuncts: impl Iterator<Item = &'f Condition>,
     ) -> Option<Vec<u32>> {
@@ -144,16 +161,25 @@ impl MetaIndex {
     }
 }
 
+/// The heap of a posting's key (its list is counted by the records in it).
+fn posting_heap((key, value): &(Box<str>, ValueKey)) -> usize {
+    let text = match value {
+        ValueKey::Text(text) => chunk(text.len()),
+        ValueKey::Number(_) | ValueKey::Bool(_) => 0,
+    };
+    chunk(key.len()) + text
+}
+
 /// A set of record numbers as bits: what [`MetaIndex::candidates`] found, tested in
 /// constant time while a search scores.
 #[derive(Debug)]
-pub(super) struct RecordSet {
+pub struct RecordSet {
     bits: Vec<u64>,
 }
 
 impl RecordSet {
     /// The set of `rids`, for records numbered below `len`.
-    pub(super) fn of(rids: &[u32], len: usize) -> RecordSet {
+    pub fn of(rids: &[u32], len: usize) -> RecordSet {
         let mut bits = vec![0u64; len.div_ceil(64)];
         for &rid in rids {
             if let Some(word) = bits.get_mut(rid as usize / 64) {
@@ -164,7 +190,7 @@ impl RecordSet {
     }
 
     /// Whether `rid` is in the set.
-    pub(super) fn contains(&self, rid: u32) -> bool {
+    pub fn contains(&self, rid: u32) -> bool {
         self.bits
             .get(rid as usize / 64)
             .is_some_and(|word| word & (1 << (rid % 64)) != 0)
