@@ -160,7 +160,8 @@ pub fn handle(
         }),
         "memory_recall" => parse(arguments).and_then(|a: RecallArgs| {
             let read = read_options(a.as_of, a.filter)?
-                .with_recency(half_life(a.recency_half_life)?, a.reference_date);
+                .with_recency(half_life(a.recency_half_life)?, a.reference_date)
+                .with_expand(a.expand.unwrap_or(0));
             let found = service
                 .recall(
                     &a.query,
@@ -260,6 +261,7 @@ pub const ERROR_CODES: &[&str] = &[
     "invalid_filter",
     "invalid_metadata",
     "invalid_depth",
+    "invalid_expand",
     "no_extractor",
     "extraction_failed",
     "empty_transcript",
@@ -474,7 +476,8 @@ pub fn scored(found: &[ScoredFact]) -> Value {
         .collect()
 }
 
-/// A recall: `{"query", "text", "tokens", "facts", "episodes"}`; each episode with the
+/// A recall: `{"query", "text", "tokens", "facts", "expanded", "episodes"}`; `expanded`
+/// the neighbours an `expand` added (`{"score", "via", "fact"}`), each episode with the
 /// messages that answered (`{"turn", "role", "content", "timestamp", "score"}`).
 #[must_use]
 pub fn recall_answer(query: &str, recall: &Recall) -> Value {
@@ -509,6 +512,7 @@ pub fn recall_answer(query: &str, recall: &Recall) -> Value {
         "text": recall.text,
         "tokens": recall.tokens,
         "facts": scored(&recall.facts),
+        "expanded": recall.expanded,
         "episodes": episodes,
     })
 }

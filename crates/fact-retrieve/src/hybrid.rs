@@ -9,6 +9,7 @@ use fact_store::{
 };
 
 use crate::dedup::fold_same_points;
+use crate::expand::expand;
 use crate::late::{LateInteraction, encode_tokens};
 use crate::recall::{related_episodes, render};
 use crate::retriever::within_budget;
@@ -548,8 +549,11 @@ impl HybridRetriever {
                     .collect()
             }
         };
+        let expanded = query.expansion(text).map_or(Ok(Vec::new()), |expansion| {
+            expand(&*self.store, &facts, &expansion)
+        })?;
         let related = related_episodes(episodes, query, text)?;
-        Ok(render(facts, related, query.max_tokens, counter))
+        Ok(render(facts, expanded, related, query.max_tokens, counter))
     }
 }
 

@@ -67,6 +67,7 @@
 
 mod dedup;
 mod embed;
+mod expand;
 mod format;
 mod hybrid;
 mod late;
@@ -83,6 +84,7 @@ pub use crate::dedup::RELATION_STRENGTH;
 #[cfg(feature = "onnx")]
 pub use crate::embed::onnx::{OnnxEmbedder, OnnxOptions};
 pub use crate::embed::{EmbedError, Embedder, ModelFiles, TokenEmbedding, embedding_text};
+pub use crate::expand::{EXPAND_EDGES_PER_FACT, ExpandedFact};
 pub use crate::format::{
     MAX_LINE_CHARS, SESSION_CONTEXT_HEADER, format_fact_line, format_session_facts,
 };

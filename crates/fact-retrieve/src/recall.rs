@@ -10,7 +10,8 @@ use serde::Serialize;
 
 use fact_model::TokenCounter;
 
-use crate::{Bm25, query_text};
+use crate::expand::{Expansion, expand};
+use crate::{Bm25, ExpandedFact, query_text};
 
 /// The heading of the facts section.
 pub const RELEVANT_FACTS_HEADER: &str = "## Relevant Facts";
@@ -54,6 +55,11 @@ pub struct RecallQuery<'a> {
     /// Rank the facts by scores decayed with their age ([`Recency`]); `None`: by
     /// relevance alone (the default).
     pub recency: Option<Recency>,
+    /// How many hops to expand the best facts by: 0 (the default) adds nothing; 1 (or
+    /// more, read as 1) adds up to `limit` of their one-hop neighbours, the facts that
+    /// share a subject or object with one of them ([`ExpandedFact`]), after them and
+    /// within the same `max_tokens`.
+    pub expand: usize,
 }
 
 impl<'a> RecallQuery<'a> {
@@ -71,7 +77,15 @@ impl<'a> RecallQuery<'a> {
             ),
             filter: None,
             recency: None,
+            expand: 0,
         }
+    }
+
+    /// Adds the one-hop neighbours of the best facts when `hops` is 1 (0: none).
+    #[must_use]
+    pub fn with_expand(mut self, hops: usize) -> Self {
+        self.expand = hops;
+        self
     }
 
     /// Ranks the facts by scores decayed with `recency`.
@@ -128,6 +142,19 @@ impl<'a> RecallQuery<'a> {
         }
     }
 
+    /// The expansion of this recall's best facts, over `text`; `None` without one.
+    pub(crate) fn expansion<'t>(&self, text: &'t str) -> Option<Expansion<'t>>
+    where
+        'a: 't,
+    {
+        (self.expand > 0).then_some(Expansion {
+            text,
+            as_of: self.as_of,
+            filter: self.filter,
+            limit: self.limit,
+        })
+    }
+
     /// The fact search of this recall, over `text`.
     pub(crate) fn facts<'t>(&self, text: &'t str) -> TermQuery<'t>
     where
@@ -166,6 +193,9 @@ pub struct Recall {
     /// The facts that match, best first (relevance, then recency, then confidence), as
     /// many as the budget allowed to render.
     pub facts: Vec<ScoredFact>,
+    /// With [`RecallQuery::expand`], the neighbours of `facts` that the budget allowed to
+    /// render after them, in their order ([`ExpandedFact`]); empty otherwise.
+    pub expanded: Vec<ExpandedFact>,
     /// The episodes whose messages (or else title or summary) match, best first, with
     /// the messages that fit.
     pub episodes: Vec<RelatedEpisode>,
@@ -239,8 +269,11 @@ pub fn recall(
             .then(b.fact.valid_from().cmp(&a.fact.valid_from()))
             .then(b.fact.confidence().total_cmp(&a.fact.confidence()))
     });
+    let expanded = query.expansion(text).map_or(Ok(Vec::new()), |expansion| {
+        expand(facts, &found, &expansion)
+    })?;
     let related = related_episodes(episodes, query, text)?;
-    Ok(render(found, related, query.max_tokens, counter))
+    Ok(render(found, expanded, related, query.max_tokens, counter))
 }
 
 /// The episodes that answer `query` (over its analyzed prefix `text`): by their messages
@@ -388,12 +421,14 @@ fn one_line(text: &str) -> String {
 
 pub(crate) fn render(
     facts: Vec<ScoredFact>,
+    expanded: Vec<ExpandedFact>,
     episodes: Vec<RelatedEpisode>,
     max_tokens: usize,
     counter: &dyn TokenCounter,
 ) -> Recall {
     let mut text = String::new();
     let mut kept_facts = Vec::new();
+    let mut kept_expanded = Vec::new();
     let mut kept_episodes: Vec<RelatedEpisode> = Vec::new();
     // `text` with `lines` appended, the first under `header` when it opens the section.
     let extended = |text: &str, header: Option<&str>, lines: &[&str]| -> String {
@@ -417,6 +452,15 @@ pub(crate) fn render(
         if fits(&candidate) {
             text = candidate;
             kept_facts.push(fact);
+        }
+    }
+    for neighbour in expanded {
+        let opens = kept_facts.is_empty() && kept_expanded.is_empty();
+        let header = opens.then_some(RELEVANT_FACTS_HEADER);
+        let candidate = extended(&text, header, &[&recall_fact_line(&neighbour.fact)]);
+        if fits(&candidate) {
+            text = candidate;
+            kept_expanded.push(neighbour);
         }
     }
     for mut episode in episodes {
@@ -450,6 +494,7 @@ pub(crate) fn render(
     let tokens = counter.count(&text);
     Recall {
         facts: kept_facts,
+        expanded: kept_expanded,
         episodes: kept_episodes,
         text,
         tokens,

@@ -58,7 +58,15 @@ type MessageTuple = (usize, &'static str, String, Option<i64>, f64);
 /// An episode that answered a recall: id, title, time (µs), summary, messages.
 type EpisodeTuple = (String, String, i64, String, Vec<MessageTuple>);
 /// What `recall` answers: the text, its tokens, the facts and the episodes.
-type RecallAnswer<'py> = (String, usize, Bound<'py, PyAny>, Vec<EpisodeTuple>);
+/// A recall: its text, tokens, scored facts, episodes, and the neighbours an `expand`
+/// added, as `(score, via, fact)`.
+type RecallAnswer<'py> = (
+    String,
+    usize,
+    Bound<'py, PyAny>,
+    Vec<EpisodeTuple>,
+    Bound<'py, PyAny>,
+);
 
 /// One scope of long-term memory. See the module documentation and the package's stubs.
 #[pyclass(name = "Memory", module = "factmem._factmem", frozen)]
@@ -465,7 +473,7 @@ impl PyMemory {
     }
 
     /// The facts and episode messages that answer `query`, rendered within `max_tokens`.
-    #[pyo3(signature = (query, max_tokens, limit, as_of, filter, recency_half_life, reference_date))]
+    #[pyo3(signature = (query, max_tokens, limit, as_of, filter, recency_half_life, reference_date, expand))]
     #[allow(clippy::too_many_arguments)] // One per Python keyword.
     fn recall<'py>(
         &self,
@@ -477,14 +485,18 @@ impl PyMemory {
         filter: &Bound<'_, PyAny>,
         recency_half_life: &Bound<'_, PyAny>,
         reference_date: &Bound<'_, PyAny>,
+        expand: &Bound<'_, PyAny>,
     ) -> PyResult<RecallAnswer<'py>> {
         let query = convert::text("query", query)?;
         let max_tokens = convert::count(py, "max_tokens", max_tokens, 0, MAX_TOKENS)?;
         let limit = convert::count(py, "limit", limit, 0, MAX_SEARCH_LIMIT)?;
-        let read = convert::read(py, as_of, filter)?.with_recency(
-            convert::half_life(py, recency_half_life)?,
-            convert::instant(py, "reference_date", reference_date)?,
-        );
+        let expand = convert::count(py, "expand", expand, 0, 1)?;
+        let read = convert::read(py, as_of, filter)?
+            .with_recency(
+                convert::half_life(py, recency_half_life)?,
+                convert::instant(py, "reference_date", reference_date)?,
+            )
+            .with_expand(expand);
         let recall = self.run(py, move |memory| {
             memory.recall(&query, limit, max_tokens, &read)
         })?;
@@ -514,11 +526,19 @@ impl PyMemory {
                 )
             })
             .collect();
+        let expanded = recall
+            .expanded
+            .iter()
+            .map(|n| (n.score, n.via.to_string(), convert::fact_tuple(&n.fact)))
+            .collect::<Vec<_>>()
+            .into_pyobject(py)?
+            .into_any();
         Ok((
             recall.text,
             recall.tokens,
             convert::scored(py, &recall.facts)?,
             episodes,
+            expanded,
         ))
     }
 

@@ -51,7 +51,7 @@ METHODS = {
     "search": (["query"], ["limit", "as_of", "hybrid", "filter", "recency_half_life",
                            "reference_date"]),
     "recall": (["query"], ["max_tokens", "limit", "as_of", "filter", "recency_half_life",
-                           "reference_date"]),
+                           "reference_date", "expand"]),
     "get": (["id"], []),
     "get_all": ([], ["as_of", "filter"]),
     "update": (["id"], ["statement", "object", "category", "confidence", "metadata"]),

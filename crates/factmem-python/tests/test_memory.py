@@ -248,6 +248,23 @@ def test_neighbours_walk_from_an_entity(db, scope):
             memory.neighbours("user", depth=3)
 
 
+def test_recall_expands_to_the_neighbours_of_its_best_facts(db, scope):
+    with factmem.Memory(db, scope=scope) as memory:
+        moved = memory.add_fact("caroline", "moved_to", "lisbon", "Caroline moved to Lisbon",
+                                valid_from=T0).fact
+        climate = memory.add_fact("lisbon", "has_climate", "mild", "Lisbon has mild winters",
+                                  valid_from=T0).fact
+        memory.add_fact("melanie", "paints", "sunsets", "Melanie paints sunsets", valid_from=T0)
+        plain = memory.recall("Where did Caroline move?", limit=1)
+        assert [f.fact.id for f in plain.facts] == [moved.id] and plain.expanded == []
+        found = memory.recall("Where did Caroline move?", limit=1, expand=1)
+        assert [(n.fact.id, n.via) for n in found.expanded] == [(climate.id, moved.id)]
+        assert "Lisbon has mild winters" in found.text
+        assert found.to_dict()["expanded"][0]["via"] == moved.id
+        with pytest.raises(factmem.InvalidInput):
+            memory.recall("Where did Caroline move?", expand=2)
+
+
 def test_recency_is_opt_in(db, scope):
     from datetime import timedelta as td
 

@@ -257,6 +257,10 @@ enum MemCommand {
         filter: FilterArgs,
         #[command(flatten)]
         recency: RecencyArgs,
+        /// 1: also recall the one-hop neighbours of the best facts (the facts sharing a
+        /// subject or object with one of them), after them and within --max-tokens.
+        #[arg(long, default_value_t = 0, value_name = "HOPS")]
+        expand: usize,
     },
     /// The memory as a system-prompt block: User Context:, History: and Facts: (by
     /// confidence).
@@ -777,11 +781,13 @@ fn execute(args: MemArgs, clock: Arc<dyn Clock>, host: &Host) -> Result<Answer, 
             as_of,
             filter,
             recency,
+            expand,
         } => {
             let query = query.join(" ");
             let read = filter
                 .read(as_of)?
-                .with_recency(recency.recency_half_life, recency.reference_date);
+                .with_recency(recency.recency_half_life, recency.reference_date)
+                .with_expand(expand);
             let recall = memory.recall(&query, limit, max_tokens, &read)?;
             let text = recall.text.clone();
             Ok(Answer::new(wire::recall_answer(&query, &recall), text))
@@ -1496,6 +1502,7 @@ mod tests {
             as_of: None,
             filter: FilterArgs::default(),
             recency: RecencyArgs::default(),
+            expand: 0,
         };
         let archive = |llm_cmd: Option<&str>| MemCommand::Archive {
             transcript: PathBuf::from("-"),

@@ -40,6 +40,12 @@ pub enum MemoryError {
         /// The depth asked for.
         depth: usize,
     },
+    /// A recall asked to expand its best facts by another number of hops than 0 or 1.
+    #[error("expand {hops} is not 0 or 1")]
+    InvalidExpand {
+        /// The hops asked for.
+        hops: usize,
+    },
     /// The transcript cannot be archived: too large, empty, or with a time that does not
     /// parse or lies in the future.
     #[error(transparent)]
@@ -80,6 +86,7 @@ impl MemoryError {
             MemoryError::InvalidFilter(error) => error.code(),
             MemoryError::InvalidMetadata(error) => error.code(),
             MemoryError::InvalidDepth { .. } => "invalid_depth",
+            MemoryError::InvalidExpand { .. } => "invalid_expand",
             MemoryError::Transcript(error) => error.code(),
             MemoryError::NoExtractor => "no_extractor",
             MemoryError::Extraction { .. } => "extraction_failed",

@@ -552,11 +552,13 @@ impl MemoryService {
     /// ranked by words and meaning ([`HybridRetriever::recall`]) when the service has an
     /// embedder. A query that names an alias also recalls its entity's facts. With
     /// `read.filter`, only the facts it holds for, and no episode (see
-    /// [`RecallQuery::filter`]).
+    /// [`RecallQuery::filter`]); with `read.expand` 1, also the one-hop neighbours of the
+    /// best facts, after them and within `max_tokens` ([`RecallQuery::expand`]).
     ///
     /// # Errors
     ///
-    /// The store's error (also when it cannot read the vector candidates), or
+    /// [`MemoryError::InvalidExpand`] for an `expand` other than 0 or 1, the store's
+    /// error (also when it cannot read the vector candidates), or
     /// [`MemoryError::Embedding`] when the model fails on the query.
     pub fn recall(
         &self,
@@ -565,8 +567,12 @@ impl MemoryService {
         max_tokens: usize,
         read: &ReadOptions,
     ) -> Result<Recall, MemoryError> {
+        if read.expand > 1 {
+            return Err(MemoryError::InvalidExpand { hops: read.expand });
+        }
         let text = self.entities()?.expand_query(self.store.analyzer(), query);
         let mut query = RecallQuery::new(&text)
+            .with_expand(read.expand)
             .with_limit(limit)
             .with_max_tokens(max_tokens)
             .with_as_of(read.as_of)

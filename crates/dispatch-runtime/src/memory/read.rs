@@ -32,6 +32,10 @@ pub struct ReadOptions {
     pub recency_half_life: Option<Duration>,
     /// The instant ages are measured to: default `as_of`, else now.
     pub reference_date: Option<Timestamp>,
+    /// Recall only: 1 adds the one-hop neighbours of the best facts (the facts that share
+    /// a subject or object with one of them) within the same budget; 0, the default, adds
+    /// none. See [`fact_retrieve::RecallQuery::expand`].
+    pub expand: usize,
 }
 
 impl ReadOptions {
@@ -68,6 +72,13 @@ impl ReadOptions {
     ) -> Self {
         self.recency_half_life = half_life;
         self.reference_date = reference_date;
+        self
+    }
+
+    /// Recall only: adds the one-hop neighbours of the best facts when `hops` is 1.
+    #[must_use]
+    pub fn with_expand(mut self, hops: usize) -> Self {
+        self.expand = hops;
         self
     }
 

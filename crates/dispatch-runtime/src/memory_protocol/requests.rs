@@ -170,6 +170,12 @@ request! {
         #[serde(default)]
         #[cfg_attr(feature = "schema", schemars(schema_with = "time"))]
         reference_date: Option<Timestamp>,
+        /// 1: also recall the one-hop neighbours of the best facts (the facts that share a
+        /// subject or object with one of them), within the same budget; 0 (the default):
+        /// none.
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(range(min = 0, max = 1)))]
+        expand: Option<usize>,
     }
 }
 

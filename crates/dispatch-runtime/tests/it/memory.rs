@@ -706,3 +706,60 @@ fn recency_is_opt_in_and_ranks_newer_facts_first_by_their_age() {
             .contains("recency_half_life")
     );
 }
+
+#[test]
+fn recall_expands_to_the_neighbours_of_its_best_facts_on_request() {
+    use dispatch_runtime::memory_protocol::{Policy, handle};
+    use serde_json::json;
+
+    let (memory, _) = service();
+    let add = |s: &str, r: &str, o: &str, statement: &str| {
+        memory
+            .add(NewMemory::new(s, r, o).with_statement(statement))
+            .unwrap()
+            .fact
+    };
+    let moved = add("caroline", "moved_to", "lisbon", "Caroline moved to Lisbon");
+    let climate = add("lisbon", "has_climate", "mild", "Lisbon has mild winters");
+    add("melanie", "paints", "sunsets", "Melanie paints sunsets");
+    let question = "Where did Caroline move?";
+    let plain = memory
+        .recall(question, 1, 2000, &ReadOptions::default())
+        .unwrap();
+    assert!(plain.expanded.is_empty());
+    let read = ReadOptions::default().with_expand(1);
+    let found = memory.recall(question, 1, 2000, &read).unwrap();
+    assert_eq!(found.facts[0].fact.id(), moved.id());
+    let reached: Vec<_> = found
+        .expanded
+        .iter()
+        .map(|n| (n.fact.id(), n.via))
+        .collect();
+    assert_eq!(reached, [(climate.id(), moved.id())]);
+    assert!(
+        found
+            .text
+            .ends_with("Lisbon has mild winters (from 2026-02-15)"),
+        "{}",
+        found.text
+    );
+
+    let policy = Policy::new("mcp");
+    let answer = handle(
+        &memory,
+        &policy,
+        "memory_recall",
+        json!({"query": question, "limit": 1, "expand": 1}),
+    )
+    .unwrap();
+    assert_eq!(answer["expanded"][0]["via"], json!(moved.id()));
+    assert_eq!(answer["expanded"][0]["fact"]["id"], json!(climate.id()));
+    let bad = handle(
+        &memory,
+        &policy,
+        "memory_recall",
+        json!({"query": question, "expand": 2}),
+    )
+    .unwrap();
+    assert_eq!(bad["error"]["code"], "invalid_expand");
+}

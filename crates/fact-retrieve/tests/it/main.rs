@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
 mod dedup;
+mod expand;
 mod format;
 mod hybrid;
 mod late;

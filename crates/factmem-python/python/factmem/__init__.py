@@ -39,6 +39,7 @@ __all__ = [
     "AddResult",
     "EmbedderNotInstalled",
     "Error",
+    "ExpandedFact",
     "ExtractionError",
     "Fact",
     "InvalidInput",
@@ -324,6 +325,23 @@ class Neighbour:
 
 
 @dataclass(frozen=True)
+class ExpandedFact:
+    """A fact :meth:`Memory.recall` added with ``expand=1``: it shares a subject or
+    object with the best fact ``via`` (its id); ``score`` is the share of the question's
+    terms it holds (0 to 1)."""
+
+    score: float
+    via: str
+    fact: Fact
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The fact's fields, ``score`` and ``via``."""
+        out = self.fact.to_dict()
+        out.update(score=self.score, via=self.via)
+        return out
+
+
+@dataclass(frozen=True)
 class AddFactResult:
     """What :meth:`Memory.add_fact` did. ``status``: ``added``; ``already_current``
     (the same fact is current, nothing changed); ``duplicate`` (a current fact states
@@ -414,6 +432,8 @@ class Recall:
     tokens: int
     facts: List[ScoredFact]
     episodes: List[RecalledEpisode]
+    #: With ``expand=1``, the neighbours of ``facts`` the text shows after them.
+    expanded: List["ExpandedFact"] = field(default_factory=list)
 
     def __str__(self) -> str:
         return self.text
@@ -421,6 +441,7 @@ class Recall:
     def to_dict(self) -> Dict[str, Any]:
         return {"text": self.text, "tokens": self.tokens,
                 "facts": [f.to_dict() for f in self.facts],
+                "expanded": [f.to_dict() for f in self.expanded],
                 "episodes": [e.to_dict() for e in self.episodes]}  # fmt: skip
 
 
@@ -617,15 +638,20 @@ class Memory:
         filter: Union[None, str, Mapping[str, Any]] = None,
         recency_half_life: Union[None, str, timedelta] = None,
         reference_date: Optional[datetime] = None,
+        expand: int = 0,
     ) -> Recall:
         """The facts and archived messages that answer ``query``, as text for a prompt
         within ``max_tokens`` (whole lines only), plus what it shows. With an
         ``embedder``, facts are ranked by words and meaning. With ``filter`` (as for
         :meth:`search`), only the facts it holds for, and no messages; with
-        ``recency_half_life``, facts ranked with their age as for :meth:`search`."""
-        text, tokens, facts, episodes = self._native.recall(
+        ``recency_half_life``, facts ranked with their age as for :meth:`search`; with
+        ``expand=1``, also up to ``limit`` one-hop neighbours of the best facts (facts
+        sharing a subject or object with one of them) after them, within the budget
+        (:attr:`Recall.expanded`)."""
+        text, tokens, facts, episodes, expanded = self._native.recall(
             query, max_tokens, limit, _micros("as_of", as_of), _filter(filter),
             _half_life(recency_half_life), _micros("reference_date", reference_date),
+            expand,
         )
         return Recall(
             text,
@@ -639,6 +665,7 @@ class Memory:
                 )  # fmt: skip
                 for id_, title, at, summary, messages in episodes
             ],
+            [ExpandedFact(score, via, _fact(row)) for score, via, row in expanded],
         )
 
     def get(self, id: str) -> Fact:
