@@ -71,6 +71,8 @@ struct Options {
     memory: bool,
     /// `--context K --context-weight W` of `--memory`.
     context: Option<(usize, f64)>,
+    /// `--facts`, `--expand 1` and `--recency-half-life D` of `--memory`.
+    memory_facts: crate::eval_memory::FactOptions,
     /// `--frontier`: every retriever and neighbour context on both corpora, beside the
     /// FTS5 peer (`eval_frontier.rs`); needs `--model`.
     frontier: Option<PathBuf>,
@@ -141,6 +143,7 @@ fn parse(args: &[String]) -> Result<Options, Error> {
         samples: None,
         memory: false,
         context: None,
+        memory_facts: crate::eval_memory::FactOptions::default(),
         frontier: None,
         frontier_grid: crate::eval_frontier::Grid::default(),
     };
@@ -170,6 +173,21 @@ fn parse(args: &[String]) -> Result<Options, Error> {
         match flag.as_str() {
             "--data" => options.data = value()?,
             "--memory" => options.memory = true,
+            "--facts" => options.memory_facts.facts = true,
+            "--expand" => {
+                let text = value()?;
+                options.memory_facts.expand = match text.as_str() {
+                    "0" => false,
+                    "1" => true,
+                    _ => return Err(usage(format!("`--expand` is 0 or 1, not `{text}`"))),
+                };
+            }
+            "--recency-half-life" => {
+                let text = value()?;
+                let half_life = fact_model::parse_duration(&text)
+                    .map_err(|e| usage(format!("`--recency-half-life`: {e}")))?;
+                options.memory_facts.recency_half_life = Some(half_life);
+            }
             "--frontier" => frontier = true,
             "--contexts" => {
                 options.frontier_grid.contexts = list(flag, &value()?)?;
@@ -301,6 +319,21 @@ fn parse(args: &[String]) -> Result<Options, Error> {
             "`--search-cache off` goes with `--store sqlite` or `--store postgres`: \
              the in-memory store has no database index to search"
                 .into(),
+        ));
+    }
+    let facts_options = &options.memory_facts;
+    if !options.memory
+        && (facts_options.facts
+            || facts_options.expand
+            || facts_options.recency_half_life.is_some())
+    {
+        return Err(usage(
+            "`--facts`, `--expand` and `--recency-half-life` go with `--memory`".into(),
+        ));
+    }
+    if (facts_options.expand || facts_options.recency_half_life.is_some()) && !facts_options.facts {
+        return Err(usage(
+            "`--expand` and `--recency-half-life` rank facts: add `--facts`".into(),
         ));
     }
     if context.is_some() || context_weight.is_some() {
@@ -457,6 +490,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), Error> {
                 model,
                 context: options.context,
                 search_cache: options.search_cache,
+                facts: options.memory_facts.clone(),
             },
         )?
     } else {
@@ -773,6 +807,7 @@ mod tests {
             samples: None,
             memory: false,
             context: None,
+            memory_facts: crate::eval_memory::FactOptions::default(),
             frontier: None,
             frontier_grid: crate::eval_frontier::Grid::default(),
         }
@@ -1007,6 +1042,40 @@ mod tests {
         ]))
         .unwrap();
         assert!(memory_off.memory && !memory_off.search_cache);
+        // The facts of `--memory`: expansion and recency rank facts, so they need them.
+        let facts = parse(&args(&[
+            "locomo",
+            "--data",
+            "f",
+            "--memory",
+            "--facts",
+            "--expand",
+            "1",
+            "--recency-half-life",
+            "30d",
+        ]))
+        .unwrap();
+        assert!(facts.memory_facts.facts && facts.memory_facts.expand);
+        assert_eq!(
+            facts.memory_facts.recency_half_life,
+            Some(std::time::Duration::from_secs(30 * 86_400))
+        );
+        for (bad, says) in [
+            (&["--facts"][..], "go with `--memory`"),
+            (&["--memory", "--expand", "1"], "add `--facts`"),
+            (&["--memory", "--facts", "--expand", "2"], "0 or 1"),
+            (
+                &["--memory", "--facts", "--recency-half-life", "soon"],
+                "--recency-half-life",
+            ),
+        ] {
+            let mut line = vec!["locomo", "--data", "f"];
+            line.extend_from_slice(bad);
+            assert!(
+                matches!(parse(&args(&line)), Err(Error::Usage(ref m)) if m.contains(says)),
+                "{bad:?}"
+            );
+        }
         assert!(matches!(
             parse(&args(&["locomo", "--data", "f", "--search-cache", "off"])),
             Err(Error::Usage(m)) if m.contains("--store sqlite")

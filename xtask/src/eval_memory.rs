@@ -8,6 +8,16 @@
 //! temporal questions' (category 2) evidence lines found in the top 10 whose rendered
 //! line carries its session's date.
 //!
+//! With `--facts`, each sample's observations (`observation.session_N_observation`, the
+//! facts LoCoMo's authors wrote for each session) are added too, one fact per observation
+//! (`speaker said text`, valid from the session's date, its dia ids as metadata `dia`), and
+//! recall's facts are measured as well: `facts_recall@k` over the ranked facts, and per
+//! question category (`facts_by_category`: 1 single-hop, 2 temporal, 3 multi-hop, 4 open
+//! domain) recall@10 and @20. `--expand 1` adds, per category, `expanded@10`: the evidence
+//! among the ten best facts and the neighbours `expand` adds to them (at most ten more;
+//! compare with `recall@20`, as many facts without expansion). `--recency-half-life D`
+//! ranks every recall with recency, its reference the instant of the run.
+//!
 //! On SQLite and PostgreSQL, messages are always searched through the database's own index
 //! (FTS5, or PostgreSQL's GIN index): the stores keep no message index in process. What
 //! `--search-cache off` changes is the fact search inside `recall` (the store's in-process
@@ -15,10 +25,10 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use dispatch_runtime::{ArchiveRequest, MemoryService, ReadOptions};
-use fact_model::{SystemClock, Timestamp};
+use fact_model::{MetaValue, Metadata, SessionFact, SystemClock, Timestamp};
 use fact_retrieve::recall_message_line;
 use fact_store::{InMemoryLongTermStore, LongTermStore, MessageHit, StoreConfig};
 use fact_store_postgres::{PgFactStore, PgOptions};
@@ -52,6 +62,69 @@ pub(crate) struct MemoryOptions {
     /// Whether the SQLite and PostgreSQL stores search facts through their in-process term
     /// index (the default) or the database's.
     pub(crate) search_cache: bool,
+    /// The observations as facts, and how recall ranks them.
+    pub(crate) facts: FactOptions,
+}
+
+/// `--facts`, `--expand 1` and `--recency-half-life D`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FactOptions {
+    /// Add each sample's observations as facts, and measure recall's facts.
+    pub(crate) facts: bool,
+    /// Also measure recall with `expand` 1.
+    pub(crate) expand: bool,
+    /// Rank every recall with this recency half-life.
+    pub(crate) recency_half_life: Option<Duration>,
+}
+
+/// The facts measures of one question category.
+#[derive(Debug, Default)]
+struct Category {
+    questions: usize,
+    at10: f64,
+    at20: f64,
+    expanded10: f64,
+}
+
+/// The observations of a session as facts: `speaker said text`, valid from `at`, with
+/// their dia ids as metadata `dia` (comma-separated).
+fn observation_facts(sample: &Value, number: usize, at: Timestamp) -> Vec<SessionFact> {
+    let mut out = Vec::new();
+    let by_speaker = &sample["observation"][format!("session_{number}_observation")];
+    for (speaker, entries) in by_speaker.as_object().into_iter().flatten() {
+        for entry in entries.as_array().into_iter().flatten() {
+            let Some(text) = entry.get(0).and_then(Value::as_str) else {
+                continue;
+            };
+            let dia: Vec<&str> = match entry.get(1) {
+                Some(Value::String(id)) => vec![id.as_str()],
+                Some(Value::Array(ids)) => ids.iter().filter_map(Value::as_str).collect(),
+                _ => Vec::new(),
+            };
+            let Ok(metadata) = Metadata::from_pairs([("dia", MetaValue::String(dia.join(",")))])
+            else {
+                continue;
+            };
+            if let Some(fact) = crate::locomo::fact_at(speaker, text, at) {
+                out.push(fact.with_metadata(metadata));
+            }
+        }
+    }
+    out
+}
+
+/// The dia ids a fact carries (metadata `dia`).
+fn dia_of(fact: &SessionFact) -> Vec<String> {
+    match fact.metadata().get("dia") {
+        Some(MetaValue::String(ids)) => ids.split(',').map(str::to_owned).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The share of `gold` among the dia ids of `facts`.
+fn share<'f>(gold: &HashSet<String>, facts: impl Iterator<Item = &'f SessionFact>) -> f64 {
+    let got: HashSet<String> = facts.flat_map(dia_of).collect();
+    gold.iter().filter(|g| got.contains(*g)).count() as f64 / gold.len().max(1) as f64
 }
 
 /// `1:56 pm on 8 May, 2023` as an instant (UTC).
@@ -206,6 +279,10 @@ pub(crate) fn evaluate(samples: &[Value], options: &MemoryOptions) -> Result<Val
     let mut messages = 0usize;
     let mut temporal = (0usize, 0usize);
     let mut archive_us: Vec<f64> = Vec::new();
+    let mut facts_added = 0usize;
+    let mut facts_recall = [0.0f64; KS.len()];
+    let mut categories: std::collections::BTreeMap<i64, Category> = Default::default();
+    let read = ReadOptions::default().with_recency(options.facts.recency_half_life, None);
     for (index, sample) in samples.iter().enumerate() {
         if let Some((first, last)) = options.samples
             && !(first..=last).contains(&index)
@@ -233,6 +310,10 @@ pub(crate) fn evaluate(samples: &[Value], options: &MemoryOptions) -> Result<Val
         // (episode, turn) → dia id, and dia id → the session's date.
         let mut dia: HashMap<(String, usize), String> = HashMap::new();
         let mut dated: HashMap<String, String> = HashMap::new();
+        // The observations of every session, added in one batch: `speaker said …` facts
+        // share their key, and a later batch would supersede the earlier sessions' ones
+        // (the fact protocol, `eval.rs`, adds a sample's facts in one batch too).
+        let mut observations: Vec<SessionFact> = Vec::new();
         for session in sessions(sample) {
             let text = transcript(&session, &first_speaker);
             let title = format!("session {}", session.number);
@@ -246,6 +327,9 @@ pub(crate) fn evaluate(samples: &[Value], options: &MemoryOptions) -> Result<Val
                 .map_err(|e| Error::Failed(format!("archive: {e}")))?;
             archive_us.push(start.elapsed().as_secs_f64() * 1e6);
             messages += report.messages;
+            if options.facts.facts {
+                observations.extend(observation_facts(sample, session.number, session.at));
+            }
             let day = session
                 .at
                 .to_string()
@@ -256,6 +340,13 @@ pub(crate) fn evaluate(samples: &[Value], options: &MemoryOptions) -> Result<Val
                 dia.insert((report.episode_id.clone(), turn), id.clone());
                 dated.insert(id.clone(), day.clone());
             }
+        }
+        if !observations.is_empty() {
+            facts_added += observations.len();
+            memory
+                .store()
+                .add(observations)
+                .map_err(|e| Error::Failed(format!("add the observations: {e}")))?;
         }
         for qa in sample["qa"].as_array().into_iter().flatten() {
             let gold: HashSet<String> = qa["evidence"]
@@ -271,10 +362,28 @@ pub(crate) fn evaluate(samples: &[Value], options: &MemoryOptions) -> Result<Val
             let question = qa["question"].as_str().unwrap_or_default();
             let start = Instant::now();
             let found = memory
-                .recall(question, MAX_K, 1_000_000, &ReadOptions::default())
+                .recall(question, MAX_K, 1_000_000, &read)
                 .map_err(|e| Error::Failed(format!("recall: {e}")))?;
             latencies_us.push(start.elapsed().as_secs_f64() * 1e6);
             questions += 1;
+            if options.facts.facts {
+                let ranked = || found.facts.iter().map(|s| &s.fact);
+                for (slot, k) in facts_recall.iter_mut().zip(KS) {
+                    *slot += share(&gold, ranked().take(k));
+                }
+                let entry = categories.entry(category.unwrap_or(0)).or_default();
+                entry.questions += 1;
+                entry.at10 += share(&gold, ranked().take(10));
+                entry.at20 += share(&gold, ranked().take(20));
+                if options.facts.expand {
+                    let expanded = memory
+                        .recall(question, 10, 1_000_000, &read.clone().with_expand(1))
+                        .map_err(|e| Error::Failed(format!("recall: {e}")))?;
+                    let facts = expanded.facts.iter().map(|s| &s.fact);
+                    let neighbours = expanded.expanded.iter().map(|n| &n.fact);
+                    entry.expanded10 += share(&gold, facts.chain(neighbours));
+                }
+            }
             let mut hits: Vec<(&str, &MessageHit)> = found
                 .episodes
                 .iter()
@@ -365,6 +474,32 @@ pub(crate) fn evaluate(samples: &[Value], options: &MemoryOptions) -> Result<Val
             round(temporal.0 as f64 / temporal.1 as f64, 4).into(),
         );
     }
+    if options.facts.facts {
+        out.insert("facts".into(), facts_added.into());
+        for (k, total) in KS.iter().zip(facts_recall) {
+            out.insert(
+                format!("facts_recall@{k}"),
+                round(total / questions as f64, 4).into(),
+            );
+        }
+        let mut by_category = serde_json::Map::new();
+        for (category, c) in &categories {
+            let n = c.questions.max(1) as f64;
+            let mut entry = json!({
+                "questions": c.questions,
+                "recall@10": round(c.at10 / n, 4),
+                "recall@20": round(c.at20 / n, 4),
+            });
+            if options.facts.expand {
+                entry["expanded@10"] = round(c.expanded10 / n, 4).into();
+            }
+            by_category.insert(category.to_string(), entry);
+        }
+        out.insert("facts_by_category".into(), Value::Object(by_category));
+        if let Some(half_life) = options.facts.recency_half_life {
+            out.insert("recency_half_life_secs".into(), half_life.as_secs().into());
+        }
+    }
     out.insert("p50_us".into(), round(at(&latencies_us, 0.5), 1).into());
     out.insert("p95_us".into(), round(at(&latencies_us, 0.95), 1).into());
     out.insert(
@@ -424,6 +559,7 @@ mod tests {
             model: None,
             context: None,
             search_cache: true,
+            facts: FactOptions::default(),
         };
         let report = evaluate(std::slice::from_ref(&sample), &options).unwrap();
         assert_eq!(report["questions"], 2);
@@ -441,11 +577,64 @@ mod tests {
             search_cache: false,
             ..sqlite
         };
-        let on_fts5 = evaluate(&[sample], &through_fts5).unwrap();
+        let on_fts5 = evaluate(std::slice::from_ref(&sample), &through_fts5).unwrap();
         assert_eq!(on_fts5["system"], "factmem-memory-sqlite-fts5");
         for k in ["recall@1", "recall@5", "recall@10", "recall@20"] {
             assert_eq!(on_sqlite[k], report[k], "{k}");
             assert_eq!(on_fts5[k], report[k], "{k}");
         }
+        assert!(report.get("facts_by_category").is_none());
+    }
+
+    #[test]
+    fn observations_become_dated_facts_whose_recall_is_measured_by_category() {
+        let sample = json!({
+            "conversation": {"speaker_a": "Ann", "speaker_b": "Bob",
+                "session_1_date_time": "1:56 pm on 8 May, 2023",
+                "session_1": [
+                    {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a dog, Pixel!"},
+                    {"speaker": "Bob", "dia_id": "D1:2", "text": "I run marathons in Lisbon."}
+                ],
+                "session_2_date_time": "9:00 am on 1 June, 2023",
+                "session_2": [
+                    {"speaker": "Ann", "dia_id": "D2:1", "text": "Pixel learned to fetch."}
+                ]},
+            "observation": {
+                "session_1_observation": {
+                    "Ann": [["Ann adopted a dog named Pixel.", "D1:1"]],
+                    "Bob": [["Bob runs marathons in Lisbon.", ["D1:2"]]]
+                },
+                "session_2_observation": {
+                    "Ann": [["Ann's dog Pixel learned to fetch.", "D2:1"]]
+                }
+            },
+            "qa": [
+                {"question": "What is the name of Ann's dog?", "evidence": ["D1:1"], "category": 1},
+                {"question": "What did Ann's dog learn, and where does Bob run?",
+                 "evidence": ["D2:1", "D1:2"], "category": 3}
+            ]
+        });
+        let options = MemoryOptions {
+            backend: Backend::Memory,
+            samples: None,
+            model: None,
+            context: None,
+            search_cache: true,
+            facts: FactOptions {
+                facts: true,
+                expand: true,
+                recency_half_life: Some(Duration::from_secs(30 * 86_400)),
+            },
+        };
+        let report = evaluate(&[sample], &options).unwrap();
+        // Three observations, one batch: none supersedes another.
+        assert_eq!(report["facts"], 3);
+        assert_eq!(report["recency_half_life_secs"], 30 * 86_400);
+        let by_category = &report["facts_by_category"];
+        assert_eq!(by_category["1"]["questions"], 1);
+        assert_eq!(by_category["1"]["recall@10"], 1.0);
+        assert_eq!(by_category["3"]["recall@20"], 1.0);
+        assert!(by_category["3"]["expanded@10"].as_f64().unwrap() >= 0.5);
+        assert_eq!(report["facts_recall@20"], 1.0);
     }
 }

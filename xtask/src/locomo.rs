@@ -19,10 +19,15 @@ pub(crate) type Ranker = dyn Fn(&FactQuery) -> Result<Vec<RetrievedFact>, Error>
 
 /// A fact for one item: `speaker said text`, the whole text as statement when clipped.
 pub(crate) fn fact(speaker: &str, text: &str) -> Option<SessionFact> {
+    fact_at(speaker, text, Timestamp::UNIX_EPOCH)
+}
+
+/// [`fact`], valid from `at`.
+pub(crate) fn fact_at(speaker: &str, text: &str, at: Timestamp) -> Option<SessionFact> {
     let mut builder = SessionFact::builder(clip(speaker, 200), "said", clip(text, 200))
         .tag(Tag::Observation)
         .source("locomo", SourceRole::User)
-        .valid_from(Timestamp::UNIX_EPOCH);
+        .valid_from(at);
     if text.chars().count() > 200 {
         builder = builder.statement(clip(text, 500));
     }
