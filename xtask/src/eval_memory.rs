@@ -90,8 +90,11 @@ struct Category {
 /// their dia ids as metadata `dia` (comma-separated).
 fn observation_facts(sample: &Value, number: usize, at: Timestamp) -> Vec<SessionFact> {
     let mut out = Vec::new();
-    let by_speaker = &sample["observation"][format!("session_{number}_observation")];
-    for (speaker, entries) in by_speaker.as_object().into_iter().flatten() {
+    let by_speaker = sample
+        .get("observation")
+        .and_then(|o| o.get(format!("session_{number}_observation")))
+        .and_then(Value::as_object);
+    for (speaker, entries) in by_speaker.into_iter().flatten() {
         for entry in entries.as_array().into_iter().flatten() {
             let Some(text) = entry.get(0).and_then(Value::as_str) else {
                 continue;
@@ -485,15 +488,14 @@ pub(crate) fn evaluate(samples: &[Value], options: &MemoryOptions) -> Result<Val
         let mut by_category = serde_json::Map::new();
         for (category, c) in &categories {
             let n = c.questions.max(1) as f64;
-            let mut entry = json!({
-                "questions": c.questions,
-                "recall@10": round(c.at10 / n, 4),
-                "recall@20": round(c.at20 / n, 4),
-            });
+            let mut entry = serde_json::Map::new();
+            entry.insert("questions".into(), c.questions.into());
+            entry.insert("recall@10".into(), round(c.at10 / n, 4).into());
+            entry.insert("recall@20".into(), round(c.at20 / n, 4).into());
             if options.facts.expand {
-                entry["expanded@10"] = round(c.expanded10 / n, 4).into();
+                entry.insert("expanded@10".into(), round(c.expanded10 / n, 4).into());
             }
-            by_category.insert(category.to_string(), entry);
+            by_category.insert(category.to_string(), Value::Object(entry));
         }
         out.insert("facts_by_category".into(), Value::Object(by_category));
         if let Some(half_life) = options.facts.recency_half_life {

@@ -73,7 +73,11 @@ fn fact(g: &Generated, batch: usize) -> SessionFact {
             SUBJECTS[s], RELATIONS[r]
         ))
         .source(
-            if batch % 2 == 0 { "ep:1" } else { "ep:2" },
+            if batch.is_multiple_of(2) {
+                "ep:1"
+            } else {
+                "ep:2"
+            },
             SourceRole::User,
         )
         .valid_from(t(secs));
