@@ -277,6 +277,31 @@ fn recall_renders_the_hybrid_ranking() {
     assert_eq!(found.tokens, counter.count(&found.text));
 }
 
+#[test]
+fn recall_expands_the_hybrid_ranking_too() {
+    let (_, retriever) = hybrid(&corpus(), Fusion::default());
+    let counter = CharsPerToken::default();
+    let query = RecallQuery::new("Which animal does she own?").with_limit(1);
+    let plain = retriever
+        .recall(&InMemoryEpisodeStore::default(), &query, &counter)
+        .unwrap();
+    assert!(plain.expanded.is_empty());
+    let found = retriever
+        .recall(
+            &InMemoryEpisodeStore::default(),
+            &query.with_expand(1),
+            &counter,
+        )
+        .unwrap();
+    // The best fact is Melanie's puppy; her other facts are its neighbours (one, the
+    // limit), Caroline's are not.
+    assert_eq!(found.facts[0].fact.subject(), "Melanie");
+    assert_eq!(found.expanded.len(), 1);
+    assert_eq!(found.expanded[0].fact.subject(), "Melanie");
+    assert_eq!(found.expanded[0].via, found.facts[0].fact.id());
+    assert!(found.text.contains(found.expanded[0].fact.object()));
+}
+
 fn texts() -> impl Strategy<Value = String> {
     let words: Vec<&str> = CONCEPTS.iter().flat_map(|w| w.iter().copied()).collect();
     let mut pool = words;
