@@ -282,6 +282,10 @@ fn prepare(conn: &mut Connection, path: &Path, options: &SqliteOptions) -> DbRes
         // into the database once per checkpoint, so rarer checkpoints copy each hot page
         // fewer times. Checkpoints were a quarter of the time of an `add`.
         conn.pragma_update(None, "wal_autocheckpoint", 10_000)?;
+        // Deleted content is overwritten with zeros, not left in free space: what
+        // `forget`, `delete` and compaction remove is gone from the file once the WAL is
+        // checkpointed (the store checkpoints after every transaction that deletes text).
+        conn.pragma_update(None, "secure_delete", "ON")?;
     }
     conn.pragma_update(None, "foreign_keys", "ON")?;
     if version < SCHEMA_VERSION {

@@ -187,7 +187,7 @@ pub struct Sqlite {
     /// Lowercased word → term id of this scope, for writes; its lock serializes the
     /// store's writes (reads run beside them, each on a connection of the database's; on
     /// a private in-memory database, whose one connection they share, reads take it too).
-    pub(crate) words: Mutex<HashMap<String, i64>>,
+    pub(crate) words: Mutex<Words>,
     /// The scope's term index in this process (`None` until a search loads it, and again
     /// once the budget evicts it); locked after `words`, never before.
     pub(crate) search_cache: Cached<Option<SearchCache>>,
@@ -199,6 +199,45 @@ pub struct Sqlite {
     pub(crate) loader: Arc<AtomicBool>,
     /// How many times the scope was loaded whole into the search cache.
     pub(crate) loads: Arc<AtomicU64>,
+}
+
+/// Lowercased word → term id of a scope, and the scope's vocabulary (`scopes.vocabulary`)
+/// they were read at: a transaction that deletes text drops the terms no document holds
+/// any more and moves the vocabulary on, so ids read before may name dropped terms.
+#[derive(Debug, Default)]
+pub(crate) struct Words {
+    vocabulary: Option<i64>,
+    ids: HashMap<String, i64>,
+}
+
+impl Words {
+    /// The ids, emptied first unless they were read at `vocabulary`.
+    fn at(&mut self, vocabulary: i64) -> &mut HashMap<String, i64> {
+        if self.vocabulary != Some(vocabulary) {
+            self.ids.clear();
+            self.vocabulary = Some(vocabulary);
+        }
+        &mut self.ids
+    }
+
+    /// Forgets every id (those a rolled-back transaction created no longer exist).
+    fn clear(&mut self) {
+        self.ids.clear();
+        self.vocabulary = None;
+    }
+}
+
+/// Copies the WAL into the database and truncates it, after a transaction that deleted
+/// text: with `secure_delete` on, the database's freed cells are zeroed, and the WAL's
+/// frames that held the text are gone with the file's truncation. A reader that holds an
+/// older snapshot keeps the checkpoint from finishing; the next one (this store's after
+/// its next deletion, or SQLite's automatic one) finishes it.
+fn checkpoint(conn: &Connection) -> DbResult<()> {
+    let busy: i64 = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| row.get(0))?;
+    if busy != 0 {
+        tracing::debug!("a reader kept the WAL checkpoint after a deletion from finishing");
+    }
+    Ok(())
 }
 
 impl fmt::Debug for Sqlite {
@@ -232,7 +271,7 @@ impl Sqlite {
             scope_id,
             analyzer,
             episode_analyzer: Analyzer::new(AnalyzerConfig::default()),
-            words: Mutex::new(HashMap::new()),
+            words: Mutex::new(Words::default()),
             search_cache,
             vector_cache,
             loader: Arc::new(AtomicBool::new(false)),
@@ -305,7 +344,7 @@ impl Sqlite {
 
     // No code runs while the lock is held that could leave the term ids half-updated (a
     // failed transaction rolls back and clears them): recover a poisoned lock.
-    pub(crate) fn lock_words(&self) -> MutexGuard<'_, HashMap<String, i64>> {
+    pub(crate) fn lock_words(&self) -> MutexGuard<'_, Words> {
         self.words.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -322,10 +361,19 @@ impl Sqlite {
         let record_since = cache.lock().as_ref().map(SearchCache::generation);
         let run = |conn: &mut Connection| -> DbResult<(T, Outcome)> {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let vocabulary: i64 = tx
+                .prepare_cached("SELECT vocabulary FROM scopes WHERE id = ?1")?
+                .query_row([self.scope_id], |row| row.get(0))?;
+            let ids = words.at(vocabulary);
             let rows = SqliteRows::new(tx, self.scope_id);
-            let mut writer = Writer::begin(rows, &self.analyzer, &mut words, record_since)?;
+            let mut writer = Writer::begin(rows, &self.analyzer, ids, record_since)?;
             let value = f(&mut writer)?;
-            Ok((value, writer.commit()?))
+            let erasing = writer.rows_mut().erasing();
+            let outcome = writer.commit()?;
+            if erasing {
+                checkpoint(conn)?;
+            }
+            Ok((value, outcome))
         };
         match self.database.with_connection(run) {
             Ok((value, outcome)) => {

@@ -55,9 +55,13 @@ impl MemoryRows for SqliteRows<'_> {
     }
 
     fn remove_alias(&mut self, alias: &str) -> DbResult<()> {
-        self.conn()
+        let removed = self
+            .conn()
             .prepare_cached("DELETE FROM aliases WHERE scope = ?1 AND alias = ?2")?
             .execute(params![self.scope(), alias])?;
+        if removed > 0 {
+            self.mark_erasing(false);
+        }
         Ok(())
     }
 
@@ -82,7 +86,11 @@ impl MemoryRows for SqliteRows<'_> {
     }
 
     fn delete_episode(&mut self, id: &str) -> DbResult<bool> {
-        episodes::delete_episode(self.conn(), self.scope(), id)
+        let deleted = episodes::delete_episode(self.conn(), self.scope(), id)?;
+        if deleted {
+            self.mark_erasing(true);
+        }
+        Ok(deleted)
     }
 
     fn mark_extracted(

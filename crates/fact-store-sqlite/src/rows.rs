@@ -54,6 +54,12 @@ pub struct SqliteRows<'a> {
     generation: i64,
     /// The scope's `deleted_generation`, moved on by what this transaction deletes.
     deleted_generation: i64,
+    /// Whether this transaction deletes versions, episodes or aliases: its commit then
+    /// also drops the terms no stored text holds any more ([`SqliteRows::erasing`]).
+    erasing: bool,
+    /// Whether it deletes episodes: its commit then also drops their words from the
+    /// message terms and from `episode_fts`.
+    episodes_erased: bool,
 }
 
 impl<'a> SqliteRows<'a> {
@@ -65,7 +71,22 @@ impl<'a> SqliteRows<'a> {
             fts: BTreeMap::new(),
             generation: 0,
             deleted_generation: 0,
+            erasing: false,
+            episodes_erased: false,
         }
+    }
+
+    /// Whether this transaction deletes stored text (versions, episodes): after it
+    /// commits, the store checkpoints the WAL so that nothing of it stays in the files.
+    pub(super) fn erasing(&self) -> bool {
+        self.erasing
+    }
+
+    /// Marks this transaction as one that deletes stored text; `episodes` when that text
+    /// is episodes'.
+    pub(super) fn mark_erasing(&mut self, episodes: bool) {
+        self.erasing = true;
+        self.episodes_erased |= episodes;
     }
 
     /// The open transaction, for the rows of long-term memory (`long_term.rs`).
@@ -443,6 +464,7 @@ impl Rows for SqliteRows<'_> {
             .query_row([seq], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
             .optional()?;
         if let Some((id, valid, changed)) = deleted {
+            self.erasing = true;
             // A cache at a generation before the row's last change (or holding it, when
             // it is still valid) cannot see this deletion in the rows: it must reload. A
             // version that ended at or before a cache's generation was never in it.
@@ -506,7 +528,14 @@ impl Rows for SqliteRows<'_> {
     }
 
     fn commit(self) -> DbResult<()> {
-        let SqliteRows { tx, fts, .. } = self;
+        let SqliteRows {
+            tx,
+            fts,
+            scope,
+            erasing,
+            episodes_erased,
+            ..
+        } = self;
         if !fts.is_empty() {
             // Every delete first, then every insert: one flush of FTS5's pending terms.
             let mut delete = tx.prepare_cached("DELETE FROM fact_fts WHERE rowid = ?1")?;
@@ -524,9 +553,36 @@ impl Rows for SqliteRows<'_> {
             }
             drop((delete, insert));
         }
+        if erasing {
+            forget_unused_words(&tx, scope, episodes_erased)?;
+        }
         tx.commit()?;
         Ok(())
     }
+}
+
+/// Drops what still names the words of deleted text, in a transaction that deleted
+/// stored text (after the document frequencies are written): the scope's terms that no
+/// stored document holds (an invalid version's document is empty, so a term at `df` 0 is
+/// in none); and when episodes went, the message terms at `df` 0 and the tombstoned
+/// entries of `episode_fts`, whose index holds the words of titles and summaries (an
+/// `optimize` rewrites it without them). Terms are dropped only here, so
+/// `scopes.vocabulary` moves on when any is: a store's cached word → term id map is right
+/// only at the vocabulary it was filled at (`Words` in `driver.rs`).
+fn forget_unused_words(tx: &rusqlite::Connection, scope: i64, episodes: bool) -> DbResult<()> {
+    let dropped = tx
+        .prepare_cached("DELETE FROM terms WHERE scope = ?1 AND df <= 0")?
+        .execute([scope])?;
+    if dropped > 0 {
+        tx.prepare_cached("UPDATE scopes SET vocabulary = vocabulary + 1 WHERE id = ?1")?
+            .execute([scope])?;
+    }
+    if episodes {
+        tx.prepare_cached("DELETE FROM message_terms WHERE scope = ?1 AND df <= 0")?
+            .execute([scope])?;
+        tx.execute_batch("INSERT INTO episode_fts (episode_fts) VALUES ('optimize');")?;
+    }
+    Ok(())
 }
 
 /// The `SELECT` of a fact row by seq, for readers outside this module.

@@ -115,6 +115,11 @@
 //!   deletes them with it. The migration fills the table from `facts.metadata`.
 //! - `facts_object` (`scope, object`): the facts whose object is an entity, for the
 //!   neighbours of an entity (`facts_key` finds those whose subject is).
+//! - `scopes.vocabulary`: moved on whenever terms are dropped. Terms are dropped only by
+//!   a transaction that deletes stored text (a version, an episode, an alias): then the
+//!   terms and message terms at `df` 0 go, so that no word of the deleted text stays in
+//!   the file. A store caches word → term id; the cache is right only at the vocabulary
+//!   it was filled at.
 
 use rusqlite::{Connection, TransactionBehavior, params};
 
@@ -419,6 +424,7 @@ fn to_version_8(conn: &Connection) -> DbResult<()> {
         ) WITHOUT ROWID;
         CREATE INDEX fact_meta_value ON fact_meta(scope, key, kind, value);
         CREATE INDEX facts_object ON facts(scope, object);
+        ALTER TABLE scopes ADD COLUMN vocabulary INTEGER NOT NULL DEFAULT 0;
         CREATE TRIGGER fact_meta_gone AFTER DELETE ON facts
         BEGIN
             DELETE FROM fact_meta WHERE seq = old.seq;

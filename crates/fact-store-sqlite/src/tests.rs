@@ -325,10 +325,11 @@ fn older_databases_migrate_to_messages_aliases_profile_and_embeddings() {
             )
             .unwrap();
         assert_eq!(counts, (0, 0));
-        let df: i64 = raw
-            .query_row("SELECT sum(df) FROM message_terms", [], |row| row.get(0))
+        // ...and its terms, which no message holds any more, go with it.
+        let terms: i64 = raw
+            .query_row("SELECT count(*) FROM message_terms", [], |row| row.get(0))
             .unwrap();
-        assert_eq!(df, 0);
+        assert_eq!(terms, 0);
     }
 }
 
@@ -527,12 +528,14 @@ fn a_database_of_version_5_migrates_to_token_vectors_and_keeps_its_embeddings() 
             .unwrap();
     }
     // Version 6 only added `token_vectors`, version 7 the metadata columns, version 8
-    // `fact_meta` and `facts_object`: without them, the file is as version 5 left it.
+    // `fact_meta`, `facts_object` and `scopes.vocabulary`: without them, the file is as
+    // version 5 left it.
     let raw = Connection::open(&path).unwrap();
     raw.execute_batch(
         "DROP TABLE token_vectors; ALTER TABLE facts DROP COLUMN metadata;
          ALTER TABLE episodes DROP COLUMN metadata; DROP TRIGGER fact_meta_gone;
-         DROP TABLE fact_meta; DROP INDEX facts_object; PRAGMA user_version = 5;",
+         DROP TABLE fact_meta; DROP INDEX facts_object;
+         ALTER TABLE scopes DROP COLUMN vocabulary; PRAGMA user_version = 5;",
     )
     .unwrap();
     let store = open();
@@ -812,4 +815,59 @@ fn metadata_stored_before_version_8_is_found_by_filters_after_it() {
         .query_row("SELECT count(*) FROM fact_meta", [], |row| row.get(0))
         .unwrap();
     assert_eq!(left, 0);
+}
+
+/// Two stores of one scope on one file, as two processes would hold it: one deletes the
+/// only fact holding a word (its term is dropped, `scopes.vocabulary` moves on), then
+/// the other, whose cache still maps the word to the dropped term, writes the word again.
+/// It must not reuse the dropped id: the database's own index (search cache off) finds
+/// the new fact by the word, with the right document frequency.
+#[test]
+fn a_word_whose_term_another_store_dropped_gets_a_new_term() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("words.db");
+    let open = || {
+        SqliteFactStore::open_with(
+            &path,
+            "s",
+            StoreConfig::default(),
+            SqliteOptions::default().with_search_cache(false),
+            Arc::new(ManualClock::default()),
+        )
+        .unwrap()
+    };
+    let (a, b) = (open(), open());
+    let first = fact("quokka", "lives_in", "rottnest", 0);
+    a.add(vec![
+        first.clone(),
+        fact("wombat", "lives_in", "tasmania", 1),
+    ])
+    .unwrap();
+    let terms = |word: &str| -> i64 {
+        let conn = Connection::open(&path).unwrap();
+        conn.query_row(
+            "SELECT count(*) FROM terms WHERE term = ?1",
+            [word],
+            |row| row.get(0),
+        )
+        .unwrap()
+    };
+    assert_eq!(terms("rottnest"), 1);
+    assert_eq!(b.delete(first.id()).unwrap(), 1);
+    assert_eq!(terms("rottnest"), 0, "the word of the deleted fact is gone");
+    assert_eq!(terms("tasmania"), 1, "the other fact's words stay");
+    // `a` learned `rottnest` and `quokka` with the first write.
+    a.add(vec![fact("penguin", "visits", "rottnest", 2)])
+        .unwrap();
+    assert_eq!(terms("rottnest"), 1);
+    let found = search(&a, "rottnest");
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].0, "rottnest");
+    let conn = Connection::open(&path).unwrap();
+    let df: i64 = conn
+        .query_row("SELECT df FROM terms WHERE term = 'rottnest'", [], |row| {
+            row.get(0)
+        })
+        .unwrap();
+    assert_eq!(df, 1);
 }

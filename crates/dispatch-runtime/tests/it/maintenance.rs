@@ -566,3 +566,84 @@ fn bad_transcripts_are_refused_and_store_nothing() {
         assert_eq!(error.code(), "future_timestamp", "{backend:?}");
     }
 }
+
+/// Whether `haystack` holds `needle`, byte for byte.
+#[cfg(feature = "sqlite")]
+fn holds(haystack: &[u8], needle: &str) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|window| window == needle.as_bytes())
+}
+
+/// The bytes of the SQLite database file and of its write-ahead log.
+#[cfg(feature = "sqlite")]
+fn database_bytes(dir: &Path) -> Vec<u8> {
+    let mut bytes = std::fs::read(dir.join("memory.db")).unwrap();
+    if let Ok(wal) = std::fs::read(dir.join("memory.db-wal")) {
+        bytes.extend(wal);
+    }
+    bytes
+}
+
+/// Forgetting on SQLite leaves no byte of the forgotten text in the database file or its
+/// WAL: not the messages, statements, triples or aliases, and not the analyzed words of
+/// the term dictionaries or of the episode index (issue 36).
+#[cfg(feature = "sqlite")]
+#[test]
+fn forgetting_on_sqlite_leaves_no_byte_of_the_text_in_the_file() {
+    // Words no other text of the test holds, as said and as analyzed (lower case).
+    const SENTINEL: &str = "Zorblaxian quintessence glimmers over Vrellstad harbour";
+    let words = [
+        "Zorblaxian",
+        "zorblaxian",
+        "Vrellstad",
+        "vrellstad",
+        "quintessence",
+        "glimmers",
+    ];
+    let (memory, _, dir) = memory(Backend::Sqlite);
+    let transcript = line("user", SENTINEL, Some("2026-03-01T00:00:00Z"));
+    let reply = r#"{"facts": [{"subject": "Vrellstad", "predicate": "has_harbour", "object": "Zorblaxian quintessence", "content": "Zorblaxian quintessence glimmers over Vrellstad harbour", "category": "knowledge", "turn": 0}]}"#;
+    let (report, _) = archive(&memory, &transcript, reply, dir.path());
+    // A second fact about the subject, superseded, so that history holds text too.
+    memory
+        .add(
+            NewMemory::new("vrellstad", "described_as", "zorblaxian")
+                .with_statement("Vrellstad is Zorblaxian, with quintessence"),
+        )
+        .unwrap();
+    memory
+        .add(NewMemory::new("vrellstad", "described_as", "quiet"))
+        .unwrap();
+    memory.set_alias("zorblaxian port", "vrellstad").unwrap();
+    // Text of another subject, which stays.
+    memory
+        .add(NewMemory::new("user", "likes", "tea").with_statement("User likes green tea"))
+        .unwrap();
+    let before = database_bytes(dir.path());
+    for word in words {
+        assert!(holds(&before, word), "{word} was never written");
+    }
+
+    memory.forget_episode(&report.episode_id).unwrap();
+    memory.forget_subject("vrellstad").unwrap();
+    let after = database_bytes(dir.path());
+    let left: Vec<&str> = words.into_iter().filter(|w| holds(&after, w)).collect();
+    assert!(
+        left.is_empty(),
+        "still in the database file or its WAL: {left:?}"
+    );
+    // What was not forgotten is still there, and still found by its words.
+    let found = memory
+        .search("green tea", 10, &ReadOptions::default())
+        .unwrap();
+    assert_eq!(found.len(), 1);
+    // New text with a forgotten word gets a new term, found by the database's index too.
+    memory
+        .add(NewMemory::new("user", "visited", "vrellstad"))
+        .unwrap();
+    let found = memory
+        .search("vrellstad", 10, &ReadOptions::default())
+        .unwrap();
+    assert_eq!(found.len(), 1);
+}
