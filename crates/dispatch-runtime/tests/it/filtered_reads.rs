@@ -7,13 +7,13 @@
 
 use std::sync::Arc;
 
+use super::maintenance::{Backend, backends, long_term_store};
 use dispatch_runtime::{MemoryService, ReadOptions};
 use fact_model::{
     Filter, ManualClock, MetaValue, Metadata, SessionFact, SourceRole, Tag, Timestamp,
 };
 use fact_retrieve::Bm25;
 use fact_store::backend::scan_scores;
-use fact_store::{InMemoryLongTermStore, LongTermStore, StoreConfig};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use tempfile::TempDir;
@@ -93,59 +93,14 @@ fn fact(g: &Generated, batch: usize) -> SessionFact {
     builder.build().unwrap()
 }
 
-/// A backend the property runs on.
-#[derive(Debug, Clone, Copy)]
-enum Backend {
-    Memory,
-    #[cfg(feature = "sqlite")]
-    Sqlite,
-    #[cfg(feature = "postgres")]
-    Postgres,
-}
-
-fn backends() -> Vec<Backend> {
-    let mut all = vec![Backend::Memory];
-    #[cfg(feature = "sqlite")]
-    all.push(Backend::Sqlite);
-    #[cfg(feature = "postgres")]
-    if super::concurrency::pg_server().is_some() {
-        all.push(Backend::Postgres);
-    }
-    all
-}
-
 fn memory(backend: Backend, dir: &TempDir, case: usize) -> MemoryService {
     let clock = Arc::new(ManualClock::new(t(100)));
-    let config = StoreConfig::default()
-        .with_capacity(usize::MAX)
-        .with_history_limit(usize::MAX)
-        .with_auto_compact(false);
-    let store: Arc<dyn LongTermStore> = match backend {
-        Backend::Memory => Arc::new(InMemoryLongTermStore::new(config, clock.clone())),
-        #[cfg(feature = "sqlite")]
-        Backend::Sqlite => Arc::new(
-            fact_store_sqlite::SqliteFactStore::open(
-                dir.path().join(format!("memory-{case}.db")),
-                "user:filters",
-                config,
-                clock.clone(),
-            )
-            .unwrap(),
-        ),
-        #[cfg(feature = "postgres")]
-        Backend::Postgres => {
-            let url = super::concurrency::pg_server().unwrap();
-            let scope = format!(
-                "filtered-reads:{}:{case}:{}",
-                std::process::id(),
-                dir.path().display()
-            );
-            Arc::new(
-                fact_store_postgres::PgFactStore::open(&url, &scope, config, clock.clone())
-                    .unwrap(),
-            )
-        }
-    };
+    let store = long_term_store(
+        backend,
+        dir.path(),
+        &format!("memory-{case}"),
+        clock.clone(),
+    );
     MemoryService::new(store, clock)
 }
 

@@ -19,9 +19,9 @@ use fact_model::{Clock, FactId, ManualClock, ProfileField, Timestamp};
 use fact_store::{InMemoryLongTermStore, LongTermStore, MessageQuery, StoreConfig};
 use tempfile::TempDir;
 
-/// A backend the scenarios run on.
+/// A backend the scenarios run on (the filtered-reads property runs on them too).
 #[derive(Debug, Clone, Copy)]
-enum Backend {
+pub(crate) enum Backend {
     Memory,
     #[cfg(feature = "sqlite")]
     Sqlite,
@@ -30,7 +30,7 @@ enum Backend {
 }
 
 /// Every backend this build and environment can run.
-fn backends() -> Vec<Backend> {
+pub(crate) fn backends() -> Vec<Backend> {
     let mut all = vec![Backend::Memory];
     #[cfg(feature = "sqlite")]
     all.push(Backend::Sqlite);
@@ -50,37 +50,42 @@ fn t(text: &str) -> Timestamp {
 fn memory(backend: Backend) -> (MemoryService, Arc<ManualClock>, TempDir) {
     let dir = TempDir::new().unwrap();
     let clock = Arc::new(ManualClock::new(t("2026-11-26T10:00:00Z")));
+    let store = long_term_store(backend, dir.path(), "memory", clock.clone());
+    (MemoryService::new(store, clock.clone()), clock, dir)
+}
+
+/// A store of unbounded capacity and history on `backend`, named `name`: on SQLite the
+/// file `name.db` in `dir`, on PostgreSQL a scope named after `name`, this process and
+/// `dir`.
+pub(crate) fn long_term_store(
+    backend: Backend,
+    dir: &Path,
+    name: &str,
+    clock: Arc<ManualClock>,
+) -> Arc<dyn LongTermStore> {
     let config = StoreConfig::default()
         .with_capacity(usize::MAX)
         .with_history_limit(usize::MAX)
         .with_auto_compact(false);
-    let store: Arc<dyn LongTermStore> = match backend {
-        Backend::Memory => Arc::new(InMemoryLongTermStore::new(config, clock.clone())),
+    match backend {
+        Backend::Memory => Arc::new(InMemoryLongTermStore::new(config, clock)),
         #[cfg(feature = "sqlite")]
         Backend::Sqlite => Arc::new(
             fact_store_sqlite::SqliteFactStore::open(
-                dir.path().join("memory.db"),
+                dir.join(format!("{name}.db")),
                 "user:test",
                 config,
-                clock.clone(),
+                clock,
             )
             .unwrap(),
         ),
         #[cfg(feature = "postgres")]
         Backend::Postgres => {
             let url = super::concurrency::pg_server().unwrap();
-            let scope = format!(
-                "maintenance:{}:{}",
-                std::process::id(),
-                dir.path().display()
-            );
-            Arc::new(
-                fact_store_postgres::PgFactStore::open(&url, &scope, config, clock.clone())
-                    .unwrap(),
-            )
+            let scope = format!("{name}:{}:{}", std::process::id(), dir.display());
+            Arc::new(fact_store_postgres::PgFactStore::open(&url, &scope, config, clock).unwrap())
         }
-    };
-    (MemoryService::new(store, clock.clone()), clock, dir)
+    }
 }
 
 /// A model command that saves its prompt as `prompt.txt` in `dir` and answers `reply`.
