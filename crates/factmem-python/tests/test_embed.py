@@ -107,12 +107,26 @@ def test_facts_mcp_with_minilm_recalls_by_meaning(tmp_path):
     requests.append({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
         "name": "memory_recall", "arguments": {"query": QUESTION}}})  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k not in ("FACTMEM_EMBEDDER", "RUST_LOG")}
-    out = subprocess.run(
+    # One request at a time: the server answers pipelined requests concurrently, as JSON-RPC
+    # allows, so a recall sent before the adds are answered may run before they are written.
+    answers = {}
+    stderr = tmp_path / "stderr"
+    with stderr.open("w") as log, subprocess.Popen(
         [script, "mcp", "--db", str(tmp_path / "m.db"), "--embedder", "minilm"],
-        input="".join(json.dumps(r) + "\n" for r in requests), capture_output=True,
-        text=True, env=env, timeout=300,
-    )  # fmt: skip
-    assert out.returncode == 0, out
-    answers = {a.get("id"): a for a in map(json.loads, out.stdout.splitlines())}
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, env=env,
+    ) as server:  # fmt: skip
+        try:
+            for request in requests:
+                server.stdin.write(json.dumps(request) + "\n")
+                server.stdin.flush()
+                while "id" in request and request["id"] not in answers:
+                    line = server.stdout.readline()
+                    assert line, f"facts mcp closed stdout: {stderr.read_text()}"
+                    answer = json.loads(line)
+                    answers[answer.get("id")] = answer
+            server.stdin.close()
+            assert server.wait(timeout=300) == 0, stderr.read_text()
+        finally:
+            server.kill()
     recalled = answers[9]["result"]["structuredContent"]
     assert recalled["facts"][0]["fact"]["statement"] == PET[3], recalled
