@@ -211,6 +211,14 @@ impl PgDatabase {
         })
     }
 
+    /// Creates or migrates the schema if no store of this handle did yet.
+    pub(crate) fn ensure_schema(&self) -> StoreResult<()> {
+        if !self.shared.migrated.load(Ordering::Acquire) {
+            self.first(None)?;
+        }
+        Ok(())
+    }
+
     /// The row of `scope` (created on first use) in this database, for a store opened on
     /// this handle.
     pub(crate) fn find(&self, scope: &str, config: &StoreConfig) -> StoreResult<FoundScope> {

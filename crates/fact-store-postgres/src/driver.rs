@@ -2,7 +2,6 @@
 //! server: its pool, its write path (the scope's row lock, retries on conflicts, the
 //! replicas' positions) and its reads, and the scope's search cache.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -15,7 +14,7 @@ use fact_store::{
 use fact_store_sql::cache::Cached;
 use fact_store_sql::codec::{FACT_COLUMN_COUNT, FACT_COLUMNS, batch_from_sql, id_to_sql};
 use fact_store_sql::filter::{Dialect, compile};
-use fact_store_sql::rules::{Outcome, Writer};
+use fact_store_sql::rules::{Outcome, TermIds, Writer};
 use fact_store_sql::search::SearchCache;
 use fact_store_sql::vectors::VectorCache;
 use fact_store_sql::{Count, Driver, FactRead, SqlStore, analyzer_tag};
@@ -143,7 +142,7 @@ pub struct Postgres {
     /// Lowercased word → term id of this scope, for writes. A write takes the map out
     /// and gives it back after its commit, so the lock is held for moments only, never
     /// while a transaction talks to the server or sleeps before a retry.
-    pub(crate) words: Mutex<HashMap<String, i64>>,
+    pub(crate) words: Mutex<TermIds>,
     /// The scope's term index in this process, charged to the options' cache budget;
     /// locked only to read or change it in memory (`search.rs`).
     pub(crate) cache: Cached<CacheSlot>,
@@ -188,7 +187,7 @@ impl Postgres {
             scope_id: found.id,
             analyzer,
             episode_analyzer: Analyzer::new(AnalyzerConfig::default()),
-            words: Mutex::new(HashMap::new()),
+            words: Mutex::new(TermIds::default()),
             cache,
             vectors,
             written,
@@ -238,7 +237,7 @@ impl Postgres {
             let record_since = self
                 .cache
                 .with(|slot| slot.cache.as_ref().map(SearchCache::generation));
-            let mut run = |conn: &mut Connection, words: &mut HashMap<String, i64>| {
+            let mut run = |conn: &mut Connection, words: &mut TermIds| {
                 let Connection {
                     client, statements, ..
                 } = conn;
@@ -279,14 +278,10 @@ impl Postgres {
     }
 
     /// Returns the words a committed write used (and learned) to the store, merged with
-    /// those of writes that committed meanwhile (a term's id never changes once
-    /// committed).
-    pub(crate) fn give_back(&self, mut words: HashMap<String, i64>) {
-        let mut shared = Self::lock(&self.words);
-        if shared.len() < words.len() {
-            std::mem::swap(&mut *shared, &mut words);
-        }
-        shared.extend(words);
+    /// those of writes that committed meanwhile (a term's id never changes within a
+    /// vocabulary).
+    pub(crate) fn give_back(&self, words: TermIds) {
+        Self::lock(&self.words).merge(words);
     }
 
     /// Replays a committed write on the search cache. A cache the write cannot be
@@ -428,6 +423,12 @@ impl Driver for Postgres {
 
     fn cache_bytes(&self) -> usize {
         self.cache.charged() + self.vectors.charged()
+    }
+
+    fn forget_cached(&self) {
+        self.cache.with(|slot| slot.cache = None);
+        self.vectors
+            .with(|vectors| *vectors = VectorCache::default());
     }
 
     /// One transaction under the scope's row lock, tried again on conflicts: each
@@ -598,5 +599,45 @@ impl PgDatabase {
         let found = self.find(scope, &config)?;
         let driver = Postgres::new(self.clone(), scope, found, &config)?;
         Ok(SqlStore::from_driver(driver, config, clock))
+    }
+
+    /// The names of the scopes the database holds, sorted. Opening a store creates its
+    /// scope; an erased scope keeps its name, empty
+    /// ([`LongTermStore::erase`](fact_store::LongTermStore::erase)).
+    ///
+    /// # Errors
+    ///
+    /// As [`open`](Self::open), when the server cannot be reached or read.
+    pub fn scopes(&self) -> StoreResult<Vec<String>> {
+        self.ensure_schema()?;
+        let mut pooled = self.connection()?;
+        let conn = self.held(&mut pooled)?;
+        let rows = query(conn, "SELECT name FROM scopes ORDER BY name", &[])
+            .map_err(|e| e.into_store_with(self.location(), store_error))?;
+        rows.iter()
+            .map(|row| {
+                row.try_get(0)
+                    .map_err(|e| DbError::from(e).into_store_with(self.location(), store_error))
+            })
+            .collect()
+    }
+
+    /// Runs `VACUUM` on every table an erasure deletes from, so that the server marks the
+    /// space of the deleted rows free for reuse and drops them from the indexes. What it
+    /// does not do (the rows' bytes may stay in free space, in the WAL and its archives, in
+    /// base backups and on replicas until overwritten) is in `docs/protocol.md`.
+    ///
+    /// # Errors
+    ///
+    /// As [`open`](Self::open); [`StoreError::Backend`](fact_store::StoreError::Backend)
+    /// when the role may not vacuum the tables.
+    pub fn vacuum(&self) -> StoreResult<()> {
+        self.ensure_schema()?;
+        let mut pooled = self.connection()?;
+        let conn = self.held(&mut pooled)?;
+        let tables = crate::rows::ERASED_TABLES.join(", ");
+        conn.client
+            .batch_execute(&format!("VACUUM {tables}"))
+            .map_err(|e| DbError::from(e).into_store_with(self.location(), store_error))
     }
 }

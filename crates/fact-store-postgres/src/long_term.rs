@@ -19,7 +19,9 @@ use crate::error::{DbError, DbResult};
 use crate::messages::{episode_terms, index_messages, unindex_messages};
 use crate::rows::PgRows;
 use crate::statements::{Db, text_key};
-use fact_store::{Alias, Analyzer, Episode, EpisodeExtracted, ProfileEntry, StoreResult};
+use fact_store::{
+    Alias, Analyzer, Episode, EpisodeExtracted, EraseReport, ProfileEntry, StoreResult,
+};
 use fact_store_sql::MemoryReads;
 use fact_store_sql::codec::{FACT_COLUMNS, id_from_sql, time_from_sql};
 use fact_store_sql::long_term::MemoryRows;
@@ -61,6 +63,10 @@ const ALIASES: &str = "SELECT alias, entity, at FROM aliases WHERE scope = $1 OR
 const PROFILE: &str = "SELECT field, text, at FROM profile WHERE scope = $1 ORDER BY seq";
 
 impl MemoryRows for PgRows<'_> {
+    fn erase_scope(&mut self) -> DbResult<EraseReport> {
+        PgRows::erase_scope(self)
+    }
+
     fn alias_entity(&mut self, alias: &str) -> DbResult<Option<String>> {
         let (mut db, scope) = self.db();
         db.query_opt(

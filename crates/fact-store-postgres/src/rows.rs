@@ -15,11 +15,28 @@ use postgres::{Row, Transaction};
 use crate::codec::read_fact;
 use crate::error::DbResult;
 use crate::statements::{Db, Statements, prepared};
+use fact_store::EraseReport;
 use fact_store_sql::codec::{
     FACT_COLUMN_COUNT, FACT_COLUMNS, batch_from_sql, batch_to_sql, id_from_sql, id_to_sql,
     tags_to_sql, time_from_sql,
 };
 use fact_store_sql::rules::{Document, KeyVersion, Link, RankRow, Rows, ScopeState};
+
+/// The tables with a `scope` column, in the order an erasure deletes from them (`messages`
+/// before the `episodes` they reference). The tests check it names every table of the
+/// schema with a `scope` column but `scopes`.
+pub(super) const ERASED_TABLES: &[&str] = &[
+    "facts",
+    "terms",
+    "embeddings",
+    "token_vectors",
+    "messages",
+    "message_terms",
+    "episodes",
+    "aliases",
+    "profile",
+    "applied",
+];
 
 /// What [`Rows::prefetch`] fetched for a batch: answers to `latest` and `valid_for_key`
 /// until a write touches them (each write drops the entries of its row's id and key, or
@@ -106,6 +123,38 @@ impl<'a> PgRows<'a> {
         Ok(self.tx.execute(&statement, params)?)
     }
 
+    /// Deletes every row of the scope but its `scopes` row
+    /// ([`MemoryRows::erase_scope`](fact_store_sql::long_term::MemoryRows::erase_scope)),
+    /// from every table with a `scope` column ([`ERASED_TABLES`]; the GIN indexes follow
+    /// their rows), and zeroes the message statistics.
+    pub(super) fn erase_scope(&mut self) -> DbResult<EraseReport> {
+        let scope = self.scope;
+        let mut report = EraseReport::default();
+        for table in ERASED_TABLES {
+            let n = self.execute(&format!("DELETE FROM {table} WHERE scope = $1"), &[&scope])?;
+            let n = usize::try_from(n).unwrap_or(usize::MAX);
+            match *table {
+                "facts" => report.versions = n,
+                "embeddings" => report.embeddings = n,
+                "token_vectors" => report.token_vectors = n,
+                "episodes" => report.episodes = n,
+                "messages" => report.messages = n,
+                "aliases" => report.aliases = n,
+                "profile" => report.profile_versions = n,
+                "applied" => report.keys = n,
+                _ => {}
+            }
+        }
+        self.execute(
+            "UPDATE scopes SET message_count = 0, message_len = 0 WHERE id = $1",
+            &[&scope],
+        )?;
+        self.deleted = true;
+        self.deleted_ids.clear();
+        self.prefetched = None;
+        Ok(report)
+    }
+
     fn seqs(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> DbResult<Vec<i64>> {
         self.query(sql, params)?
             .iter()
@@ -179,7 +228,7 @@ impl Rows for PgRows<'_> {
         let scope = self.scope;
         let Some(row) = self.query_opt(
             "SELECT last_batch, newest_input_batch, valid_count, stored_count, total_len, \
-             next_key_order, generation FROM scopes WHERE id = $1 FOR UPDATE",
+             next_key_order, generation, vocabulary FROM scopes WHERE id = $1 FOR UPDATE",
             &[&scope],
         )?
         else {
@@ -197,6 +246,7 @@ impl Rows for PgRows<'_> {
             total_len: row.try_get(4)?,
             next_key_order: row.try_get(5)?,
             generation: row.try_get(6)?,
+            vocabulary: row.try_get(7)?,
         }))
     }
 
@@ -206,8 +256,8 @@ impl Rows for PgRows<'_> {
         self.execute(
             "UPDATE scopes SET last_batch = $2, newest_input_batch = $3, valid_count = $4, \
              stored_count = $5, total_len = $6, next_key_order = $7, generation = $8, \
-             deleted_generation = CASE WHEN $9 THEN $8 ELSE deleted_generation END \
-             WHERE id = $1",
+             deleted_generation = CASE WHEN $9 THEN $8 ELSE deleted_generation END, \
+             vocabulary = $10 WHERE id = $1",
             &[
                 &scope,
                 &batch_to_sql(state.last_batch),
@@ -218,6 +268,7 @@ impl Rows for PgRows<'_> {
                 &state.next_key_order,
                 &state.generation,
                 &deleted,
+                &state.vocabulary,
             ],
         )?;
         Ok(())

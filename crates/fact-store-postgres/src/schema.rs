@@ -113,6 +113,9 @@
 //! - `facts_object`: `(scope, hashtextextended(object, 0))`, the facts whose object is an
 //!   entity, for the neighbours of an entity (`facts_subject` finds those whose subject
 //!   is); a hash, as for subjects, since an object may be a long sentence.
+//! - `scopes.vocabulary`: moved on when the scope's terms are deleted (an erasure). A store
+//!   caches word → term id between its writes; the cache is right only at the vocabulary
+//!   it was filled at (`fact_store_sql::rules::TermIds`).
 
 use postgres::Client;
 
@@ -397,7 +400,8 @@ fn to_version_6(tx: &mut postgres::Transaction<'_>) -> DbResult<()> {
 fn to_version_7(tx: &mut postgres::Transaction<'_>) -> DbResult<()> {
     tx.batch_execute(
         "CREATE INDEX facts_metadata ON facts USING gin (metadata jsonb_path_ops);
-        CREATE INDEX facts_object ON facts (scope, hashtextextended(object, 0));",
+        CREATE INDEX facts_object ON facts (scope, hashtextextended(object, 0));
+        ALTER TABLE scopes ADD COLUMN vocabulary BIGINT NOT NULL DEFAULT 0;",
     )?;
     Ok(())
 }

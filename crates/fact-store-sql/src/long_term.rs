@@ -13,8 +13,9 @@ use super::error::{DbError, DbResult, newer};
 use super::rules::{Rows, Writer};
 use fact_store::current_profile;
 use fact_store::{
-    Alias, AliasChange, Analyzer, Episode, EpisodeExtracted, MemoryReport, MemoryWrite,
-    ProfileEntry, StoreConfig, StoreError, TransactionReport, check_alias, profile_changes,
+    Alias, AliasChange, Analyzer, Episode, EpisodeExtracted, EraseReport, MemoryReport,
+    MemoryWrite, ProfileEntry, StoreConfig, StoreError, TransactionReport, check_alias,
+    profile_changes,
 };
 
 /// The rows of long-term memory beside the facts, in one open write transaction of one
@@ -45,6 +46,11 @@ pub trait MemoryRows: Rows {
         extracted: &EpisodeExtracted,
         analyzer: &Analyzer,
     ) -> DbResult<bool, Self::Error>;
+    /// Deletes every row of the scope from every table but `scopes` (whose counters
+    /// [`Writer::commit`](crate::rules::Writer::commit) writes after [`erase`] restarts
+    /// them), full-text indexes included, and zeroes the scope's message statistics;
+    /// what it deleted.
+    fn erase_scope(&mut self) -> DbResult<EraseReport, Self::Error>;
 }
 
 /// A failed alias lookup inside [`check_alias`], which reports its own findings as
@@ -126,5 +132,15 @@ pub fn commit<R: Rows + MemoryRows>(
         rows.insert_profile(&change)?;
         report.profile_changed.push(change.field);
     }
+    Ok(report)
+}
+
+/// Deletes everything of the scope in the transaction of `writer`
+/// ([`LongTermStore::erase`](fact_store::LongTermStore::erase)): every row
+/// ([`MemoryRows::erase_scope`]), then the scope's counters start again
+/// ([`Writer::restart`]).
+pub fn erase<R: Rows + MemoryRows>(writer: &mut Writer<'_, R>) -> DbResult<EraseReport, R::Error> {
+    let report = writer.rows_mut().erase_scope()?;
+    writer.restart();
     Ok(report)
 }

@@ -66,6 +66,63 @@ pub struct ScopeState {
     pub next_key_order: i64,
     /// Bumped by every commit that changes the valid facts.
     pub generation: i64,
+    /// Moved on whenever terms of the scope are deleted: word → term id maps read before
+    /// may name terms that are gone ([`TermIds`]).
+    pub vocabulary: i64,
+}
+
+/// Lowercased word → term id of a scope, as a store keeps it between its writes, and the
+/// scope's vocabulary ([`ScopeState::vocabulary`]) the ids were read at. A transaction
+/// that deletes terms (an erasure, or SQLite's deletion of words no text holds any more)
+/// moves the vocabulary on: [`Writer::begin`] then starts from an empty map.
+#[derive(Debug, Default)]
+pub struct TermIds {
+    vocabulary: Option<i64>,
+    ids: HashMap<String, i64>,
+}
+
+impl TermIds {
+    /// The ids, emptied first unless they were read at `vocabulary`.
+    fn at(&mut self, vocabulary: i64) -> &mut HashMap<String, i64> {
+        if self.vocabulary != Some(vocabulary) {
+            self.ids.clear();
+            self.vocabulary = Some(vocabulary);
+        }
+        &mut self.ids
+    }
+
+    /// Forgets every id (after a rolled-back transaction, whose new terms do not exist).
+    pub fn clear(&mut self) {
+        self.ids.clear();
+        self.vocabulary = None;
+    }
+
+    /// How many words it holds.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether it holds no word.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// Adds the ids of `other`, read by a write that committed (a term's id never changes
+    /// within a vocabulary); the ids of an older vocabulary give way to a newer one's.
+    pub fn merge(&mut self, mut other: TermIds) {
+        if self.vocabulary != other.vocabulary {
+            if other.vocabulary.unwrap_or(i64::MIN) > self.vocabulary.unwrap_or(i64::MIN) {
+                *self = other;
+            }
+            return;
+        }
+        if self.ids.len() < other.ids.len() {
+            std::mem::swap(&mut self.ids, &mut other.ids);
+        }
+        self.ids.extend(other.ids);
+    }
 }
 
 /// What indexing a valid fact writes into its row.
@@ -194,9 +251,9 @@ pub struct Writer<'a, R: Rows> {
     rows: R,
     state: ScopeState,
     analyzer: &'a Analyzer,
-    /// Lowercased word → term id of this scope (ids are never deleted, so entries stay
-    /// right as long as the transaction that created them commits; the store clears the
-    /// map when a transaction fails).
+    /// Lowercased word → term id of this scope, at the vocabulary the transaction began
+    /// at (entries stay right as long as the transaction that created them commits; the
+    /// store clears the map when a transaction fails).
     words: &'a mut HashMap<String, i64>,
     /// Document-frequency changes, written at commit.
     df: HashMap<i64, i64>,
@@ -211,12 +268,13 @@ impl<'a, R: Rows> Writer<'a, R> {
     pub fn begin(
         mut rows: R,
         analyzer: &'a Analyzer,
-        words: &'a mut HashMap<String, i64>,
+        words: &'a mut TermIds,
         record_since: Option<i64>,
     ) -> DbResult<Self, R::Error> {
         let state = rows
             .scope_state()?
             .ok_or_else(|| DbError::Corrupt("the store's scope has no row in `scopes`".into()))?;
+        let words = words.at(state.vocabulary);
         let events = (record_since == Some(state.generation)).then(Vec::new);
         Ok(Writer {
             rows,
@@ -253,6 +311,27 @@ impl<'a, R: Rows> Writer<'a, R> {
             to_generation: state.generation,
             events,
         })
+    }
+
+    /// Starts the scope again, empty, after its rows were all deleted in this transaction
+    /// (`long_term::erase`): the counters are a new scope's, the generation moves on (a
+    /// search cache reloads rather than follow), and the vocabulary too (the terms are
+    /// gone).
+    pub fn restart(&mut self) {
+        self.state = ScopeState {
+            last_batch: 0,
+            newest_input_batch: 0,
+            valid: 0,
+            stored: 0,
+            total_len: 0,
+            next_key_order: 0,
+            generation: self.state.generation,
+            vocabulary: self.state.vocabulary.wrapping_add(1),
+        };
+        self.words.clear();
+        self.df.clear();
+        self.events = None;
+        self.dirty = true;
     }
 
     /// The transaction's rows, for what the rules do not cover (long-term memory's

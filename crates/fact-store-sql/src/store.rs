@@ -16,10 +16,10 @@ use std::sync::Arc;
 
 use fact_model::{Clock, FactId, FactSelector, FactUpdate, Filter, SessionFact, Timestamp};
 use fact_store::{
-    AddReport, Alias, Analyzer, CompactionReport, EdgeQuery, Episode, EpisodeStore, FactVectors,
-    ImportReport, LongTermStore, MemoryReport, MemoryWrite, MessageHit, MessageQuery, ProfileEntry,
-    SNAPSHOT_VERSION, ScoredFact, SessionFactStore, Snapshot, SnapshotRecord, StoreConfig,
-    StoreError, StoreResult, TermQuery, TermWeighting, Transaction, TransactionReport,
+    AddReport, Alias, Analyzer, CompactionReport, EdgeQuery, Episode, EpisodeStore, EraseReport,
+    FactVectors, ImportReport, LongTermStore, MemoryReport, MemoryWrite, MessageHit, MessageQuery,
+    ProfileEntry, SNAPSHOT_VERSION, ScoredFact, SessionFactStore, Snapshot, SnapshotRecord,
+    StoreConfig, StoreError, StoreResult, TermQuery, TermWeighting, Transaction, TransactionReport,
     current_profile,
 };
 
@@ -144,6 +144,11 @@ pub trait Driver:
 
     /// The estimated bytes the driver's in-process caches hold now.
     fn cache_bytes(&self) -> usize;
+
+    /// Empties the driver's in-process caches of the scope (its search index and vector
+    /// indexes), after an erasure committed. Caches of other processes see the erasure in
+    /// the scope's generation and reload.
+    fn forget_cached(&self);
 
     /// Runs `f` in one write transaction of the scope and commits it; on any error
     /// everything rolls back. A driver that tries a conflicting transaction again gives
@@ -545,6 +550,14 @@ impl<D: Driver> EpisodeStore for SqlStore<D> {
 }
 
 impl<D: Driver> LongTermStore for SqlStore<D> {
+    fn erase(&self) -> StoreResult<EraseReport> {
+        let report = self
+            .driver
+            .write((), |writer, ()| crate::long_term::erase(writer))?;
+        self.driver.forget_cached();
+        Ok(report)
+    }
+
     fn commit(&self, write: MemoryWrite) -> StoreResult<MemoryReport> {
         let (now, config) = (self.clock.now(), &self.config);
         let analyzer = self.driver.episode_analyzer();

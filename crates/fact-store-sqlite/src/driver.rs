@@ -2,7 +2,6 @@
 //! connections, its write path (a `BEGIN IMMEDIATE` transaction under the store's lock)
 //! and its reads, and the scope's search cache, which follows other connections' writes.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -16,7 +15,7 @@ use fact_store::{
 use fact_store_sql::cache::{Cached, Pinned, ReloadPermit};
 use fact_store_sql::codec::{FACT_COLUMN_COUNT, FACT_COLUMNS, batch_from_sql, id_to_sql};
 use fact_store_sql::filter::{Dialect, compile, driving};
-use fact_store_sql::rules::{Outcome, Writer};
+use fact_store_sql::rules::{Outcome, TermIds, Writer};
 use fact_store_sql::search::SearchCache;
 use fact_store_sql::vectors::VectorCache;
 use fact_store_sql::{Count, Driver, FactRead, SqlStore, analyzer_tag};
@@ -187,7 +186,7 @@ pub struct Sqlite {
     /// Lowercased word → term id of this scope, for writes; its lock serializes the
     /// store's writes (reads run beside them, each on a connection of the database's; on
     /// a private in-memory database, whose one connection they share, reads take it too).
-    pub(crate) words: Mutex<Words>,
+    pub(crate) words: Mutex<TermIds>,
     /// The scope's term index in this process (`None` until a search loads it, and again
     /// once the budget evicts it); locked after `words`, never before.
     pub(crate) search_cache: Cached<Option<SearchCache>>,
@@ -199,32 +198,6 @@ pub struct Sqlite {
     pub(crate) loader: Arc<AtomicBool>,
     /// How many times the scope was loaded whole into the search cache.
     pub(crate) loads: Arc<AtomicU64>,
-}
-
-/// Lowercased word → term id of a scope, and the scope's vocabulary (`scopes.vocabulary`)
-/// they were read at: a transaction that deletes text drops the terms no document holds
-/// any more and moves the vocabulary on, so ids read before may name dropped terms.
-#[derive(Debug, Default)]
-pub(crate) struct Words {
-    vocabulary: Option<i64>,
-    ids: HashMap<String, i64>,
-}
-
-impl Words {
-    /// The ids, emptied first unless they were read at `vocabulary`.
-    fn at(&mut self, vocabulary: i64) -> &mut HashMap<String, i64> {
-        if self.vocabulary != Some(vocabulary) {
-            self.ids.clear();
-            self.vocabulary = Some(vocabulary);
-        }
-        &mut self.ids
-    }
-
-    /// Forgets every id (those a rolled-back transaction created no longer exist).
-    fn clear(&mut self) {
-        self.ids.clear();
-        self.vocabulary = None;
-    }
 }
 
 /// Copies the WAL into the database and truncates it, after a transaction that deleted
@@ -276,7 +249,7 @@ impl Sqlite {
             scope_id,
             analyzer,
             episode_analyzer: Analyzer::new(AnalyzerConfig::default()),
-            words: Mutex::new(Words::default()),
+            words: Mutex::new(TermIds::default()),
             search_cache,
             vector_cache,
             loader: Arc::new(AtomicBool::new(false)),
@@ -312,7 +285,7 @@ impl Sqlite {
         if indexed_with != tag {
             // Term documents are derived data: rebuild them for this analyzer.
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let mut words = HashMap::new();
+            let mut words = TermIds::default();
             let rows = SqliteRows::new(tx, scope_id);
             let mut writer = Writer::begin(rows, analyzer, &mut words, None)?;
             writer.reindex(&tag)?;
@@ -349,7 +322,7 @@ impl Sqlite {
 
     // No code runs while the lock is held that could leave the term ids half-updated (a
     // failed transaction rolls back and clears them): recover a poisoned lock.
-    pub(crate) fn lock_words(&self) -> MutexGuard<'_, Words> {
+    pub(crate) fn lock_words(&self) -> MutexGuard<'_, TermIds> {
         self.words.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -366,12 +339,8 @@ impl Sqlite {
         let record_since = cache.lock().as_ref().map(SearchCache::generation);
         let run = |conn: &mut Connection| -> DbResult<(T, Outcome)> {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let vocabulary: i64 = tx
-                .prepare_cached("SELECT vocabulary FROM scopes WHERE id = ?1")?
-                .query_row([self.scope_id], |row| row.get(0))?;
-            let ids = words.at(vocabulary);
             let rows = SqliteRows::new(tx, self.scope_id);
-            let mut writer = Writer::begin(rows, &self.analyzer, ids, record_since)?;
+            let mut writer = Writer::begin(rows, &self.analyzer, &mut words, record_since)?;
             let value = f(&mut writer)?;
             let erasing = writer.rows_mut().erasing();
             let outcome = writer.commit()?;
@@ -668,6 +637,12 @@ impl Driver for Sqlite {
         self.search_cache.charged() + self.vector_cache.charged()
     }
 
+    fn forget_cached(&self) {
+        self.search_cache.with(|cache| *cache = None);
+        self.vector_cache
+            .with(|vectors| *vectors = VectorCache::default());
+    }
+
     /// One `BEGIN IMMEDIATE` transaction under the store's lock: `f` runs once, with
     /// `input` moved in.
     fn write<I: Clone, T>(
@@ -840,5 +815,53 @@ impl SqliteDatabase {
     ) -> StoreResult<SqliteFactStore> {
         let driver = Sqlite::init(self.clone(), scope, &config)?;
         Ok(SqliteFactStore::from_driver(driver, config, clock))
+    }
+
+    /// The names of the scopes the database holds, sorted. Opening a store creates its
+    /// scope; an erased scope keeps its name, empty
+    /// ([`LongTermStore::erase`](fact_store::LongTermStore::erase)).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use fact_model::SystemClock;
+    /// use fact_store::StoreConfig;
+    /// use fact_store_sqlite::SqliteDatabase;
+    ///
+    /// let database = SqliteDatabase::in_memory()?;
+    /// assert!(database.scopes()?.is_empty());
+    /// let _bob = database.open("user:bob", StoreConfig::default(), Arc::new(SystemClock))?;
+    /// assert_eq!(database.scopes()?, ["user:bob"]);
+    /// # Ok::<(), fact_store::StoreError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`open`](Self::open), when the file cannot be opened or read.
+    pub fn scopes(&self) -> StoreResult<Vec<String>> {
+        self.with_connection(|conn| {
+            let mut stmt = conn.prepare_cached("SELECT name FROM scopes ORDER BY name")?;
+            let names = stmt
+                .query_map([], |row| row.get(0))?
+                .collect::<rusqlite::Result<Vec<String>>>()?;
+            Ok(names)
+        })
+        .map_err(|e| e.into_store::<Sqlite>(self.path()))
+    }
+
+    /// Rewrites the file without its free pages (`VACUUM`), so that it shrinks after an
+    /// erasure. Deleted text is gone from the file already (`secure_delete` zeroes what a
+    /// deletion frees, and the WAL is checkpointed after it): this returns the space. It
+    /// needs as much free disk as the file, and waits for the other writers.
+    ///
+    /// # Errors
+    ///
+    /// As [`open`](Self::open); [`StoreError::Busy`](fact_store::StoreError::Busy) when a
+    /// reader or writer holds the file past the busy timeout.
+    pub fn vacuum(&self) -> StoreResult<()> {
+        self.with_connection(|conn| {
+            conn.execute_batch("VACUUM")?;
+            Ok(())
+        })
+        .map_err(|e| e.into_store::<Sqlite>(self.path()))
     }
 }

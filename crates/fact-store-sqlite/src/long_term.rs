@@ -12,7 +12,9 @@ use super::episodes;
 use super::rows::SqliteRows;
 use crate::driver::Sqlite;
 use crate::error::{DbError, DbResult};
-use fact_store::{Alias, Analyzer, Episode, EpisodeExtracted, ProfileEntry, StoreResult};
+use fact_store::{
+    Alias, Analyzer, Episode, EpisodeExtracted, EraseReport, ProfileEntry, StoreResult,
+};
 use fact_store_sql::MemoryReads;
 use fact_store_sql::codec::{id_from_sql, time_from_sql};
 use fact_store_sql::long_term::MemoryRows;
@@ -91,6 +93,10 @@ impl MemoryRows for SqliteRows<'_> {
             self.mark_erasing(true);
         }
         Ok(deleted)
+    }
+
+    fn erase_scope(&mut self) -> DbResult<EraseReport> {
+        SqliteRows::erase_scope(self)
     }
 
     fn mark_extracted(

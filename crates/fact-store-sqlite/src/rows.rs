@@ -20,11 +20,29 @@ use rusqlite::{OptionalExtension, Transaction, params};
 use super::codec::read_fact;
 use super::schema::write_fact_meta;
 use crate::error::DbResult;
+use fact_store::EraseReport;
 use fact_store_sql::codec::{
     FACT_COLUMN_COUNT, batch_from_sql, batch_to_sql, id_from_sql, id_to_sql, metadata_to_text,
     tags_to_sql, time_from_sql,
 };
 use fact_store_sql::rules::{Document, KeyVersion, Link, RankRow, Rows, ScopeState};
+
+/// The tables with a `scope` column, in the order an erasure deletes from them (the full-text
+/// tables, keyed by the rowids of `facts`, `messages` and `episodes`, go before them).
+/// `tests.rs` checks it names every table of the schema with a `scope` column but `scopes`.
+pub(super) const ERASED_TABLES: &[&str] = &[
+    "fact_meta",
+    "facts",
+    "terms",
+    "embeddings",
+    "token_vectors",
+    "messages",
+    "message_terms",
+    "episodes",
+    "aliases",
+    "profile",
+    "applied",
+];
 
 /// A version, its batch and its term document, by seq (within the scope).
 const SELECT_FACT: &str = "SELECT subject, relation, object, tags, valid_from, valid_to, \
@@ -60,6 +78,9 @@ pub struct SqliteRows<'a> {
     /// Whether it deletes episodes: its commit then also drops their words from the
     /// message terms and from `episode_fts`.
     episodes_erased: bool,
+    /// Whether it erases the whole scope: its commit then also drops the tombstones of
+    /// `fact_fts` and `message_fts`.
+    erased_scope: bool,
 }
 
 impl<'a> SqliteRows<'a> {
@@ -73,6 +94,7 @@ impl<'a> SqliteRows<'a> {
             deleted_generation: 0,
             erasing: false,
             episodes_erased: false,
+            erased_scope: false,
         }
     }
 
@@ -99,6 +121,55 @@ impl<'a> SqliteRows<'a> {
         self.scope
     }
 
+    /// Deletes every row of the scope but its `scopes` row ([`MemoryRows::erase_scope`]):
+    /// the full-text entries first (found by the rows that give them their rowids), then
+    /// the rows of every table with a `scope` column; zeroes the message statistics, and
+    /// marks the transaction as deleting text (so its commit drops the tombstones of the
+    /// full-text indexes and the store checkpoints the WAL after it).
+    ///
+    /// [`MemoryRows::erase_scope`]: fact_store_sql::long_term::MemoryRows::erase_scope
+    pub(super) fn erase_scope(&mut self) -> DbResult<EraseReport> {
+        let scope = self.scope;
+        let count = |table: &str| -> DbResult<usize> {
+            let sql = format!("SELECT count(*) FROM {table} WHERE scope = ?1");
+            let n: i64 = self
+                .tx
+                .prepare_cached(&sql)?
+                .query_row([scope], |row| row.get(0))?;
+            Ok(usize::try_from(n).unwrap_or(0))
+        };
+        let mut report = EraseReport::default();
+        report.versions = count("facts")?;
+        report.embeddings = count("embeddings")?;
+        report.token_vectors = count("token_vectors")?;
+        report.episodes = count("episodes")?;
+        report.messages = count("messages")?;
+        report.aliases = count("aliases")?;
+        report.profile_versions = count("profile")?;
+        report.keys = count("applied")?;
+        // Erasure runs alone in its transaction: nothing indexed in it is left to write.
+        self.fts.clear();
+        self.tx.execute_batch(&format!(
+            "DELETE FROM fact_fts WHERE rowid IN (SELECT seq FROM facts WHERE scope = {scope} \
+                 AND valid_to IS NULL AND terms IS NOT NULL);
+             DELETE FROM message_fts WHERE rowid IN (SELECT id FROM messages WHERE scope = {scope});
+             DELETE FROM episode_fts WHERE rowid IN (SELECT n FROM episodes WHERE scope = {scope});"
+        ))?;
+        for table in ERASED_TABLES {
+            self.tx
+                .prepare_cached(&format!("DELETE FROM {table} WHERE scope = ?1"))?
+                .execute([scope])?;
+        }
+        self.tx
+            .prepare_cached("UPDATE scopes SET message_count = 0, message_len = 0 WHERE id = ?1")?
+            .execute([scope])?;
+        // Every cache of the scope, in any process, loads it again.
+        self.deleted_generation = self.generation;
+        self.erased_scope = true;
+        self.mark_erasing(true);
+        Ok(report)
+    }
+
     fn seqs(&self, sql: &str, params: impl rusqlite::Params) -> DbResult<Vec<i64>> {
         Ok(self
             .tx
@@ -116,8 +187,8 @@ impl Rows for SqliteRows<'_> {
             .tx
             .prepare_cached(
                 "SELECT last_batch, newest_input_batch, valid_count, stored_count, total_len, \
-                 next_key_order, generation, deleted_generation, stamped_generation \
-                 FROM scopes WHERE id = ?1",
+                 next_key_order, generation, deleted_generation, stamped_generation, \
+                 vocabulary FROM scopes WHERE id = ?1",
             )?
             .query_row([self.scope], |row| {
                 let state = ScopeState {
@@ -128,6 +199,7 @@ impl Rows for SqliteRows<'_> {
                     total_len: row.get(4)?,
                     next_key_order: row.get(5)?,
                     generation: row.get(6)?,
+                    vocabulary: row.get(9)?,
                 };
                 Ok((state, row.get::<_, i64>(7)?, row.get::<_, i64>(8)?))
             })
@@ -153,7 +225,8 @@ impl Rows for SqliteRows<'_> {
             .prepare_cached(
                 "UPDATE scopes SET last_batch = ?2, newest_input_batch = ?3, valid_count = ?4, \
                  stored_count = ?5, total_len = ?6, next_key_order = ?7, generation = ?8, \
-                 stamped_generation = ?8, deleted_generation = ?9 WHERE id = ?1",
+                 stamped_generation = ?8, deleted_generation = ?9, vocabulary = ?10 \
+                 WHERE id = ?1",
             )?
             .execute(params![
                 self.scope,
@@ -165,6 +238,7 @@ impl Rows for SqliteRows<'_> {
                 state.next_key_order,
                 state.generation,
                 self.deleted_generation,
+                state.vocabulary,
             ])?;
         Ok(())
     }
@@ -534,6 +608,7 @@ impl Rows for SqliteRows<'_> {
             scope,
             erasing,
             episodes_erased,
+            erased_scope,
             ..
         } = self;
         if !fts.is_empty() {
@@ -555,6 +630,13 @@ impl Rows for SqliteRows<'_> {
         }
         if erasing {
             forget_unused_words(&tx, scope, episodes_erased)?;
+        }
+        if erased_scope {
+            // The ids of the erased documents, kept as tombstones until a merge: gone too.
+            tx.execute_batch(
+                "INSERT INTO fact_fts (fact_fts) VALUES ('optimize');
+                 INSERT INTO message_fts (message_fts) VALUES ('optimize');",
+            )?;
         }
         tx.commit()?;
         Ok(())

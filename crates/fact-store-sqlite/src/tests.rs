@@ -871,3 +871,245 @@ fn a_word_whose_term_another_store_dropped_gets_a_new_term() {
         .unwrap();
     assert_eq!(df, 1);
 }
+
+/// Everything of a scope: two versions of a fact with metadata, an embedding, token
+/// vectors, an episode with its messages, an alias, a profile version and a keyed
+/// transaction, each holding `word`.
+#[allow(clippy::field_reassign_with_default)]
+fn fill_scope(store: &SqliteFactStore, word: &str) {
+    use fact_model::{Message, MessageRole, MetaValue, Metadata, ProfileField};
+    use fact_store::{
+        AliasChange, Episode, LongTermStore, MemoryWrite, ProfileEntry, TokenEncoding,
+        TokenVectors, Transaction,
+    };
+    let at = |secs: i64| Timestamp::from_unix_secs(1_800_000_000 + secs).unwrap();
+    let version = |object: &str, secs| {
+        let metadata = Metadata::from_pairs([("note", MetaValue::typed(word))]).unwrap();
+        SessionFact::builder("user", "lives_in", object)
+            .tag(Tag::Preference)
+            .statement(format!("The user lives in {object} and says {word}."))
+            .source("chat", SourceRole::User)
+            .metadata(metadata)
+            .valid_from(at(secs))
+            .build()
+            .unwrap()
+    };
+    store
+        .add(vec![version(&format!("{word}ville"), 0)])
+        .unwrap();
+    let current = version(&format!("{word}burg"), 1);
+    store.add(vec![current.clone()]).unwrap();
+    let vectors = store.vectors().unwrap();
+    vectors
+        .put_embeddings("m", vec![(current.id(), vec![1.0, 0.0])])
+        .unwrap();
+    let tokens = TokenVectors::encode(TokenEncoding::Int8, 2, &[0.5, -0.5]).unwrap();
+    vectors
+        .put_token_vectors("m", vec![(current.id(), tokens)])
+        .unwrap();
+    let mut write = MemoryWrite::default();
+    write.episode = Some(Episode::new(
+        format!("About {word}"),
+        format!("The user said {word}."),
+        vec![Message::new(MessageRole::User, format!("I say {word} every day.")).at(at(2))],
+        at(3),
+    ));
+    write.aliases = vec![AliasChange::Set {
+        alias: format!("{word}-alias"),
+        entity: "user".into(),
+        at: at(4),
+    }];
+    write.profile = vec![ProfileEntry {
+        field: ProfileField::Work,
+        text: format!("Works on {word}"),
+        at: at(5),
+    }];
+    write.facts = Transaction::new().with_key(format!("{word}-key"));
+    store.commit(write).unwrap();
+}
+
+/// The erasure test: every table of the schema is listed from `sqlite_schema` and each
+/// must be accounted for: a table with a `scope` column is one erasure deletes from
+/// (`ERASED_TABLES`) and holds no row of the erased scope, while the other scope keeps
+/// its rows there; a full-text table holds no rowid of the erased scope's rows; `scopes`
+/// keeps the erased scope's row with its counters at zero. A table added to the schema
+/// without erasure fails it. Then the files hold no byte of the erased words.
+#[test]
+fn erasing_a_scope_leaves_no_row_of_it_in_any_table_and_no_byte_in_the_files() {
+    use fact_store::{EpisodeStore, LongTermStore};
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("erase.db");
+    let open = |scope: &str| {
+        SqliteFactStore::open_with(
+            &path,
+            scope,
+            StoreConfig::default(),
+            SqliteOptions::default(),
+            Arc::new(ManualClock::default()),
+        )
+        .unwrap()
+    };
+    let (gone, kept) = (open("user:gone"), open("user:kept"));
+    let sentinel = "zyzzogeton";
+    fill_scope(&gone, sentinel);
+    fill_scope(&kept, "quagga");
+    // A search and a vector search load the caches the erasure must drop.
+    assert_eq!(search(&gone, sentinel).len(), 1);
+    let query = fact_store::VectorQuery::new("m", &[1.0, 0.0], 5);
+    assert_eq!(gone.vectors().unwrap().nearest(&query).unwrap().len(), 1);
+
+    let conn = Connection::open(&path).unwrap();
+    let scope_id = |name: &str| -> i64 {
+        conn.query_row("SELECT id FROM scopes WHERE name = ?1", [name], |row| {
+            row.get(0)
+        })
+        .unwrap()
+    };
+    let (gone_id, kept_id) = (scope_id("user:gone"), scope_id("user:kept"));
+    // The full-text rowids of the erased scope, read before it goes.
+    let rowids = |sql: &str, scope: i64| -> Vec<i64> {
+        conn.prepare(sql)
+            .unwrap()
+            .query_map([scope], |row| row.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    let fts_rows = |scope| {
+        [
+            (
+                "fact_fts",
+                rowids("SELECT seq FROM facts WHERE scope = ?1", scope),
+            ),
+            (
+                "episode_fts",
+                rowids("SELECT n FROM episodes WHERE scope = ?1", scope),
+            ),
+            (
+                "message_fts",
+                rowids("SELECT id FROM messages WHERE scope = ?1", scope),
+            ),
+        ]
+    };
+    let erased_rowids = fts_rows(gone_id);
+
+    let report = gone.erase().unwrap();
+    assert_eq!(
+        (report.versions, report.episodes, report.messages),
+        (2, 1, 1)
+    );
+    assert_eq!((report.embeddings, report.token_vectors), (1, 1));
+    assert_eq!(
+        (report.aliases, report.profile_versions, report.keys),
+        (1, 1, 1)
+    );
+    assert!(search(&gone, sentinel).is_empty());
+    assert!(gone.vectors().unwrap().nearest(&query).unwrap().is_empty());
+    assert_eq!(
+        search(&kept, "quagga").len(),
+        1,
+        "the other scope is untouched"
+    );
+    assert_eq!(kept.episodes().unwrap().len(), 1);
+    assert_eq!(kept.vectors().unwrap().nearest(&query).unwrap().len(), 1);
+
+    let tables: Vec<(String, String)> = conn
+        .prepare("SELECT name, sql FROM sqlite_schema WHERE type = 'table' ORDER BY name")
+        .unwrap()
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let fts: Vec<&str> = tables
+        .iter()
+        .filter(|(_, sql)| sql.starts_with("CREATE VIRTUAL TABLE"))
+        .map(|(name, _)| name.as_str())
+        .collect();
+    assert_eq!(fts, ["episode_fts", "fact_fts", "message_fts"]);
+    let mut erased = Vec::new();
+    for (table, _) in &tables {
+        let columns: Vec<String> = conn
+            .prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))
+            .unwrap()
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let count = |scope: i64| -> i64 {
+            conn.query_row(
+                &format!("SELECT count(*) FROM {table} WHERE scope = ?1"),
+                [scope],
+                |row| row.get(0),
+            )
+            .unwrap()
+        };
+        if table == "scopes" {
+            let counters: Vec<i64> = conn
+                .query_row(
+                    "SELECT valid_count, stored_count, total_len, message_count, message_len, \
+                     last_batch, next_key_order FROM scopes WHERE id = ?1",
+                    [gone_id],
+                    |row| (0..7).map(|i| row.get(i)).collect(),
+                )
+                .unwrap();
+            assert_eq!(counters, [0; 7], "the erased scope's counters");
+        } else if columns.iter().any(|c| c == "scope") {
+            assert!(
+                crate::rows::ERASED_TABLES.contains(&table.as_str()),
+                "table `{table}` has a `scope` column but erasure does not delete from it"
+            );
+            assert_eq!(count(gone_id), 0, "rows of the erased scope in `{table}`");
+            assert!(count(kept_id) > 0, "the other scope's rows in `{table}`");
+            erased.push(table.as_str());
+        } else if fts.contains(&table.as_str()) {
+            let (_, before) = erased_rowids
+                .iter()
+                .find(|(name, _)| name == table)
+                .unwrap();
+            let left = rowids(&format!("SELECT rowid FROM {table} WHERE rowid = ?1"), 0);
+            assert!(left.is_empty());
+            for rowid in before {
+                let found: i64 = conn
+                    .query_row(
+                        &format!("SELECT count(*) FROM {table} WHERE rowid = ?1"),
+                        [rowid],
+                        |row| row.get(0),
+                    )
+                    .unwrap();
+                assert_eq!(found, 0, "`{table}` still indexes row {rowid}");
+            }
+        } else if fts
+            .iter()
+            .any(|name| table.starts_with(&format!("{name}_")))
+        {
+            // An FTS5 shadow table: its rows are its virtual table's, checked above and
+            // in the files' bytes below.
+        } else {
+            assert_eq!(
+                table, "sqlite_sequence",
+                "table `{table}` is neither erased nor known to hold nothing of a scope"
+            );
+        }
+    }
+    erased.sort_unstable();
+    let mut listed = crate::rows::ERASED_TABLES.to_vec();
+    listed.sort_unstable();
+    assert_eq!(erased, listed, "every table erasure deletes from exists");
+    drop(conn);
+
+    for file in ["erase.db", "erase.db-wal"] {
+        let Ok(bytes) = std::fs::read(dir.path().join(file)) else {
+            continue;
+        };
+        let found = bytes
+            .windows(sentinel.len())
+            .any(|window| window.eq_ignore_ascii_case(sentinel.as_bytes()));
+        assert!(!found, "`{file}` still holds the erased word");
+    }
+    let kept_word = std::fs::read(&path).unwrap();
+    assert!(
+        kept_word.windows(6).any(|w| w == b"quagga"),
+        "the byte check would see a word that is there"
+    );
+}

@@ -194,6 +194,7 @@ macro_rules! conformance_suite {
                     an_episode_is_marked_extracted_in_the_commit_of_its_facts,
                     a_subjects_newest_valid_facts_and_its_relations,
                     a_keyed_commit_applies_at_most_once,
+                    erasing_leaves_the_scope_empty_and_usable,
                 ];
                 search: [
                     ranks_by_score_then_recency_then_id,

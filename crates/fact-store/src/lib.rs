@@ -128,7 +128,7 @@ pub use crate::long_term::{
 pub use crate::memory::InMemorySessionFactStore;
 pub use crate::memory_episodes::InMemoryEpisodeStore;
 pub use crate::report::{
-    AddReport, CompactionReport, ImportDiagnostic, ImportReport, SkipReason, Skipped,
+    AddReport, CompactionReport, EraseReport, ImportDiagnostic, ImportReport, SkipReason, Skipped,
 };
 pub use crate::snapshot::{SNAPSHOT_VERSION, Snapshot, SnapshotRecord};
 pub use crate::store::SessionFactStore;

@@ -18,9 +18,9 @@ use serde::Serialize;
 
 use crate::{
     AddReport, Analyzer, CompactionReport, EdgeQuery, Episode, EpisodeExtracted, EpisodeStore,
-    FactVectors, ImportReport, InMemoryEpisodeStore, InMemorySessionFactStore, MessageHit,
-    MessageQuery, ScoredFact, SessionFactStore, Snapshot, StoreConfig, StoreError, StoreResult,
-    TermQuery, TermWeighting, Transaction, TransactionReport,
+    EraseReport, FactVectors, ImportReport, InMemoryEpisodeStore, InMemorySessionFactStore,
+    MessageHit, MessageQuery, ScoredFact, SessionFactStore, Snapshot, StoreConfig, StoreError,
+    StoreResult, TermQuery, TermWeighting, Transaction, TransactionReport,
 };
 
 /// The longest chain of aliases followed (an alias of an alias of …); a longer chain is
@@ -136,6 +136,22 @@ pub trait LongTermStore: SessionFactStore + EpisodeStore {
     /// [`extracted`](MemoryWrite::extracted) episode that is not stored, or a durable
     /// store's error; nothing changes then.
     fn commit(&self, write: MemoryWrite) -> StoreResult<MemoryReport>;
+
+    /// Deletes everything of the scope, in one transaction: every version of every fact,
+    /// their embeddings and token vectors, the episodes and their messages, the aliases,
+    /// the profile versions, the keys of applied transactions, and the words that indexed
+    /// them. The store stays open on the scope, as empty as a new one; caches of the scope
+    /// in this process are dropped, and those of other processes reload at their next
+    /// read.
+    ///
+    /// On SQLite, the freed pages are zeroed and the WAL is checkpointed, so that no byte
+    /// of the erased text stays in the files; on PostgreSQL the rows are dead tuples until
+    /// `VACUUM` (see `docs/protocol.md`).
+    ///
+    /// # Errors
+    ///
+    /// A durable store's error; nothing is deleted then.
+    fn erase(&self) -> StoreResult<EraseReport>;
 
     /// Every alias, in the order they were set.
     ///
@@ -344,6 +360,20 @@ impl InMemoryLongTermStore {
 }
 
 impl LongTermStore for InMemoryLongTermStore {
+    fn erase(&self) -> StoreResult<EraseReport> {
+        // Under the commit lock: no commit is half applied to the fresh state.
+        let _commit = self.commit.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut side = self.side.write().unwrap_or_else(PoisonError::into_inner);
+        let erased = std::mem::take(&mut *side);
+        let mut report = EraseReport {
+            aliases: erased.aliases.len(),
+            profile_versions: erased.profile.len(),
+            ..self.facts.erase()
+        };
+        (report.episodes, report.messages) = self.episodes.erase();
+        Ok(report)
+    }
+
     fn commit(&self, write: MemoryWrite) -> StoreResult<MemoryReport> {
         let _commit = self.commit.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(key) = write.facts.key_digest()

@@ -229,6 +229,22 @@ impl InMemorySessionFactStore {
         self.state.write().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Erases everything the store holds (`LongTermStore::erase`): its state is replaced
+    /// by a new one, so no map of it keeps an entry. What it held, in the report's fact
+    /// parts.
+    pub(crate) fn erase(&self) -> crate::EraseReport {
+        let fresh = State::new(self.analyzer.clone());
+        let erased = std::mem::replace(&mut *self.write(), fresh);
+        let (embeddings, token_vectors) = erased.vectors.counts();
+        crate::EraseReport {
+            versions: erased.live_count(),
+            embeddings,
+            token_vectors,
+            keys: erased.applied.len(),
+            ..crate::EraseReport::default()
+        }
+    }
+
     /// Ends the validity of the valid facts `selector` picks, now; the one path of every
     /// explicit invalidation. A key selector reads the key's chain; a selector without a
     /// subject scans the valid facts.

@@ -134,6 +134,15 @@ impl InMemoryEpisodeStore {
 }
 
 impl InMemoryEpisodeStore {
+    /// Erases every episode and its messages (`LongTermStore::erase`): the index is
+    /// replaced by a new one, so no map of it keeps an entry. How many episodes and
+    /// messages it held.
+    pub(crate) fn erase(&self) -> (usize, usize) {
+        let erased = std::mem::take(&mut *self.write());
+        let messages = usize::try_from(erased.stats.messages).unwrap_or(usize::MAX);
+        (erased.episodes.len(), messages)
+    }
+
     /// Marks an episode extracted, with the title and summary `extracted` gives.
     pub(crate) fn mark_extracted_with(&self, extracted: &EpisodeExtracted) -> StoreResult<()> {
         let mut inner = self.write();

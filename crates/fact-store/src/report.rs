@@ -107,3 +107,34 @@ pub struct ImportDiagnostic {
     /// What was wrong with it.
     pub message: String,
 }
+
+/// What [`LongTermStore::erase`](crate::LongTermStore::erase) deleted: the rows (or, in memory, the entries) the scope
+/// held.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct EraseReport {
+    /// Fact versions, valid and past.
+    pub versions: usize,
+    /// Embeddings (one per fact and model).
+    pub embeddings: usize,
+    /// Token vectors (one per fact and model).
+    pub token_vectors: usize,
+    /// Episodes.
+    pub episodes: usize,
+    /// Their messages.
+    pub messages: usize,
+    /// Entity aliases.
+    pub aliases: usize,
+    /// Profile versions.
+    pub profile_versions: usize,
+    /// The keys of applied transactions (`Transaction::with_key`).
+    pub keys: usize,
+}
+
+impl EraseReport {
+    /// Whether the scope held nothing.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        *self == EraseReport::default()
+    }
+}

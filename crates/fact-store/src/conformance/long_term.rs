@@ -474,3 +474,134 @@ pub fn a_keyed_commit_applies_at_most_once(fixture: &dyn Fixture) {
     assert_eq!(store.profile().unwrap()[0].text, "Head nurse");
     assert_eq!(store.profile_history().unwrap().len(), 2);
 }
+
+/// Erasing a scope deletes every part of it (every version of every fact, embeddings,
+/// token vectors, episodes with their messages, aliases, profile versions, transaction
+/// keys), reports what it deleted, and leaves a store as usable as a new one.
+pub fn erasing_leaves_the_scope_empty_and_usable(fixture: &dyn Fixture) {
+    use crate::{TermQuery, TokenEncoding, TokenVectors, VectorQuery};
+
+    let Some((store, _)) = long_term(fixture) else {
+        return;
+    };
+    let user = |relation: &str, object: &str, secs: i64| {
+        SessionFact::builder("user", relation, object)
+            .tag(Tag::Preference)
+            .statement(format!("The user {relation} {object}."))
+            .source("chat", SourceRole::User)
+            .valid_from(t(secs))
+            .build()
+            .unwrap()
+    };
+    // Two versions of one key (the first ends), and a second fact.
+    let (old, new, other) = (
+        user("lives_in", "zanzibar", 1),
+        user("lives_in", "quixotic harbour", 2),
+        user("prefers", "xylophones", 3),
+    );
+    store.add(vec![old.clone()]).unwrap();
+    store.add(vec![new.clone(), other.clone()]).unwrap();
+    let vectors = store
+        .vectors()
+        .expect("every conforming store keeps vectors");
+    let embedded = vectors
+        .put_embeddings(
+            "m",
+            vec![(new.id(), vec![1.0, 0.0]), (other.id(), vec![0.0, 1.0])],
+        )
+        .unwrap();
+    assert_eq!(embedded, 2);
+    let tokens = TokenVectors::encode(TokenEncoding::Int8, 2, &[0.5, -0.5, 1.0, 0.25]).unwrap();
+    vectors
+        .put_token_vectors("m", vec![(other.id(), tokens)])
+        .unwrap();
+    let mut write = MemoryWrite::default();
+    write.episode = Some(episodes().remove(0));
+    write.aliases = vec![AliasChange::Set {
+        alias: "zed".into(),
+        entity: "user".into(),
+        at: t(4),
+    }];
+    write.profile = vec![
+        ProfileEntry {
+            field: ProfileField::Work,
+            text: "Nurse".into(),
+            at: t(5),
+        },
+        ProfileEntry {
+            field: ProfileField::Work,
+            text: "Head nurse".into(),
+            at: t(6),
+        },
+    ];
+    write.facts = Transaction::new().with_key("erase-me");
+    store.commit(write.clone()).unwrap();
+    let search = |words: &str| {
+        store
+            .search(&TermQuery::new(words, 10), &Bm25)
+            .unwrap()
+            .len()
+    };
+    assert_eq!(search("xylophones"), 1);
+    let moving = MessageQuery::new("Berlin flat Torstrasse", 10);
+    let found = hits(&*store, &moving);
+    assert!(!found.is_empty());
+
+    let report = store.erase().unwrap();
+    assert_eq!(
+        (report.versions, report.embeddings, report.token_vectors),
+        (3, 2, 1),
+        "{report:?}"
+    );
+    assert_eq!(
+        (report.episodes, report.messages, report.aliases),
+        (1, 4, 1),
+        "{report:?}"
+    );
+    assert_eq!((report.profile_versions, report.keys), (2, 1), "{report:?}");
+
+    // Nothing of it is read back, by any path.
+    assert!(store.valid_facts().unwrap().is_empty());
+    assert!(store.history("user").unwrap().is_empty());
+    for fact in [&old, &new, &other] {
+        assert_eq!(store.get(fact.id()).unwrap(), None);
+    }
+    assert_eq!(
+        (store.valid_count().unwrap(), store.stored_count().unwrap()),
+        (0, 0)
+    );
+    assert_eq!(search("xylophones zanzibar quixotic"), 0);
+    assert_eq!(vectors.embedded_count("m").unwrap(), 0);
+    assert_eq!(vectors.token_vector_stats("m").unwrap().facts, 0);
+    let query = VectorQuery::new("m", &[0.0, 1.0], 10);
+    assert!(vectors.nearest(&query).unwrap().is_empty());
+    assert!(store.episodes().unwrap().is_empty());
+    assert!(hits(&*store, &moving).is_empty());
+    assert!(store.search_episodes("Berlin", 10).unwrap().is_empty());
+    assert!(store.aliases().unwrap().is_empty());
+    assert!(store.profile_history().unwrap().is_empty());
+    assert!(store.fact_ids_from_source("chat").unwrap().is_empty());
+    assert!(
+        store.erase().unwrap().is_empty(),
+        "a second erase finds nothing"
+    );
+
+    // As usable as a new store: the same write applies again (its key is gone), the
+    // erased words index anew, and vectors of another dimension are taken.
+    let again = store.commit(write).unwrap();
+    assert!(!again.facts.replayed);
+    assert_eq!(
+        again.profile_changed,
+        [ProfileField::Work, ProfileField::Work]
+    );
+    assert_eq!(store.episodes().unwrap().len(), 1);
+    assert_same(&hits(&*store, &moving), &found);
+    store.add(vec![other.clone()]).unwrap();
+    assert_eq!(search("xylophones"), 1);
+    assert_eq!(search("zanzibar"), 0);
+    vectors
+        .put_embeddings("m", vec![(other.id(), vec![0.0, 0.0, 1.0])])
+        .unwrap();
+    let query = VectorQuery::new("m", &[0.0, 0.0, 1.0], 10);
+    assert_eq!(vectors.nearest(&query).unwrap().len(), 1);
+}

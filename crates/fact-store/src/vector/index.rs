@@ -469,6 +469,13 @@ pub(crate) struct ModelIndexes {
 }
 
 impl ModelIndexes {
+    /// How many embeddings and how many token vectors it holds, over every model.
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        let embeddings = self.models.values().map(VectorIndex::len).sum();
+        let tokens = self.tokens.values().map(HashMap::len).sum();
+        (embeddings, tokens)
+    }
+
     /// The index of `model`, if it has vectors.
     pub(crate) fn get(&self, model: &str) -> Option<&VectorIndex> {
         self.models.get(model)

@@ -216,7 +216,7 @@ fn nothing_waits_for_an_operation_stalled_on_the_network() {
         Stall {
             name: "a write while another waits to lock its scope",
             setup: |_, _| {},
-            marker: "generation FROM scopes WHERE id = $1 FOR UPDATE",
+            marker: "vocabulary FROM scopes WHERE id = $1 FOR UPDATE",
             stalled: (
                 |store| {
                     add_a(store);

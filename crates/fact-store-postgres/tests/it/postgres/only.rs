@@ -605,7 +605,10 @@ fn back_to(raw: &mut postgres::Client, schema: &str, version: u32) {
         ),
         (
             7,
-            format!("DROP INDEX {schema}.facts_metadata; DROP INDEX {schema}.facts_object;"),
+            format!(
+                "DROP INDEX {schema}.facts_metadata; DROP INDEX {schema}.facts_object;
+                 ALTER TABLE {schema}.scopes DROP COLUMN vocabulary;"
+            ),
         ),
     ];
     assert_eq!(PgFactStore::SCHEMA_VERSION, 7, "a step for every migration");
@@ -984,4 +987,160 @@ fn every_read_of_a_server_that_cut_and_refuses_connections_is_an_io_error() {
     // Nothing was lost, and the same store carries on once the server lets it in.
     database.restore();
     durable::assert_reads_answer(&store);
+}
+
+/// Everything of a scope, each part holding `word`: two versions of a fact with
+/// metadata, an embedding, token vectors, an episode with its messages, an alias, a
+/// profile version and a keyed transaction.
+fn fill_scope(store: &PgFactStore, word: &str) {
+    use fact_model::{MetaValue, Metadata};
+    use fact_store::{TokenEncoding, TokenVectors, Transaction};
+    let version = |object: &str, secs| {
+        let metadata = Metadata::from_pairs([("note", MetaValue::typed(word))]).unwrap();
+        SessionFact::builder("user", "lives_in", object)
+            .tag(Tag::Preference)
+            .statement(format!("The user lives in {object} and says {word}."))
+            .source("chat", SourceRole::User)
+            .metadata(metadata)
+            .valid_from(t(secs))
+            .build()
+            .unwrap()
+    };
+    store
+        .add(vec![version(&format!("{word}ville"), 0)])
+        .unwrap();
+    let current = version(&format!("{word}burg"), 1);
+    store.add(vec![current.clone()]).unwrap();
+    let vectors = store.vectors().unwrap();
+    vectors
+        .put_embeddings("m", vec![(current.id(), vec![1.0, 0.0])])
+        .unwrap();
+    let tokens = TokenVectors::encode(TokenEncoding::Int8, 2, &[0.5, -0.5]).unwrap();
+    vectors
+        .put_token_vectors("m", vec![(current.id(), tokens)])
+        .unwrap();
+    let mut write = MemoryWrite::default();
+    write.episode = Some(Episode::new(
+        format!("About {word}"),
+        format!("The user said {word}."),
+        vec![Message::new(MessageRole::User, format!("I say {word} every day.")).at(t(2))],
+        t(3),
+    ));
+    write.aliases = vec![AliasChange::Set {
+        alias: format!("{word}-alias"),
+        entity: "user".into(),
+        at: t(4),
+    }];
+    write.profile = vec![ProfileEntry {
+        field: ProfileField::Work,
+        text: format!("Works on {word}"),
+        at: t(5),
+    }];
+    write.facts = Transaction::new().with_key(format!("{word}-key"));
+    store.commit(write).unwrap();
+}
+
+/// The erasure test: every table of the store's schema is listed from
+/// `information_schema`, and each must be accounted for: a table with a `scope` column
+/// holds no row of the erased scope while the other scope keeps its rows there, `scopes`
+/// keeps the erased scope's row with its counters at zero, and any other table is the
+/// schema's version. A table added without erasure fails it.
+#[test]
+fn erasing_a_scope_leaves_no_row_of_it_in_any_table() {
+    let Some(url) = server() else { return };
+    let clock = clock();
+    let (gone_name, kept_name) = (fresh_scope("erase-gone"), fresh_scope("erase-kept"));
+    let (gone, kept) = (
+        open(&url, &gone_name, &clock),
+        open(&url, &kept_name, &clock),
+    );
+    fill_scope(&gone, "zyzzogeton");
+    fill_scope(&kept, "quagga");
+    assert_eq!(search(&gone, "zyzzogeton").len(), 1);
+
+    let report = gone.erase().unwrap();
+    assert_eq!(
+        (report.versions, report.episodes, report.messages),
+        (2, 1, 1)
+    );
+    assert_eq!((report.embeddings, report.token_vectors), (1, 1));
+    assert_eq!(
+        (report.aliases, report.profile_versions, report.keys),
+        (1, 1, 1)
+    );
+    assert!(search(&gone, "zyzzogeton").is_empty());
+    assert_eq!(
+        search(&kept, "quagga").len(),
+        1,
+        "the other scope is untouched"
+    );
+
+    let mut raw = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let schema = options().schema;
+    let scope_id = |raw: &mut postgres::Client, name: &str| -> i64 {
+        raw.query_one(
+            &format!("SELECT id FROM {schema}.scopes WHERE name = $1"),
+            &[&name],
+        )
+        .unwrap()
+        .get(0)
+    };
+    let (gone_id, kept_id) = (
+        scope_id(&mut raw, &gone_name),
+        scope_id(&mut raw, &kept_name),
+    );
+    let tables: Vec<(String, bool)> = raw
+        .query(
+            "SELECT t.table_name::text, EXISTS (SELECT 1 FROM information_schema.columns AS c \
+             WHERE c.table_schema = t.table_schema AND c.table_name = t.table_name \
+             AND c.column_name = 'scope') \
+             FROM information_schema.tables AS t WHERE t.table_schema = $1 ORDER BY 1",
+            &[&schema],
+        )
+        .unwrap()
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect();
+    let mut erased = 0;
+    for (table, scoped) in &tables {
+        if table == "scopes" {
+            let row = raw
+                .query_one(
+                    &format!(
+                        "SELECT valid_count, stored_count, total_len, message_count, \
+                         message_len, last_batch, next_key_order FROM {schema}.scopes \
+                         WHERE id = $1"
+                    ),
+                    &[&gone_id],
+                )
+                .unwrap();
+            let counters: Vec<i64> = (0..7).map(|i| row.get(i)).collect();
+            assert_eq!(counters, [0; 7], "the erased scope's counters");
+        } else if *scoped {
+            let count = |raw: &mut postgres::Client, scope: i64| -> i64 {
+                raw.query_one(
+                    &format!("SELECT count(*) FROM {schema}.{table} WHERE scope = $1"),
+                    &[&scope],
+                )
+                .unwrap()
+                .get(0)
+            };
+            assert_eq!(
+                count(&mut raw, gone_id),
+                0,
+                "rows of the erased scope in `{table}`"
+            );
+            assert!(
+                count(&mut raw, kept_id) > 0,
+                "the other scope's rows in `{table}`"
+            );
+            erased += 1;
+        } else {
+            assert_eq!(
+                table, "schema_version",
+                "table `{table}` is neither erased nor known to hold nothing of a scope"
+            );
+        }
+    }
+    assert_eq!(erased, 10, "{tables:?}");
 }

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use fact_model::{Clock, FactId, FactSelector, FactUpdate, SessionFact, Timestamp};
 use fact_store::conformance::Fixture;
 use fact_store::{
-    AddReport, Alias, Analyzer, CompactionReport, Episode, EpisodeStore, FactVectors, ImportReport,
-    LongTermStore, MemoryReport, MemoryWrite, MessageHit, MessageQuery, ProfileEntry, ScoredFact,
-    SessionFactStore, Snapshot, StoreConfig, StoreResult, TermQuery, TermWeighting, Transaction,
-    TransactionReport,
+    AddReport, Alias, Analyzer, CompactionReport, Episode, EpisodeStore, EraseReport, FactVectors,
+    ImportReport, LongTermStore, MemoryReport, MemoryWrite, MessageHit, MessageQuery, ProfileEntry,
+    ScoredFact, SessionFactStore, Snapshot, StoreConfig, StoreResult, TermQuery, TermWeighting,
+    Transaction, TransactionReport,
 };
 use fact_store_sqlite::{SqliteFactStore, SqliteOptions};
 
@@ -137,6 +137,9 @@ impl EpisodeStore for OnDisk {
 }
 
 impl LongTermStore for OnDisk {
+    fn erase(&self) -> StoreResult<EraseReport> {
+        self.store.erase()
+    }
     fn commit(&self, write: MemoryWrite) -> StoreResult<MemoryReport> {
         self.store.commit(write)
     }
