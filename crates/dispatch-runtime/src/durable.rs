@@ -394,6 +394,38 @@ impl DatabaseHandle {
         Ok(MemoryService::new(store, clock))
     }
 
+    /// The names of the scopes the database holds, sorted (memory scopes, and the spec
+    /// scopes of runs).
+    ///
+    /// # Errors
+    ///
+    /// The database's error when it cannot be opened or read.
+    pub fn scopes(&self) -> StoreResult<Vec<String>> {
+        match &self.backend {
+            #[cfg(feature = "sqlite")]
+            Backend::Sqlite(database) => database.scopes(),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(database) => database.scopes(),
+        }
+    }
+
+    /// Returns the space of deleted rows (after [`LongTermStore::erase`]): SQLite rewrites
+    /// the file (`VACUUM`), PostgreSQL vacuums the tables of the stores.
+    ///
+    /// [`LongTermStore::erase`]: fact_store::LongTermStore::erase
+    ///
+    /// # Errors
+    ///
+    /// The database's error.
+    pub fn vacuum(&self) -> StoreResult<()> {
+        match &self.backend {
+            #[cfg(feature = "sqlite")]
+            Backend::Sqlite(database) => database.vacuum(),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(database) => database.vacuum(),
+        }
+    }
+
     /// The store of `scope`.
     fn open_store(
         &self,

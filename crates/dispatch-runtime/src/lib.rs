@@ -114,8 +114,9 @@ pub mod reexports {
     #[cfg(feature = "onnx")]
     pub use fact_retrieve::{OnnxEmbedder, OnnxOptions};
     pub use fact_store::{
-        AddReport, Alias, Episode, EpisodeStore, InMemoryLongTermStore, LongTermStore, MessageHit,
-        ProfileEntry, ScoredFact, SessionFactStore, SkipReason, StoreConfig, StoreError,
+        AddReport, Alias, Episode, EpisodeStore, EraseReport, InMemoryLongTermStore, LongTermStore,
+        MessageHit, ProfileEntry, ScoredFact, SessionFactStore, SkipReason, StoreConfig,
+        StoreError,
     };
     #[cfg(all(feature = "postgres", not(feature = "sqlite")))]
     #[cfg_attr(docsrs, doc(cfg(any(feature = "sqlite", feature = "postgres"))))]

@@ -21,8 +21,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use self::requests::{
-    Add, Archive, Backfill, ById, Forget, Format, History, List, NeighboursArgs, NoArgs,
-    RecallArgs, Search, SetAlias, SetContext, Unalias, Update,
+    Add, Archive, Backfill, ById, EraseScope, Forget, Format, History, List, NeighboursArgs,
+    NoArgs, RecallArgs, Search, SetAlias, SetContext, Unalias, Update,
 };
 use crate::protocol::{self, code};
 use crate::{
@@ -47,15 +47,21 @@ pub const MAX_TRANSCRIPT_BYTES: usize = fact_extract::MAX_TRANSCRIPT_BYTES;
 pub const MAX_SEARCH_LIMIT: usize = fact_store::MAX_SEARCH_LIMIT;
 /// The code of a call that names a model command a server does not run.
 pub const LLM_CMD_NOT_ALLOWED: &str = "llm_cmd_not_allowed";
+/// The code of a `memory_erase_scope` call that names a scope other than the one it is
+/// served (or a front end that serves no named scope).
+pub const WRONG_SCOPE: &str = "wrong_scope";
 
 /// What a front end allows its callers.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Policy {
     /// Whether a call may name a model command (`llm_cmd`) the server runs.
     pub allow_llm_cmd: bool,
     /// The source recorded on facts added through these tools (`mcp`, `cli`).
     pub source: &'static str,
+    /// The scope the service holds, the only one `memory_erase_scope` erases (and only
+    /// when the call names it); `None`: no call erases anything.
+    pub scope: Option<String>,
 }
 
 impl Policy {
@@ -65,7 +71,15 @@ impl Policy {
         Policy {
             allow_llm_cmd: false,
             source,
+            scope: None,
         }
+    }
+
+    /// The scope the service holds: `memory_erase_scope` erases it when a call names it.
+    #[must_use]
+    pub fn with_scope(mut self, scope: impl Into<String>) -> Self {
+        self.scope = Some(scope.into());
+        self
     }
 
     /// Runs the model commands callers name (`true`).
@@ -220,6 +234,7 @@ pub fn handle(
             Ok(json!({"removed": fact_model::normalize_entity(&a.alias)}))
         }),
         "memory_forget" => parse(arguments).and_then(|a| forget(service, a)),
+        "memory_erase_scope" => parse(arguments).and_then(|a| erase_scope(service, policy, a)),
         _ => return None,
     };
     Some(match answer {
@@ -248,6 +263,7 @@ pub const TOOL_NAMES: &[&str] = &[
     "memory_alias",
     "memory_unalias",
     "memory_forget",
+    "memory_erase_scope",
 ];
 
 /// Every error code a memory tool answers besides the store's own, which it answers as
@@ -255,6 +271,7 @@ pub const TOOL_NAMES: &[&str] = &[
 pub const ERROR_CODES: &[&str] = &[
     code::INVALID_REQUEST,
     LLM_CMD_NOT_ALLOWED,
+    WRONG_SCOPE,
     "not_found",
     "invalid_id",
     "invalid_fact",
@@ -411,6 +428,33 @@ fn set_context(service: &MemoryService, set: SetContext) -> Result<Value, Value>
     }
     let changed = service.set_context(fields).map_err(failed)?;
     Ok(json!({"changed": changed}))
+}
+
+/// `memory_erase_scope`: the call must name the scope the service holds, so that no
+/// caller erases a memory by mistake or another tenant's.
+fn erase_scope(
+    service: &MemoryService,
+    policy: &Policy,
+    erase: EraseScope,
+) -> Result<Value, Value> {
+    let Some(scope) = &policy.scope else {
+        return Err(protocol::error(
+            WRONG_SCOPE,
+            "this server names no scope, so memory_erase_scope erases nothing here",
+        ));
+    };
+    if erase.scope != *scope {
+        return Err(protocol::error(
+            WRONG_SCOPE,
+            format!(
+                "memory_erase_scope erases only the scope this connection holds, {scope:?}; \
+                 {:?} is not it",
+                fact_model::clip(&erase.scope, 200)
+            ),
+        ));
+    }
+    let erased = service.erase().map_err(failed)?;
+    Ok(json!({"scope": scope, "erased": erased}))
 }
 
 fn forget(service: &MemoryService, forget: Forget) -> Result<Value, Value> {

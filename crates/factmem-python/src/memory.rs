@@ -22,7 +22,7 @@ use dispatch_runtime::{
     NewMemory, ReadOptions,
 };
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyFloat, PyInt, PyString, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString, PyTuple};
 
 use crate::convert;
 use crate::errors::{self, Kind};
@@ -612,6 +612,25 @@ impl PyMemory {
     fn delete(&self, py: Python<'_>, id: &Bound<'_, PyAny>) -> PyResult<usize> {
         let id = convert::text("id", id)?;
         self.run(py, move |memory| memory.delete(&id))
+    }
+
+    /// Erases the whole scope in one transaction; what it deleted, by part.
+    fn erase<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let erased = self.run(py, MemoryService::erase)?;
+        let counts = PyDict::new(py);
+        for (part, n) in [
+            ("versions", erased.versions),
+            ("embeddings", erased.embeddings),
+            ("token_vectors", erased.token_vectors),
+            ("episodes", erased.episodes),
+            ("messages", erased.messages),
+            ("aliases", erased.aliases),
+            ("profile_versions", erased.profile_versions),
+            ("keys", erased.keys),
+        ] {
+            counts.set_item(part, n)?;
+        }
+        Ok(counts)
     }
 
     /// Every version of the facts about `subject`, by the time they became true.

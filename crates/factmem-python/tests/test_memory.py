@@ -109,6 +109,29 @@ def test_update_and_delete(db, scope):
             memory.update(added.fact.id)
 
 
+def test_erase_empties_the_scope_and_only_it(db, scope):
+    other = scope + "-other"
+    with factmem.Memory(db, scope=other) as kept:
+        kept.add_fact("user", "prefers_editor", "helix")
+        if db is None:  # process memory: one Memory is one scope already
+            kept = None
+        with factmem.Memory(db, scope=scope) as memory:
+            memory.add_fact("user", "lives_in", "Porto", "User lives in Porto", valid_from=T0)
+            memory.add_fact("user", "lives_in", "Lisbon", "User lives in Lisbon",
+                            valid_from=T0 + timedelta(days=1))
+            memory.add([{"role": "user", "content": "I moved to Lisbon."}], title="Moving")
+            erased = memory.erase()
+            assert erased["versions"] == 2 and erased["episodes"] == 1, erased
+            assert erased["messages"] == 1, erased
+            assert memory.get_all() == [] and memory.history("user") == []
+            assert memory.search("Lisbon") == [] and memory.recall("Lisbon").text == ""
+            assert memory.erase()["versions"] == 0
+            memory.add_fact("user", "lives_in", "Faro")  # as usable as a new memory
+            assert [f.object for f in memory.get_all()] == ["Faro"]
+        if kept is not None:
+            assert [f.object for f in kept.get_all()] == ["helix"]
+
+
 def test_a_duplicate_statement_is_reported_not_stored(db, scope):
     with factmem.Memory(db, scope=scope) as memory:
         first = memory.add_fact("user", "likes", "tea", "User likes tea")

@@ -651,7 +651,7 @@ fn serve_mcp(
             .with_embedder(embedder)
             .map_err(mem::MemFailure::from)?;
     }
-    let memory = mcp::Memory::new(memory, allow_llm_cmd);
+    let memory = mcp::Memory::new(memory, scope, allow_llm_cmd);
     let server = mcp::FactsServer::new(runtime, Some(memory));
     Ok(mcp::serve(server, transport, max_request_bytes)?)
 }
@@ -714,7 +714,7 @@ fn tenant_space(
         runtime: builder
             .stores(handle.stores_under(&mcp::spec_prefix(scope), config))
             .build(),
-        memory: Some(mcp::Memory::new(memory, allow_llm_cmd)),
+        memory: Some(mcp::Memory::new(memory, scope, allow_llm_cmd)),
     })
 }
 

@@ -342,6 +342,18 @@ enum MemCommand {
         #[arg(long, value_name = "SUBJECT")]
         subject: Option<String>,
     },
+    /// Erase everything of the scope (--scope) for good, in one transaction: every fact
+    /// with its history, embeddings, episodes and messages, aliases and the user context.
+    /// Without --yes, shows what would go.
+    Erase {
+        /// Erase (without it, only what the scope holds is shown).
+        #[arg(long)]
+        yes: bool,
+        /// Then return the freed space: SQLite rewrites the file (VACUUM), PostgreSQL
+        /// vacuums the tables (what that does and does not guarantee: docs/protocol.md).
+        #[arg(long)]
+        vacuum: bool,
+    },
 }
 
 /// The filter of a read: the JSON shape or the readable form (docs/protocol.md).
@@ -608,6 +620,93 @@ fn delete_matching(
     ))
 }
 
+/// `facts mem erase`: the scope must exist (opening it would create it); without `yes`,
+/// what it holds; with it, the erasure, then `VACUUM` when asked.
+fn erase(
+    database: &Database,
+    scope: &str,
+    (yes, vacuum): (bool, bool),
+    config: reexports::StoreConfig,
+    clock: Arc<dyn Clock>,
+) -> Result<Answer, MemFailure> {
+    let failure = |e| MemFailure::from(MemoryError::Store(e));
+    #[cfg(feature = "sqlite")]
+    if let Database::Sqlite(path) = database
+        && !path.exists()
+    {
+        return Err(MemFailure {
+            code: "not_found",
+            message: format!("no database at {}: nothing to erase", path.display()),
+            exit: EXIT_NOT_FOUND,
+        });
+    }
+    let handle = database.handle().map_err(failure)?;
+    let scopes = handle.scopes().map_err(failure)?;
+    if !scopes.iter().any(|s| s == scope) {
+        let held = if scopes.is_empty() {
+            "it holds none".to_owned()
+        } else {
+            format!("it holds {}", scopes.join(", "))
+        };
+        return Err(MemFailure {
+            code: "not_found",
+            message: format!("no scope {scope:?} in the database ({held}): nothing to erase"),
+            exit: EXIT_NOT_FOUND,
+        });
+    }
+    let memory = handle.open_memory(scope, config, clock).map_err(failure)?;
+    if !yes {
+        let store = memory.store();
+        let (facts, versions) = (
+            store.valid_count().map_err(failure)?,
+            store.stored_count().map_err(failure)?,
+        );
+        let episodes = store.episodes().map_err(failure)?.len();
+        let aliases = store.aliases().map_err(failure)?.len();
+        let profile = store.profile_history().map_err(failure)?.len();
+        return Err(MemFailure::usage(
+            "confirmation_required",
+            format!(
+                "the scope {scope:?} holds {} ({}), {}, {} and {}, with their embeddings: \
+                 give --yes to erase all of it for good",
+                counted(facts, "current fact"),
+                counted(versions, "version"),
+                counted(episodes, "episode"),
+                counted(aliases, "alias"),
+                counted(profile, "user context version"),
+            ),
+        ));
+    }
+    let erased = memory.erase()?;
+    if vacuum {
+        handle.vacuum().map_err(failure)?;
+    }
+    let text = format!(
+        "erased the scope {scope:?}: {}, {}, {}, {} ({}), {}, {}{}",
+        counted(erased.versions, "fact version"),
+        counted(erased.embeddings, "embedding"),
+        counted(erased.token_vectors, "token vector"),
+        counted(erased.episodes, "episode"),
+        counted(erased.messages, "message"),
+        counted(erased.aliases, "alias"),
+        counted(erased.profile_versions, "user context version"),
+        if vacuum { "; vacuumed" } else { "" }
+    );
+    Ok(Answer::new(
+        json!({"scope": scope, "erased": erased, "vacuumed": vacuum}),
+        text,
+    ))
+}
+
+/// `n` of `noun`: `1 episode`, `2 episodes`, `0 aliases`.
+fn counted(n: usize, noun: &str) -> String {
+    match (n, noun.ends_with('s')) {
+        (1, _) => format!("1 {noun}"),
+        (_, true) => format!("{n} {noun}es"),
+        (_, false) => format!("{n} {noun}s"),
+    }
+}
+
 fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
 }
@@ -630,6 +729,9 @@ fn execute(args: MemArgs, clock: Arc<dyn Clock>, host: &Host) -> Result<Answer, 
     };
     let model = model_dir(args.embedder, &args.command)?;
     let config = durable::retained(args.capacity, args.history_limit);
+    if let MemCommand::Erase { yes, vacuum } = args.command {
+        return erase(&database, &args.scope, (yes, vacuum), config, clock);
+    }
     let mut memory = open(&database, &args.scope, config, clock.clone())?;
     if let Some(dir) = model {
         memory = with_embedder(memory, &dir, host)?;
@@ -915,6 +1017,10 @@ fn execute(args: MemArgs, clock: Arc<dyn Clock>, host: &Host) -> Result<Answer, 
             };
             Ok(Answer::new(wire::aliases_answer(&aliases), text))
         }
+        MemCommand::Erase { .. } => Err(MemFailure::usage(
+            dispatch_runtime::protocol::code::INVALID_REQUEST,
+            "erase runs before the scope is opened",
+        )),
         MemCommand::Forget { episode, subject } => {
             let report = match (episode, subject) {
                 (Some(episode), _) => memory.forget_episode(&episode)?,

@@ -254,7 +254,7 @@ fn protocol_failures_are_tool_errors_with_their_code_and_the_server_keeps_going(
 }
 
 /// The memory tools, in the order `tools/list` shows them after the protocol's.
-const MEMORY_TOOLS: [&str; 18] = [
+const MEMORY_TOOLS: [&str; 19] = [
     "memory_add",
     "memory_get",
     "memory_list",
@@ -273,6 +273,7 @@ const MEMORY_TOOLS: [&str; 18] = [
     "memory_alias",
     "memory_unalias",
     "memory_forget",
+    "memory_erase_scope",
 ];
 
 /// `facts mcp --db DB …` from the crate's directory.
@@ -487,7 +488,7 @@ fn memory_tools_carry_the_hints_a_client_asks_before_calling_them() {
     // A client asks a person before a call that loses what cannot be recovered.
     assert_eq!(
         hinted("destructiveHint"),
-        ["memory_delete", "memory_forget"]
+        ["memory_delete", "memory_forget", "memory_erase_scope"]
     );
     assert_eq!(
         hinted("readOnlyHint"),
@@ -779,9 +780,84 @@ fn every_memory_tool_round_trips_over_stdio_within_its_output_schema() {
         (&json!(paris), &json!(1))
     );
 
+    // Erasing the scope (`memory_erase_scope_erases_only_the_scope_it_is_named`): then
+    // nothing is left.
+    assert!(
+        !call("memory_list", json!({}))["facts"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    let erased = call("memory_erase_scope", json!({"scope": "default"}));
+    assert_eq!(erased["scope"], "default", "{erased}");
+    assert!(
+        erased["erased"]["versions"].as_u64().unwrap() > 0,
+        "{erased}"
+    );
+    assert!(
+        erased["erased"]["episodes"].as_u64().unwrap() > 0,
+        "{erased}"
+    );
+    assert_eq!(call("memory_list", json!({}))["count"], 0);
+    assert_eq!(call("memory_recall", json!({"query": "cello"}))["text"], "");
+    let again = call("memory_erase_scope", json!({"scope": "default"}));
+    assert_eq!(again["erased"]["versions"], 0, "{again}");
+
     let listed: BTreeSet<String> = MEMORY_TOOLS.iter().map(|t| (*t).to_owned()).collect();
     assert_eq!(used, listed, "every memory tool was called");
     assert!(client.finish().success());
+}
+
+#[test]
+fn memory_erase_scope_erases_only_the_scope_it_is_named() {
+    let dir = TempDir::new().unwrap();
+    let db = dir.path().join("memory.db");
+    let mut other = start_on(&db, &["--scope", "user:bob"]);
+    remember(&mut other, "prefers_editor", "helix", "Bob prefers helix");
+    assert!(other.finish().success());
+    let mut client = start_on(&db, &["--scope", "user:alice"]);
+    let schemas = output_schemas(&mut client);
+    remember(&mut client, "prefers_editor", "vim", "Alice prefers vim");
+    for (scope, why) in [
+        ("user:bob", "another scope of the database"),
+        ("default", "the default scope"),
+        ("user:alice ", "a name that is not exactly the scope"),
+    ] {
+        let refused = call_checked(
+            &mut client,
+            &schemas,
+            "memory_erase_scope",
+            json!({"scope": scope}),
+            false,
+        );
+        assert_eq!(refused["error"]["code"], "wrong_scope", "{why}: {refused}");
+    }
+    let missing = client.call("memory_erase_scope", json!({}));
+    assert_eq!(missing["isError"], true, "{missing}");
+    assert_eq!(
+        missing["structuredContent"]["error"]["code"],
+        "invalid_request"
+    );
+    let listed = call_checked(&mut client, &schemas, "memory_list", json!({}), true);
+    assert_eq!(listed["count"], 1, "nothing was erased: {listed}");
+    let erased = call_checked(
+        &mut client,
+        &schemas,
+        "memory_erase_scope",
+        json!({"scope": "user:alice"}),
+        true,
+    );
+    assert_eq!(erased["erased"]["versions"], 1, "{erased}");
+    let listed = call_checked(&mut client, &schemas, "memory_list", json!({}), true);
+    assert_eq!(listed["count"], 0, "{listed}");
+    assert!(client.finish().success());
+    let mut other = start_on(&db, &["--scope", "user:bob"]);
+    let found = other.call("memory_search", json!({"query": "helix"}));
+    assert_eq!(
+        found["structuredContent"]["results"][0]["fact"]["object"], "helix",
+        "the other scope keeps its facts: {found}"
+    );
+    assert!(other.finish().success());
 }
 
 #[test]
@@ -1336,6 +1412,12 @@ fn every_tool_answers_within_its_output_schema_for_valid_and_invalid_requests() 
             json!({"id": "$fact"}),
             json!({"id": "nope"}),
             "invalid_id",
+        ),
+        (
+            "memory_erase_scope",
+            json!({"scope": "default"}),
+            json!({"scope": "user:someone-else"}),
+            "wrong_scope",
         ),
     ];
     let mut covered = BTreeSet::new();

@@ -1708,3 +1708,68 @@ fn recency_is_opt_in_on_search_and_recall() {
         Some(2)
     );
 }
+
+#[test]
+fn erase_empties_only_its_scope_after_a_confirmation_and_an_unknown_scope_is_not_found() {
+    let mem = Mem::new();
+    // No database yet: nothing to erase, and no file is made.
+    let none = mem.run(&["--scope", "user:alice", "erase", "--yes"]);
+    assert_eq!(none.status.code(), Some(3), "{none:?}");
+    assert!(!mem.db.exists());
+    mem.archive_fixture(
+        "moving.jsonl",
+        &fixture("moving.reply.json"),
+        &["--scope", "user:alice"],
+    );
+    mem.ok(&["--scope", "user:alice", "alias", "Mel", "Melanie"]);
+    mem.add("user", "prefers_editor", "helix", &["--scope", "user:bob"]);
+
+    let typo = mem.run(&["--scope", "user:alcie", "erase", "--yes"]);
+    assert_eq!(typo.status.code(), Some(3), "{typo:?}");
+    let said = String::from_utf8_lossy(&typo.stderr);
+    assert!(
+        said.contains("user:alice, user:bob"),
+        "names the scopes: {said}"
+    );
+    assert!(
+        !mem.ok(&["--scope", "user:alcie", "erase", "--help"])
+            .is_empty(),
+        "help"
+    );
+
+    // Without --yes: what it holds, and nothing goes.
+    let unconfirmed = mem.run(&["--scope", "user:alice", "erase"]);
+    assert_eq!(unconfirmed.status.code(), Some(2), "{unconfirmed:?}");
+    let said = String::from_utf8_lossy(&unconfirmed.stderr);
+    assert!(
+        said.contains("2 current facts (3 versions), 1 episode, 1 alias"),
+        "{said}"
+    );
+    assert_eq!(mem.json(&["--scope", "user:alice", "list"])["count"], 2);
+
+    let erased = mem.json(&["--scope", "user:alice", "erase", "--yes", "--vacuum"]);
+    assert_eq!(erased["scope"], "user:alice", "{erased}");
+    assert_eq!(erased["erased"]["versions"], 3, "{erased}");
+    assert_eq!(erased["erased"]["episodes"], 1, "{erased}");
+    assert_eq!(erased["erased"]["aliases"], 1, "{erased}");
+    assert_eq!(erased["vacuumed"], true);
+    assert_eq!(mem.json(&["--scope", "user:alice", "list"])["count"], 0);
+    assert_eq!(mem.ok(&["--scope", "user:alice", "recall", "Berlin"]), "");
+    assert_eq!(
+        mem.json(&["--scope", "user:alice", "alias", "--list"])["aliases"],
+        json!([])
+    );
+    assert_eq!(
+        mem.json(&["--scope", "user:bob", "list"])["count"],
+        1,
+        "the other scope keeps its facts"
+    );
+    // The erased scope keeps its name, empty: erasing it again erases nothing.
+    let again = mem.ok(&["--scope", "user:alice", "erase", "--yes"]);
+    assert!(again.contains("0 fact versions, 0 embeddings"), "{again}");
+    let bytes = std::fs::read(&mem.db).unwrap();
+    assert!(
+        !bytes.windows(6).any(|w| w == b"Berlin"),
+        "the erased conversation's words are gone from the file"
+    );
+}

@@ -124,6 +124,25 @@ fn mem_remembers_and_recalls_on_a_server_named_by_db() {
         .unwrap(),
     );
     assert_eq!(other["facts"], json!([]), "{other}");
+
+    // Erased, and the tables vacuumed: the scope is empty, and a scope never opened is
+    // not found.
+    let erased = mem(&["erase", "--yes", "--vacuum"]);
+    assert_eq!(erased["erased"]["versions"], 2, "{erased}");
+    assert_eq!(erased["vacuumed"], true, "{erased}");
+    assert_eq!(mem(&["list"])["count"], 0);
+    let unknown = facts(&[
+        "mem",
+        "--db",
+        &url,
+        "--scope",
+        &fresh("never"),
+        "erase",
+        "--yes",
+    ])
+    .output()
+    .unwrap();
+    assert_eq!(unknown.status.code(), Some(3), "{unknown:?}");
 }
 
 #[test]

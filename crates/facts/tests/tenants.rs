@@ -378,6 +378,15 @@ fn tenants_memories_and_specs_are_apart_down_to_the_rows() {
     };
     assert!(history(&mut alice) > 0);
     assert_eq!(history(&mut bob), 0);
+    // A tenant erases its own scope only: naming alice's, bob erases nothing.
+    let refused = bob.call("memory_erase_scope", json!({"scope": "team/alice"}));
+    assert_eq!(error_code(&refused), "wrong_scope", "{refused}");
+    let erased = bob.call("memory_erase_scope", json!({"scope": "team/bob"}));
+    assert_eq!(erased["isError"], false, "{erased}");
+    assert_eq!(
+        erased["structuredContent"]["erased"]["versions"], 0,
+        "{erased}"
+    );
     drop(server);
 
     let sql = rusqlite::Connection::open(&db).unwrap();
@@ -424,6 +433,10 @@ fn a_call_without_its_right_is_forbidden_and_tools_list_shows_what_a_tenant_may_
     assert!(names.contains(&"memory_search".to_owned()), "{names:?}");
     assert!(names.contains(&"query_facts".to_owned()), "{names:?}");
     assert!(!names.contains(&"memory_add".to_owned()), "{names:?}");
+    assert!(
+        !names.contains(&"memory_erase_scope".to_owned()),
+        "{names:?}"
+    );
     assert!(!names.contains(&"init_run".to_owned()), "{names:?}");
     let add = reader.call(
         "memory_add",
@@ -441,6 +454,8 @@ fn a_call_without_its_right_is_forbidden_and_tools_list_shows_what_a_tenant_may_
         error_code(&reader.call("init_run", json!({"spec_name": "demo", "task_id": "1"}))),
         "forbidden"
     );
+    let erase = reader.call("memory_erase_scope", json!({"scope": "reader"}));
+    assert_eq!(error_code(&erase), "forbidden", "{erase}");
     assert_eq!(
         reader.call("memory_search", json!({"query": "x"}))["isError"],
         false

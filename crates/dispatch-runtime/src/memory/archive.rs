@@ -15,8 +15,8 @@ use std::collections::BTreeMap;
 use fact_extract::{ConversationExtractor, Diagnostic, TranscriptOptions, read_transcript};
 use fact_model::{FactId, Message, MessageRole, Metadata, ProfileField, SessionFact, Timestamp};
 use fact_store::{
-    AliasChange, Episode, EpisodeExtracted, LongTermStore, MemoryWrite, ProfileEntry, Step,
-    StepReport, StoreError, Transaction, check_alias,
+    AliasChange, Episode, EpisodeExtracted, EraseReport, LongTermStore, MemoryWrite, ProfileEntry,
+    Step, StepReport, StoreError, Transaction, check_alias,
 };
 use serde::Serialize;
 
@@ -438,6 +438,35 @@ impl MemoryService {
         }
         self.embed_added(&moved, &embedded)?;
         Ok((changes, notes))
+    }
+
+    /// Erases the whole scope, in one transaction: every version of every fact with its
+    /// embeddings and token vectors, every episode with its messages, the aliases, the
+    /// user context's versions and the keys of applied writes
+    /// ([`LongTermStore::erase`]). Memory is then as empty as a new one, and stays open.
+    /// What it deleted; an empty report when memory held nothing.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use dispatch_runtime::{MemoryService, NewMemory};
+    /// use dispatch_runtime::reexports::{InMemoryLongTermStore, SystemClock};
+    ///
+    /// let memory = MemoryService::new(
+    ///     Arc::new(InMemoryLongTermStore::default()),
+    ///     Arc::new(SystemClock),
+    /// );
+    /// memory.add(NewMemory::new("user", "prefers", "pytest"))?;
+    /// let erased = memory.erase()?;
+    /// assert_eq!(erased.versions, 1);
+    /// assert!(memory.list(&Default::default())?.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// The store's error; nothing is deleted then.
+    pub fn erase(&self) -> Result<EraseReport, MemoryError> {
+        Ok(self.store.erase()?)
     }
 
     /// Deletes an episode, its messages, and every fact extracted from it (every version

@@ -337,6 +337,15 @@ request! {
 }
 
 request! {
+    /// `memory_erase_scope`: the scope to erase, named again as a confirmation: it must be
+    /// the scope the connection holds.
+    struct EraseScope {
+        /// The scope, as the server holds it (`user:alice`).
+        scope: String,
+    }
+}
+
+request! {
     /// `memory_forget`: what to delete for good, with everything derived from it.
     struct Forget {
         /// An episode: it, its messages, and every fact extracted from it.

@@ -7,8 +7,8 @@ use fact_model::ProfileField;
 use serde_json::{Map, Value, json};
 
 use super::requests::{
-    Add, Archive, Backfill, ById, Forget, Format, History, List, NeighboursArgs, NoArgs,
-    RecallArgs, Search, SetAlias, SetContext, Unalias, Update,
+    Add, Archive, Backfill, ById, EraseScope, Forget, Format, History, List, NeighboursArgs,
+    NoArgs, RecallArgs, Search, SetAlias, SetContext, Unalias, Update,
 };
 use crate::protocol::schema::object;
 
@@ -277,6 +277,28 @@ fn output(name: &str) -> Map<String, Value> {
             "versions": {"type": "integer", "minimum": 0},
             "aliases": ids(),
         }),
+        "memory_erase_scope" => {
+            let count = json!({"type": "integer", "minimum": 0});
+            let parts = [
+                "versions",
+                "embeddings",
+                "token_vectors",
+                "episodes",
+                "messages",
+                "aliases",
+                "profile_versions",
+                "keys",
+            ];
+            let properties: Map<String, Value> = parts
+                .iter()
+                .map(|part| ((*part).to_owned(), count.clone()))
+                .collect();
+            json!({
+                "scope": {"type": "string"},
+                "erased": {"type": "object", "properties": properties,
+                           "required": parts, "additionalProperties": false},
+            })
+        }
         _ => json!({}),
     };
     response(fields)
@@ -463,6 +485,17 @@ pub fn tools() -> Vec<MemoryTool> {
              messages and every fact extracted from it, or every version of every fact about \
              a subject and its aliases. Nothing of it stays in search, vectors or episodes.",
             object::<Forget>(),
+            (false, true, true, false),
+        ),
+        tool(
+            "memory_erase_scope",
+            "Erase all of memory",
+            "Erase everything memory holds in this scope, for good and in one transaction: \
+             every fact and its history, embeddings, episodes and their messages, aliases and \
+             the user context. Name the scope this connection holds as `scope` to confirm; \
+             any other name is refused (wrong_scope). Only when the user asks for all of \
+             their memory to be deleted.",
+            object::<EraseScope>(),
             (false, true, true, false),
         ),
     ]

@@ -707,6 +707,17 @@ class Memory:
         many versions went."""
         return self._native.delete(id)
 
+    def erase(self) -> Dict[str, int]:
+        """Erases everything of this memory's scope, for good and in one transaction:
+        every fact with its history, embeddings, episodes and their messages, aliases and
+        the user context. The memory stays open, as empty as a new one. Returns how many
+        of each part went (``versions``, ``embeddings``, ``token_vectors``, ``episodes``,
+        ``messages``, ``aliases``, ``profile_versions``, ``keys``).
+
+        On SQLite no byte of the erased text stays in the database file or its WAL; on
+        PostgreSQL, see ``facts mem erase --vacuum`` and docs/protocol.md."""
+        return self._native.erase()
+
     def history(
         self,
         subject: str,

@@ -8,7 +8,7 @@ A ``filter`` argument is ``None`` or text: the JSON shape (an object) or the rea
 a ``metadata`` argument is ``None`` or a JSON object's text.
 """
 
-from typing import Any, Callable, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 __version__: str
 
@@ -97,6 +97,7 @@ class Memory:
         metadata: Optional[str],
     ) -> Tuple[FactRow, Optional[str]]: ...
     def delete(self, id: str) -> int: ...
+    def erase(self) -> Dict[str, int]: ...
     def history(
         self, subject: str, as_of: Optional[int], filter: Optional[str]
     ) -> List[FactRow]: ...

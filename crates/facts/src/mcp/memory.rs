@@ -3,9 +3,9 @@
 //!
 //! This adapter knows MCP and nothing of the wire format: `tools/list` shows
 //! [`memory_protocol::tools`] (each with its input and output schema and annotations:
-//! `readOnlyHint` on the tools that only read, `destructiveHint` on `memory_delete` and
-//! `memory_forget`), and a call is [`memory_protocol::handle`]; an answer with `"ok":
-//! false` becomes a tool error that carries its code.
+//! `readOnlyHint` on the tools that only read, `destructiveHint` on `memory_delete`,
+//! `memory_forget` and `memory_erase_scope`), and a call is [`memory_protocol::handle`];
+//! an answer with `"ok": false` becomes a tool error that carries its code.
 //!
 //! Whether recall is semantic is the service's business: a [`MemoryService`] given an
 //! embedding model (`facts mcp --embedder DIR`, `MemoryService::with_embedder`) ranks
@@ -46,12 +46,15 @@ pub(crate) struct Memory {
 }
 
 impl Memory {
-    /// Tools over `service`; `memory_archive` and `memory_backfill` run a client's
-    /// `llm_cmd` only when `allow_llm_cmd` is set.
-    pub(crate) fn new(service: MemoryService, allow_llm_cmd: bool) -> Self {
+    /// Tools over `service`, the memory of `scope` (the only scope `memory_erase_scope`
+    /// erases); `memory_archive` and `memory_backfill` run a client's `llm_cmd` only when
+    /// `allow_llm_cmd` is set.
+    pub(crate) fn new(service: MemoryService, scope: &str, allow_llm_cmd: bool) -> Self {
         Memory {
             service,
-            policy: Policy::new("mcp").with_allow_llm_cmd(allow_llm_cmd),
+            policy: Policy::new("mcp")
+                .with_allow_llm_cmd(allow_llm_cmd)
+                .with_scope(scope),
         }
     }
 
@@ -153,6 +156,9 @@ mod tests {
                 "memory_aliases"
             ]
         );
-        assert_eq!(destructive, ["memory_delete", "memory_forget"]);
+        assert_eq!(
+            destructive,
+            ["memory_delete", "memory_forget", "memory_erase_scope"]
+        );
     }
 }

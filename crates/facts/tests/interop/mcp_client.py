@@ -55,7 +55,7 @@ READ_ONLY = [
 ]
 
 # The memory tools that delete what cannot be recovered: a client asks before calling them.
-DESTRUCTIVE_MEMORY = ["memory_delete", "memory_forget"]
+DESTRUCTIVE_MEMORY = ["memory_delete", "memory_forget", "memory_erase_scope"]
 
 # The memory tools that may run a model command.
 OPEN_WORLD = ["memory_archive", "memory_backfill"]
@@ -86,6 +86,7 @@ MEMORY_TOOLS = [
     "memory_alias",
     "memory_unalias",
     "memory_forget",
+    "memory_erase_scope",
 ]
 
 TRANSCRIPT = json.dumps({"role": "user", "content": "I moved to Lisbon last month."})
@@ -338,6 +339,9 @@ async def memory_maintenance(checked: Checked, current_id: str) -> None:
     assert r.structured_content["aliases"] == [], r
     r = await checked.call("memory_forget", {"subject": "Melanie"})
     assert r.is_error and r.structured_content["error"]["code"] == "not_found", r
+    # Erasing names the scope the server holds; another name erases nothing.
+    r = await checked.call("memory_erase_scope", {"scope": "user:someone-else"})
+    assert r.is_error and r.structured_content["error"]["code"] == "wrong_scope", r
 
 
 async def after_restart(binary: str, project: str, db: str) -> None:

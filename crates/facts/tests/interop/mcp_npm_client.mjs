@@ -36,6 +36,7 @@ const MEMORY_TOOLS = [
   "memory_list",
   "memory_delete",
   "memory_forget",
+  "memory_erase_scope",
 ];
 
 let passed = 0;
