@@ -21,8 +21,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use self::requests::{
-    Add, Archive, Backfill, ById, EraseScope, Forget, Format, History, List, NeighboursArgs,
-    NoArgs, RecallArgs, Search, SetAlias, SetContext, Unalias, Update,
+    Add, AddMany, Archive, Backfill, ById, EraseScope, Forget, Format, History, List,
+    NeighboursArgs, NoArgs, RecallArgs, Search, SearchMany, SetAlias, SetContext, Unalias, Update,
 };
 use crate::protocol::{self, code};
 use crate::{
@@ -45,6 +45,9 @@ pub const MAX_TRANSCRIPT_BYTES: usize = fact_extract::MAX_TRANSCRIPT_BYTES;
 /// `memory_search` and `memory_recall` above it is taken as it, and `facts mem search` and
 /// `recall` refuse one ([`fact_store::MAX_SEARCH_LIMIT`]).
 pub const MAX_SEARCH_LIMIT: usize = fact_store::MAX_SEARCH_LIMIT;
+/// The most facts a `memory_add_many` call stores, and searches a `memory_search_many`
+/// call answers.
+pub const MAX_BATCH: usize = 1000;
 /// The code of a call that names a model command a server does not run.
 pub const LLM_CMD_NOT_ALLOWED: &str = "llm_cmd_not_allowed";
 /// The code of a `memory_erase_scope` call that names a scope other than the one it is
@@ -151,6 +154,7 @@ pub fn handle(
 ) -> Option<Value> {
     let answer = match tool {
         "memory_add" => parse(arguments).and_then(|a| add(service, policy, a)),
+        "memory_add_many" => parse(arguments).and_then(|a| add_many(service, policy, a)),
         "memory_get" => parse(arguments).and_then(|a: ById| {
             let fact = service.get(&a.id).map_err(failed)?;
             Ok(json!({"fact": fact}))
@@ -171,6 +175,24 @@ pub fn handle(
                 .with_recency(half_life(a.recency_half_life)?, a.reference_date);
             let found = service.search(&a.query, limit, &read).map_err(failed)?;
             Ok(json!({"query": a.query, "results": scored(&found)}))
+        }),
+        "memory_search_many" => parse(arguments).and_then(|a: SearchMany| {
+            if a.queries.len() > MAX_BATCH {
+                return Err(too_many("queries", a.queries.len()));
+            }
+            let limit = clamp_limit(a.limit);
+            let read = read_options(a.as_of, a.filter)?
+                .with_recency(half_life(a.recency_half_life)?, a.reference_date);
+            let found = service
+                .search_many(&a.queries, limit, &read)
+                .map_err(failed)?;
+            let results: Vec<Value> = a
+                .queries
+                .iter()
+                .zip(&found)
+                .map(|(query, found)| json!({"query": query, "results": scored(found)}))
+                .collect();
+            Ok(json!({"results": results}))
         }),
         "memory_recall" => parse(arguments).and_then(|a: RecallArgs| {
             let read = read_options(a.as_of, a.filter)?
@@ -246,11 +268,13 @@ pub fn handle(
 /// The names of the memory tools, in the order [`tools`] lists them.
 pub const TOOL_NAMES: &[&str] = &[
     "memory_add",
+    "memory_add_many",
     "memory_get",
     "memory_list",
     "memory_update",
     "memory_delete",
     "memory_search",
+    "memory_search_many",
     "memory_recall",
     "memory_history",
     "memory_neighbours",
@@ -328,6 +352,12 @@ fn clamp_limit(limit: Option<usize>) -> usize {
 }
 
 fn add(service: &MemoryService, policy: &Policy, add: Add) -> Result<Value, Value> {
+    let new = new_memory(policy, add)?;
+    service.add(new).map(|o| add_answer(&o)).map_err(failed)
+}
+
+/// The fact a `memory_add` (or one of a `memory_add_many`) describes.
+fn new_memory(policy: &Policy, add: Add) -> Result<NewMemory, Value> {
     let mut new = NewMemory::new(add.subject, add.relation, add.object)
         .with_category(add.category.unwrap_or(Tag::Knowledge))
         .with_confidence(add.confidence.unwrap_or(1.0))
@@ -337,7 +367,29 @@ fn add(service: &MemoryService, policy: &Policy, add: Add) -> Result<Value, Valu
     if let Some(metadata) = add.metadata {
         new.metadata = metadata_of(&metadata)?;
     }
-    service.add(new).map(|o| add_answer(&o)).map_err(failed)
+    Ok(new)
+}
+
+fn add_many(service: &MemoryService, policy: &Policy, batch: AddMany) -> Result<Value, Value> {
+    if batch.facts.len() > MAX_BATCH {
+        return Err(too_many("facts", batch.facts.len()));
+    }
+    let news = batch
+        .facts
+        .into_iter()
+        .map(|add| new_memory(policy, add))
+        .collect::<Result<Vec<_>, _>>()?;
+    let outcomes = service.add_many(news).map_err(failed)?;
+    let results: Vec<Value> = outcomes.iter().map(add_answer).collect();
+    Ok(json!({"results": results}))
+}
+
+/// The `invalid_request` of a batch over [`MAX_BATCH`].
+fn too_many(field: &str, count: usize) -> Value {
+    protocol::error(
+        code::INVALID_REQUEST,
+        format!("{field}: {count} items, more than the {MAX_BATCH} one call takes"),
+    )
 }
 
 fn update(service: &MemoryService, update: Update) -> Result<Value, Value> {

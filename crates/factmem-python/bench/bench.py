@@ -22,6 +22,13 @@ one JSON object per figure:
 4. ``fts5_peer``: the same queries through SQLite FTS5 from Python's ``sqlite3`` (porter
    tokenizer, ``bm25()``, as ``../shared/eval/fts5_baseline.py`` does) on the same
    statements: the cost of the pure-Python design the package replaces.
+5. ``add_facts``: facts per second, the same facts in one ``Memory.add_facts`` call (one
+   transaction) on a new SQLite file, against the ``add_fact`` loop of figure 1 (goal: at
+   least 2×).
+6. ``search_many``: searches per second, ``--threads`` Python threads each answering
+   1,000 queries per ``Memory.search_many`` call (the GIL released once per call), against
+   one thread calling ``Memory.search`` once per query, on the same SQLite store (goal:
+   at least 1.6×, the thread goal issue 25 could not reach one call at a time).
 """
 
 import argparse
@@ -81,6 +88,30 @@ def add_facts(memory: factmem.Memory, rows: Sequence[Tuple[str, str, str, str]])
     for subject, relation, obj, statement in rows:
         memory.add_fact(subject, relation, obj, statement)
     return time.perf_counter() - started
+
+
+def many_per_second(memory: factmem.Memory, qs: List[str], threads: int,
+                    seconds: float, batch: int = 1000) -> float:  # fmt: skip
+    """Searches per second with ``threads`` threads, each answering ``batch`` queries per
+    ``search_many`` call until ``seconds`` pass."""
+    counts = [0] * threads
+    stop = time.perf_counter() + seconds
+    queries = [qs[i % len(qs)] for i in range(batch)]
+
+    def work(slot: int) -> None:
+        done = 0
+        while time.perf_counter() < stop:
+            memory.search_many(queries, limit=LIMIT)
+            done += len(queries)
+        counts[slot] = done
+
+    pool = [threading.Thread(target=work, args=(slot,)) for slot in range(threads)]
+    started = time.perf_counter()
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    return sum(counts) / (time.perf_counter() - started)
 
 
 def per_call_us(runs: Sequence[Callable[[], None]], calls: int,
@@ -221,6 +252,21 @@ def main() -> None:
 
             threads_figures(memory, "sqlite", qs, asked, args)
             gil_released(memory, "sqlite", qs)
+
+            one = searches_per_second(memory, qs, 1, args.seconds)
+            many = many_per_second(memory, qs, args.threads, args.seconds)
+            emit("search_many", store="sqlite", threads=args.threads, batch=1000,
+                 one_thread_search_per_s=round(one), many_threads_search_many_per_s=round(many),
+                 ratio=round(many / one, 2), goal_at_least=1.6)  # fmt: skip
+
+        with factmem.Memory(os.path.join(tmp, "batch.db")) as memory:
+            started = time.perf_counter()
+            memory.add_facts(rows)
+            batched = time.perf_counter() - started
+            emit("add_facts", store="sqlite", facts=len(rows), seconds=round(batched, 3),
+                 facts_per_second=round(len(rows) / batched),
+                 loop_facts_per_second=round(len(rows) / elapsed),
+                 ratio=round(elapsed / batched, 2), goal_at_least=2.0)  # fmt: skip
 
         stores = [("in-memory", None)]
         if os.environ.get("FACTMEM_PG_URL"):

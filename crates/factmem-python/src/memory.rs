@@ -18,8 +18,8 @@ use dispatch_runtime::reexports::{
     Clock, InMemoryLongTermStore, ModelFiles, SessionFact, SystemClock,
 };
 use dispatch_runtime::{
-    ArchiveReport, ArchiveRequest, MAX_NEIGHBOUR_DEPTH, MemoryChange, MemoryError, MemoryService,
-    NewMemory, ReadOptions,
+    AddOutcome, ArchiveReport, ArchiveRequest, MAX_NEIGHBOUR_DEPTH, MemoryChange, MemoryError,
+    MemoryService, NewMemory, ReadOptions,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString, PyTuple};
@@ -365,27 +365,33 @@ impl PyMemory {
         valid_from: &Bound<'_, PyAny>,
         metadata: &Bound<'_, PyAny>,
     ) -> PyResult<AddFactAnswer<'py>> {
-        let mut new = NewMemory::new(
-            convert::text("subject", subject)?,
-            convert::text("relation", relation)?,
-            convert::text("object", object)?,
-        )
-        .with_category(convert::category(py, "category", category)?)
-        .with_confidence(convert::confidence(py, "confidence", confidence)?)
-        .with_source(SOURCE);
-        new.statement = convert::optional_text("statement", statement)?;
-        new.valid_from = convert::instant(py, "valid_from", valid_from)?;
-        if let Some(metadata) = convert::metadata(py, "metadata", metadata)? {
-            new.metadata = metadata;
-        }
+        let new = new_memory(
+            py,
+            [
+                subject, relation, object, statement, category, confidence, valid_from, metadata,
+            ],
+        )?;
         let outcome = self.run(py, move |memory| memory.add(new))?;
-        let (status, existing) = add_status(&outcome);
-        Ok((
-            status,
-            convert::fact(py, &outcome.fact)?,
-            convert::ids(&outcome.report.invalidated),
-            existing.map(|id| id.to_string()),
-        ))
+        add_answer(py, &outcome)
+    }
+
+    /// Remembers many facts in one transaction, each a tuple of `add_fact`'s arguments
+    /// in its order; one answer per fact, as `add_fact` answers.
+    fn add_facts<'py>(
+        &self,
+        py: Python<'py>,
+        facts: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<AddFactAnswer<'py>>> {
+        let mut news = Vec::new();
+        for item in facts.try_iter()? {
+            let item = item?;
+            let fields: [Bound<'_, PyAny>; 8] = item
+                .extract()
+                .map_err(|_| errors::wrong_type("facts", "a sequence of 8-tuples", &item))?;
+            news.push(new_memory(py, fields.each_ref())?);
+        }
+        let outcomes = self.run(py, move |memory| memory.add_many(news))?;
+        outcomes.iter().map(|o| add_answer(py, o)).collect()
     }
 
     /// Archives a conversation (JSON Lines) and extracts its facts with the `llm`.
@@ -470,6 +476,54 @@ impl PyMemory {
             }
         })?;
         convert::scored(py, &found)
+    }
+
+    /// Answers many searches in one call, with the GIL released once, as `search`
+    /// answers each.
+    #[pyo3(signature = (queries, limit, as_of, hybrid, filter, recency_half_life, reference_date))]
+    #[allow(clippy::too_many_arguments)] // One per Python keyword.
+    fn search_many<'py>(
+        &self,
+        py: Python<'py>,
+        queries: &Bound<'_, PyAny>,
+        limit: &Bound<'_, PyAny>,
+        as_of: &Bound<'_, PyAny>,
+        hybrid: &Bound<'_, PyAny>,
+        filter: &Bound<'_, PyAny>,
+        recency_half_life: &Bound<'_, PyAny>,
+        reference_date: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let mut texts: Vec<String> = Vec::new();
+        for query in queries.try_iter()? {
+            texts.push(convert::text("queries", &query?)?);
+        }
+        let limit = convert::count(py, "limit", limit, 0, MAX_SEARCH_LIMIT)?;
+        let read = convert::read(py, as_of, filter)?.with_recency(
+            convert::half_life(py, recency_half_life)?,
+            convert::instant(py, "reference_date", reference_date)?,
+        );
+        let hybrid = flag("hybrid", hybrid)?;
+        if hybrid && !self.semantic {
+            return Err(errors::invalid(
+                py,
+                "hybrid",
+                "needs a sentence-embedding model: Memory(embedder=\"minilm\" or DIR)",
+            ));
+        }
+        let found = self.run(py, move |memory| {
+            if hybrid {
+                texts
+                    .iter()
+                    .map(|query| memory.search_hybrid(query, limit, &read))
+                    .collect()
+            } else {
+                memory.search_many(&texts, limit, &read)
+            }
+        })?;
+        found
+            .iter()
+            .map(|found| convert::scored(py, found))
+            .collect()
     }
 
     /// The facts and episode messages that answer `query`, rendered within `max_tokens`.
@@ -726,6 +780,47 @@ fn flag(param: &str, value: &Bound<'_, PyAny>) -> PyResult<bool> {
         Ok(flag) => Ok(flag.is_true()),
         Err(_) => Err(errors::wrong_type(param, "bool", value)),
     }
+}
+
+/// The fact `add_fact`'s arguments describe: subject, relation, object, statement,
+/// category, confidence, valid_from and metadata, in that order.
+fn new_memory(py: Python<'_>, fields: [&Bound<'_, PyAny>; 8]) -> PyResult<NewMemory> {
+    let [
+        subject,
+        relation,
+        object,
+        statement,
+        category,
+        confidence,
+        valid_from,
+        metadata,
+    ] = fields;
+    let mut new = NewMemory::new(
+        convert::text("subject", subject)?,
+        convert::text("relation", relation)?,
+        convert::text("object", object)?,
+    )
+    .with_category(convert::category(py, "category", category)?)
+    .with_confidence(convert::confidence(py, "confidence", confidence)?)
+    .with_source(SOURCE);
+    new.statement = convert::optional_text("statement", statement)?;
+    new.valid_from = convert::instant(py, "valid_from", valid_from)?;
+    if let Some(metadata) = convert::metadata(py, "metadata", metadata)? {
+        new.metadata = metadata;
+    }
+    Ok(new)
+}
+
+/// `add_fact`'s answer: the status, the fact, the facts it superseded and, for a
+/// duplicate, the current fact that holds the statement.
+fn add_answer<'py>(py: Python<'py>, outcome: &AddOutcome) -> PyResult<AddFactAnswer<'py>> {
+    let (status, existing) = add_status(outcome);
+    Ok((
+        status,
+        convert::fact(py, &outcome.fact)?,
+        convert::ids(&outcome.report.invalidated),
+        existing.map(|id| id.to_string()),
+    ))
 }
 
 /// The facts an archive added, as stored.

@@ -254,13 +254,15 @@ fn protocol_failures_are_tool_errors_with_their_code_and_the_server_keeps_going(
 }
 
 /// The memory tools, in the order `tools/list` shows them after the protocol's.
-const MEMORY_TOOLS: [&str; 19] = [
+const MEMORY_TOOLS: [&str; 21] = [
     "memory_add",
+    "memory_add_many",
     "memory_get",
     "memory_list",
     "memory_update",
     "memory_delete",
     "memory_search",
+    "memory_search_many",
     "memory_recall",
     "memory_history",
     "memory_neighbours",
@@ -496,6 +498,7 @@ fn memory_tools_carry_the_hints_a_client_asks_before_calling_them() {
             "memory_get",
             "memory_list",
             "memory_search",
+            "memory_search_many",
             "memory_recall",
             "memory_history",
             "memory_neighbours",
@@ -582,6 +585,34 @@ fn every_memory_tool_round_trips_over_stdio_within_its_output_schema() {
     assert_eq!(objects(&then, "facts"), ["Paris"], "{then}");
     let found = call("memory_search", json!({"query": "lives", "as_of": march}));
     assert_eq!(objects(&found, "results"), ["Paris"], "{found}");
+    // Many facts in one transaction, and many searches in one call.
+    let many = call(
+        "memory_add_many",
+        json!({"facts": [
+            {"subject": "user", "relation": "prefers_editor", "object": "vim"},
+            {"subject": "user", "relation": "prefers_editor", "object": "helix"},
+            {"subject": "user", "relation": "speaks", "object": "Portuguese"},
+        ]}),
+    );
+    let statuses: Vec<&str> = many["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["added", "added", "added"], "{many}");
+    let searched = call(
+        "memory_search_many",
+        json!({"queries": ["editor", "lives", "nothing matches this"]}),
+    );
+    let answers = searched["results"].as_array().unwrap();
+    assert_eq!(objects(&answers[0], "results"), ["helix"], "{searched}");
+    assert_eq!(objects(&answers[1], "results"), ["Berlin"], "{searched}");
+    assert_eq!(answers[2]["results"], json!([]), "{searched}");
+    for result in many["results"].as_array().unwrap() {
+        let id = result["id"].as_str().unwrap();
+        assert_eq!(call("memory_delete", json!({"id": id}))["versions"], 1);
+    }
     let history = call("memory_history", json!({"subject": "USER", "as_of": march}));
     assert_eq!(objects(&history, "versions"), ["Paris"], "{history}");
     let around = call("memory_neighbours", json!({"entity": "user", "depth": 2}));
@@ -1333,6 +1364,19 @@ fn every_tool_answers_within_its_output_schema_for_valid_and_invalid_requests() 
             json!({"query": "Lisbon", "as_of": "2030-01-01T00:00:00Z"}),
             json!({"qurey": "Lisbon"}),
             "invalid_request",
+        ),
+        (
+            "memory_search_many",
+            json!({"queries": ["Lisbon", "tea"], "limit": 3}),
+            json!({"queries": "Lisbon"}),
+            "invalid_request",
+        ),
+        (
+            "memory_add_many",
+            json!({"facts": [{"subject": "user", "relation": "drinks", "object": "tea"}]}),
+            json!({"facts": [{"subject": "user", "relation": "eats", "object": "soup"},
+                             {"subject": " ", "relation": "eats", "object": "bread"}]}),
+            "invalid_fact",
         ),
         (
             "memory_recall",

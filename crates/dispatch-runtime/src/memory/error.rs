@@ -27,6 +27,16 @@ pub enum MemoryError {
     /// A new or changed fact is invalid.
     #[error("invalid fact: {0}")]
     InvalidFact(#[from] FactError),
+    /// A fact of a batch ([`MemoryService::add_many`](crate::MemoryService::add_many)) is
+    /// invalid: nothing of the batch was stored.
+    #[error("invalid fact at index {index} of the batch (nothing stored): {error}")]
+    InvalidBatchFact {
+        /// Its position in the batch, from 0.
+        index: usize,
+        /// Why it is invalid.
+        #[source]
+        error: FactError,
+    },
     /// A filter does not read: an unknown field or operator, or a wrong type, at the
     /// path it names.
     #[error(transparent)]
@@ -82,7 +92,7 @@ impl MemoryError {
             MemoryError::Store(error) => error.code(),
             MemoryError::NotFound { .. } => "not_found",
             MemoryError::InvalidId { .. } => "invalid_id",
-            MemoryError::InvalidFact(_) => "invalid_fact",
+            MemoryError::InvalidFact(_) | MemoryError::InvalidBatchFact { .. } => "invalid_fact",
             MemoryError::InvalidFilter(error) => error.code(),
             MemoryError::InvalidMetadata(error) => error.code(),
             MemoryError::InvalidDepth { .. } => "invalid_depth",

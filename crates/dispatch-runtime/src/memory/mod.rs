@@ -32,16 +32,17 @@ use std::sync::Arc;
 
 use fact_extract::ConversationExtractor;
 use fact_model::{
-    CharsPerToken, Clock, FactId, FactUpdate, Filter, MemoryHistory, Metadata, ProfileField,
-    SessionFact, SourceRole, Tag, Timestamp, TokenCounter, UserContext, normalize_entity,
+    CharsPerToken, Clock, FactError, FactId, FactUpdate, Filter, MemoryHistory, Metadata,
+    ProfileField, SessionFact, SourceRole, Tag, Timestamp, TokenCounter, UserContext,
+    normalize_entity,
 };
 use fact_retrieve::{
     Bm25, EmbedError, Embedder, FactQuery, HybridError, HybridRetriever, LateInteraction,
     MemoryData, MemoryFact, Recall, RecallQuery, format_memory, recall,
 };
 use fact_store::{
-    AddReport, Alias, AliasChange, LongTermStore, MemoryWrite, ProfileEntry, ScoredFact,
-    StoreError, TermQuery, Transaction,
+    AddReport, Alias, AliasChange, LongTermStore, MemoryWrite, ProfileEntry, ScoredFact, Step,
+    StepReport, StoreError, TermQuery, Transaction,
 };
 use serde::Serialize;
 
@@ -331,21 +332,72 @@ impl MemoryService {
     /// [`MemoryError::InvalidFact`] or the store's error.
     pub fn add(&self, new: NewMemory) -> Result<AddOutcome, MemoryError> {
         let now = self.clock.now();
-        let subject = self.entities()?.resolve(&new.subject);
-        let mut builder = SessionFact::builder(subject, new.relation, new.object)
-            .tag(new.category)
-            .confidence(new.confidence)
-            .source(new.source, SourceRole::User)
-            .valid_from(new.valid_from.unwrap_or(now))
-            .recorded_at(now)
-            .metadata(new.metadata);
-        if let Some(statement) = new.statement {
-            builder = builder.statement(statement);
-        }
-        let fact = builder.build()?;
+        let fact = fact_of(&self.entities()?, new, now)?;
         let report = self.store.add(vec![fact.clone()])?;
         self.embed_added(std::slice::from_ref(&fact), &report.added)?;
         Ok(AddOutcome { fact, report })
+    }
+
+    /// Remembers many facts in one transaction: each as [`add`](Self::add) would, after
+    /// the ones before it (a later fact of the same subject and relation supersedes an
+    /// earlier one, a statement an earlier one holds is a duplicate), and all of them or,
+    /// when one is invalid or the store fails, none. One outcome per fact, in order, as
+    /// `add` answers it.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use dispatch_runtime::{MemoryService, NewMemory};
+    /// use dispatch_runtime::reexports::{InMemoryLongTermStore, SystemClock};
+    ///
+    /// let memory = MemoryService::new(Arc::new(InMemoryLongTermStore::default()), Arc::new(SystemClock));
+    /// let outcomes = memory.add_many(vec![
+    ///     NewMemory::new("user", "prefers_editor", "vim"),
+    ///     NewMemory::new("user", "lives_in", "Lisbon"),
+    /// ])?;
+    /// assert_eq!(outcomes.len(), 2);
+    /// assert_eq!(memory.list(&Default::default())?.len(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`MemoryError::InvalidBatchFact`] naming the first invalid fact, or the store's
+    /// error; nothing is stored then.
+    pub fn add_many(&self, batch: Vec<NewMemory>) -> Result<Vec<AddOutcome>, MemoryError> {
+        if batch.is_empty() {
+            return Ok(Vec::new());
+        }
+        let now = self.clock.now();
+        let entities = self.entities()?;
+        let facts = batch
+            .into_iter()
+            .enumerate()
+            .map(|(index, new)| {
+                fact_of(&entities, new, now)
+                    .map_err(|error| MemoryError::InvalidBatchFact { index, error })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        // One step per fact: each is added as `add` adds it, after the ones before it,
+        // and all of them commit together.
+        let mut transaction = Transaction::new();
+        for fact in &facts {
+            transaction.push(Step::Add(vec![fact.clone()]));
+        }
+        let applied = self.store.apply(transaction)?;
+        let mut outcomes = Vec::with_capacity(facts.len());
+        let mut added = Vec::new();
+        for (fact, step) in facts.into_iter().zip(applied.steps) {
+            let StepReport::Added(report) = step else {
+                return Err(MemoryError::Store(StoreError::Backend {
+                    message: "a step that added a fact reported something else".into(),
+                }));
+            };
+            added.extend_from_slice(&report.added);
+            outcomes.push(AddOutcome { fact, report });
+        }
+        let offered: Vec<SessionFact> = outcomes.iter().map(|o| o.fact.clone()).collect();
+        self.embed_added(&offered, &added)?;
+        Ok(outcomes)
     }
 
     /// Every current fact (or every fact valid at `read.as_of`) that `read.filter` holds
@@ -473,7 +525,37 @@ impl MemoryService {
         limit: usize,
         read: &ReadOptions,
     ) -> Result<Vec<ScoredFact>, MemoryError> {
-        let text = self.entities()?.expand_query(self.store.analyzer(), query);
+        self.search_among(&self.entities()?, query, limit, read)
+    }
+
+    /// Answers many searches in one call, each as [`search`](Self::search) answers it,
+    /// in order; the aliases are read once for all of them.
+    ///
+    /// # Errors
+    ///
+    /// The store's read error; no answer then.
+    pub fn search_many<S: AsRef<str>>(
+        &self,
+        queries: &[S],
+        limit: usize,
+        read: &ReadOptions,
+    ) -> Result<Vec<Vec<ScoredFact>>, MemoryError> {
+        let entities = self.entities()?;
+        queries
+            .iter()
+            .map(|query| self.search_among(&entities, query.as_ref(), limit, read))
+            .collect()
+    }
+
+    /// [`search`](Self::search) with the alias table read already.
+    fn search_among(
+        &self,
+        entities: &Entities,
+        query: &str,
+        limit: usize,
+        read: &ReadOptions,
+    ) -> Result<Vec<ScoredFact>, MemoryError> {
+        let text = entities.expand_query(self.store.analyzer(), query);
         let mut term_query = TermQuery::new(&text, limit);
         if let Some(at) = read.as_of {
             term_query = term_query.with_as_of(at);
@@ -754,4 +836,21 @@ fn parse_id(id: &str) -> Result<FactId, MemoryError> {
 /// Text on one line: runs of whitespace (newlines included) become one space.
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The fact `new` describes, under its subject resolved through `entities`, recorded `now`
+/// (and valid from then, unless it says when).
+fn fact_of(entities: &Entities, new: NewMemory, now: Timestamp) -> Result<SessionFact, FactError> {
+    let subject = entities.resolve(&new.subject);
+    let mut builder = SessionFact::builder(subject, new.relation, new.object)
+        .tag(new.category)
+        .confidence(new.confidence)
+        .source(new.source, SourceRole::User)
+        .valid_from(new.valid_from.unwrap_or(now))
+        .recorded_at(now)
+        .metadata(new.metadata);
+    if let Some(statement) = new.statement {
+        builder = builder.statement(statement);
+    }
+    builder.build()
 }

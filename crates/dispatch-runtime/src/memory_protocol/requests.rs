@@ -140,6 +140,44 @@ request! {
 }
 
 request! {
+    /// `memory_add_many`: facts to remember in one transaction.
+    struct AddMany {
+        /// The facts, each as `memory_add` takes one (at most 1000): all are stored, or,
+        /// when one is invalid, none.
+        #[cfg_attr(feature = "schema", schemars(length(max = 1000)))]
+        facts: Vec<Add>,
+    }
+}
+
+request! {
+    /// `memory_search_many`: many searches answered in one call.
+    struct SearchMany {
+        /// The searches' words, one string each (at most 1000).
+        #[cfg_attr(feature = "schema", schemars(length(max = 1000)))]
+        queries: Vec<String>,
+        /// At most this many facts per search (default 10, at most 1000).
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 1000)))]
+        limit: Option<usize>,
+        /// Search the facts valid at this instant (RFC 3339) instead of now.
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(schema_with = "time"))]
+        as_of: Option<Timestamp>,
+        /// Only the facts this filter holds for, as for `memory_search`.
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(schema_with = "filter"))]
+        filter: Option<Value>,
+        /// Opt-in recency, as for `memory_search` (`30d`).
+        #[serde(default)]
+        recency_half_life: Option<String>,
+        /// The instant ages are measured to (RFC 3339; default `as_of`, else now).
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(schema_with = "time"))]
+        reference_date: Option<Timestamp>,
+    }
+}
+
+request! {
     /// `memory_recall`: a question to recall facts and conversations for.
     struct RecallArgs {
         /// The question or topic.

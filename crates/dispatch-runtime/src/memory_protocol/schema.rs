@@ -7,8 +7,8 @@ use fact_model::ProfileField;
 use serde_json::{Map, Value, json};
 
 use super::requests::{
-    Add, Archive, Backfill, ById, EraseScope, Forget, Format, History, List, NeighboursArgs,
-    NoArgs, RecallArgs, Search, SetAlias, SetContext, Unalias, Update,
+    Add, AddMany, Archive, Backfill, ById, EraseScope, Forget, Format, History, List,
+    NeighboursArgs, NoArgs, RecallArgs, Search, SearchMany, SetAlias, SetContext, Unalias, Update,
 };
 use crate::protocol::schema::object;
 
@@ -165,8 +165,9 @@ fn output(name: &str) -> Map<String, Value> {
         },
         "required": ["alias", "entity", "at"]
     });
-    let fields = match name {
-        "memory_add" => json!({
+    // The fields of one `memory_add` answer.
+    let added = || {
+        json!({
             "status": {"type": "string", "enum": ["added", "already_current",
                 "arrived_superseded", "duplicate", "skipped"]},
             "id": {"type": "string", "description": "The offered fact's id."},
@@ -174,6 +175,14 @@ fn output(name: &str) -> Map<String, Value> {
                 "description": "For a duplicate: the current fact that holds the statement."},
             "superseded": ids(),
             "fact": fact(),
+        })
+    };
+    let fields = match name {
+        "memory_add" => added(),
+        "memory_add_many" => json!({
+            "results": {"type": "array", "items": {
+                "type": "object", "properties": added(),
+                "required": ["status", "id", "existing_id", "superseded", "fact"]}},
         }),
         "memory_get" => json!({"fact": fact()}),
         "memory_list" => json!({
@@ -192,6 +201,12 @@ fn output(name: &str) -> Map<String, Value> {
         "memory_search" => json!({
             "query": {"type": "string"},
             "results": scored(),
+        }),
+        "memory_search_many" => json!({
+            "results": {"type": "array", "items": {
+                "type": "object",
+                "properties": {"query": {"type": "string"}, "results": scored()},
+                "required": ["query", "results"]}},
         }),
         "memory_recall" => json!({
             "query": {"type": "string"},
@@ -348,6 +363,16 @@ pub fn tools() -> Vec<MemoryTool> {
             (false, false, true, false),
         ),
         tool(
+            "memory_add_many",
+            "Remember many facts",
+            "Remember many facts in one transaction (at most 1000), each as memory_add takes \
+             one: all are stored, or, when one is invalid, none (invalid_fact names its \
+             index). Later facts of the batch supersede earlier ones of the same subject and \
+             relation. One answer per fact, in order.",
+            object::<AddMany>(),
+            (false, false, true, false),
+        ),
+        tool(
             "memory_get",
             "Show a fact",
             "One fact by its id: its latest version, current or not.",
@@ -382,6 +407,14 @@ pub fn tools() -> Vec<MemoryTool> {
             "Search the current facts (or those valid at as_of) for words, best first; a \
              name that is an alias also finds its entity's facts.",
             object::<Search>(),
+            reads,
+        ),
+        tool(
+            "memory_search_many",
+            "Search memory for many queries",
+            "Answer many searches in one call (at most 1000 queries), each as memory_search \
+             answers it, in order, with the same limit, as_of, filter and recency.",
+            object::<SearchMany>(),
             reads,
         ),
         tool(

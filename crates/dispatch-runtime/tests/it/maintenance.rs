@@ -652,3 +652,85 @@ fn forgetting_on_sqlite_leaves_no_byte_of_the_text_in_the_file() {
         .unwrap();
     assert_eq!(found.len(), 1);
 }
+
+/// `add_many` is `add` called once per fact, in one transaction: the same facts, history
+/// and answers as the loop; an invalid fact anywhere stores nothing of the batch.
+/// `search_many` answers each query as `search` does.
+#[test]
+fn a_batch_adds_as_the_loop_does_all_or_nothing_and_searches_answer_as_one_by_one() {
+    let news = || {
+        vec![
+            NewMemory::new("User", "prefers_editor", "vim").with_statement("User prefers vim"),
+            NewMemory::new("user", "lives_in", "Porto"),
+            NewMemory::new("user", "prefers_editor", "helix").with_statement("User prefers helix"),
+            NewMemory::new("Melanie", "adopted", "Oscar").with_statement("user prefers  HELIX"),
+            NewMemory::new("user", "lives_in", "Porto"),
+        ]
+    };
+    for backend in backends() {
+        let (batch, _, _dir) = memory(backend);
+        let (looped, _, _other) = memory(backend);
+        let outcomes = batch.add_many(news()).unwrap();
+        let one_by_one: Vec<_> = news()
+            .into_iter()
+            .map(|new| looped.add(new).unwrap())
+            .collect();
+        let status =
+            |o: &dispatch_runtime::AddOutcome| dispatch_runtime::memory_protocol::add_status(o);
+        assert_eq!(
+            outcomes.iter().map(status).collect::<Vec<_>>(),
+            one_by_one.iter().map(status).collect::<Vec<_>>(),
+            "{backend:?}"
+        );
+        assert_eq!(
+            outcomes
+                .iter()
+                .map(|o| &o.report.invalidated)
+                .collect::<Vec<_>>(),
+            one_by_one
+                .iter()
+                .map(|o| &o.report.invalidated)
+                .collect::<Vec<_>>(),
+            "{backend:?}: the helix fact supersedes the vim one"
+        );
+        let read = ReadOptions::default();
+        let objects = |memory: &MemoryService| -> Vec<String> {
+            let mut objects: Vec<String> = memory
+                .list(&read)
+                .unwrap()
+                .iter()
+                .map(|f| f.object().to_owned())
+                .collect();
+            objects.sort();
+            objects
+        };
+        assert_eq!(objects(&batch), ["Porto", "helix"], "{backend:?}");
+        assert_eq!(objects(&batch), objects(&looped), "{backend:?}");
+        assert_eq!(batch.history("user", &read).unwrap().len(), 3);
+
+        // All or nothing: the third fact is invalid.
+        let mut bad = vec![
+            NewMemory::new("user", "speaks", "Portuguese"),
+            NewMemory::new("user", "drinks", "tea"),
+            NewMemory::new(" ", "drinks", "coffee"),
+        ];
+        bad.push(NewMemory::new("user", "eats", "bread"));
+        let error = batch.add_many(bad).unwrap_err();
+        assert_eq!(error.code(), "invalid_fact", "{backend:?}");
+        assert!(error.to_string().contains("index 2"), "{error}");
+        assert_eq!(
+            objects(&batch),
+            ["Porto", "helix"],
+            "{backend:?}: nothing stored"
+        );
+        assert!(batch.add_many(Vec::new()).unwrap().is_empty());
+
+        let queries = ["editor", "lives Porto", "nothing at all", "editor"];
+        let many = batch.search_many(&queries, 5, &read).unwrap();
+        assert_eq!(many.len(), queries.len());
+        for (query, found) in queries.iter().zip(&many) {
+            assert_eq!(found, &batch.search(query, 5, &read).unwrap(), "{query}");
+        }
+        assert_eq!(many[0][0].fact.object(), "helix", "{backend:?}");
+    }
+}

@@ -14,13 +14,27 @@ model works, so threads share one :class:`Memory` and run in parallel. Logs go t
 ``factmem`` logger of :mod:`logging`.
 """
 
+import asyncio
+import functools
 import json
 import logging
 import os
+from concurrent.futures import ThreadPoolExecutor
 from types import MappingProxyType
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+)
 
 from . import _factmem as _native
 from ._errors import (
@@ -37,6 +51,7 @@ __version__: str = _native.__version__
 __all__ = [
     "AddFactResult",
     "AddResult",
+    "AsyncMemory",
     "EmbedderNotInstalled",
     "Error",
     "ExpandedFact",
@@ -602,6 +617,23 @@ class Memory:
         )  # fmt: skip
         return AddFactResult(status, _fact(row), superseded, existing)
 
+    def add_facts(
+        self, facts: Iterable[Union[Mapping[str, Any], Sequence[Any]]]
+    ) -> List[AddFactResult]:
+        """Remembers many facts in one transaction: each as :meth:`add_fact` would, after
+        the ones before it (a later fact of the same subject and relation supersedes an
+        earlier one), and all of them or, when one is invalid, none (:class:`InvalidInput`
+        names its index). Each fact is a mapping of :meth:`add_fact`'s arguments
+        (``{"subject": "user", "relation": "prefers_editor", "object": "helix",
+        "statement": ..., "category": ..., "confidence": ..., "valid_from": ...,
+        "metadata": ...}``) or a tuple ``(subject, relation, object[, statement])``.
+        One result per fact, in order."""
+        rows = [_fact_args(i, fact) for i, fact in enumerate(facts)]
+        return [
+            AddFactResult(status, _fact(row), superseded, existing)
+            for status, row, superseded, existing in self._native.add_facts(rows)
+        ]
+
     def search(
         self,
         query: str,
@@ -627,6 +659,26 @@ class Memory:
                 _half_life(recency_half_life), _micros("reference_date", reference_date),
             )  # fmt: skip
         )
+
+    def search_many(
+        self,
+        queries: Iterable[str],
+        *,
+        limit: int = 10,
+        as_of: Optional[datetime] = None,
+        hybrid: bool = False,
+        filter: Union[None, str, Mapping[str, Any]] = None,
+        recency_half_life: Union[None, str, timedelta] = None,
+        reference_date: Optional[datetime] = None,
+    ) -> List[List[ScoredFact]]:
+        """Answers many searches in one call, each as :meth:`search` answers it, in
+        order, with the GIL released once for all of them: from many threads, searches
+        go on at once instead of taking turns at every call."""
+        answers = self._native.search_many(
+            list(queries), limit, _micros("as_of", as_of), hybrid, _filter(filter),
+            _half_life(recency_half_life), _micros("reference_date", reference_date),
+        )  # fmt: skip
+        return [_scored(found) for found in answers]
 
     def recall(
         self,
@@ -760,6 +812,113 @@ class Memory:
         ``Facts:`` by confidence) within ``max_tokens``; with ``filter`` (as for
         :meth:`search`), only the facts it holds for."""
         return self._native.format(max_tokens, _micros("as_of", as_of), _filter(filter))
+
+
+_FACT_FIELDS = (
+    "subject", "relation", "object", "statement", "category", "confidence", "valid_from",
+    "metadata",
+)  # fmt: skip
+
+
+def _fact_args(index: int, fact: Union[Mapping[str, Any], Sequence[Any]]) -> Tuple[Any, ...]:
+    """The native arguments of one fact of :meth:`Memory.add_facts`."""
+    if isinstance(fact, Mapping):
+        unknown = sorted(set(fact) - set(_FACT_FIELDS))
+        if unknown:
+            raise InvalidInput(f"facts[{index}]: unknown field {unknown[0]!r}", "invalid_fact")
+        values = dict(fact)
+    elif isinstance(fact, (tuple, list)) and 3 <= len(fact) <= 4:
+        values = dict(zip(_FACT_FIELDS, fact))
+    else:
+        raise TypeError(
+            f"facts[{index}]: expected a mapping or a (subject, relation, object[, statement])"
+            f" tuple, got {type(fact).__name__}"
+        )
+    for required in ("subject", "relation", "object"):
+        if required not in values:
+            raise InvalidInput(f"facts[{index}]: {required} is missing", "invalid_fact")
+    return (
+        values["subject"],
+        values["relation"],
+        values["object"],
+        values.get("statement"),
+        values.get("category", "knowledge"),
+        values.get("confidence", 1.0),
+        _micros("valid_from", values.get("valid_from")),
+        _metadata(values.get("metadata")),
+    )
+
+
+class AsyncMemory:
+    """:class:`Memory` for asyncio code: the same methods, as coroutines that never block
+    the event loop. Each call runs on a thread of the object's own pool while the loop
+    goes on (the store works with the GIL released, so the loop's other tasks run
+    meanwhile); ``max_workers`` threads at most (default: the CPUs, at least 2).
+
+    ``async with factmem.AsyncMemory("memory.db", scope="user:alice") as memory:``
+    then ``await memory.search("editor")``. The arguments are :class:`Memory`'s.
+    """
+
+    __slots__ = ("_memory", "_pool")
+
+    def __init__(self, *args: Any, max_workers: Optional[int] = None, **kwargs: Any) -> None:
+        self._memory = Memory(*args, **kwargs)
+        workers = max_workers or max(2, os.cpu_count() or 2)
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="factmem")
+
+    @property
+    def memory(self) -> Memory:
+        """The synchronous :class:`Memory` underneath (for code outside the loop)."""
+        return self._memory
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._memory.closed
+
+    def __repr__(self) -> str:
+        return f"AsyncMemory({self._memory!r})"
+
+    async def __aenter__(self) -> "AsyncMemory":
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.close()
+
+    async def _run(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        if self._memory.closed:
+            # Raises the closed memory's error (code ``closed``) at once.
+            return method(*args, **kwargs)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, functools.partial(method, *args, **kwargs))
+
+    async def close(self) -> None:
+        """Closes the store once the calls under way finish, and the threads."""
+        if not self._memory.closed:
+            await self._run(self._memory.close)
+        self._pool.shutdown(wait=False)
+
+
+def _asynchronous(name: str) -> Callable[..., Any]:
+    """The coroutine method of :class:`AsyncMemory` that runs ``Memory.<name>``."""
+    method = getattr(Memory, name)
+
+    @functools.wraps(method)
+    async def call(self: AsyncMemory, *args: Any, **kwargs: Any) -> Any:
+        return await self._run(getattr(self._memory, name), *args, **kwargs)
+
+    call.__doc__ = f"Awaitable :meth:`Memory.{name}`.\n\n{method.__doc__ or ''}"
+    return call
+
+
+#: The methods of :class:`Memory` that :class:`AsyncMemory` awaits.
+_ASYNC_METHODS = (
+    "add", "add_fact", "add_facts", "search", "search_many", "recall", "get", "get_all",
+    "update", "delete", "erase", "history", "neighbours", "format",
+)  # fmt: skip
+for _name in _ASYNC_METHODS:
+    setattr(AsyncMemory, _name, _asynchronous(_name))
+del _name
 
 
 def _raise_for(answer: Dict[str, Any]) -> None:

@@ -52,6 +52,14 @@ class Memory:
         valid_from: Optional[int],
         metadata: Optional[str],
     ) -> Tuple[str, FactRow, List[str], Optional[str]]: ...
+    def add_facts(
+        self,
+        facts: List[
+            Tuple[
+                str, str, str, Optional[str], str, float, Optional[int], Optional[str]
+            ]
+        ],
+    ) -> List[Tuple[str, FactRow, List[str], Optional[str]]]: ...
     def add(
         self,
         transcript: str,
@@ -72,6 +80,16 @@ class Memory:
         recency_half_life: Union[None, int, str],
         reference_date: Optional[int],
     ) -> List[ScoredRow]: ...
+    def search_many(
+        self,
+        queries: List[str],
+        limit: int,
+        as_of: Optional[int],
+        hybrid: bool,
+        filter: Optional[str],
+        recency_half_life: Union[None, int, str],
+        reference_date: Optional[int],
+    ) -> List[List[ScoredRow]]: ...
     def recall(
         self,
         query: str,

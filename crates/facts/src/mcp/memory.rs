@@ -148,6 +148,7 @@ mod tests {
                 "memory_get",
                 "memory_list",
                 "memory_search",
+                "memory_search_many",
                 "memory_recall",
                 "memory_history",
                 "memory_neighbours",

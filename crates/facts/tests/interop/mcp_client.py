@@ -46,6 +46,7 @@ READ_ONLY = [
     "memory_get",
     "memory_list",
     "memory_search",
+    "memory_search_many",
     "memory_recall",
     "memory_history",
     "memory_neighbours",
@@ -69,11 +70,13 @@ RESULT = (
 
 MEMORY_TOOLS = [
     "memory_add",
+    "memory_add_many",
     "memory_get",
     "memory_list",
     "memory_update",
     "memory_delete",
     "memory_search",
+    "memory_search_many",
     "memory_recall",
     "memory_history",
     "memory_neighbours",
