@@ -21,6 +21,9 @@
 //!   (FTS5, GIN) with the filter compiled into its query.
 //! - `*::neighbours_depth_2`: `MemoryService::neighbours(subject, 2, 100)` (the MCP tool's
 //!   and the CLI's default limit), cycling through the subjects of the valid facts.
+//! - `*::erase_scope` (issue 36): `LongTermStore::erase` of a scope holding as many facts
+//!   (every version), filled anew before each sample in a scope of its own (on SQLite, in
+//!   the same file as the others, so the erasure also zeroes its pages and checkpoints).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -166,9 +169,28 @@ impl Loaded {
     }
 }
 
-/// The benchmarks of every backend; `$loaded` is a `fn() -> &'static Loaded`.
+/// Erases a store filled with `size()` facts anew before each sample by `fresh`.
+fn erase(bencher: Bencher<'_, '_>, fresh: fn(usize) -> Arc<dyn LongTermStore>) {
+    let mut next = 0;
+    bencher
+        .with_inputs(|| {
+            next += 1;
+            let store = fresh(next);
+            fill("erase", &*store);
+            store
+        })
+        .bench_local_values(|store| store.erase().unwrap());
+}
+
+/// The benchmarks of every backend; `$loaded` is a `fn() -> &'static Loaded` and `$fresh`
+/// a `fn(usize) -> Arc<dyn LongTermStore>`, a new empty scope for each number.
 macro_rules! benches {
-    ($loaded:path) => {
+    ($loaded:path, $fresh:path) => {
+        #[divan::bench(sample_count = 3, sample_size = 1)]
+        fn erase_scope(bencher: Bencher<'_, '_>) {
+            erase(bencher, $fresh);
+        }
+
         #[divan::bench(sample_count = 300, sample_size = 1)]
         fn search_unfiltered(bencher: Bencher<'_, '_>) {
             search(bencher, $loaded().facts(), None);
@@ -240,7 +262,14 @@ mod memory {
         })
     }
 
-    benches!(loaded);
+    fn fresh(_: usize) -> Arc<dyn LongTermStore> {
+        Arc::new(InMemoryLongTermStore::new(
+            unbounded(),
+            Arc::new(ManualClock::default()),
+        ))
+    }
+
+    benches!(loaded, fresh);
 }
 
 mod sqlite {
@@ -263,14 +292,22 @@ mod sqlite {
     }
 
     fn open(search_cache: bool) -> SqliteFactStore {
+        open_scope(SCOPE, search_cache)
+    }
+
+    fn open_scope(scope: &str, search_cache: bool) -> SqliteFactStore {
         SqliteFactStore::open_with(
             path(),
-            SCOPE,
+            scope,
             unbounded(),
             SqliteOptions::default().with_search_cache(search_cache),
             Arc::new(ManualClock::default()),
         )
         .unwrap()
+    }
+
+    fn fresh(n: usize) -> Arc<dyn LongTermStore> {
+        Arc::new(open_scope(&format!("bench:erase:{n}"), true))
     }
 
     fn loaded() -> &'static Loaded {
@@ -284,7 +321,7 @@ mod sqlite {
         UNCACHED.get_or_init(|| open(false))
     }
 
-    benches!(loaded);
+    benches!(loaded, fresh);
     uncached!(uncached);
 }
 
@@ -305,15 +342,23 @@ mod postgres {
     }
 
     fn open(search_cache: bool) -> PgFactStore {
+        open_scope(scope(), search_cache)
+    }
+
+    fn open_scope(scope: &str, search_cache: bool) -> PgFactStore {
         let url = std::env::var("FACTMEM_PG_URL").expect("FACTMEM_PG_URL names the server");
         PgFactStore::open_with(
             url,
-            scope(),
+            scope,
             unbounded(),
             PgOptions::default().with_search_cache(search_cache),
             Arc::new(ManualClock::default()),
         )
         .unwrap()
+    }
+
+    fn fresh(n: usize) -> Arc<dyn LongTermStore> {
+        Arc::new(open_scope(&format!("{}:erase:{n}", scope()), true))
     }
 
     fn loaded() -> &'static Loaded {
@@ -327,6 +372,6 @@ mod postgres {
         UNCACHED.get_or_init(|| open(false))
     }
 
-    benches!(loaded);
+    benches!(loaded, fresh);
     uncached!(uncached);
 }

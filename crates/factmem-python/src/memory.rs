@@ -8,6 +8,7 @@
 //! `close` takes the service out, so later calls raise `factmem.Error` (code `closed`)
 //! while calls already running finish on their own reference.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
@@ -15,7 +16,7 @@ use std::time::Duration;
 use dispatch_runtime::durable::{self, Database};
 use dispatch_runtime::memory_protocol::{MAX_SEARCH_LIMIT, add_status, client_extractor};
 use dispatch_runtime::reexports::{
-    Clock, InMemoryLongTermStore, ModelFiles, SessionFact, SystemClock,
+    Clock, FactId, InMemoryLongTermStore, ModelFiles, SessionFact, SystemClock,
 };
 use dispatch_runtime::{
     AddOutcome, ArchiveReport, ArchiveRequest, MAX_NEIGHBOUR_DEPTH, MemoryChange, MemoryError,
@@ -520,10 +521,25 @@ impl PyMemory {
                 memory.search_many(&texts, limit, &read)
             }
         })?;
-        found
-            .iter()
-            .map(|found| convert::scored(py, found))
-            .collect()
+        // A fact several searches found crosses into Python once: its row is shared.
+        let mut rows: HashMap<FactId, Bound<'py, PyAny>> = HashMap::new();
+        let mut answers = Vec::with_capacity(found.len());
+        for found in &found {
+            let mut scored = Vec::with_capacity(found.len());
+            for hit in found {
+                let row = match rows.get(&hit.fact.id()) {
+                    Some(row) => row.clone(),
+                    None => {
+                        let row = convert::fact_tuple(&hit.fact).into_pyobject(py)?.into_any();
+                        rows.insert(hit.fact.id(), row.clone());
+                        row
+                    }
+                };
+                scored.push((hit.score, row));
+            }
+            answers.push(scored.into_pyobject(py)?.into_any());
+        }
+        Ok(answers)
     }
 
     /// The facts and episode messages that answer `query`, rendered within `max_tokens`.

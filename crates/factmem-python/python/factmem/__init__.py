@@ -678,7 +678,20 @@ class Memory:
             list(queries), limit, _micros("as_of", as_of), hybrid, _filter(filter),
             _half_life(recency_half_life), _micros("reference_date", reference_date),
         )  # fmt: skip
-        return [_scored(found) for found in answers]
+        # A fact several searches found arrives as one row: it becomes one (frozen) Fact.
+        facts: Dict[int, Fact] = {}
+        out = []
+        for found in answers:
+            scored_facts = []
+            for score, row in found:
+                fact = facts.get(id(row))
+                if fact is None:
+                    fact = facts[id(row)] = _fact(row)
+                scored = _new(ScoredFact)
+                _set(scored, "__dict__", {"score": score, "fact": fact})
+                scored_facts.append(scored)
+            out.append(scored_facts)
+        return out
 
     def recall(
         self,
