@@ -3,6 +3,7 @@ on every backend: a batch is the loop of single calls in one transaction, all or
 and the asynchronous memory never blocks the event loop."""
 
 import asyncio
+import inspect
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -88,8 +89,8 @@ def test_async_memory_has_every_method_of_memory_as_a_coroutine():
     public = {name for name in dir(factmem.Memory)
               if not name.startswith("_") and callable(getattr(factmem.Memory, name))}  # fmt: skip
     for name in public - {"close"}:
-        assert asyncio.iscoroutinefunction(getattr(factmem.AsyncMemory, name)), name
-    assert asyncio.iscoroutinefunction(factmem.AsyncMemory.close)
+        assert inspect.iscoroutinefunction(getattr(factmem.AsyncMemory, name)), name
+    assert inspect.iscoroutinefunction(factmem.AsyncMemory.close)
 
 
 def test_async_memory_answers_as_memory_does(db, scope):
