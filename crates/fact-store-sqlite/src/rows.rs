@@ -648,9 +648,10 @@ impl Rows for SqliteRows<'_> {
 /// stored document holds (an invalid version's document is empty, so a term at `df` 0 is
 /// in none); and when episodes went, the message terms at `df` 0 and the tombstoned
 /// entries of `episode_fts`, whose index holds the words of titles and summaries (an
-/// `optimize` rewrites it without them). Terms are dropped only here, so
-/// `scopes.vocabulary` moves on when any is: a store's cached word → term id map is right
-/// only at the vocabulary it was filled at (`Words` in `driver.rs`).
+/// `optimize` rewrites it without them). Terms are dropped only here and by an erasure of
+/// the scope (`erase_scope`), and `scopes.vocabulary` moves on when any is: a store's
+/// cached word → term id map is right only at the vocabulary it was filled at
+/// (`fact_store_sql::rules::TermIds`).
 fn forget_unused_words(tx: &rusqlite::Connection, scope: i64, episodes: bool) -> DbResult<()> {
     let dropped = tx
         .prepare_cached("DELETE FROM terms WHERE scope = ?1 AND df <= 0")?
