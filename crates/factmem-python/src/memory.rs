@@ -80,6 +80,37 @@ pub struct PyMemory {
 }
 
 impl PyMemory {
+    /// The `limit`, read options and `hybrid` flag of `search` and `search_many`, from
+    /// their arguments `limit`, `as_of`, `hybrid`, `filter`, `recency_half_life` and
+    /// `reference_date`; `hybrid` without a model is `InvalidInput`.
+    fn search_options(
+        &self,
+        py: Python<'_>,
+        [
+            limit,
+            as_of,
+            hybrid,
+            filter,
+            recency_half_life,
+            reference_date,
+        ]: [&Bound<'_, PyAny>; 6],
+    ) -> PyResult<(usize, ReadOptions, bool)> {
+        let limit = convert::count(py, "limit", limit, 0, MAX_SEARCH_LIMIT)?;
+        let read = convert::read(py, as_of, filter)?.with_recency(
+            convert::half_life(py, recency_half_life)?,
+            convert::instant(py, "reference_date", reference_date)?,
+        );
+        let hybrid = flag("hybrid", hybrid)?;
+        if hybrid && !self.semantic {
+            return Err(errors::invalid(
+                py,
+                "hybrid",
+                "needs a sentence-embedding model: Memory(embedder=\"minilm\" or DIR)",
+            ));
+        }
+        Ok((limit, read, hybrid))
+    }
+
     /// The open service, or `factmem.Error` (code `closed`).
     fn service(&self, py: Python<'_>) -> PyResult<Arc<MemoryService>> {
         self.service
@@ -456,19 +487,17 @@ impl PyMemory {
         reference_date: &Bound<'_, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let query = convert::text("query", query)?;
-        let limit = convert::count(py, "limit", limit, 0, MAX_SEARCH_LIMIT)?;
-        let read = convert::read(py, as_of, filter)?.with_recency(
-            convert::half_life(py, recency_half_life)?,
-            convert::instant(py, "reference_date", reference_date)?,
-        );
-        let hybrid = flag("hybrid", hybrid)?;
-        if hybrid && !self.semantic {
-            return Err(errors::invalid(
-                py,
-                "hybrid",
-                "needs a sentence-embedding model: Memory(embedder=\"minilm\" or DIR)",
-            ));
-        }
+        let (limit, read, hybrid) = self.search_options(
+            py,
+            [
+                limit,
+                as_of,
+                hybrid,
+                filter,
+                recency_half_life,
+                reference_date,
+            ],
+        )?;
         let found = self.run(py, move |memory| {
             if hybrid {
                 memory.search_hybrid(&query, limit, &read)
@@ -498,19 +527,17 @@ impl PyMemory {
         for query in queries.try_iter()? {
             texts.push(convert::text("queries", &query?)?);
         }
-        let limit = convert::count(py, "limit", limit, 0, MAX_SEARCH_LIMIT)?;
-        let read = convert::read(py, as_of, filter)?.with_recency(
-            convert::half_life(py, recency_half_life)?,
-            convert::instant(py, "reference_date", reference_date)?,
-        );
-        let hybrid = flag("hybrid", hybrid)?;
-        if hybrid && !self.semantic {
-            return Err(errors::invalid(
-                py,
-                "hybrid",
-                "needs a sentence-embedding model: Memory(embedder=\"minilm\" or DIR)",
-            ));
-        }
+        let (limit, read, hybrid) = self.search_options(
+            py,
+            [
+                limit,
+                as_of,
+                hybrid,
+                filter,
+                recency_half_life,
+                reference_date,
+            ],
+        )?;
         let found = self.run(py, move |memory| {
             if hybrid {
                 texts
