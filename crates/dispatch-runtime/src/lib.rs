@@ -83,8 +83,9 @@ pub use crate::contract::{
 };
 pub use crate::memory::{
     AddOutcome, AliasOutcome, ArchiveReport, ArchiveRequest, DEFAULT_KNOWN_FACTS,
-    DEFAULT_KNOWN_TOKENS, ForgetReport, KnownBudget, MAX_NEIGHBOUR_DEPTH, MemoryChange,
-    MemoryChanges, MemoryContext, MemoryError, MemoryService, Neighbour, NewMemory, ReadOptions,
+    DEFAULT_KNOWN_TOKENS, EXPORT_SCHEMA, ForgetReport, KnownBudget, MAX_NEIGHBOUR_DEPTH,
+    MEM0_RELATION, MEM0_SOURCE, Mem0Conversion, Mem0Skipped, MemoryChange, MemoryChanges,
+    MemoryContext, MemoryError, MemoryService, Neighbour, NewMemory, ReadOptions, mem0_export,
 };
 pub use crate::runtime::{
     Compaction, CompactionStage, CompilePromptRequest, CompilePromptResponse,
@@ -114,9 +115,10 @@ pub mod reexports {
     #[cfg(feature = "onnx")]
     pub use fact_retrieve::{OnnxEmbedder, OnnxOptions};
     pub use fact_store::{
-        AddReport, Alias, Episode, EpisodeStore, EraseReport, InMemoryLongTermStore, LongTermStore,
-        MessageHit, ProfileEntry, ScoredFact, SessionFactStore, SkipReason, StoreConfig,
-        StoreError,
+        AddReport, Alias, EXPORT_VERSION, Episode, EpisodeStore, EraseReport, ExportEnd,
+        ExportFile, ExportHeader, ExportOptions, ExportRecord, ExportSource, ExportText,
+        InMemoryLongTermStore, LongTermStore, MemoryImportReport, MessageHit, ProfileEntry,
+        ScoredFact, SessionFactStore, SkipReason, StoreConfig, StoreError,
     };
     #[cfg(all(feature = "postgres", not(feature = "sqlite")))]
     #[cfg_attr(docsrs, doc(cfg(any(feature = "sqlite", feature = "postgres"))))]

@@ -656,6 +656,38 @@ impl SessionFact {
         self.valid_from <= at && self.valid_to.is_none_or(|end| at < end)
     }
 
+    /// The version as a memory held it at `at`: `None` when it was not yet valid then
+    /// (`valid_from` after `at`) or not yet recorded (`recorded_at` after `at`); itself
+    /// when it had already ended by then; and when it ended after `at`, the same version
+    /// still valid (its end and successor are later knowledge). What an export
+    /// `--as-of` writes.
+    ///
+    /// ```
+    /// # use fact_model::{SessionFact, SourceRole, Tag, Timestamp};
+    /// # let t = |s: i64| Timestamp::from_unix_secs(s).unwrap();
+    /// let fact = SessionFact::builder("a", "b", "c").tag(Tag::Decision)
+    ///     .source("1", SourceRole::Implementer).valid_from(t(10)).build()?
+    ///     .invalidated_at(t(20))?;
+    /// assert!(fact.known_at(t(9)).is_none());
+    /// assert!(fact.known_at(t(15)).is_some_and(|f| f.is_valid()));
+    /// assert_eq!(fact.known_at(t(20)), Some(fact.clone()));
+    /// # Ok::<(), fact_model::FactError>(())
+    /// ```
+    #[must_use]
+    pub fn known_at(&self, at: Timestamp) -> Option<SessionFact> {
+        if self.valid_from > at || self.recorded_at.is_some_and(|recorded| recorded > at) {
+            return None;
+        }
+        match self.valid_to {
+            Some(end) if end > at => Some(SessionFact {
+                valid_to: None,
+                superseded_by: None,
+                ..self.clone()
+            }),
+            _ => Some(self.clone()),
+        }
+    }
+
     /// The same fact, invalidated at `at`.
     ///
     /// # Errors

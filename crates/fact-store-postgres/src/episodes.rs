@@ -109,6 +109,47 @@ fn fill_messages(db: &mut Db<'_, '_>, scope: i64, episodes: &mut [(i64, Episode)
     Ok(())
 }
 
+/// The scope's episode `id` with its messages, read through `db`.
+pub(crate) fn episode_in(db: &mut Db<'_, '_>, scope: i64, id: &str) -> DbResult<Option<Episode>> {
+    let sql = format!(
+        "SELECT {EPISODE_COLUMNS} FROM episodes WHERE scope = $1 \
+         AND id_hash = hashtextextended($2, 0) AND id = $2"
+    );
+    let rows = db.query(&sql, &[&scope, &id])?;
+    Ok(with_messages(db, scope, &rows)?.pop())
+}
+
+/// Gives `sink` every episode of the scope with its messages, in archive order, reading
+/// a page of episodes at a time through `db`.
+pub(crate) fn export_episodes(
+    db: &mut Db<'_, '_>,
+    scope: i64,
+    sink: &mut dyn FnMut(Episode) -> StoreResult<()>,
+) -> DbResult<()> {
+    /// Episodes read at a time.
+    const EXPORT_PAGE: i64 = 256;
+    let sql = format!(
+        "SELECT {EPISODE_COLUMNS} FROM episodes WHERE scope = $1 \
+         AND (created_at, n) > ($2, $3) ORDER BY created_at, n LIMIT $4"
+    );
+    let (mut after_time, mut after_n) = (i64::MIN, i64::MIN);
+    loop {
+        let rows = db.query(&sql, &[&scope, &after_time, &after_n, &EXPORT_PAGE])?;
+        let mut page: Vec<(i64, Episode)> = rows
+            .iter()
+            .map(|row| read_episode(row, 0))
+            .collect::<DbResult<_>>()?;
+        let Some((n, last)) = page.last() else {
+            return Ok(());
+        };
+        (after_time, after_n) = (last.created_at.unix_micros(), *n);
+        fill_messages(db, scope, &mut page)?;
+        for (_, episode) in page {
+            sink(episode).map_err(DbError::Store)?;
+        }
+    }
+}
+
 /// The episodes of the scope matching `condition`, oldest first, with their messages.
 fn episodes_where(db: &mut Db<'_, '_>, scope: i64, condition: &str) -> DbResult<Vec<Episode>> {
     let sql = format!(
@@ -285,14 +326,7 @@ fn search_messages(
 
 impl EpisodeReads for Postgres {
     fn episode(&self, id: &str) -> StoreResult<Option<Episode>> {
-        self.snapshot(|db, scope| {
-            let sql = format!(
-                "SELECT {EPISODE_COLUMNS} FROM episodes WHERE scope = $1 \
-                 AND id_hash = hashtextextended($2, 0) AND id = $2"
-            );
-            let rows = db.query(&sql, &[&scope, &id])?;
-            Ok(with_messages(db, scope, &rows)?.pop())
-        })
+        self.snapshot(|db, scope| episode_in(db, scope, id))
     }
 
     fn episodes(&self) -> StoreResult<Vec<Episode>> {

@@ -10,20 +10,24 @@
 //! rows. The schema is in `schema.rs` (version 3).
 
 use fact_model::{FactId, ProfileField, SessionFact, Timestamp};
-use postgres::Row;
+use postgres::{IsolationLevel, Row};
 
 use crate::client::query;
 use crate::codec::read_fact;
 use crate::driver::Postgres;
 use crate::error::{DbError, DbResult};
 use crate::messages::{episode_terms, index_messages, unindex_messages};
+use crate::pool::Connection;
 use crate::rows::PgRows;
 use crate::statements::{Db, text_key};
 use fact_store::{
-    Alias, Analyzer, Episode, EpisodeExtracted, EraseReport, ProfileEntry, StoreResult,
+    Alias, Analyzer, Episode, EpisodeExtracted, EraseReport, ExportRecord, ProfileEntry,
+    SnapshotRecord, StoreResult,
 };
 use fact_store_sql::MemoryReads;
-use fact_store_sql::codec::{FACT_COLUMNS, id_from_sql, time_from_sql};
+use fact_store_sql::codec::{
+    FACT_COLUMN_COUNT, FACT_COLUMNS, batch_from_sql, id_from_sql, time_from_sql,
+};
 use fact_store_sql::long_term::MemoryRows;
 
 /// The row number of the scope's episode `id`.
@@ -123,6 +127,11 @@ impl MemoryRows for PgRows<'_> {
             ],
         )?;
         Ok(())
+    }
+
+    fn episode(&mut self, id: &str) -> DbResult<Option<Episode>> {
+        let (mut db, scope) = self.db();
+        crate::episodes::episode_in(&mut db, scope, id)
     }
 
     fn put_episode(&mut self, episode: &Episode, analyzer: &Analyzer) -> DbResult<()> {
@@ -236,6 +245,54 @@ impl MemoryRows for PgRows<'_> {
 }
 
 impl MemoryReads for Postgres {
+    fn export(&self, sink: &mut dyn FnMut(ExportRecord) -> StoreResult<()>) -> StoreResult<()> {
+        /// Fact versions read at a time.
+        const FACT_PAGE: i64 = 4096;
+        let sql = format!(
+            "SELECT {FACT_COLUMNS}, batch, seq FROM facts WHERE scope = $1 AND seq > $2 \
+             ORDER BY seq LIMIT $3"
+        );
+        // One repeatable-read snapshot, read a page at a time: memory stays flat. On the
+        // primary, never a replica: a read retried on the primary after a replica failed
+        // would give `sink` its records twice.
+        self.with_primary(|conn, scope| {
+            let Connection {
+                client, statements, ..
+            } = conn;
+            let mut tx = client
+                .build_transaction()
+                .isolation_level(IsolationLevel::RepeatableRead)
+                .read_only(true)
+                .start()?;
+            let db = &mut Db::new(&mut tx, statements);
+            let mut after = i64::MIN;
+            loop {
+                let rows = db.query(&sql, &[&scope, &after, &FACT_PAGE])?;
+                let Some(last) = rows.last() else {
+                    break;
+                };
+                after = last.try_get(FACT_COLUMN_COUNT + 1)?;
+                for row in &rows {
+                    let batch = batch_from_sql(row.try_get(FACT_COLUMN_COUNT)?);
+                    let fact = read_fact(row, 0)?;
+                    sink(ExportRecord::Fact(SnapshotRecord { batch, fact }))
+                        .map_err(DbError::Store)?;
+                }
+            }
+            crate::episodes::export_episodes(db, scope, &mut |episode| {
+                sink(ExportRecord::Episode(episode))
+            })?;
+            for row in db.query(ALIASES, &[&scope])? {
+                sink(ExportRecord::Alias(read_alias(&row)?)).map_err(DbError::Store)?;
+            }
+            for row in db.query(PROFILE, &[&scope])? {
+                sink(ExportRecord::Profile(read_profile(&row)?)).map_err(DbError::Store)?;
+            }
+            tx.commit()?;
+            Ok(())
+        })
+    }
+
     fn aliases(&self) -> StoreResult<Vec<Alias>> {
         self.with_conn(|conn, scope| {
             query(conn, ALIASES, &[&scope])?

@@ -7,15 +7,17 @@
 //! stored, the facts' transaction, the episode marked extracted, the profile versions. Any
 //! error rolls all of it back.
 
+use std::collections::HashSet;
+
 use fact_model::Timestamp;
 
 use super::error::{DbError, DbResult, newer};
 use super::rules::{Rows, Writer};
 use fact_store::current_profile;
 use fact_store::{
-    Alias, AliasChange, Analyzer, Episode, EpisodeExtracted, EraseReport, MemoryReport,
-    MemoryWrite, ProfileEntry, StoreConfig, StoreError, TransactionReport, check_alias,
-    profile_changes,
+    Alias, AliasChange, Analyzer, Episode, EpisodeExtracted, EraseReport, ExportRecord,
+    ExportSource, MemoryImportReport, MemoryReport, MemoryWrite, ProfileEntry, SnapshotRecord,
+    StoreConfig, StoreError, TransactionReport, check_alias, profile_changes,
 };
 
 /// The rows of long-term memory beside the facts, in one open write transaction of one
@@ -35,6 +37,8 @@ pub trait MemoryRows: Rows {
     /// (analyzed with `analyzer`), keeping the scope's message statistics and document
     /// frequencies.
     fn put_episode(&mut self, episode: &Episode, analyzer: &Analyzer) -> DbResult<(), Self::Error>;
+    /// The episode `id` with its messages, as this transaction sees it.
+    fn episode(&mut self, id: &str) -> DbResult<Option<Episode>, Self::Error>;
     /// Deletes an episode and its messages, from the index and the statistics too;
     /// whether there was one.
     fn delete_episode(&mut self, id: &str) -> DbResult<bool, Self::Error>;
@@ -142,5 +146,90 @@ pub fn commit<R: Rows + MemoryRows>(
 pub fn erase<R: Rows + MemoryRows>(writer: &mut Writer<'_, R>) -> DbResult<EraseReport, R::Error> {
     let report = writer.rows_mut().erase_scope()?;
     writer.restart();
+    Ok(report)
+}
+
+/// Imports the export `source` in the transaction of `writer`
+/// ([`LongTermStore::import_from`](fact_store::LongTermStore::import_from)): the facts'
+/// versions in chunks, through the rules of a snapshot import with the batches counted
+/// from the scope's newest; each episode, alias and profile version unless the scope holds
+/// it already. An error anywhere, the file's included, rolls all of it back.
+pub fn import<R: Rows + MemoryRows>(
+    writer: &mut Writer<'_, R>,
+    source: &dyn ExportSource,
+    config: &StoreConfig,
+    episode_analyzer: &Analyzer,
+) -> DbResult<MemoryImportReport, R::Error> {
+    /// Fact versions imported together.
+    const CHUNK: usize = 4096;
+    let mut run = writer.import_run();
+    let mut report = MemoryImportReport::default();
+    let mut profile: HashSet<ProfileEntry> =
+        writer.rows_mut().profile_versions()?.into_iter().collect();
+    let mut facts = Vec::with_capacity(CHUNK);
+    let mut import_facts = |writer: &mut Writer<'_, R>,
+                            facts: &mut Vec<(usize, SnapshotRecord)>|
+     -> DbResult<(), R::Error> {
+        let chunk = writer.import_records(facts.drain(..), &mut run, config)?;
+        report.facts.imported += chunk.imported;
+        report.facts.unchanged += chunk.unchanged;
+        report.facts.invalidated.extend(chunk.invalidated);
+        report.facts.skipped.extend(chunk.skipped);
+        Ok(())
+    };
+    let (mut episodes, mut aliases, mut profile_versions, mut unchanged) = (0, 0, 0, 0);
+    let mut reader = source.open().map_err(DbError::Store)?;
+    while let Some(record) = reader.next() {
+        let line = reader.line();
+        match record.map_err(DbError::Store)? {
+            ExportRecord::Fact(record) => {
+                facts.push((usize::try_from(line).unwrap_or(usize::MAX), record));
+                if facts.len() == CHUNK {
+                    import_facts(writer, &mut facts)?;
+                }
+            }
+            ExportRecord::Episode(episode) => {
+                let rows = writer.rows_mut();
+                if rows.episode(&episode.id)?.as_ref() == Some(&episode) {
+                    unchanged += 1;
+                } else {
+                    rows.put_episode(&episode, episode_analyzer)?;
+                    episodes += 1;
+                }
+            }
+            ExportRecord::Alias(alias) => {
+                let rows = writer.rows_mut();
+                let current = rows.alias_entity(&alias.alias)?;
+                if current.as_deref() == Some(alias.entity.as_str()) {
+                    unchanged += 1;
+                    continue;
+                }
+                check_alias(&alias.alias, &alias.entity, |name| {
+                    rows.alias_entity(name).map_err(Lookup)
+                })
+                .map_err(|Lookup(error)| match error {
+                    DbError::Store(error) => DbError::Store(error.at_export_line(line)),
+                    other => other,
+                })?;
+                rows.set_alias(&alias)?;
+                aliases += 1;
+            }
+            ExportRecord::Profile(entry) => {
+                if profile.contains(&entry) {
+                    unchanged += 1;
+                } else {
+                    writer.rows_mut().insert_profile(&entry)?;
+                    profile.insert(entry);
+                    profile_versions += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    import_facts(writer, &mut facts)?;
+    report.episodes = episodes;
+    report.aliases = aliases;
+    report.profile_versions = profile_versions;
+    report.unchanged = unchanged + report.facts.unchanged;
     Ok(report)
 }

@@ -71,6 +71,14 @@ pub struct ScopeState {
     pub vocabulary: i64,
 }
 
+/// One import of versions, perhaps in several calls of [`Writer::import_records`]: the
+/// batch its batches count from, and the first version it stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImportRun {
+    base: u64,
+    first: Option<i64>,
+}
+
 /// Lowercased word → term id of a scope, as a store keeps it between its writes, and the
 /// scope's vocabulary ([`ScopeState::vocabulary`]) the ids were read at. A transaction
 /// that deletes terms (an erasure, or SQLite's deletion of words no text holds any more)
@@ -750,7 +758,28 @@ impl<'a, R: Rows> Writer<'a, R> {
         records: Vec<SnapshotRecord>,
         config: &StoreConfig,
     ) -> DbResult<ImportReport, R::Error> {
-        let mut report = self.import_records(records)?;
+        let mut run = self.import_run();
+        self.import_records(records.into_iter().enumerate(), &mut run, config)
+    }
+
+    /// An import that starts now: its batches count from the newest batch stored.
+    pub fn import_run(&self) -> ImportRun {
+        ImportRun {
+            base: self.state.last_batch,
+            first: None,
+        }
+    }
+
+    /// Imports `records` (each with the index its diagnostics name) as part of `run`,
+    /// then compacts when `config` says so. A version stored before the run (the same
+    /// fact valid over the same interval) is left as it is.
+    pub fn import_records(
+        &mut self,
+        records: impl IntoIterator<Item = (usize, SnapshotRecord)>,
+        run: &mut ImportRun,
+        config: &StoreConfig,
+    ) -> DbResult<ImportReport, R::Error> {
+        let mut report = self.import_each(records, run)?;
         self.state.newest_input_batch = self.state.last_batch;
         self.dirty = true;
         if let Some(compaction) = self.compact_if_needed(config)? {
@@ -759,16 +788,54 @@ impl<'a, R: Rows> Writer<'a, R> {
         Ok(report)
     }
 
-    fn import_records(&mut self, records: Vec<SnapshotRecord>) -> DbResult<ImportReport, R::Error> {
-        let base = self.state.last_batch;
+    /// Whether a version of `fact`'s id valid over the same interval was stored before
+    /// `run` (a store may hold two equal versions, which an import into an empty scope
+    /// keeps).
+    fn stored(&mut self, fact: &SessionFact, run: &ImportRun) -> DbResult<bool, R::Error> {
+        for seq in self.rows.versions_of(fact.id())? {
+            if run.first.is_some_and(|first| seq >= first) {
+                continue;
+            }
+            if let Some((stored, _)) = self.fact(seq)?
+                && stored.valid_from() == fact.valid_from()
+                && stored.valid_to() == fact.valid_to()
+            {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Stores `fact` as a version of `run`.
+    fn insert_imported(
+        &mut self,
+        fact: SessionFact,
+        batch: u64,
+        run: &mut ImportRun,
+    ) -> DbResult<(), R::Error> {
+        let seq = self.insert(fact, batch)?;
+        run.first.get_or_insert(seq);
+        Ok(())
+    }
+
+    fn import_each(
+        &mut self,
+        records: impl IntoIterator<Item = (usize, SnapshotRecord)>,
+        run: &mut ImportRun,
+    ) -> DbResult<ImportReport, R::Error> {
+        let base = run.base;
         let mut report = ImportReport::default();
-        for (index, record) in records.into_iter().enumerate() {
+        for (index, record) in records {
             let mut skipped = None;
             let batch = base.saturating_add(record.batch);
-            self.state.last_batch = self.state.last_batch.max(batch);
             let fact = record.fact;
+            if self.stored(&fact, run)? {
+                report.unchanged += 1;
+                continue;
+            }
+            self.state.last_batch = self.state.last_batch.max(batch);
             if !fact.is_valid() {
-                self.insert(fact, batch)?;
+                self.insert_imported(fact, batch, run)?;
                 report.imported += 1;
                 continue;
             }
@@ -811,7 +878,7 @@ impl<'a, R: Rows> Writer<'a, R> {
                 },
                 None => fact,
             };
-            self.insert(fact, batch)?;
+            self.insert_imported(fact, batch, run)?;
             report.imported += 1;
         }
         Ok(report)

@@ -17,9 +17,10 @@ use std::sync::Arc;
 use fact_model::{Clock, FactId, FactSelector, FactUpdate, Filter, SessionFact, Timestamp};
 use fact_store::{
     AddReport, Alias, Analyzer, CompactionReport, EdgeQuery, Episode, EpisodeStore, EraseReport,
-    FactVectors, ImportReport, LongTermStore, MemoryReport, MemoryWrite, MessageHit, MessageQuery,
-    ProfileEntry, SNAPSHOT_VERSION, ScoredFact, SessionFactStore, Snapshot, SnapshotRecord,
-    StoreConfig, StoreError, StoreResult, TermQuery, TermWeighting, Transaction, TransactionReport,
+    ExportOptions, ExportRecord, ExportSource, FactVectors, ImportReport, LongTermStore,
+    MemoryImportReport, MemoryReport, MemoryWrite, MessageHit, MessageQuery, ProfileEntry,
+    SNAPSHOT_VERSION, ScoredFact, SessionFactStore, Snapshot, SnapshotRecord, StoreConfig,
+    StoreError, StoreResult, TermQuery, TermWeighting, Transaction, TransactionReport,
     current_profile,
 };
 
@@ -251,6 +252,14 @@ pub trait EpisodeReads {
 /// [`LongTermStore`]. Its writes go through the driver's write path and
 /// [`commit`](crate::long_term::commit()).
 pub trait MemoryReads {
+    /// Every record of the scope for an export, in one read transaction, row by row to
+    /// `sink` ([`LongTermStore::export_to`] without its options).
+    ///
+    /// # Errors
+    ///
+    /// A [`StoreError`] when the database cannot be read, or the first error of `sink`.
+    fn export(&self, sink: &mut dyn FnMut(ExportRecord) -> StoreResult<()>) -> StoreResult<()>;
+
     /// [`LongTermStore::aliases`].
     ///
     /// # Errors
@@ -563,6 +572,26 @@ impl<D: Driver> LongTermStore for SqlStore<D> {
         let analyzer = self.driver.episode_analyzer();
         self.driver.write(write, |writer, write| {
             commit(writer, write, now, config, analyzer)
+        })
+    }
+
+    fn export_to(
+        &self,
+        options: &ExportOptions,
+        sink: &mut dyn FnMut(ExportRecord) -> StoreResult<()>,
+    ) -> StoreResult<()> {
+        self.driver
+            .export(&mut |record| match options.keep(record) {
+                Some(record) => sink(record),
+                None => Ok(()),
+            })
+    }
+
+    fn import_from(&self, source: &dyn ExportSource) -> StoreResult<MemoryImportReport> {
+        let config = &self.config;
+        let analyzer = self.driver.episode_analyzer();
+        self.driver.write(source, |writer, source| {
+            crate::long_term::import(writer, source, config, analyzer)
         })
     }
 

@@ -66,6 +66,57 @@ fn query_episodes(conn: &Connection, sql: &str, scope: i64) -> DbResult<Vec<Epis
         .collect()
 }
 
+/// Gives `sink` every episode of `scope` with its messages, in archive order, reading
+/// [`EXPORT_PAGE`] episodes at a time (in the caller's transaction).
+pub(super) fn export_episodes(
+    conn: &Connection,
+    scope: i64,
+    sink: &mut dyn FnMut(Episode) -> StoreResult<()>,
+) -> DbResult<()> {
+    /// Episodes read at a time.
+    const EXPORT_PAGE: i64 = 256;
+    let sql = format!(
+        "SELECT {EPISODE_COLUMNS} FROM episodes WHERE scope = ?1 \
+         AND (created_at, n) > (?2, ?3) ORDER BY created_at, n LIMIT ?4"
+    );
+    let (mut after_time, mut after_n) = (i64::MIN, i64::MIN);
+    loop {
+        let mut page = Vec::new();
+        {
+            let mut stmt = conn.prepare_cached(&sql)?;
+            let mut rows = stmt.query(params![scope, after_time, after_n, EXPORT_PAGE])?;
+            while let Some(row) = rows.next()? {
+                page.push(read_episode(row, 0)?);
+            }
+        }
+        let Some((n, last)) = page.last() else {
+            return Ok(());
+        };
+        (after_time, after_n) = (last.created_at.unix_micros(), *n);
+        for (n, mut episode) in page {
+            episode.messages = read_messages(conn, scope, n)?;
+            sink(episode).map_err(DbError::Store)?;
+        }
+    }
+}
+
+/// The episode `id` of `scope` with its messages, read in the caller's transaction.
+pub(super) fn episode_in(conn: &Connection, scope: i64, id: &str) -> DbResult<Option<Episode>> {
+    let sql = format!("SELECT {EPISODE_COLUMNS} FROM episodes WHERE scope = ?1 AND id = ?2");
+    let found = conn
+        .prepare_cached(&sql)?
+        .query_row(params![scope, id], |row| Ok(read_episode(row, 0)))
+        .optional()?
+        .transpose()?;
+    match found {
+        Some((n, mut episode)) => {
+            episode.messages = read_messages(conn, scope, n)?;
+            Ok(Some(episode))
+        }
+        None => Ok(None),
+    }
+}
+
 /// An FTS5 string literal.
 fn quoted(term: &str) -> String {
     format!("\"{}\"", term.replace('"', "\"\""))

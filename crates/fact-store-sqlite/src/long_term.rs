@@ -10,13 +10,17 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::episodes;
 use super::rows::SqliteRows;
+use crate::codec::read_fact;
 use crate::driver::Sqlite;
 use crate::error::{DbError, DbResult};
 use fact_store::{
-    Alias, Analyzer, Episode, EpisodeExtracted, EraseReport, ProfileEntry, StoreResult,
+    Alias, Analyzer, Episode, EpisodeExtracted, EraseReport, ExportRecord, ProfileEntry,
+    SnapshotRecord, StoreResult,
 };
 use fact_store_sql::MemoryReads;
-use fact_store_sql::codec::{id_from_sql, time_from_sql};
+use fact_store_sql::codec::{
+    FACT_COLUMN_COUNT, FACT_COLUMNS, batch_from_sql, id_from_sql, time_from_sql,
+};
 use fact_store_sql::long_term::MemoryRows;
 
 impl MemoryRows for SqliteRows<'_> {
@@ -87,6 +91,10 @@ impl MemoryRows for SqliteRows<'_> {
         episodes::put_episode(self.conn(), self.scope(), episode, analyzer)
     }
 
+    fn episode(&mut self, id: &str) -> DbResult<Option<Episode>> {
+        episodes::episode_in(self.conn(), self.scope(), id)
+    }
+
     fn delete_episode(&mut self, id: &str) -> DbResult<bool> {
         let deleted = episodes::delete_episode(self.conn(), self.scope(), id)?;
         if deleted {
@@ -124,6 +132,22 @@ impl MemoryRows for SqliteRows<'_> {
     }
 }
 
+/// Every alias of `scope`, in the order they were set.
+fn aliases(conn: &Connection, scope: i64) -> DbResult<Vec<Alias>> {
+    let mut stmt =
+        conn.prepare_cached("SELECT alias, entity, at FROM aliases WHERE scope = ?1 ORDER BY seq")?;
+    let mut rows = stmt.query([scope])?;
+    let mut aliases = Vec::new();
+    while let Some(row) = rows.next()? {
+        aliases.push(Alias {
+            alias: row.get(0)?,
+            entity: row.get(1)?,
+            at: time_from_sql(row.get(2)?)?,
+        });
+    }
+    Ok(aliases)
+}
+
 /// Every profile version of `scope`, oldest first.
 fn profile_versions(conn: &Connection, scope: i64) -> DbResult<Vec<ProfileEntry>> {
     let mut stmt =
@@ -145,22 +169,39 @@ fn profile_versions(conn: &Connection, scope: i64) -> DbResult<Vec<ProfileEntry>
 }
 
 impl MemoryReads for Sqlite {
-    fn aliases(&self) -> StoreResult<Vec<Alias>> {
-        self.with_conn(|conn, scope| {
-            let mut stmt = conn.prepare_cached(
-                "SELECT alias, entity, at FROM aliases WHERE scope = ?1 ORDER BY seq",
-            )?;
-            let mut rows = stmt.query([scope])?;
-            let mut aliases = Vec::new();
-            while let Some(row) = rows.next()? {
-                aliases.push(Alias {
-                    alias: row.get(0)?,
-                    entity: row.get(1)?,
-                    at: time_from_sql(row.get(2)?)?,
-                });
+    fn export(&self, sink: &mut dyn FnMut(ExportRecord) -> StoreResult<()>) -> StoreResult<()> {
+        self.with_read_conn(|conn, scope| {
+            // One deferred transaction: every read below sees one snapshot of the file.
+            let tx = conn.transaction()?;
+            {
+                let sql = format!(
+                    "SELECT {FACT_COLUMNS}, batch FROM facts WHERE scope = ?1 ORDER BY seq"
+                );
+                let mut stmt = tx.prepare_cached(&sql)?;
+                let mut rows = stmt.query([scope])?;
+                while let Some(row) = rows.next()? {
+                    let fact = read_fact(row, 0)?;
+                    let batch = batch_from_sql(row.get(FACT_COLUMN_COUNT)?);
+                    sink(ExportRecord::Fact(SnapshotRecord { batch, fact }))
+                        .map_err(DbError::Store)?;
+                }
             }
-            Ok(aliases)
+            episodes::export_episodes(&tx, scope, &mut |episode| {
+                sink(ExportRecord::Episode(episode))
+            })?;
+            for alias in aliases(&tx, scope)? {
+                sink(ExportRecord::Alias(alias)).map_err(DbError::Store)?;
+            }
+            for entry in profile_versions(&tx, scope)? {
+                sink(ExportRecord::Profile(entry)).map_err(DbError::Store)?;
+            }
+            tx.commit()?;
+            Ok(())
         })
+    }
+
+    fn aliases(&self) -> StoreResult<Vec<Alias>> {
+        self.with_conn(|conn, scope| aliases(conn, scope))
     }
 
     fn relations_of(&self, subject: &str, limit: usize) -> StoreResult<Vec<String>> {

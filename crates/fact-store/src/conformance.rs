@@ -9,6 +9,7 @@
 //!
 //! - [`compaction`]: capacity and compaction policies;
 //! - [`crud`]: get, update, delete, tags and statement dedup;
+//! - [`export`]: exporting a scope to a file and importing it, exactly or merged;
 //! - [`filters`]: the filter language inside every read that takes one;
 //! - [`long_term`](mod@long_term): episodes, message search, aliases, the profile and
 //!   commits;
@@ -23,6 +24,7 @@
 //!
 //! - [`properties`]: the differential property test, random operation sequences applied
 //!   to the in-memory store and to the backend's, which must give the same answers;
+//! - [`memories`]: random memories of every kind of record, and a store's export;
 //! - [`durable`]: what every durable store passes with stores it opened itself (several
 //!   store objects on one scope, reopening, caches following other writers);
 //! - [`stress`]: the lock stress loop, threads racing on one store;
@@ -84,9 +86,11 @@
 pub mod compaction;
 pub mod crud;
 pub mod durable;
+pub mod export;
 pub mod filters;
 mod fixture;
 pub mod long_term;
+pub mod memories;
 pub mod metadata;
 pub mod properties;
 pub mod search;
@@ -182,6 +186,13 @@ macro_rules! conformance_suite {
                     delete_removes_every_version_and_unknown_ids_are_not_found,
                     tags_filter_is_any_of,
                     the_store_is_shared_between_threads,
+                ];
+                export: [
+                    an_export_imported_into_an_empty_scope_exports_the_same_bytes,
+                    importing_a_file_twice_changes_nothing,
+                    a_bad_file_imports_nothing_and_names_its_line,
+                    an_import_into_a_scope_with_memory_merges,
+                    as_of_exports_the_memory_as_it_was,
                 ];
                 long_term: [
                     an_episode_is_its_messages_kept_once_with_their_times,

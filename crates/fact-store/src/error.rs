@@ -48,6 +48,26 @@ pub enum StoreError {
         /// The version this store reads.
         supported: u64,
     },
+    /// A line of an export file is not what the format allows: not an export at all
+    /// (line 1), not a record, or a file cut short or changed (its end record); nothing
+    /// of the file is imported.
+    #[error("export line {line}: {message}")]
+    Export {
+        /// The line's number, from 1.
+        line: u64,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The export is of a newer format version than this build reads.
+    #[error(
+        "export format version {found} is not supported; this build reads versions 1 to {supported}"
+    )]
+    ExportVersion {
+        /// The version in the file's header.
+        found: u64,
+        /// The newest version this build reads.
+        supported: u64,
+    },
     /// Reading or writing the store's storage failed (a full disk, a read-only file,
     /// missing permissions, a lost connection).
     #[error("store I/O failed: {message}")]
@@ -121,7 +141,7 @@ pub enum StoreError {
 impl StoreError {
     /// A short, stable code for the error, for protocols and exit codes: `not_found`,
     /// `invalid_update`, `duplicate_statement`, `snapshot_json`, `snapshot_version`,
-    /// `io`, `busy`, `corrupt`, `newer_schema`, `invalid_embedding`, `alias_cycle`,
+    /// `invalid_export`, `export_version`, `io`, `busy`, `corrupt`, `newer_schema`, `invalid_embedding`, `alias_cycle`,
     /// `invalid_alias` or `backend`.
     ///
     /// ```
@@ -137,6 +157,8 @@ impl StoreError {
             StoreError::DuplicateStatement { .. } => "duplicate_statement",
             StoreError::SnapshotJson(_) => "snapshot_json",
             StoreError::SnapshotVersion { .. } => "snapshot_version",
+            StoreError::Export { .. } => "invalid_export",
+            StoreError::ExportVersion { .. } => "export_version",
             StoreError::Io { .. } => "io",
             StoreError::Busy { .. } => "busy",
             StoreError::Corrupt { .. } => "corrupt",
@@ -145,6 +167,21 @@ impl StoreError {
             StoreError::AliasCycle { .. } => "alias_cycle",
             StoreError::InvalidAlias { .. } => "invalid_alias",
             StoreError::Backend { .. } => "backend",
+        }
+    }
+}
+
+impl StoreError {
+    /// This error as the refusal of line `line` of an export being imported: an
+    /// [`Export`](StoreError::Export) error naming the line, unless it is one already.
+    #[must_use]
+    pub fn at_export_line(self, line: u64) -> StoreError {
+        match self {
+            StoreError::Export { .. } | StoreError::ExportVersion { .. } => self,
+            other => StoreError::Export {
+                line,
+                message: other.to_string(),
+            },
         }
     }
 }

@@ -98,6 +98,7 @@ pub mod conformance;
 mod edges;
 mod episode;
 mod error;
+mod export;
 mod heap;
 mod index;
 mod long_term;
@@ -106,6 +107,7 @@ mod memory_episodes;
 mod messages;
 mod meta;
 mod report;
+mod side;
 mod snapshot;
 mod store;
 mod transaction;
@@ -118,18 +120,24 @@ pub use crate::episode::{
     MAX_SEARCH_LIMIT, MessageHit, MessageQuery,
 };
 pub use crate::error::{StoreError, StoreResult};
+pub use crate::export::{
+    EXPORT_FORMAT, EXPORT_VERSION, ExportEnd, ExportFile, ExportHeader, ExportOptions,
+    ExportReader, ExportRecord, ExportSource, ExportText, ExportWriter, MAX_EXPORT_LINE,
+};
 pub use crate::index::{
     Analyzer, AnalyzerConfig, Recency, STOPWORDS, ScoredFact, TermQuery, TermWeighting,
 };
 pub use crate::long_term::{
-    Alias, AliasChange, InMemoryLongTermStore, LongTermStore, MAX_ALIAS_DEPTH, MemoryReport,
-    MemoryWrite, ProfileEntry, check_alias, current_profile, profile_changes,
+    AliasChange, InMemoryLongTermStore, LongTermStore, MAX_ALIAS_DEPTH, MemoryReport, MemoryWrite,
+    check_alias, current_profile, profile_changes,
 };
 pub use crate::memory::InMemorySessionFactStore;
 pub use crate::memory_episodes::InMemoryEpisodeStore;
 pub use crate::report::{
-    AddReport, CompactionReport, EraseReport, ImportDiagnostic, ImportReport, SkipReason, Skipped,
+    AddReport, CompactionReport, EraseReport, ImportDiagnostic, ImportReport, MemoryImportReport,
+    SkipReason, Skipped,
 };
+pub use crate::side::{Alias, ProfileEntry};
 pub use crate::snapshot::{SNAPSHOT_VERSION, Snapshot, SnapshotRecord};
 pub use crate::store::SessionFactStore;
 pub use crate::transaction::{NotEndedReason, Step, StepReport, Transaction, TransactionReport};

@@ -5,7 +5,7 @@
 //! The rules that decide (alias cycles, unchanged profile texts) are functions here,
 //! applied by every backend over its own rows: [`check_alias`] and [`profile_changes`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
@@ -16,27 +16,18 @@ use fact_model::{
 use indexmap::IndexMap;
 use serde::Serialize;
 
+use crate::export::{ExportOptions, ExportRecord, ExportSource};
+use crate::side::{Alias, ProfileEntry};
 use crate::{
     AddReport, Analyzer, CompactionReport, EdgeQuery, Episode, EpisodeExtracted, EpisodeStore,
     EraseReport, FactVectors, ImportReport, InMemoryEpisodeStore, InMemorySessionFactStore,
-    MessageHit, MessageQuery, ScoredFact, SessionFactStore, Snapshot, StoreConfig, StoreError,
-    StoreResult, TermQuery, TermWeighting, Transaction, TransactionReport,
+    MemoryImportReport, MessageHit, MessageQuery, ScoredFact, SessionFactStore, Snapshot,
+    StoreConfig, StoreError, StoreResult, TermQuery, TermWeighting, Transaction, TransactionReport,
 };
 
 /// The longest chain of aliases followed (an alias of an alias of …); a longer chain is
 /// refused as if it were a cycle.
 pub const MAX_ALIAS_DEPTH: usize = 32;
-
-/// Another name of an entity: facts about `alias` are stored and found under `entity`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Alias {
-    /// The other name, normalized (see `fact_model::normalize_entity`).
-    pub alias: String,
-    /// The entity it names.
-    pub entity: String,
-    /// When it was set.
-    pub at: Timestamp,
-}
 
 /// A change of the alias table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,17 +47,6 @@ pub enum AliasChange {
         /// The name.
         alias: String,
     },
-}
-
-/// One version of one field of the user's profile: its text from `at` on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ProfileEntry {
-    /// Which field.
-    pub field: ProfileField,
-    /// Its text (empty: cleared).
-    pub text: String,
-    /// When it took this text.
-    pub at: Timestamp,
 }
 
 /// Changes of long-term memory that commit together, in this order: the alias changes,
@@ -153,6 +133,66 @@ pub trait LongTermStore: SessionFactStore + EpisodeStore {
     /// A durable store's error; nothing is deleted then.
     fn erase(&self) -> StoreResult<EraseReport>;
 
+    /// Gives `sink` every record of the scope, in the order of the export format
+    /// (`docs/export-format.md`): every version of every fact with its batch, oldest first;
+    /// the episodes with their messages, in archive order; the aliases, in the order they
+    /// were set; every profile version, oldest first. With
+    /// [`as_of`](ExportOptions::as_of), the memory as it was then.
+    ///
+    /// Provided, from the reads of the whole scope; the SQL stores override it with one
+    /// read transaction whose rows stream to `sink`, so memory stays flat however large
+    /// the scope.
+    ///
+    /// # Errors
+    ///
+    /// A durable store's read error, or the first error `sink` returns (which ends the
+    /// export).
+    fn export_to(
+        &self,
+        options: &ExportOptions,
+        sink: &mut dyn FnMut(ExportRecord) -> StoreResult<()>,
+    ) -> StoreResult<()> {
+        let records = self
+            .export_snapshot()?
+            .records
+            .into_iter()
+            .map(ExportRecord::Fact)
+            .chain(self.episodes()?.into_iter().map(ExportRecord::Episode))
+            .chain(self.aliases()?.into_iter().map(ExportRecord::Alias))
+            .chain(
+                self.profile_history()?
+                    .into_iter()
+                    .map(ExportRecord::Profile),
+            );
+        for record in records {
+            if let Some(record) = options.keep(record) {
+                sink(record)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Imports an export ([`export_to`](Self::export_to) written by an
+    /// [`ExportWriter`](crate::ExportWriter)) into the scope, whole or not at all: the
+    /// file is read to its end record before anything is kept, so a line that is not a
+    /// record, or a file cut short, imports nothing.
+    ///
+    /// Into an empty scope the import is exact: exporting it again writes the same bytes
+    /// (but for the header's scope). Into a scope that holds memory already it merges (see
+    /// `docs/export-format.md`): a version the scope holds already is left as it is; the
+    /// file's batches count as newer than the scope's, so its valid facts supersede the
+    /// scope's on the same subject and relation; an episode replaces one with its id; an
+    /// alias is set; a profile version is added after the scope's own. A file imported
+    /// twice changes nothing the second time.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Export`] or [`StoreError::ExportVersion`] for a file that cannot be
+    /// imported, [`StoreError::AliasCycle`] or [`StoreError::InvalidAlias`] for an alias
+    /// the scope's own would make a cycle of, or a durable store's error; nothing is
+    /// imported then.
+    fn import_from(&self, source: &dyn ExportSource) -> StoreResult<MemoryImportReport>;
+
     /// Every alias, in the order they were set.
     ///
     /// # Errors
@@ -230,7 +270,7 @@ pub trait LongTermStore: SessionFactStore + EpisodeStore {
 /// [`StoreError::InvalidAlias`] for a blank name, [`StoreError::AliasCycle`] for a cycle.
 ///
 /// ```
-/// use std::collections::HashMap;
+/// use std::collections::{HashMap, HashSet};
 /// use fact_store::check_alias;
 ///
 /// let table = HashMap::from([("mel".to_owned(), "melanie".to_owned())]);
@@ -374,6 +414,65 @@ impl LongTermStore for InMemoryLongTermStore {
         Ok(report)
     }
 
+    fn import_from(&self, source: &dyn ExportSource) -> StoreResult<MemoryImportReport> {
+        let _commit = self.commit.lock().unwrap_or_else(PoisonError::into_inner);
+        // A first pass reads the file to its end record and checks every alias against
+        // the table as the file leaves it: after it, nothing can fail half way.
+        let mut aliases = self.side().aliases.clone();
+        let mut reader = source.open()?;
+        while let Some(record) = reader.next() {
+            if let ExportRecord::Alias(alias) = record? {
+                set_alias(&mut aliases, alias)
+                    .map_err(|error| error.at_export_line(reader.line()))?;
+            }
+        }
+        let mut report = MemoryImportReport::default();
+        // The facts are imported in one call: the store holds them all anyway.
+        let mut facts = Vec::new();
+        let mut side = self.side.write().unwrap_or_else(PoisonError::into_inner);
+        let mut profile: HashSet<ProfileEntry> = side.profile.iter().cloned().collect();
+        let (mut episodes, mut aliases_set, mut profile_versions, mut unchanged) = (0, 0, 0, 0);
+        let mut reader = source.open()?;
+        while let Some(record) = reader.next() {
+            let line = usize::try_from(reader.line()).unwrap_or(usize::MAX);
+            match record? {
+                ExportRecord::Fact(record) => facts.push((line, record)),
+                ExportRecord::Episode(episode) => {
+                    if self.episodes.episode(&episode.id)?.as_ref() == Some(&episode) {
+                        unchanged += 1;
+                    } else {
+                        self.episodes.put_episode(&episode)?;
+                        episodes += 1;
+                    }
+                }
+                ExportRecord::Alias(alias) => {
+                    if side.aliases.get(&alias.alias) == Some(&alias) {
+                        unchanged += 1;
+                    } else {
+                        set_alias(&mut side.aliases, alias)?;
+                        aliases_set += 1;
+                    }
+                }
+                ExportRecord::Profile(entry) => {
+                    if profile.insert(entry.clone()) {
+                        side.profile.push(entry);
+                        profile_versions += 1;
+                    } else {
+                        unchanged += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let base = self.facts.last_batch();
+        report.facts = self.facts.import_records(facts, base);
+        report.episodes = episodes;
+        report.aliases = aliases_set;
+        report.profile_versions = profile_versions;
+        report.unchanged = unchanged + report.facts.unchanged;
+        Ok(report)
+    }
+
     fn commit(&self, write: MemoryWrite) -> StoreResult<MemoryReport> {
         let _commit = self.commit.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(key) = write.facts.key_digest()
@@ -466,6 +565,15 @@ impl LongTermStore for InMemoryLongTermStore {
     fn relations_of(&self, subject: &str, limit: usize) -> StoreResult<Vec<String>> {
         Ok(self.facts.relations_of(subject, limit))
     }
+}
+
+/// Sets `alias` in `table` if the rules allow it.
+fn set_alias(table: &mut IndexMap<String, Alias>, alias: Alias) -> StoreResult<()> {
+    check_alias(&alias.alias, &alias.entity, |name| {
+        Ok::<_, StoreError>(table.get(name).map(|a| a.entity.clone()))
+    })?;
+    table.insert(alias.alias.clone(), alias);
+    Ok(())
 }
 
 impl EpisodeStore for InMemoryLongTermStore {

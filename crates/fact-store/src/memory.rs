@@ -136,6 +136,28 @@ impl fmt::Debug for InMemorySessionFactStore {
 }
 
 impl InMemorySessionFactStore {
+    /// The newest batch stored: an import's batches count from it.
+    pub(crate) fn last_batch(&self) -> u64 {
+        self.read().last_batch
+    }
+
+    /// Imports `records` (each with the index its diagnostics name), their batches
+    /// counted from `base`, then compacts when the configuration says so.
+    pub(crate) fn import_records(
+        &self,
+        records: impl IntoIterator<Item = (usize, SnapshotRecord)>,
+        base: u64,
+    ) -> ImportReport {
+        let mut state = self.write();
+        let mut report = state.import(records, base);
+        state.newest_input_batch = state.last_batch;
+        if let Some(compaction) = self.compact_if_needed(&mut state) {
+            report.invalidated.extend(compaction.dropped_valid);
+        }
+        state.maintain();
+        report
+    }
+
     /// An empty store; `clock` dates explicit invalidations.
     #[must_use]
     pub fn new(config: StoreConfig, clock: Arc<dyn Clock>) -> Self {
@@ -412,14 +434,8 @@ impl SessionFactStore for InMemorySessionFactStore {
 
     fn import(&self, snapshot: Snapshot) -> StoreResult<ImportReport> {
         snapshot.check_version()?;
-        let mut state = self.write();
-        let mut report = state.import(snapshot.records);
-        state.newest_input_batch = state.last_batch;
-        if let Some(compaction) = self.compact_if_needed(&mut state) {
-            report.invalidated.extend(compaction.dropped_valid);
-        }
-        state.maintain();
-        Ok(report)
+        let base = self.read().last_batch;
+        Ok(self.import_records(snapshot.records.into_iter().enumerate(), base))
     }
 
     fn analyzer(&self) -> &Analyzer {

@@ -71,6 +71,27 @@ pub struct ImportReport {
     pub invalidated: Vec<FactId>,
     /// Records not imported, with the reason.
     pub skipped: Vec<ImportDiagnostic>,
+    /// Versions the store held already (the same fact, valid over the same interval),
+    /// left as they were.
+    pub unchanged: usize,
+}
+
+/// What a [`LongTermStore::import_from`](crate::LongTermStore::import_from) did. Its
+/// facts' diagnostics name the lines of the export.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct MemoryImportReport {
+    /// What was done with the facts' versions.
+    pub facts: ImportReport,
+    /// Episodes stored (new, or replacing one with their id that differed).
+    pub episodes: usize,
+    /// Aliases set (new, or naming another entity than before).
+    pub aliases: usize,
+    /// Profile versions stored.
+    pub profile_versions: usize,
+    /// Records of every kind the store held already, left as they were: a file imported
+    /// twice changes nothing the second time.
+    pub unchanged: usize,
 }
 
 impl ImportReport {

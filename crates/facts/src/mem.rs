@@ -50,6 +50,7 @@ use dispatch_runtime::{
 };
 use serde_json::{Value, json};
 
+use self::transfer::ImportFormat;
 use crate::failure::Failure;
 use crate::model::Host;
 #[cfg(feature = "onnx")]
@@ -62,6 +63,8 @@ const EXIT_FAILURE: u8 = 1;
 const EXIT_USAGE: u8 = 2;
 /// Exit code of an unknown id.
 const EXIT_NOT_FOUND: u8 = 3;
+
+mod transfer;
 
 /// The environment variable that names the database when neither `--db` nor
 /// `$FACTMEM_DATABASE_URL` is given.
@@ -342,6 +345,29 @@ enum MemCommand {
         #[arg(long, value_name = "SUBJECT")]
         subject: Option<String>,
     },
+    /// Write the scope's memory as JSON Lines (docs/export-format.md): every version of
+    /// every fact, the episodes with their messages, the aliases and every version of the
+    /// user context, streamed from one read of the database.
+    Export {
+        /// Write to FILE (made whole beside it, then renamed into place) instead of stdout.
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// The memory as it was at this instant (RFC 3339): what was valid then, and a
+        /// fact that ended later as still valid.
+        #[arg(long, value_name = "TIME")]
+        as_of: Option<Timestamp>,
+    },
+    /// Import an export into the scope, whole or not at all: exactly into an empty scope,
+    /// merged into one with memory (docs/export-format.md); a file imported twice changes
+    /// nothing.
+    Import {
+        /// The file to import.
+        file: PathBuf,
+        /// What wrote it: `factmem` (`facts mem export`) or `mem0` (Mem0's get_all answer,
+        /// as JSON).
+        #[arg(long, value_enum, default_value = "factmem")]
+        from: ImportFormat,
+    },
     /// Erase everything of the scope (--scope) for good, in one transaction: every fact
     /// with its history, embeddings, episodes and messages, aliases and the user context.
     /// Without --yes, shows what would go.
@@ -525,7 +551,12 @@ impl From<MemoryError> for MemFailure {
             (_, "not_found") => EXIT_NOT_FOUND,
             (
                 MemoryError::Store(_),
-                "invalid_update" | "duplicate_statement" | "alias_cycle" | "invalid_alias",
+                "invalid_update"
+                | "duplicate_statement"
+                | "alias_cycle"
+                | "invalid_alias"
+                | "invalid_export"
+                | "export_version",
             ) => EXIT_USAGE,
             (
                 MemoryError::Store(_) | MemoryError::Extraction { .. } | MemoryError::Embedding(_),
@@ -630,30 +661,7 @@ fn erase(
     clock: Arc<dyn Clock>,
 ) -> Result<Answer, MemFailure> {
     let failure = |e| MemFailure::from(MemoryError::Store(e));
-    #[cfg(feature = "sqlite")]
-    if let Database::Sqlite(path) = database
-        && !path.exists()
-    {
-        return Err(MemFailure {
-            code: "not_found",
-            message: format!("no database at {}: nothing to erase", path.display()),
-            exit: EXIT_NOT_FOUND,
-        });
-    }
-    let handle = database.handle().map_err(failure)?;
-    let scopes = handle.scopes().map_err(failure)?;
-    if !scopes.iter().any(|s| s == scope) {
-        let held = if scopes.is_empty() {
-            "it holds none".to_owned()
-        } else {
-            format!("it holds {}", scopes.join(", "))
-        };
-        return Err(MemFailure {
-            code: "not_found",
-            message: format!("no scope {scope:?} in the database ({held}): nothing to erase"),
-            exit: EXIT_NOT_FOUND,
-        });
-    }
+    let handle = existing_scope(database, scope, "to erase")?;
     let memory = handle.open_memory(scope, config, clock).map_err(failure)?;
     if !yes {
         let store = memory.store();
@@ -698,6 +706,41 @@ fn erase(
     ))
 }
 
+/// The database of a scope that must exist already (opening it would create it): exit 3
+/// when the database or the scope is missing, the message ending in "nothing {what}".
+fn existing_scope(
+    database: &Database,
+    scope: &str,
+    what: &str,
+) -> Result<durable::DatabaseHandle, MemFailure> {
+    let failure = |e| MemFailure::from(MemoryError::Store(e));
+    #[cfg(feature = "sqlite")]
+    if let Database::Sqlite(path) = database
+        && !path.exists()
+    {
+        return Err(MemFailure {
+            code: "not_found",
+            message: format!("no database at {}: nothing {what}", path.display()),
+            exit: EXIT_NOT_FOUND,
+        });
+    }
+    let handle = database.handle().map_err(failure)?;
+    let scopes = handle.scopes().map_err(failure)?;
+    if !scopes.iter().any(|s| s == scope) {
+        let held = if scopes.is_empty() {
+            "it holds none".to_owned()
+        } else {
+            format!("it holds {}", scopes.join(", "))
+        };
+        return Err(MemFailure {
+            code: "not_found",
+            message: format!("no scope {scope:?} in the database ({held}): nothing {what}"),
+            exit: EXIT_NOT_FOUND,
+        });
+    }
+    Ok(handle)
+}
+
 /// `n` of `noun`: `1 episode`, `2 episodes`, `0 aliases`.
 fn counted(n: usize, noun: &str) -> String {
     match (n, noun.ends_with('s')) {
@@ -729,8 +772,30 @@ fn execute(args: MemArgs, clock: Arc<dyn Clock>, host: &Host) -> Result<Answer, 
     };
     let model = model_dir(args.embedder, &args.command)?;
     let config = durable::retained(args.capacity, args.history_limit);
-    if let MemCommand::Erase { yes, vacuum } = args.command {
-        return erase(&database, &args.scope, (yes, vacuum), config, clock);
+    match args.command {
+        MemCommand::Erase { yes, vacuum } => {
+            return erase(&database, &args.scope, (yes, vacuum), config, clock);
+        }
+        MemCommand::Export { output, as_of } => {
+            if args.json && output.is_none() {
+                return Err(MemFailure::usage(
+                    dispatch_runtime::protocol::code::INVALID_REQUEST,
+                    "export writes the memory to stdout: give --output FILE to answer --json",
+                ));
+            }
+            let handle = existing_scope(&database, &args.scope, "to export")?;
+            let memory = handle
+                .open_memory(&args.scope, config, clock)
+                .map_err(|e| MemFailure::from(MemoryError::Store(e)))?;
+            let (json, text) = transfer::export(&memory, &args.scope, as_of, output.as_deref())?;
+            // On stdout the memory is the answer; the summary goes to stderr.
+            if output.is_none() {
+                eprintln!("{text}");
+                return Ok(Answer::new(json, String::new()));
+            }
+            return Ok(Answer::new(json, text));
+        }
+        _ => {}
     }
     let mut memory = open(&database, &args.scope, config, clock.clone())?;
     if let Some(dir) = model {
@@ -1017,10 +1082,14 @@ fn execute(args: MemArgs, clock: Arc<dyn Clock>, host: &Host) -> Result<Answer, 
             };
             Ok(Answer::new(wire::aliases_answer(&aliases), text))
         }
-        MemCommand::Erase { .. } => Err(MemFailure::usage(
+        MemCommand::Erase { .. } | MemCommand::Export { .. } => Err(MemFailure::usage(
             dispatch_runtime::protocol::code::INVALID_REQUEST,
-            "erase runs before the scope is opened",
+            "erase and export run before the scope is opened",
         )),
+        MemCommand::Import { file, from } => {
+            let (json, text) = transfer::import(&memory, &args.scope, &file, from, clock.now())?;
+            Ok(Answer::new(json, text))
+        }
         MemCommand::Forget { episode, subject } => {
             let report = match (episode, subject) {
                 (Some(episode), _) => memory.forget_episode(&episode)?,

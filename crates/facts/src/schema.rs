@@ -15,9 +15,15 @@ Without ACTION, a JSON array of every action; with one, that action's object:
 request's fields (without \"action\" and \"id\"), output_schema the response. The protocol:
 docs/protocol.md.
 
+`facts schema export` prints the JSON Schema of one line of `facts mem export`'s files
+(docs/export-format.md).
+
 Exit codes:
   0  the schemas were printed
   3  no action has that name (stderr lists the names)";
+
+/// The name `facts schema` takes for the export format's schema instead of an action's.
+const EXPORT: &str = "export";
 
 fn describe(action: &Action) -> Value {
     json!({
@@ -33,13 +39,16 @@ fn describe(action: &Action) -> Value {
 pub(crate) fn run(name: Option<&str>) -> Result<(), Failure> {
     let actions = protocol::actions();
     let document = match name {
+        Some(EXPORT) => serde_json::from_str(dispatch_runtime::EXPORT_SCHEMA)
+            .map_err(|e| Failure::failed(format!("the export schema is not JSON: {e}")))?,
         None => Value::Array(actions.iter().map(describe).collect()),
         Some(name) => match actions.iter().find(|action| action.name == name) {
             Some(action) => describe(action),
             None => {
                 let names: Vec<&str> = actions.iter().map(|action| action.name).collect();
                 return Err(Failure::not_found(format!(
-                    "unknown action {name:?}; the actions are: {}",
+                    "unknown action {name:?}; the actions are: {} (and `{EXPORT}`, the export \
+                     format)",
                     names.join(", ")
                 )));
             }

@@ -1773,3 +1773,141 @@ fn erase_empties_only_its_scope_after_a_confirmation_and_an_unknown_scope_is_not
         "the erased conversation's words are gone from the file"
     );
 }
+
+#[test]
+fn export_then_import_moves_a_scope_byte_for_byte_and_a_second_import_changes_nothing() {
+    let mem = Mem::new();
+    mem.add("user", "prefers", "unittest", &["--meta", "project=rlm"]);
+    mem.add(
+        "user",
+        "prefers",
+        "pytest",
+        &["--statement", "The user prefers \"pytest\"."],
+    );
+    mem.ok(&[
+        "archive",
+        "--transcript",
+        &mem.transcript(),
+        "--llm-cmd",
+        &mem.fake_llm(REPLY),
+    ]);
+    mem.ok(&["context", "set", "--work", "Nurse <b>on nights</b>"]);
+    mem.ok(&["alias", "mel", "melanie"]);
+    // To stdout: the file alone; the summary on stderr.
+    let output = mem.run(&["export"]);
+    let file = succeeded(output.clone());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("exported"));
+    let lines: Vec<&str> = file.lines().collect();
+    assert!(lines[0].starts_with(r#"{"type":"header","format":"factmem-export","version":1"#));
+    assert!(lines.last().unwrap().starts_with(r#"{"type":"end""#));
+    for kind in ["fact", "episode", "alias", "profile"] {
+        assert!(
+            file.contains(&format!(r#"{{"type":"{kind}""#)),
+            "no {kind} in\n{file}"
+        );
+    }
+    // To a file, with --json; the same bytes.
+    let exported = mem.json(&["export", "--output", "out.jsonl"]);
+    assert_eq!(exported["records"], lines.len() - 2, "{exported}");
+    assert_eq!(
+        std::fs::read_to_string(mem.path("out.jsonl")).unwrap(),
+        file
+    );
+    assert!(!mem.path("out.jsonl.partial").exists());
+
+    // Into another database: the same export comes back.
+    let copy = Mem::new();
+    let source = mem.path("out.jsonl").display().to_string();
+    let imported = copy.json(&["import", &source]);
+    assert_eq!(imported["report"]["facts"]["imported"], 3, "{imported}");
+    assert_eq!(imported["report"]["episodes"], 1, "{imported}");
+    assert_eq!(succeeded(copy.run(&["export"])), file);
+    let again = copy.json(&["import", &source]);
+    assert_eq!(again["report"]["unchanged"], lines.len() - 2, "{again}");
+    assert_eq!(again["report"]["facts"]["imported"], 0, "{again}");
+    assert_eq!(succeeded(copy.run(&["export"])), file);
+    // The imported memory answers as the original does.
+    assert!(copy.ok(&["search", "pytest"]).contains("pytest"));
+}
+
+#[test]
+fn a_bad_export_imports_nothing_and_exports_of_unknown_scopes_are_not_found() {
+    let mem = Mem::new();
+    mem.add("user", "prefers", "pytest", &[]);
+    let file = succeeded(mem.run(&["export"]));
+    let target = Mem::new();
+    target.add("user", "lives_in", "Lisbon", &[]);
+    let before = succeeded(target.run(&["export"]));
+    let write = |name: &str, text: &str| {
+        let path = target.path(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let cut = write("cut.jsonl", &file[..file.len() - 20]);
+    let newer = write(
+        "newer.jsonl",
+        &file.replacen(r#""version":1"#, r#""version":7"#, 1),
+    );
+    let foreign = write("foreign.json", r#"{"version": 1, "records": []}"#);
+    for (path, code, words) in [
+        (&cut, "invalid_export", "line 3"),
+        (&newer, "export_version", "version 7"),
+        (
+            &foreign,
+            "invalid_export",
+            "line 1: not a factmem-export file",
+        ),
+    ] {
+        let output = target.run(&["import", path, "--json"]);
+        assert_eq!(output.status.code(), Some(2), "{path}");
+        let answer: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(answer["error"]["code"], code, "{answer}");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains(words), "{message}");
+        assert_eq!(succeeded(target.run(&["export"])), before);
+    }
+    // An unknown scope or database is not found (exit 3), and nothing is created.
+    let typo = mem.run(&["--scope", "nobody", "export"]);
+    assert_eq!(typo.status.code(), Some(3));
+    let nothing = Mem::new();
+    assert_eq!(nothing.run(&["export"]).status.code(), Some(3));
+    assert!(!nothing.db.exists());
+    // The data goes to stdout: --json needs --output.
+    assert_eq!(mem.run(&["export", "--json"]).status.code(), Some(2));
+    // `facts schema export` prints the format's JSON Schema.
+    let schema = Command::new(env!("CARGO_BIN_EXE_facts"))
+        .args(["schema", "export"])
+        .output()
+        .unwrap();
+    let schema: Value = serde_json::from_slice(&schema.stdout).unwrap();
+    assert_eq!(
+        schema["$defs"]["header"]["properties"]["format"]["const"],
+        "factmem-export"
+    );
+}
+
+#[test]
+fn a_mem0_dump_imports_as_facts_with_their_text_times_and_metadata() {
+    let mem = Mem::new();
+    let dump = mem.path("mem0.json");
+    std::fs::write(
+        &dump,
+        json!({"results": [
+            {"id": "a1", "memory": "Is allergic to peanuts", "user_id": "alice",
+             "metadata": {"source": "onboarding"}, "hash": "h",
+             "created_at": "2025-03-01T09:00:00-08:00", "updated_at": "2025-03-02T00:00:00Z"},
+            {"id": "a2", "memory": ""}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let imported = mem.json(&["import", "--from", "mem0", &dump.display().to_string()]);
+    assert_eq!(imported["report"]["facts"]["imported"], 1, "{imported}");
+    assert_eq!(imported["mem0"]["skipped"][0]["index"], 1, "{imported}");
+    let listed = mem.json(&["list", "--where", "metadata.mem0_id = 'a1'"]);
+    let fact = &listed["facts"][0];
+    assert_eq!(fact["subject"], "alice", "{listed}");
+    assert_eq!(fact["statement"], "Is allergic to peanuts");
+    assert_eq!(fact["valid_from"], "2025-03-01T17:00:00Z");
+    assert_eq!(fact["metadata"]["source"], "onboarding");
+}

@@ -27,6 +27,7 @@ mod graph;
 mod known;
 mod read;
 mod service;
+mod transfer;
 
 use std::sync::Arc;
 
@@ -52,6 +53,9 @@ pub use self::error::MemoryError;
 pub use self::graph::{MAX_NEIGHBOUR_DEPTH, Neighbour};
 pub use self::read::ReadOptions;
 pub use self::service::MemoryService;
+pub use self::transfer::{
+    EXPORT_SCHEMA, MEM0_RELATION, MEM0_SOURCE, Mem0Conversion, Mem0Skipped, mem0_export,
+};
 
 use self::entities::Entities;
 use self::error::MAX_ECHOED_ID_CHARS;

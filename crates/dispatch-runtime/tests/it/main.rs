@@ -16,6 +16,7 @@ mod concurrency;
 #[cfg(feature = "postgres")]
 mod connections;
 mod contract;
+mod export;
 mod filtered_reads;
 mod hooked;
 mod hostile;

@@ -9,6 +9,7 @@ const ROOT: &str = include_str!("../conformance.rs");
 const MODULES: &[(&str, &str)] = &[
     ("compaction", include_str!("compaction.rs")),
     ("crud", include_str!("crud.rs")),
+    ("export", include_str!("export.rs")),
     ("filters", include_str!("filters.rs")),
     ("long_term", include_str!("long_term.rs")),
     ("metadata", include_str!("metadata.rs")),
@@ -21,7 +22,13 @@ const MODULES: &[(&str, &str)] = &[
 ];
 
 /// The public modules of the kit that hold no conformance functions.
-const NOT_SUITES: &[&str] = &["durable", "properties", "stress", "token_properties"];
+const NOT_SUITES: &[&str] = &[
+    "durable",
+    "memories",
+    "properties",
+    "stress",
+    "token_properties",
+];
 
 /// The names of the public functions `source` defines at its top level.
 fn public_functions(source: &str) -> Vec<&str> {

@@ -98,42 +98,71 @@ impl State {
         report
     }
 
-    pub(super) fn import(&mut self, records: Vec<SnapshotRecord>) -> ImportReport {
+    /// Imports `records` (each with the index its diagnostics name), their batches
+    /// counted from `base`.
+    pub(super) fn import(
+        &mut self,
+        records: impl IntoIterator<Item = (usize, SnapshotRecord)>,
+        base: u64,
+    ) -> ImportReport {
         /// Records prepared together (see [`State::prepare`]).
         const GROUP: usize = 32;
-        let base = self.last_batch;
         let mut report = ImportReport::default();
-        self.reserve(records.len());
+        // Versions stored before the import: a record stored already is one of them (a
+        // store may hold two equal versions, which an import into an empty store keeps).
+        let before = u32::try_from(self.records.len()).unwrap_or(u32::MAX);
+        let mut records = records.into_iter().peekable();
+        self.reserve(records.size_hint().0);
         let mut keys = Vec::with_capacity(GROUP);
         let mut members = Vec::new();
-        let mut records = records.into_iter().enumerate().peekable();
         let mut group = Vec::with_capacity(GROUP);
         while records.peek().is_some() {
             group.clear();
             group.extend(records.by_ref().take(GROUP));
             self.prepare(group.iter().map(|(_, r)| &r.fact), true, &mut keys);
             for ((index, record), &key) in group.drain(..).zip(keys.iter()) {
-                self.import_one(index, record, base, key, &mut members, &mut report);
+                let at = Place {
+                    index,
+                    base,
+                    key,
+                    before,
+                };
+                self.import_one(at, record, &mut members, &mut report);
             }
         }
         report
     }
 
-    /// Imports the `index`-th record of a snapshot whose batches count from `base`, its
-    /// subject and relation interned as `key`.
+    /// Imports a record of a snapshot at `at`.
     fn import_one(
         &mut self,
-        index: usize,
+        at: Place,
         record: SnapshotRecord,
-        base: u64,
-        key: (u32, u32),
         members: &mut Vec<u32>,
         report: &mut ImportReport,
     ) {
+        let Place {
+            index,
+            base,
+            key,
+            before,
+        } = at;
         let mut skip = |message: String| report.skipped.push(ImportDiagnostic { index, message });
         let batch = base.saturating_add(record.batch);
-        self.last_batch = self.last_batch.max(batch);
         let fact = record.fact;
+        // A version stored already (the same fact, from the same instant to the same
+        // end) is left as it is: importing a file twice changes nothing.
+        let stored = self.versions_of(fact.id()).into_iter().any(|rid| {
+            rid < before
+                && self.record(rid).is_some_and(|r| {
+                    r.valid_from == fact.valid_from() && r.valid_to() == fact.valid_to()
+                })
+        });
+        if stored {
+            report.unchanged += 1;
+            return;
+        }
+        self.last_batch = self.last_batch.max(batch);
         if !fact.is_valid() {
             self.insert(&fact, key, batch, None);
             report.imported += 1;
@@ -450,4 +479,15 @@ impl State {
             }
         }
     }
+}
+
+/// Where a record of an import goes: its index in the snapshot (which its diagnostic
+/// names), the batch its batches count from, its subject and relation interned, and the
+/// number of records stored before the import.
+#[derive(Debug, Clone, Copy)]
+struct Place {
+    index: usize,
+    base: u64,
+    key: (u32, u32),
+    before: u32,
 }

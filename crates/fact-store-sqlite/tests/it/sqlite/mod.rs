@@ -7,8 +7,9 @@ use std::sync::Arc;
 use fact_model::{Clock, FactId, FactSelector, FactUpdate, SessionFact, Timestamp};
 use fact_store::conformance::Fixture;
 use fact_store::{
-    AddReport, Alias, Analyzer, CompactionReport, Episode, EpisodeStore, EraseReport, FactVectors,
-    ImportReport, LongTermStore, MemoryReport, MemoryWrite, MessageHit, MessageQuery, ProfileEntry,
+    AddReport, Alias, Analyzer, CompactionReport, Episode, EpisodeStore, EraseReport,
+    ExportOptions, ExportRecord, ExportSource, FactVectors, ImportReport, LongTermStore,
+    MemoryImportReport, MemoryReport, MemoryWrite, MessageHit, MessageQuery, ProfileEntry,
     ScoredFact, SessionFactStore, Snapshot, StoreConfig, StoreResult, TermQuery, TermWeighting,
     Transaction, TransactionReport,
 };
@@ -142,6 +143,16 @@ impl LongTermStore for OnDisk {
     }
     fn commit(&self, write: MemoryWrite) -> StoreResult<MemoryReport> {
         self.store.commit(write)
+    }
+    fn export_to(
+        &self,
+        options: &ExportOptions,
+        sink: &mut dyn FnMut(ExportRecord) -> StoreResult<()>,
+    ) -> StoreResult<()> {
+        self.store.export_to(options, sink)
+    }
+    fn import_from(&self, source: &dyn ExportSource) -> StoreResult<MemoryImportReport> {
+        self.store.import_from(source)
     }
     fn aliases(&self) -> StoreResult<Vec<Alias>> {
         self.store.aliases()

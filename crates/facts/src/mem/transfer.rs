@@ -1,0 +1,138 @@
+//! `facts mem export` and `facts mem import`: a scope's memory to a JSON Lines file and
+//! back (docs/export-format.md), and Mem0's `get_all` answer in.
+//!
+//! Each function answers the JSON document and the text of its subcommand, or the
+//! [`MemoryError`] whose code the CLI reports.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+
+use dispatch_runtime::reexports::{
+    ExportFile, ExportOptions, ExportText, MemoryImportReport, StoreError, Timestamp,
+};
+use dispatch_runtime::{MemoryError, MemoryService, mem0_export};
+use serde_json::{Value, json};
+
+/// What an import reads: this project's export, or Mem0's `get_all` answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ImportFormat {
+    /// An export of `facts mem export` (docs/export-format.md).
+    Factmem,
+    /// What Mem0's `Memory.get_all` returns, as JSON: `{"results": [...]}` or the list.
+    Mem0,
+}
+
+fn io(message: String) -> MemoryError {
+    MemoryError::Store(StoreError::Io { message })
+}
+
+/// Writes the export of `memory` (scope `scope`) to `output`, or to stdout: a file is
+/// written beside its place and renamed into it once whole, so an export that fails
+/// leaves no file behind that looks like one.
+pub(crate) fn export(
+    memory: &MemoryService,
+    scope: &str,
+    as_of: Option<Timestamp>,
+    output: Option<&Path>,
+) -> Result<(Value, String), MemoryError> {
+    let mut options = ExportOptions::default();
+    options.as_of = as_of;
+    let end = match output {
+        None => {
+            let stdout = std::io::stdout();
+            memory.export(scope, &options, BufWriter::new(stdout.lock()))?
+        }
+        Some(path) => {
+            let partial = partial_path(path);
+            let file = File::create(&partial)
+                .map_err(|e| io(format!("creating {}: {e}", partial.display())))?;
+            let written = memory
+                .export(scope, &options, BufWriter::with_capacity(1 << 16, file))
+                .and_then(|end| {
+                    std::fs::rename(&partial, path)
+                        .map_err(|e| io(format!("renaming to {}: {e}", path.display())))?;
+                    Ok(end)
+                });
+            if written.is_err() {
+                let _ = std::fs::remove_file(&partial);
+            }
+            written?
+        }
+    };
+    let to = output.map_or_else(|| "stdout".to_owned(), |p| p.display().to_string());
+    let text = format!("exported {} records of {scope:?} to {to}", end.records);
+    let json = json!({
+        "scope": scope,
+        "records": end.records,
+        "digest": end.digest,
+        "output": output.map(|p| p.display().to_string()),
+    });
+    Ok((json, text))
+}
+
+/// `path` with `.partial` added to its name.
+fn partial_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().map(ToOwned::to_owned).unwrap_or_default();
+    name.push(".partial");
+    path.with_file_name(name)
+}
+
+/// Imports `file` into `memory` (scope `scope`), as `format`.
+pub(crate) fn import(
+    memory: &MemoryService,
+    scope: &str,
+    file: &Path,
+    format: ImportFormat,
+    now: Timestamp,
+) -> Result<(Value, String), MemoryError> {
+    let (report, mem0) = match format {
+        ImportFormat::Factmem => (memory.import(&ExportFile::new(file))?, None),
+        ImportFormat::Mem0 => {
+            let json = std::fs::read_to_string(file)
+                .map_err(|e| io(format!("reading {}: {e}", file.display())))?;
+            let (bytes, conversion) = mem0_export(&json, scope, now)?;
+            (memory.import(&ExportText::new(bytes))?, Some(conversion))
+        }
+    };
+    let mut text = summary(&report, scope);
+    if let Some(conversion) = &mem0 {
+        if !conversion.skipped.is_empty() {
+            text.push_str(&format!(
+                "\n{} Mem0 memories left out:",
+                conversion.skipped.len()
+            ));
+            for skipped in &conversion.skipped {
+                text.push_str(&format!("\n  #{}: {}", skipped.index, skipped.reason));
+            }
+        }
+        if conversion.metadata_dropped > 0 {
+            text.push_str(&format!(
+                "\n{} metadata values left out (nested, or more than a fact holds)",
+                conversion.metadata_dropped
+            ));
+        }
+    }
+    let json = json!({ "scope": scope, "report": report, "mem0": mem0 });
+    Ok((json, text))
+}
+
+/// The text of an import's report.
+fn summary(report: &MemoryImportReport, scope: &str) -> String {
+    let facts = &report.facts;
+    let mut text = format!(
+        "imported into {scope:?}: {} fact versions, {} episodes, {} aliases, {} user \
+         context versions; {} records were there already",
+        facts.imported, report.episodes, report.aliases, report.profile_versions, report.unchanged
+    );
+    if !facts.invalidated.is_empty() {
+        text.push_str(&format!(
+            "; {} facts of the scope were superseded by the file's",
+            facts.invalidated.len()
+        ));
+    }
+    for skipped in &facts.skipped {
+        text.push_str(&format!("\n  line {}: {}", skipped.index, skipped.message));
+    }
+    text
+}
