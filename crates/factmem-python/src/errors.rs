@@ -94,9 +94,12 @@ pub fn kind_of(error: &MemoryError) -> Kind {
         MemoryError::NotFound { .. } => Kind::NotFound,
         MemoryError::Store(_) => match error.code() {
             "not_found" => Kind::NotFound,
-            "invalid_update" | "duplicate_statement" | "alias_cycle" | "invalid_alias" => {
-                Kind::InvalidInput
-            }
+            "invalid_update"
+            | "duplicate_statement"
+            | "alias_cycle"
+            | "invalid_alias"
+            | "invalid_export"
+            | "export_version" => Kind::InvalidInput,
             _ => Kind::Store,
         },
         MemoryError::Extraction { .. } => Kind::Extraction,

@@ -16,11 +16,12 @@ use std::time::Duration;
 use dispatch_runtime::durable::{self, Database};
 use dispatch_runtime::memory_protocol::{MAX_SEARCH_LIMIT, add_status, client_extractor};
 use dispatch_runtime::reexports::{
-    Clock, FactId, InMemoryLongTermStore, ModelFiles, SessionFact, SystemClock,
+    Clock, ExportFile, ExportOptions, ExportText, FactId, InMemoryLongTermStore, ModelFiles,
+    SessionFact, StoreError, SystemClock,
 };
 use dispatch_runtime::{
     AddOutcome, ArchiveReport, ArchiveRequest, MAX_NEIGHBOUR_DEPTH, MemoryChange, MemoryError,
-    MemoryService, NewMemory, ReadOptions,
+    MemoryService, NewMemory, ReadOptions, mem0_export,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString, PyTuple};
@@ -77,6 +78,8 @@ pub struct PyMemory {
     label: String,
     /// Whether an embedder makes `search(hybrid=True)` and recall semantic.
     semantic: bool,
+    /// The scope, which an export's header names.
+    scope: String,
 }
 
 impl PyMemory {
@@ -345,6 +348,7 @@ impl PyMemory {
                 service: RwLock::new(Some(Arc::new(service))),
                 label,
                 semantic,
+                scope,
             }),
             Err(error) => Err(errors::raise(
                 py,
@@ -728,6 +732,91 @@ impl PyMemory {
             counts.set_item(part, n)?;
         }
         Ok(counts)
+    }
+
+    /// Writes the scope's memory to the file at `path` (docs/export-format.md), made whole
+    /// beside it and renamed into place; the records written and the digest.
+    #[pyo3(signature = (path, as_of))]
+    fn export<'py>(
+        &self,
+        py: Python<'py>,
+        path: &Bound<'py, PyAny>,
+        as_of: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let path = PathBuf::from(convert::text("path", path)?);
+        let mut options = ExportOptions::default();
+        options.as_of = convert::instant(py, "as_of", as_of)?;
+        let scope = self.scope.clone();
+        let end = self.run(py, move |memory| {
+            let mut partial = path.clone().into_os_string();
+            partial.push(".partial");
+            let partial = PathBuf::from(partial);
+            let io = |what: &str, e: std::io::Error| {
+                MemoryError::Store(StoreError::Io {
+                    message: format!("{what} {}: {e}", path.display()),
+                })
+            };
+            let file = std::fs::File::create(&partial).map_err(|e| io("creating", e))?;
+            let written = memory
+                .export(
+                    &scope,
+                    &options,
+                    std::io::BufWriter::with_capacity(1 << 16, file),
+                )
+                .and_then(|end| {
+                    std::fs::rename(&partial, &path).map_err(|e| io("renaming to", e))?;
+                    Ok(end)
+                });
+            if written.is_err() {
+                let _ = std::fs::remove_file(&partial);
+            }
+            written
+        })?;
+        let answer = PyDict::new(py);
+        answer.set_item("records", end.records)?;
+        answer.set_item("digest", end.digest)?;
+        Ok(answer)
+    }
+
+    /// Imports the export (or, with `source="mem0"`, the Mem0 `get_all` answer) at `path`,
+    /// whole or not at all; what it did, as the JSON of the CLI's `--json` report.
+    #[pyo3(signature = (path, source))]
+    fn import_(
+        &self,
+        py: Python<'_>,
+        path: &Bound<'_, PyAny>,
+        source: &Bound<'_, PyAny>,
+    ) -> PyResult<String> {
+        let path = PathBuf::from(convert::text("path", path)?);
+        let source = convert::text("source", source)?;
+        let mem0 = match source.as_str() {
+            "factmem" => false,
+            "mem0" => true,
+            _ => {
+                return Err(errors::invalid(
+                    py,
+                    "source",
+                    "must be \"factmem\" or \"mem0\"",
+                ));
+            }
+        };
+        let scope = self.scope.clone();
+        let report = self.run(py, move |memory| {
+            if !mem0 {
+                let report = memory.import(&ExportFile::new(path))?;
+                return Ok(serde_json::json!({ "report": report }));
+            }
+            let json = std::fs::read_to_string(&path).map_err(|e| {
+                MemoryError::Store(StoreError::Io {
+                    message: format!("reading {}: {e}", path.display()),
+                })
+            })?;
+            let now = memory.clock().now();
+            let (bytes, conversion) = mem0_export(&json, &scope, now)?;
+            let report = memory.import(&ExportText::new(bytes))?;
+            Ok(serde_json::json!({ "report": report, "mem0": conversion }))
+        })?;
+        Ok(report.to_string())
     }
 
     /// Every version of the facts about `subject`, by the time they became true.

@@ -783,6 +783,33 @@ class Memory:
         PostgreSQL, see ``facts mem erase --vacuum`` and docs/protocol.md."""
         return self._native.erase()
 
+    def export(
+        self, path: Union[str, "os.PathLike[str]"], *, as_of: Optional[datetime] = None
+    ) -> Dict[str, Any]:
+        """Writes this memory's scope to the file at ``path``, as ``facts mem export`` does
+        (JSON Lines, docs/export-format.md): every version of every fact, the episodes
+        with their messages, the aliases and every version of the user context, streamed
+        from one read of the store. The file is written beside ``path`` and renamed into
+        place once whole. With ``as_of``, the memory as it was then. Returns
+        ``{"records": N, "digest": "…"}``."""
+        return self._native.export(os.fspath(path), _micros("as_of", as_of))
+
+    def import_(
+        self, path: Union[str, "os.PathLike[str]"], *, source: str = "factmem"
+    ) -> Dict[str, Any]:
+        """Imports the file at ``path`` into this memory's scope, whole or not at all:
+        an export of :meth:`export` or ``facts mem export`` (``source="factmem"``), or
+        what Mem0's ``get_all`` returned, saved as JSON (``source="mem0"``; the mapping
+        is in docs/export-format.md). Into an empty scope the import is exact; into one
+        with memory it merges; a file imported twice changes nothing. A file that is not
+        an export, is cut short or was changed raises :class:`InvalidInput` (code
+        ``invalid_export``, naming the line) and imports nothing. Returns the report:
+        ``{"report": {"facts": {"imported", "unchanged", "invalidated", "skipped"},
+        "episodes", "aliases", "profile_versions", "unchanged"}}``, with ``"mem0"`` (what
+        the conversion made and left out) for a Mem0 file."""
+        answer: Dict[str, Any] = json.loads(self._native.import_(os.fspath(path), source))
+        return answer
+
     def history(
         self,
         subject: str,
@@ -927,7 +954,7 @@ def _asynchronous(name: str) -> Callable[..., Any]:
 #: The methods of :class:`Memory` that :class:`AsyncMemory` awaits.
 _ASYNC_METHODS = (
     "add", "add_fact", "add_facts", "search", "search_many", "recall", "get", "get_all",
-    "update", "delete", "erase", "history", "neighbours", "format",
+    "update", "delete", "erase", "export", "import_", "history", "neighbours", "format",
 )  # fmt: skip
 for _name in _ASYNC_METHODS:
     setattr(AsyncMemory, _name, _asynchronous(_name))
