@@ -21,7 +21,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use self::requests::{
-    Add, AddMany, Archive, Backfill, ById, EraseScope, Forget, Format, History, List,
+    Add, AddMany, Archive, Backfill, ById, EraseScope, Export, Forget, Format, History, List,
     NeighboursArgs, NoArgs, RecallArgs, Search, SearchMany, SetAlias, SetContext, Unalias, Update,
 };
 use crate::protocol::{self, code};
@@ -257,6 +257,7 @@ pub fn handle(
         }),
         "memory_forget" => parse(arguments).and_then(|a| forget(service, a)),
         "memory_erase_scope" => parse(arguments).and_then(|a| erase_scope(service, policy, a)),
+        "memory_export" => parse(arguments).and_then(|a| export(service, policy, a)),
         _ => return None,
     };
     Some(match answer {
@@ -288,6 +289,7 @@ pub const TOOL_NAMES: &[&str] = &[
     "memory_unalias",
     "memory_forget",
     "memory_erase_scope",
+    "memory_export",
 ];
 
 /// Every error code a memory tool answers besides the store's own, which it answers as
@@ -507,6 +509,75 @@ fn erase_scope(
     }
     let erased = service.erase().map_err(failed)?;
     Ok(json!({"scope": scope, "erased": erased}))
+}
+
+/// `memory_export`: lines `offset..offset + limit` of the scope's export. Each page is
+/// read from a fresh export, so a client that joins the pages gets a file whose end record
+/// checks it: a memory that changed between two pages makes a file every import refuses
+/// (the client exports again), never a wrong one.
+fn export(service: &MemoryService, policy: &Policy, request: Export) -> Result<Value, Value> {
+    let offset = request.offset.unwrap_or(0);
+    let limit = request.limit.unwrap_or(MAX_EXPORT_PAGE);
+    if limit == 0 || limit > MAX_EXPORT_PAGE {
+        return Err(protocol::error(
+            code::INVALID_REQUEST,
+            format!("limit: {limit} lines is not within 1 to {MAX_EXPORT_PAGE}"),
+        ));
+    }
+    let mut page = Page {
+        from: offset,
+        to: offset.saturating_add(limit),
+        line: 0,
+        text: Vec::new(),
+    };
+    let mut options = fact_store::ExportOptions::default();
+    options.as_of = request.as_of;
+    let scope = policy.scope.as_deref().unwrap_or("default");
+    let end = service.export(scope, &options, &mut page).map_err(failed)?;
+    let total = end.records + 2;
+    let text = String::from_utf8(page.text).map_err(|e| {
+        failed(MemoryError::Store(fact_store::StoreError::Backend {
+            message: format!("an export that is not UTF-8: {e}"),
+        }))
+    })?;
+    let next = (page.to < total).then_some(page.to);
+    Ok(json!({
+        "lines": text,
+        "offset": offset,
+        "next_offset": next,
+        "total_lines": total,
+    }))
+}
+
+/// The most lines one `memory_export` page holds.
+pub const MAX_EXPORT_PAGE: u64 = 10_000;
+
+/// Keeps the lines `from..to` of what is written to it (an export, whose writer writes one
+/// whole line at a time).
+struct Page {
+    from: u64,
+    to: u64,
+    /// The number of the line the next byte belongs to, from 0.
+    line: u64,
+    text: Vec<u8>,
+}
+
+impl std::io::Write for Page {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        for chunk in bytes.split_inclusive(|&b| b == b'\n') {
+            if (self.from..self.to).contains(&self.line) {
+                self.text.extend_from_slice(chunk);
+            }
+            if chunk.ends_with(b"\n") {
+                self.line += 1;
+            }
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 fn forget(service: &MemoryService, forget: Forget) -> Result<Value, Value> {

@@ -254,7 +254,7 @@ fn protocol_failures_are_tool_errors_with_their_code_and_the_server_keeps_going(
 }
 
 /// The memory tools, in the order `tools/list` shows them after the protocol's.
-const MEMORY_TOOLS: [&str; 21] = [
+const MEMORY_TOOLS: [&str; 22] = [
     "memory_add",
     "memory_add_many",
     "memory_get",
@@ -276,6 +276,7 @@ const MEMORY_TOOLS: [&str; 21] = [
     "memory_unalias",
     "memory_forget",
     "memory_erase_scope",
+    "memory_export",
 ];
 
 /// `facts mcp --db DB …` from the crate's directory.
@@ -504,7 +505,8 @@ fn memory_tools_carry_the_hints_a_client_asks_before_calling_them() {
             "memory_neighbours",
             "memory_format",
             "memory_context",
-            "memory_aliases"
+            "memory_aliases",
+            "memory_export"
         ]
     );
     assert_eq!(
@@ -810,6 +812,33 @@ fn every_memory_tool_round_trips_over_stdio_within_its_output_schema() {
         (&deleted["deleted"], &deleted["versions"]),
         (&json!(paris), &json!(1))
     );
+
+    // The export, in pages of three lines, joins into a file an import takes.
+    let (mut file, mut offset) = (String::new(), json!(0));
+    while !offset.is_null() {
+        let page = call("memory_export", json!({"offset": offset, "limit": 3}));
+        file.push_str(page["lines"].as_str().unwrap());
+        offset = page["next_offset"].clone();
+    }
+    let exported = dir.path().join("exported.jsonl");
+    std::fs::write(&exported, &file).unwrap();
+    let copy = dir.path().join("copy.db");
+    let imported = Command::new(env!("CARGO_BIN_EXE_facts"))
+        .args(["mem", "--json", "--db"])
+        .arg(&copy)
+        .arg("import")
+        .arg(&exported)
+        .output()
+        .unwrap();
+    assert!(
+        imported.status.success(),
+        "{}",
+        String::from_utf8_lossy(&imported.stdout)
+    );
+    let whole = call("memory_export", json!({}));
+    assert_eq!(whole["lines"], file);
+    assert_eq!(whole["next_offset"], Value::Null);
+    assert_eq!(whole["total_lines"], file.lines().count());
 
     // Erasing the scope (`memory_erase_scope_erases_only_the_scope_it_is_named`): then
     // nothing is left.
@@ -1456,6 +1485,12 @@ fn every_tool_answers_within_its_output_schema_for_valid_and_invalid_requests() 
             json!({"id": "$fact"}),
             json!({"id": "nope"}),
             "invalid_id",
+        ),
+        (
+            "memory_export",
+            json!({"offset": 1, "limit": 2}),
+            json!({"limit": 0}),
+            "invalid_request",
         ),
         (
             "memory_erase_scope",

@@ -375,6 +375,23 @@ request! {
 }
 
 request! {
+    /// `memory_export`: a page of the scope's export (docs/export-format.md): lines
+    /// `offset` to `offset + limit` of the file.
+    struct Export {
+        /// The first line of the page, from 0 (the header); default 0.
+        #[serde(default)]
+        offset: Option<u64>,
+        /// At most this many lines (default and most: 10000).
+        #[serde(default)]
+        limit: Option<u64>,
+        /// The memory as it was at this instant (RFC 3339) instead of now.
+        #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(schema_with = "time"))]
+        as_of: Option<Timestamp>,
+    }
+}
+
+request! {
     /// `memory_erase_scope`: the scope to erase, named again as a confirmation: it must be
     /// the scope the connection holds.
     struct EraseScope {

@@ -7,7 +7,7 @@ use fact_model::ProfileField;
 use serde_json::{Map, Value, json};
 
 use super::requests::{
-    Add, AddMany, Archive, Backfill, ById, EraseScope, Forget, Format, History, List,
+    Add, AddMany, Archive, Backfill, ById, EraseScope, Export, Forget, Format, History, List,
     NeighboursArgs, NoArgs, RecallArgs, Search, SearchMany, SetAlias, SetContext, Unalias, Update,
 };
 use crate::protocol::schema::object;
@@ -292,6 +292,12 @@ fn output(name: &str) -> Map<String, Value> {
             "versions": {"type": "integer", "minimum": 0},
             "aliases": ids(),
         }),
+        "memory_export" => json!({
+            "lines": {"type": "string", "description": "The page's lines of the export, each ended by a newline: join the pages in order to get the file."},
+            "offset": {"type": "integer", "minimum": 0},
+            "next_offset": {"type": ["integer", "null"], "minimum": 0, "description": "The offset of the next page; null after the last."},
+            "total_lines": {"type": "integer", "minimum": 2},
+        }),
         "memory_erase_scope" => {
             let count = json!({"type": "integer", "minimum": 0});
             let parts = [
@@ -530,6 +536,18 @@ pub fn tools() -> Vec<MemoryTool> {
              their memory to be deleted.",
             object::<EraseScope>(),
             (false, true, true, false),
+        ),
+        tool(
+            "memory_export",
+            "Export memory",
+            "A page of this scope's memory as the export file of docs/export-format.md (JSON \
+             Lines: a header, every version of every fact, the episodes with their messages, \
+             the aliases, the user context's versions, an end record with a digest). Ask \
+             from offset 0 and follow next_offset until it is null; the joined lines are a \
+             file `facts mem import` reads. If memory changed between pages, the file's \
+             digest fails on import: export again.",
+            object::<Export>(),
+            (true, false, true, false),
         ),
     ]
 }

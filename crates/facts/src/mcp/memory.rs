@@ -154,7 +154,8 @@ mod tests {
                 "memory_neighbours",
                 "memory_format",
                 "memory_context",
-                "memory_aliases"
+                "memory_aliases",
+                "memory_export"
             ]
         );
         assert_eq!(

@@ -53,6 +53,7 @@ READ_ONLY = [
     "memory_format",
     "memory_context",
     "memory_aliases",
+    "memory_export",
 ]
 
 # The memory tools that delete what cannot be recovered: a client asks before calling them.
@@ -90,6 +91,7 @@ MEMORY_TOOLS = [
     "memory_unalias",
     "memory_forget",
     "memory_erase_scope",
+    "memory_export",
 ]
 
 TRANSCRIPT = json.dumps({"role": "user", "content": "I moved to Lisbon last month."})
@@ -345,6 +347,16 @@ async def memory_maintenance(checked: Checked, current_id: str) -> None:
     # Erasing names the scope the server holds; another name erases nothing.
     r = await checked.call("memory_erase_scope", {"scope": "user:someone-else"})
     assert r.is_error and r.structured_content["error"]["code"] == "wrong_scope", r
+    # The export comes in pages whose lines join into the file.
+    lines, offset = "", 0
+    while offset is not None:
+        r = await checked.call("memory_export", {"offset": offset, "limit": 2})
+        assert not r.is_error, r
+        lines += r.structured_content["lines"]
+        offset = r.structured_content["next_offset"]
+    records = [json.loads(line) for line in lines.splitlines()]
+    assert records[0]["type"] == "header" and records[-1]["type"] == "end", records
+    assert records[-1]["records"] == len(records) - 2, records
 
 
 async def after_restart(binary: str, project: str, db: str) -> None:
