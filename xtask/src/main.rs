@@ -31,6 +31,7 @@
 //! injected time) live in the test-only `tidy` module, so they run as part of
 //! `cargo test --workspace`.
 
+mod bench_export;
 mod bench_ref;
 mod cargo;
 mod check;
@@ -86,6 +87,12 @@ const COMMANDS: &[Subcommand] = &[
         synopsis: "--facts N [--queries Q] [--runs R]",
         summary: "ingest, retrieval and RSS side by side with the TypeScript reference",
         run: bench_ref::run,
+    },
+    Subcommand {
+        name: "bench-export",
+        synopsis: "[--facts N,M...] [--runs R]",
+        summary: "facts mem import and export: records/s and peak RSS on SQLite and PostgreSQL",
+        run: bench_export::run,
     },
     Subcommand {
         name: "load",

@@ -35,7 +35,7 @@
 //! ```
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -355,7 +355,16 @@ impl<R: BufRead> ExportReader<R> {
             }
             self.line = line;
             if self.ended {
-                return Err(self.error("a line after the end record"));
+                let another = matches!(
+                    serde_json::from_slice::<ExportRecord>(&self.buffer),
+                    Ok(ExportRecord::Header(_))
+                );
+                return Err(self.error(if another {
+                    "another export follows the end record (a file of several scopes): \
+                     import it scope by scope (`facts mem import --all-scopes`)"
+                } else {
+                    "a line after the end record"
+                }));
             }
             if self.buffer.iter().all(u8::is_ascii_whitespace) {
                 return Err(self.error("an empty line (each line of an export is one record)"));
@@ -465,6 +474,96 @@ impl ExportSource for ExportFile {
             message: format!("opening {}: {e}", self.path.display()),
         })?;
         ExportReader::new(Box::new(BufReader::with_capacity(1 << 16, file)) as Box<dyn BufRead>)
+    }
+}
+
+/// One export in a file of several, one after another (`facts mem export --all-scopes`):
+/// its scope and where its bytes are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportSection {
+    /// The scope its header names.
+    pub scope: String,
+    /// The byte its header starts at.
+    pub start: u64,
+    /// Its length in bytes, end record included.
+    pub len: u64,
+}
+
+impl ExportFile {
+    /// The exports in the file, one after another: where each header starts, up to the
+    /// next (each is read and checked in full when it is imported).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Io`] when the file cannot be read; [`StoreError::Export`] when its
+    /// first line is not a header, or a header cannot be read.
+    pub fn sections(&self) -> StoreResult<Vec<ExportSection>> {
+        let file = File::open(&self.path).map_err(|e| StoreError::Io {
+            message: format!("opening {}: {e}", self.path.display()),
+        })?;
+        let mut input = BufReader::with_capacity(1 << 16, file);
+        let mut buffer = Vec::new();
+        let mut sections: Vec<ExportSection> = Vec::new();
+        let (mut at, mut line) = (0u64, 0u64);
+        loop {
+            line += 1;
+            if !read_line(&mut input, &mut buffer, line)? {
+                break;
+            }
+            if buffer.starts_with(br#"{"type":"header""#) || line == 1 {
+                let Ok(ExportRecord::Header(header)) =
+                    serde_json::from_slice::<ExportRecord>(&buffer)
+                else {
+                    return Err(StoreError::Export {
+                        line,
+                        message: format!("not a {EXPORT_FORMAT} header"),
+                    });
+                };
+                if let Some(last) = sections.last_mut() {
+                    last.len = at - last.start;
+                }
+                sections.push(ExportSection {
+                    scope: header.scope,
+                    start: at,
+                    len: 0,
+                });
+            }
+            at += u64::try_from(buffer.len()).unwrap_or(u64::MAX);
+        }
+        if let Some(last) = sections.last_mut() {
+            last.len = at - last.start;
+        }
+        Ok(sections)
+    }
+
+    /// The export `section` of this file, to import on its own.
+    #[must_use]
+    pub fn section(&self, section: &ExportSection) -> ExportFileSection {
+        ExportFileSection {
+            path: self.path.clone(),
+            start: section.start,
+            len: section.len,
+        }
+    }
+}
+
+/// One export of a file of several ([`ExportFile::section`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportFileSection {
+    path: PathBuf,
+    start: u64,
+    len: u64,
+}
+
+impl ExportSource for ExportFileSection {
+    fn open(&self) -> StoreResult<ExportReader<Box<dyn BufRead + '_>>> {
+        let io = |e: io::Error| StoreError::Io {
+            message: format!("reading {}: {e}", self.path.display()),
+        };
+        let mut file = File::open(&self.path).map_err(io)?;
+        file.seek(SeekFrom::Start(self.start)).map_err(io)?;
+        let reader = BufReader::with_capacity(1 << 16, file.take(self.len));
+        ExportReader::new(Box::new(reader) as Box<dyn BufRead>)
     }
 }
 
@@ -592,6 +691,40 @@ mod tests {
                 supported: 1
             })
         ));
+    }
+
+    #[test]
+    fn a_file_of_several_exports_is_read_section_by_section() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let path = dir.path().join("all.jsonl");
+        let mut all = file(2);
+        let mut second = ExportWriter::new(Vec::new(), &ExportHeader::new("t", None)).unwrap();
+        let entry = ProfileEntry {
+            field: ProfileField::Personal,
+            text: "x".into(),
+            at: Timestamp::UNIX_EPOCH,
+        };
+        second.write_record(&ExportRecord::Profile(entry)).unwrap();
+        all.extend(second.finish().unwrap().0);
+        std::fs::write(&path, &all).unwrap();
+        let (line, message) = failure(&all);
+        assert_eq!(line, 5);
+        assert!(message.contains("--all-scopes"), "{message}");
+        let file = ExportFile::new(&path);
+        let sections = file.sections().unwrap();
+        let scopes: Vec<&str> = sections.iter().map(|s| s.scope.as_str()).collect();
+        assert_eq!(scopes, ["s", "t"]);
+        let counts: Vec<usize> = sections
+            .iter()
+            .map(|s| {
+                let section = file.section(s);
+                let reader = section.open().unwrap();
+                reader.collect::<StoreResult<Vec<_>>>().unwrap().len()
+            })
+            .collect();
+        assert_eq!(counts, [2, 1]);
+        std::fs::write(&path, "garbage\n").unwrap();
+        assert!(file.sections().is_err());
     }
 
     #[test]

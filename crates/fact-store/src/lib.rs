@@ -121,8 +121,9 @@ pub use crate::episode::{
 };
 pub use crate::error::{StoreError, StoreResult};
 pub use crate::export::{
-    EXPORT_FORMAT, EXPORT_VERSION, ExportEnd, ExportFile, ExportHeader, ExportOptions,
-    ExportReader, ExportRecord, ExportSource, ExportText, ExportWriter, MAX_EXPORT_LINE,
+    EXPORT_FORMAT, EXPORT_VERSION, ExportEnd, ExportFile, ExportFileSection, ExportHeader,
+    ExportOptions, ExportReader, ExportRecord, ExportSection, ExportSource, ExportText,
+    ExportWriter, MAX_EXPORT_LINE,
 };
 pub use crate::index::{
     Analyzer, AnalyzerConfig, Recency, STOPWORDS, ScoredFact, TermQuery, TermWeighting,

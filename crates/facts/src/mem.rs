@@ -352,6 +352,10 @@ enum MemCommand {
         /// Write to FILE (made whole beside it, then renamed into place) instead of stdout.
         #[arg(long, short, value_name = "FILE")]
         output: Option<PathBuf>,
+        /// Every scope of the database instead of --scope: one export after another, in
+        /// the order of their names (`import --all-scopes` reads them back).
+        #[arg(long)]
+        all_scopes: bool,
         /// The memory as it was at this instant (RFC 3339): what was valid then, and a
         /// fact that ended later as still valid.
         #[arg(long, value_name = "TIME")]
@@ -363,6 +367,10 @@ enum MemCommand {
     Import {
         /// The file to import.
         file: PathBuf,
+        /// Import each export of a file of several (`export --all-scopes`) into the scope
+        /// its header names; every one is checked whole before any is imported.
+        #[arg(long, conflicts_with = "from")]
+        all_scopes: bool,
         /// What wrote it: `factmem` (`facts mem export`) or `mem0` (Mem0's get_all answer,
         /// as JSON).
         #[arg(long, value_enum, default_value = "factmem")]
@@ -714,17 +722,7 @@ fn existing_scope(
     what: &str,
 ) -> Result<durable::DatabaseHandle, MemFailure> {
     let failure = |e| MemFailure::from(MemoryError::Store(e));
-    #[cfg(feature = "sqlite")]
-    if let Database::Sqlite(path) = database
-        && !path.exists()
-    {
-        return Err(MemFailure {
-            code: "not_found",
-            message: format!("no database at {}: nothing {what}", path.display()),
-            exit: EXIT_NOT_FOUND,
-        });
-    }
-    let handle = database.handle().map_err(failure)?;
+    let handle = existing_database(database, what)?;
     let scopes = handle.scopes().map_err(failure)?;
     if !scopes.iter().any(|s| s == scope) {
         let held = if scopes.is_empty() {
@@ -739,6 +737,36 @@ fn existing_scope(
         });
     }
     Ok(handle)
+}
+
+/// The database, which must exist already (a SQLite file that does not exist would be
+/// created): exit 3 when it is missing, the message ending in "nothing {what}".
+fn existing_database(
+    database: &Database,
+    what: &str,
+) -> Result<durable::DatabaseHandle, MemFailure> {
+    #[cfg(feature = "sqlite")]
+    if let Database::Sqlite(path) = database
+        && !path.exists()
+    {
+        return Err(MemFailure {
+            code: "not_found",
+            message: format!("no database at {}: nothing {what}", path.display()),
+            exit: EXIT_NOT_FOUND,
+        });
+    }
+    database
+        .handle()
+        .map_err(|e| MemFailure::from(MemoryError::Store(e)))
+}
+
+/// Whether `memory` holds no fact version, episode, alias or profile version.
+fn holds_nothing(memory: &MemoryService) -> Result<bool, reexports::StoreError> {
+    let store = memory.store();
+    Ok(store.stored_count()? == 0
+        && store.episodes()?.is_empty()
+        && store.aliases()?.is_empty()
+        && store.profile_history()?.is_empty())
 }
 
 /// `n` of `noun`: `1 episode`, `2 episodes`, `0 aliases`.
@@ -776,23 +804,61 @@ fn execute(args: MemArgs, clock: Arc<dyn Clock>, host: &Host) -> Result<Answer, 
         MemCommand::Erase { yes, vacuum } => {
             return erase(&database, &args.scope, (yes, vacuum), config, clock);
         }
-        MemCommand::Export { output, as_of } => {
+        MemCommand::Export {
+            output,
+            all_scopes,
+            as_of,
+        } => {
             if args.json && output.is_none() {
                 return Err(MemFailure::usage(
                     dispatch_runtime::protocol::code::INVALID_REQUEST,
                     "export writes the memory to stdout: give --output FILE to answer --json",
                 ));
             }
-            let handle = existing_scope(&database, &args.scope, "to export")?;
-            let memory = handle
-                .open_memory(&args.scope, config, clock)
-                .map_err(|e| MemFailure::from(MemoryError::Store(e)))?;
-            let (json, text) = transfer::export(&memory, &args.scope, as_of, output.as_deref())?;
+            let failure = |e| MemFailure::from(MemoryError::Store(e));
+            let (handle, scopes) = if all_scopes {
+                let handle = existing_database(&database, "to export")?;
+                let scopes = handle.scopes().map_err(failure)?;
+                (handle, scopes)
+            } else {
+                let handle = existing_scope(&database, &args.scope, "to export")?;
+                (handle, vec![args.scope.clone()])
+            };
+            let mut memories = Vec::new();
+            for scope in scopes {
+                let memory = handle
+                    .open_memory(&scope, config, clock.clone())
+                    .map_err(failure)?;
+                // A scope that holds nothing (opened once, or erased) is left out of
+                // --all-scopes: it has no memory to move.
+                if all_scopes && holds_nothing(&memory).map_err(failure)? {
+                    continue;
+                }
+                memories.push((scope, memory));
+            }
+            let (json, text) = transfer::export(&memories, as_of, output.as_deref())?;
             // On stdout the memory is the answer; the summary goes to stderr.
             if output.is_none() {
                 eprintln!("{text}");
                 return Ok(Answer::new(json, String::new()));
             }
+            return Ok(Answer::new(json, text));
+        }
+        MemCommand::Import {
+            file,
+            all_scopes: true,
+            ..
+        } => {
+            create_parent(&database).map_err(MemFailure::io)?;
+            let handle = database
+                .handle()
+                .map_err(|e| MemFailure::from(MemoryError::Store(e)))?;
+            let open = |scope: &str| {
+                handle
+                    .open_memory(scope, config, clock.clone())
+                    .map_err(MemoryError::Store)
+            };
+            let (json, text) = transfer::import_all(&file, open)?;
             return Ok(Answer::new(json, text));
         }
         _ => {}
@@ -1086,7 +1152,7 @@ fn execute(args: MemArgs, clock: Arc<dyn Clock>, host: &Host) -> Result<Answer, 
             dispatch_runtime::protocol::code::INVALID_REQUEST,
             "erase and export run before the scope is opened",
         )),
-        MemCommand::Import { file, from } => {
+        MemCommand::Import { file, from, .. } => {
             let (json, text) = transfer::import(&memory, &args.scope, &file, from, clock.now())?;
             Ok(Answer::new(json, text))
         }

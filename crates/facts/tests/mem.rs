@@ -1911,3 +1911,75 @@ fn a_mem0_dump_imports_as_facts_with_their_text_times_and_metadata() {
     assert_eq!(fact["valid_from"], "2025-03-01T17:00:00Z");
     assert_eq!(fact["metadata"]["source"], "onboarding");
 }
+
+#[test]
+fn all_scopes_export_one_after_another_and_import_each_into_its_own() {
+    let mem = Mem::new();
+    for scope in ["user:alice", "user:bob"] {
+        mem.ok(&[
+            "--scope",
+            scope,
+            "add",
+            "--subject",
+            "user",
+            "--relation",
+            "likes",
+            "--object",
+            scope,
+        ]);
+    }
+    let file = mem.path("all.jsonl");
+    let exported = mem.json(&["export", "--all-scopes", "--output", "all.jsonl"]);
+    let scopes: Vec<&str> = exported["scopes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["scope"].as_str().unwrap())
+        .collect();
+    assert_eq!(scopes, ["user:alice", "user:bob"], "{exported}");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(text.matches(r#"{"type":"header""#).count(), 2);
+
+    // One scope at a time refuses a file of several, saying how to import it.
+    let copy = Mem::new();
+    let path = file.display().to_string();
+    let single = copy.run(&["import", &path, "--json"]);
+    assert_eq!(single.status.code(), Some(2));
+    let answer: Value = serde_json::from_slice(&single.stdout).unwrap();
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--all-scopes"),
+        "{answer}"
+    );
+    let imported = copy.json(&["import", "--all-scopes", &path]);
+    assert_eq!(imported["scopes"][1]["scope"], "user:bob", "{imported}");
+    copy.ok(&["export", "--all-scopes", "--output", "again.jsonl"]);
+    assert_eq!(
+        std::fs::read_to_string(copy.path("again.jsonl")).unwrap(),
+        text
+    );
+    let bob = copy.json(&["--scope", "user:bob", "list"]);
+    assert_eq!(bob["facts"][0]["object"], "user:bob", "{bob}");
+
+    // A bad export anywhere in the file imports nothing of any.
+    // A third export, cut short after its header.
+    let broken = text.clone()
+        + r#"{"type":"header","format":"factmem-export","version":1,"scope":"user:carol"}"#
+        + "\n";
+    std::fs::write(copy.path("broken.jsonl"), broken).unwrap();
+    let third = Mem::new();
+    let failed = third.run(&[
+        "import",
+        "--all-scopes",
+        &copy.path("broken.jsonl").display().to_string(),
+    ]);
+    assert_eq!(failed.status.code(), Some(2));
+    let after = third.run(&["--scope", "user:alice", "export"]);
+    assert_eq!(
+        after.status.code(),
+        Some(3),
+        "nothing of the file was imported"
+    );
+}

@@ -5,11 +5,11 @@
 //! [`MemoryError`] whose code the CLI reports.
 
 use std::fs::File;
-use std::io::BufWriter;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use dispatch_runtime::reexports::{
-    ExportFile, ExportOptions, ExportText, MemoryImportReport, StoreError, Timestamp,
+    ExportFile, ExportOptions, ExportSource, ExportText, MemoryImportReport, StoreError, Timestamp,
 };
 use dispatch_runtime::{MemoryError, MemoryService, mem0_export};
 use serde_json::{Value, json};
@@ -27,32 +27,40 @@ fn io(message: String) -> MemoryError {
     MemoryError::Store(StoreError::Io { message })
 }
 
-/// Writes the export of `memory` (scope `scope`) to `output`, or to stdout: a file is
-/// written beside its place and renamed into it once whole, so an export that fails
-/// leaves no file behind that looks like one.
+/// Writes the export of each of `memories` (a scope and its memory), one after another,
+/// to `output` or to stdout: a file is written beside its place and renamed into it once
+/// whole, so an export that fails leaves no file behind that looks like one.
 pub(crate) fn export(
-    memory: &MemoryService,
-    scope: &str,
+    memories: &[(String, MemoryService)],
     as_of: Option<Timestamp>,
     output: Option<&Path>,
 ) -> Result<(Value, String), MemoryError> {
     let mut options = ExportOptions::default();
     options.as_of = as_of;
-    let end = match output {
+    let write_all = |out: &mut dyn Write| -> Result<Vec<(String, u64, String)>, MemoryError> {
+        let mut ends = Vec::new();
+        for (scope, memory) in memories {
+            let end = memory.export(scope, &options, &mut *out)?;
+            ends.push((scope.clone(), end.records, end.digest));
+        }
+        out.flush()
+            .map_err(|e| io(format!("writing the export: {e}")))?;
+        Ok(ends)
+    };
+    let ends = match output {
         None => {
             let stdout = std::io::stdout();
-            memory.export(scope, &options, BufWriter::new(stdout.lock()))?
+            write_all(&mut BufWriter::new(stdout.lock()))?
         }
         Some(path) => {
             let partial = partial_path(path);
             let file = File::create(&partial)
                 .map_err(|e| io(format!("creating {}: {e}", partial.display())))?;
-            let written = memory
-                .export(scope, &options, BufWriter::with_capacity(1 << 16, file))
-                .and_then(|end| {
+            let written =
+                write_all(&mut BufWriter::with_capacity(1 << 16, file)).and_then(|ends| {
                     std::fs::rename(&partial, path)
                         .map_err(|e| io(format!("renaming to {}: {e}", path.display())))?;
-                    Ok(end)
+                    Ok(ends)
                 });
             if written.is_err() {
                 let _ = std::fs::remove_file(&partial);
@@ -61,13 +69,32 @@ pub(crate) fn export(
         }
     };
     let to = output.map_or_else(|| "stdout".to_owned(), |p| p.display().to_string());
-    let text = format!("exported {} records of {scope:?} to {to}", end.records);
-    let json = json!({
-        "scope": scope,
-        "records": end.records,
-        "digest": end.digest,
-        "output": output.map(|p| p.display().to_string()),
-    });
+    let lines: Vec<String> = ends
+        .iter()
+        .map(|(scope, records, _)| format!("exported {records} records of {scope:?} to {to}"))
+        .collect();
+    let text = if lines.is_empty() {
+        "the database holds no scope: nothing exported".to_owned()
+    } else {
+        lines.join("\n")
+    };
+    let json = match ends.as_slice() {
+        [(scope, records, digest)] => json!({
+            "scope": scope,
+            "records": records,
+            "digest": digest,
+            "output": output.map(|p| p.display().to_string()),
+        }),
+        _ => json!({
+            "scopes": ends
+                .iter()
+                .map(|(scope, records, digest)| {
+                    json!({"scope": scope, "records": records, "digest": digest})
+                })
+                .collect::<Vec<_>>(),
+            "output": output.map(|p| p.display().to_string()),
+        }),
+    };
     Ok((json, text))
 }
 
@@ -115,6 +142,55 @@ pub(crate) fn import(
     }
     let json = json!({ "scope": scope, "report": report, "mem0": mem0 });
     Ok((json, text))
+}
+
+/// Imports each export of `file` (a file of several, `export --all-scopes`) into the
+/// scope its header names, which `open` opens. Every export is read and checked whole
+/// before the first is imported; each is then one import of its own, so a store that
+/// fails half way leaves the scopes before it imported (importing the file again changes
+/// nothing in them).
+pub(crate) fn import_all(
+    file: &Path,
+    open: impl Fn(&str) -> Result<MemoryService, MemoryError>,
+) -> Result<(Value, String), MemoryError> {
+    let whole = ExportFile::new(file);
+    let sections = whole.sections()?;
+    for section in &sections {
+        for record in whole.section(section).open()? {
+            record.map_err(|e| at_section(MemoryError::Store(e), section.start, file))?;
+        }
+    }
+    let mut reports = Vec::new();
+    let mut texts = Vec::new();
+    for section in &sections {
+        let memory = open(&section.scope)?;
+        let report = memory.import(&whole.section(section))?;
+        texts.push(summary(&report, &section.scope));
+        reports.push(json!({"scope": section.scope, "report": report}));
+    }
+    let text = if texts.is_empty() {
+        "the file holds no export: nothing imported".to_owned()
+    } else {
+        texts.join("\n")
+    };
+    Ok((json!({ "scopes": reports }), text))
+}
+
+/// `error`, of the export that starts at byte `start` of `file`: a line number counts
+/// from that export's header.
+fn at_section(error: MemoryError, start: u64, file: &Path) -> MemoryError {
+    match error {
+        MemoryError::Store(StoreError::Export { line, message }) => {
+            MemoryError::Store(StoreError::Export {
+                line,
+                message: format!(
+                    "{message} (in the export at byte {start} of {}; lines count from its header)",
+                    file.display()
+                ),
+            })
+        }
+        other => other,
+    }
 }
 
 /// The text of an import's report.
