@@ -709,7 +709,8 @@ impl DispatchRuntimeManager {
 
     /// How many runs the runtime holds (some may have expired and wait for the next
     /// `init_run` to be dropped).
-    fn run_count(&self) -> usize {
+    #[must_use]
+    pub fn run_count(&self) -> usize {
         lock(&self.runs).len()
     }
 

@@ -249,6 +249,12 @@ enum Command {
         /// apply) and its specs are stored under it. SIGHUP re-reads the file.
         #[arg(long, value_name = "FILE", requires = "http")]
         tokens: Option<PathBuf>,
+        /// With --http: serve the server's metrics at /metrics in the Prometheus text
+        /// format (tool calls by tool and outcome, their latency, store errors, caches,
+        /// refusals, runs, database connections; docs/observability.md). With --tokens, a
+        /// scrape needs the bearer token of a tenant with the `metrics` right.
+        #[arg(long, requires = "http")]
+        metrics: bool,
         /// With --http: also let in browser requests whose Origin is ORIGIN, exactly
         /// (scheme://host[:port], e.g. https://mcp.example.com, a reverse proxy's public
         /// name); repeat for several. Pages on localhost, 127.0.0.1 and [::1] (any port)
@@ -400,6 +406,7 @@ where
             http,
             allow_remote,
             tokens,
+            metrics,
             allow_origin,
             tls_cert,
             tls_key,
@@ -422,6 +429,7 @@ where
                 address: http,
                 allow_remote,
                 tokens,
+                metrics,
                 origins: allow_origin,
                 tls: tls_cert.zip(tls_key),
             },
@@ -480,6 +488,8 @@ struct McpHttp {
     allow_remote: bool,
     /// `--tokens`.
     tokens: Option<PathBuf>,
+    /// `--metrics`.
+    metrics: bool,
     /// `--allow-origin`.
     origins: Vec<mcp::AllowedOrigin>,
     /// `--tls-cert` and `--tls-key`.
@@ -511,6 +521,8 @@ impl McpHttp {
             tokens,
             origins: self.origins,
             clock: Arc::new(SystemClock),
+            // Set once the database is open (`serve_mcp`).
+            metrics: None,
         })))
     }
 
@@ -559,7 +571,8 @@ fn serve_mcp(
         }
         (embedder, _) => embedder.map(|(dir, _)| dir),
     };
-    let transport = http.transport()?;
+    let metrics_on = http.metrics;
+    let mut transport = http.transport()?;
     let counter = counter(tokenizer)?;
     let (project, run_expiry) = runs;
     if let Some(project) = &project {
@@ -607,12 +620,31 @@ fn serve_mcp(
         }
         None => None,
     };
+    let tenanted = McpHttp::tenanted(&transport);
+    let metrics = match metrics_on {
+        true => Some(Arc::new(mcp::Metrics::new(
+            tenanted,
+            handle.clone(),
+            clock.clone(),
+        )?)),
+        false => None,
+    };
+    if let mcp::Transport::Http(listen) = &mut transport {
+        listen.metrics = metrics.clone();
+    }
+    let serve = move |server: mcp::FactsServer| {
+        let server = match metrics {
+            Some(metrics) => server.with_metrics(metrics),
+            None => server,
+        };
+        mcp::serve(server, transport, max_request_bytes)
+    };
     // Once, at start: a model that cannot be loaded stops the server.
     let embedder = match (&handle, embedder) {
         (Some(_), Some(dir)) => Some(mem::load_embedder(&dir, host)?),
         _ => None,
     };
-    if McpHttp::tenanted(&transport) {
+    if tenanted {
         let root = match &project {
             Some(project) => project.clone(),
             None => PathBuf::from("."),
@@ -631,12 +663,12 @@ fn serve_mcp(
             )
         });
         let server = mcp::FactsServer::tenanted(mcp::Tenancy::new(open, root), memory);
-        return Ok(mcp::serve(server, transport, max_request_bytes)?);
+        return Ok(serve(server)?);
     }
     let builder = runtimes.builder(project.as_deref());
     let Some(handle) = handle else {
         let server = mcp::FactsServer::new(builder.build(), None);
-        return Ok(mcp::serve(server, transport, max_request_bytes)?);
+        return Ok(serve(server)?);
     };
     let memory = handle
         .open_memory(scope, config, clock.clone())
@@ -653,7 +685,7 @@ fn serve_mcp(
     }
     let memory = mcp::Memory::new(memory, scope, allow_llm_cmd);
     let server = mcp::FactsServer::new(runtime, Some(memory));
-    Ok(mcp::serve(server, transport, max_request_bytes)?)
+    Ok(serve(server)?)
 }
 
 /// How `facts mcp` builds a runtime: `--tokenizer` and `--run-expiry`.

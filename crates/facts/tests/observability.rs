@@ -1,0 +1,323 @@
+//! `facts mcp --http --metrics` and `--otlp-endpoint`: the real binary's `/metrics` read
+//! by a Prometheus text parser that is not ours (`prometheus-parse`) after tool calls that
+//! succeed and fail, under the token rules; and its traces received by an OTLP/HTTP
+//! collector of the test's own, decoded with the OpenTelemetry protocol's own types.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::string_slice
+)]
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use prometheus_parse::{Sample, Scrape, Value as Metric};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use tempfile::TempDir;
+
+#[path = "support/http_client.rs"]
+mod http_client;
+use http_client::{HttpClient, HttpServer, Response};
+
+/// The hex SHA-256 of a token.
+fn digest(token: &str) -> String {
+    Sha256::digest(token.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn token(name: &str) -> String {
+    format!("SECRET-TOKEN-{name}")
+}
+
+/// Writes a token file in `dir`: each tenant with its rights.
+fn write_tokens(dir: &Path, tenants: &[(&str, &[&str])]) -> PathBuf {
+    let entries: Vec<Value> = tenants
+        .iter()
+        .map(|(name, rights)| {
+            json!({"tenant": name, "sha256": digest(&token(name)), "scope": name,
+                   "rights": rights})
+        })
+        .collect();
+    let path = dir.join("tokens.json");
+    std::fs::write(&path, json!({"tenants": entries}).to_string()).unwrap();
+    path
+}
+
+/// `GET path` on the server of `url` (its `/mcp` URL), with `headers`.
+fn get(url: &str, path: &str, headers: &[(&str, &str)]) -> Response {
+    let rest = url.strip_prefix("http://").unwrap();
+    let authority = &rest[..rest.find('/').unwrap()];
+    let mut request = format!("GET {path} HTTP/1.1\r\nConnection: close\r\n");
+    if !headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("host"))
+    {
+        request.push_str(&format!("Host: {authority}\r\n"));
+    }
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    let mut stream = TcpStream::connect(authority).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    Response::parse(&raw)
+}
+
+/// The scrape of a `/metrics` answer, parsed.
+fn parse(response: &Response) -> Scrape {
+    assert_eq!(response.status, 200, "{}", response.body);
+    assert!(
+        response
+            .header("content-type")
+            .is_some_and(|t| t.starts_with("text/plain; version=0.0.4")),
+        "{:?}",
+        response.headers
+    );
+    Scrape::parse(response.body.lines().map(|line| Ok(line.to_owned()))).unwrap()
+}
+
+/// The samples of `metric` whose labels include every one of `labels`.
+fn samples<'a>(scrape: &'a Scrape, metric: &str, labels: &[(&str, &str)]) -> Vec<&'a Sample> {
+    scrape
+        .samples
+        .iter()
+        .filter(|sample| sample.metric == metric)
+        .filter(|sample| {
+            labels
+                .iter()
+                .all(|(name, value)| sample.labels.get(name) == Some(*value))
+        })
+        .collect()
+}
+
+/// The value of the one counter or gauge `metric` with `labels`.
+fn value(scrape: &Scrape, metric: &str, labels: &[(&str, &str)]) -> f64 {
+    let found = samples(scrape, metric, labels);
+    assert_eq!(found.len(), 1, "{metric} {labels:?}: {found:?}");
+    match found[0].value {
+        Metric::Counter(value) | Metric::Gauge(value) | Metric::Untyped(value) => value,
+        ref other => panic!("{metric}: {other:?}"),
+    }
+}
+
+/// The error code of a failed tool call.
+fn error_code(result: &Value) -> String {
+    assert_eq!(result["isError"], true, "{result}");
+    result["structuredContent"]["error"]["code"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The text the tests remember: it must never appear in metrics or spans.
+const MEMORY_TEXT: &str = "Alice keeps the spare key under the blue flowerpot";
+
+#[test]
+fn metrics_count_tool_calls_by_tool_outcome_and_tenant_and_need_the_metrics_right() {
+    let dir = TempDir::new().unwrap();
+    let tokens = write_tokens(
+        dir.path(),
+        &[
+            ("alice", &["read", "write", "runtime"]),
+            ("bob", &["read"]),
+            ("prometheus", &["metrics"]),
+        ],
+    );
+    let db = dir.path().join("memory.db");
+    let server = HttpServer::start(
+        "127.0.0.1:0",
+        &[
+            "--tokens",
+            tokens.to_str().unwrap(),
+            "--db",
+            db.to_str().unwrap(),
+            "--metrics",
+        ],
+    );
+    let bearer = |name: &str| {
+        vec![(
+            "Authorization".to_owned(),
+            format!("Bearer {}", token(name)),
+        )]
+    };
+    let mut alice = HttpClient::connect_with(&server.url, &bearer("alice"));
+    let mut bob = HttpClient::connect_with(&server.url, &bearer("bob"));
+    let fact = json!({"subject": "alice", "relation": "keeps_key", "object": "flowerpot",
+                      "statement": MEMORY_TEXT});
+    for _ in 0..2 {
+        let added = alice.call("memory_add", fact.clone());
+        assert_eq!(added["isError"], false, "{added}");
+    }
+    // A search loads the scope's in-process index: the cache holds bytes.
+    let found = alice.call("memory_search", json!({"query": "where is the spare key"}));
+    assert_eq!(found["isError"], false, "{found}");
+    let missing = alice.call("memory_get", json!({"id": "0000000000000000"}));
+    let missing_code = error_code(&missing);
+    let unknown = alice.call("no_such_tool", json!({}));
+    let unknown_code = error_code(&unknown);
+    let forbidden = bob.call("memory_add", fact.clone());
+    let forbidden_code = error_code(&forbidden);
+
+    // Without a token: 401, as on /mcp, with a JSON-RPC error body.
+    let refused = get(&server.url, "/metrics", &[]);
+    assert_eq!(refused.status, 401, "{}", refused.body);
+    assert!(
+        refused
+            .header("www-authenticate")
+            .unwrap()
+            .starts_with("Bearer")
+    );
+    let body: Value = serde_json::from_str(&refused.body).unwrap();
+    assert_eq!(body["error"]["code"], -32001, "{body}");
+    let wrong = get(&server.url, "/metrics", &[("Authorization", "Bearer nope")]);
+    assert_eq!(wrong.status, 401, "{}", wrong.body);
+    // A tenant without the `metrics` right: 403.
+    let alice_bearer = format!("Bearer {}", token("alice"));
+    let denied = get(&server.url, "/metrics", &[("Authorization", &alice_bearer)]);
+    assert_eq!(denied.status, 403, "{}", denied.body);
+    assert!(denied.body.contains("metrics"), "{}", denied.body);
+
+    let scraper = format!("Bearer {}", token("prometheus"));
+    let response = get(&server.url, "/metrics", &[("Authorization", &scraper)]);
+    let scrape = parse(&response);
+    let calls = "factmem_tool_calls_total";
+    let ok = [
+        ("tool", "memory_add"),
+        ("outcome", "ok"),
+        ("tenant", "alice"),
+    ];
+    assert_eq!(value(&scrape, calls, &ok), 2.0);
+    let labels = [
+        ("tool", "memory_get"),
+        ("outcome", missing_code.as_str()),
+        ("tenant", "alice"),
+    ];
+    assert_eq!(value(&scrape, calls, &labels), 1.0);
+    // An unknown tool's name is the caller's text: it is counted as `unknown`.
+    let labels = [("tool", "unknown"), ("outcome", unknown_code.as_str())];
+    assert_eq!(value(&scrape, calls, &labels), 1.0);
+    assert!(samples(&scrape, calls, &[("tool", "no_such_tool")]).is_empty());
+    let labels = [
+        ("tool", "memory_add"),
+        ("outcome", forbidden_code.as_str()),
+        ("tenant", "bob"),
+    ];
+    assert_eq!(value(&scrape, calls, &labels), 1.0);
+
+    // One latency histogram per tool: memory_add answered three times.
+    let latency = samples(
+        &scrape,
+        "factmem_tool_call_duration_seconds",
+        &[("tool", "memory_add")],
+    );
+    assert_eq!(latency.len(), 1, "{latency:?}");
+    let Metric::Histogram(buckets) = &latency[0].value else {
+        panic!("{:?}", latency[0]);
+    };
+    let infinite = buckets.iter().find(|b| b.less_than.is_infinite()).unwrap();
+    assert_eq!(infinite.count, 3.0);
+    assert!(buckets.windows(2).all(|w| w[0].count <= w[1].count));
+    let count = value(
+        &scrape,
+        "factmem_tool_call_duration_seconds_count",
+        &[("tool", "memory_add")],
+    );
+    assert_eq!(count, 3.0);
+
+    // The refusals: two scrapes without a listed token, one without the right.
+    let refusals = "factmem_http_refusals_total";
+    assert_eq!(value(&scrape, refusals, &[("reason", "no_token")]), 1.0);
+    assert_eq!(
+        value(&scrape, refusals, &[("reason", "unknown_token")]),
+        1.0
+    );
+    let labels = [("reason", "no_metrics_right"), ("tenant", "alice")];
+    assert_eq!(value(&scrape, refusals, &labels), 1.0);
+
+    // The gauges: the caches within their budget, the runs, the database's connections.
+    let limit = value(&scrape, "factmem_cache_limit_bytes", &[]);
+    assert_eq!(limit, 512.0 * 1024.0 * 1024.0);
+    assert!(value(&scrape, "factmem_cache_bytes", &[]) > 0.0);
+    assert!(value(&scrape, "factmem_cache_loaded", &[]) >= 1.0);
+    assert_eq!(value(&scrape, "factmem_cache_evictions_total", &[]), 0.0);
+    assert_eq!(value(&scrape, "factmem_runs_held", &[]), 0.0);
+    assert!(value(&scrape, "factmem_db_connections", &[("state", "idle")]) >= 1.0);
+    assert!(value(&scrape, "factmem_db_connections_opened_total", &[]) >= 1.0);
+    // Every metric is ours, documented, and named by the conventions.
+    for sample in &scrape.samples {
+        assert!(sample.metric.starts_with("factmem_"), "{}", sample.metric);
+    }
+    for (name, help) in &scrape.docs {
+        assert!(!help.is_empty(), "{name}");
+    }
+    // Never a token, a digest or a memory's text.
+    for secret in [
+        token("alice"),
+        digest(&token("alice")),
+        MEMORY_TEXT.to_owned(),
+    ] {
+        assert!(!response.body.contains(&secret), "{secret}");
+    }
+}
+
+#[test]
+fn metrics_without_tokens_have_no_tenant_label_and_only_loopback_hosts_may_scrape() {
+    let server = HttpServer::start("127.0.0.1:0", &["--metrics"]);
+    let mut client = HttpClient::connect(&server.url);
+    let answer = client.call("get_telemetry", json!({}));
+    let scrape = parse(&get(&server.url, "/metrics", &[]));
+    let outcome = match answer["isError"] == true {
+        true => error_code(&answer),
+        false => "ok".to_owned(),
+    };
+    let labels = [("tool", "get_telemetry"), ("outcome", outcome.as_str())];
+    assert_eq!(value(&scrape, "factmem_tool_calls_total", &labels), 1.0);
+    assert!(
+        scrape
+            .samples
+            .iter()
+            .all(|sample| sample.labels.get("tenant").is_none())
+    );
+    // No database: no cache or connection gauges.
+    assert!(samples(&scrape, "factmem_cache_bytes", &[]).is_empty());
+    assert_eq!(value(&scrape, "factmem_runs_held", &[]), 0.0);
+    // DNS rebinding: a page that renamed 127.0.0.1 gets nothing.
+    let rebound = get(&server.url, "/metrics", &[("Host", "evil.example")]);
+    assert_eq!(rebound.status, 403, "{}", rebound.body);
+    // A foreign page's browser request: 403, counted.
+    let cross = get(
+        &server.url,
+        "/metrics",
+        &[("Origin", "http://evil.example")],
+    );
+    assert_eq!(cross.status, 403, "{}", cross.body);
+    let scrape = parse(&get(&server.url, "/metrics", &[]));
+    let refusals = "factmem_http_refusals_total";
+    assert_eq!(value(&scrape, refusals, &[("reason", "origin")]), 1.0);
+}
+
+#[test]
+fn without_metrics_there_is_no_metrics_route_and_metrics_needs_http() {
+    let server = HttpServer::start("127.0.0.1:0", &[]);
+    assert_eq!(get(&server.url, "/metrics", &[]).status, 404);
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_facts"))
+        .args(["mcp", "--metrics"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--http"), "{stderr}");
+}
