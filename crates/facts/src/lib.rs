@@ -56,6 +56,7 @@ mod mcp;
 mod mem;
 mod model;
 mod options;
+mod otlp;
 mod replay;
 mod schema;
 
@@ -249,6 +250,12 @@ enum Command {
         /// apply) and its specs are stored under it. SIGHUP re-reads the file.
         #[arg(long, value_name = "FILE", requires = "http")]
         tokens: Option<PathBuf>,
+        /// Export OpenTelemetry traces of every tool call (a span per call, with child spans
+        /// for store, retrieval, embedding and extraction; names, counts and codes, never
+        /// memory text or tokens) to the OTLP/HTTP receiver at URL, e.g.
+        /// http://127.0.0.1:4318 (docs/observability.md).
+        #[arg(long, value_name = "URL", hide = !cfg!(feature = "otlp"))]
+        otlp_endpoint: Option<String>,
         /// With --http: serve the server's metrics at /metrics in the Prometheus text
         /// format (tool calls by tool and outcome, their latency, store errors, caches,
         /// refusals, runs, database connections; docs/observability.md). With --tokens, a
@@ -388,7 +395,18 @@ where
         .subcommand_matches("mcp")
         .and_then(|mcp| mcp.value_source("embedder"))
         == Some(ValueSource::CommandLine);
-    logging::init(cli.log_level);
+    let otlp = match &cli.command {
+        Command::Mcp { otlp_endpoint, .. } => otlp_endpoint.as_deref(),
+        _ => None,
+    };
+    // Kept until the command ends: dropping it sends the traces not sent yet.
+    let _exporter = match logging::init(cli.log_level, otlp) {
+        Ok(exporter) => exporter,
+        Err(message) => {
+            eprintln!("facts: {message}");
+            return EXIT_USAGE;
+        }
+    };
     let result = match cli.command {
         Command::Demo => demo::run().map_err(Failure::failed),
         Command::Replay(args) => replay::run(args),
@@ -407,6 +425,7 @@ where
             allow_remote,
             tokens,
             metrics,
+            otlp_endpoint: _,
             allow_origin,
             tls_cert,
             tls_key,

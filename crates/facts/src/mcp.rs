@@ -517,9 +517,27 @@ impl ServerHandler for FactsServer {
             None => metrics::UNKNOWN_TOOL_LABEL.into(),
         };
         let answer = tokio::task::spawn_blocking(move || {
-            let answer = server.call(&request.name, request.arguments, tenant.as_deref());
+            // The call's span, the parent of the runtime's store, retrieval, embedding and
+            // extraction spans: names and codes only, never the arguments.
+            let span = tracing::info_span!(
+                "tool_call",
+                otel.kind = "server",
+                tool = %tool,
+                tenant = tracing::field::Empty,
+                outcome = tracing::field::Empty,
+                otel.status_code = tracing::field::Empty,
+            );
+            if let Some(tenant) = &tenant {
+                span.record("tenant", tenant.name());
+            }
+            let answer =
+                span.in_scope(|| server.call(&request.name, request.arguments, tenant.as_deref()));
+            let code = protocol::error_code(&answer);
+            span.record("outcome", code.unwrap_or("ok"));
+            if code.is_some() {
+                span.record("otel.status_code", "error");
+            }
             if let (Some(metrics), Some(started)) = (metrics, started) {
-                let code = protocol::error_code(&answer);
                 let tenant = tenant.as_ref().map(|tenant| tenant.name());
                 metrics.tool_call(&tool, code, tenant, started);
             }

@@ -14,6 +14,7 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use prometheus_parse::{Sample, Scrape, Value as Metric};
@@ -320,4 +321,333 @@ fn without_metrics_there_is_no_metrics_route_and_metrics_needs_http() {
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("--http"), "{stderr}");
+}
+
+/// The traces (feature `otlp`): a collector of the test's own receives them.
+#[cfg(feature = "otlp")]
+mod traces {
+    use std::io::{BufRead, BufReader};
+    use std::net::TcpListener;
+    use std::process::Child;
+    use std::sync::{Arc, Mutex};
+    use std::time::Instant;
+
+    use super::*;
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use opentelemetry_proto::tonic::common::v1::{AnyValue, any_value};
+    use opentelemetry_proto::tonic::trace::v1::Span;
+    use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
+    use prost::Message as _;
+
+    /// An OTLP/HTTP collector on a loopback port: every `POST /v1/traces` body decoded as the
+    /// protocol's `ExportTraceServiceRequest`, answered 200.
+    struct Collector {
+        url: String,
+        requests: Arc<Mutex<Vec<ExportTraceServiceRequest>>>,
+    }
+
+    impl Collector {
+        fn start() -> Collector {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let url = format!("http://{}", listener.local_addr().unwrap());
+            let requests = Arc::new(Mutex::new(Vec::new()));
+            let received = requests.clone();
+            std::thread::spawn(move || {
+                for stream in listener.incoming() {
+                    let Ok(stream) = stream else { continue };
+                    let received = received.clone();
+                    std::thread::spawn(move || serve_exports(stream, &received));
+                }
+            });
+            Collector { url, requests }
+        }
+
+        /// Every span received so far.
+        fn spans(&self) -> Vec<Span> {
+            self.requests
+                .lock()
+                .unwrap()
+                .iter()
+                .flat_map(|request| &request.resource_spans)
+                .flat_map(|resource| &resource.scope_spans)
+                .flat_map(|scope| scope.spans.clone())
+                .collect()
+        }
+    }
+
+    /// Reads the requests of one connection (kept alive) until the client closes it.
+    fn serve_exports(stream: TcpStream, received: &Mutex<Vec<ExportTraceServiceRequest>>) {
+        let mut writer = stream.try_clone().unwrap();
+        let mut reader = BufReader::new(stream);
+        loop {
+            let mut start = String::new();
+            if reader.read_line(&mut start).unwrap_or(0) == 0 {
+                return;
+            }
+            let mut length = 0;
+            let mut content_type = String::new();
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                let line = line.trim_end();
+                if line.is_empty() {
+                    break;
+                }
+                let (name, value) = line.split_once(':').unwrap();
+                match name.to_ascii_lowercase().as_str() {
+                    "content-length" => length = value.trim().parse().unwrap(),
+                    "content-type" => content_type = value.trim().to_owned(),
+                    _ => {}
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            assert!(start.starts_with("POST /v1/traces "), "{start}");
+            assert_eq!(content_type, "application/x-protobuf");
+            let request = ExportTraceServiceRequest::decode(body.as_slice()).unwrap();
+            received.lock().unwrap().push(request);
+            writer
+                .write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\n\
+                      Content-Length: 0\r\n\r\n",
+                )
+                .unwrap();
+        }
+    }
+
+    /// A span's attribute `key` as text.
+    fn attribute(span: &Span, key: &str) -> Option<String> {
+        span.attributes
+            .iter()
+            .find(|kv| kv.key == key)
+            .and_then(|kv| kv.value.as_ref())
+            .map(text)
+    }
+
+    /// Any attribute value as text.
+    fn text(value: &AnyValue) -> String {
+        match &value.value {
+            Some(any_value::Value::StringValue(text)) => text.clone(),
+            Some(any_value::Value::IntValue(n)) => n.to_string(),
+            Some(any_value::Value::BoolValue(b)) => b.to_string(),
+            Some(any_value::Value::DoubleValue(x)) => x.to_string(),
+            other => format!("{other:?}"),
+        }
+    }
+
+    /// A `facts mcp --http` process with environment `env`, killed when dropped.
+    struct Traced {
+        child: Child,
+        url: String,
+    }
+
+    impl Traced {
+        fn start(args: &[&str], env: &[(&str, &str)]) -> Traced {
+            let mut child = Command::new(env!("CARGO_BIN_EXE_facts"))
+                .args(["mcp", "--http", "127.0.0.1:0"])
+                .args(args)
+                .envs(env.iter().copied())
+                .env_remove("RUST_LOG")
+                .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+                .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut stderr = BufReader::new(child.stderr.take().unwrap());
+            let mut url = String::new();
+            let mut line = String::new();
+            while url.is_empty() {
+                line.clear();
+                assert_ne!(stderr.read_line(&mut line).unwrap(), 0, "no URL on stderr");
+                if let Some(start) = line.find("http://") {
+                    url = line[start..].trim().to_owned();
+                }
+            }
+            std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+            Traced { child, url }
+        }
+    }
+
+    impl Drop for Traced {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    #[test]
+    fn traces_have_a_span_per_tool_call_with_store_retrieval_and_extraction_children() {
+        let collector = Collector::start();
+        let dir = TempDir::new().unwrap();
+        let db = dir.path().join("memory.db");
+        let reply = dir.path().join("reply.json");
+        let extracted = "The user waters the ferns on Sundays";
+        std::fs::write(
+            &reply,
+            json!({"title": "Plants", "summary": "Watering.", "facts": [
+                {"subject": "user", "predicate": "waters_ferns_on", "object": "sunday",
+                 "statement": extracted, "category": "preference", "confidence": 0.9}]})
+            .to_string(),
+        )
+        .unwrap();
+        let server = Traced::start(
+            &[
+                "--db",
+                db.to_str().unwrap(),
+                "--allow-llm-cmd",
+                "--otlp-endpoint",
+                &collector.url,
+            ],
+            &[("OTEL_BSP_SCHEDULE_DELAY", "100")],
+        );
+        let mut client = HttpClient::connect(&server.url);
+        let query = "where does alice hide the spare key";
+        let said = "Please remember that I water the ferns every Sunday";
+        let added = client.call(
+            "memory_add",
+            json!({"subject": "alice", "relation": "keeps_key", "object": "flowerpot",
+                   "statement": MEMORY_TEXT}),
+        );
+        assert_eq!(added["isError"], false, "{added}");
+        let found = client.call("memory_search", json!({"query": query}));
+        assert_eq!(found["isError"], false, "{found}");
+        let transcript = json!({"role": "user", "content": said}).to_string();
+        let llm = format!("cat >/dev/null; cat '{}'", reply.display());
+        let archived = client.call(
+            "memory_archive",
+            json!({"transcript": transcript, "llm_cmd": llm}),
+        );
+        assert_eq!(archived["isError"], false, "{archived}");
+        let missing = client.call("memory_get", json!({"id": "0000000000000000"}));
+        let missing_code = error_code(&missing);
+
+        // The batch processor sends every 100 ms here.
+        let started = Instant::now();
+        let calls = |spans: &[Span]| spans.iter().filter(|s| s.name == "tool_call").count();
+        let mut spans = collector.spans();
+        while calls(&spans) < 4 || spans.iter().filter(|s| s.name == "store").count() < 3 {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "spans never arrived: {spans:#?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+            spans = collector.spans();
+        }
+        let requests = collector.requests.lock().unwrap().clone();
+        for resource in requests.iter().flat_map(|r| &r.resource_spans) {
+            let name = resource
+                .resource
+                .as_ref()
+                .unwrap()
+                .attributes
+                .iter()
+                .find(|kv| kv.key == "service.name")
+                .map(|kv| text(kv.value.as_ref().unwrap()));
+            assert_eq!(name.as_deref(), Some("facts"));
+        }
+        let call = |tool: &str| {
+            let found: Vec<&Span> = spans
+                .iter()
+                .filter(|s| s.name == "tool_call" && attribute(s, "tool").as_deref() == Some(tool))
+                .collect();
+            assert_eq!(found.len(), 1, "{tool}: {spans:#?}");
+            found[0]
+        };
+        let children = |parent: &Span| -> Vec<String> {
+            spans
+                .iter()
+                .filter(|s| s.parent_span_id == parent.span_id && s.trace_id == parent.trace_id)
+                .map(|s| s.name.clone())
+                .collect()
+        };
+        // Every tool call is a root span of its own trace.
+        for tool in [
+            "memory_add",
+            "memory_search",
+            "memory_archive",
+            "memory_get",
+        ] {
+            let span = call(tool);
+            assert!(span.parent_span_id.is_empty(), "{tool}: {span:?}");
+            assert_eq!(span.trace_id.len(), 16);
+        }
+        let add = call("memory_add");
+        assert_eq!(attribute(add, "outcome").as_deref(), Some("ok"));
+        assert_eq!(children(add), ["store"]);
+        let store = spans
+            .iter()
+            .find(|s| s.parent_span_id == add.span_id)
+            .unwrap();
+        assert_eq!(attribute(store, "operation").as_deref(), Some("add"));
+        assert_eq!(attribute(store, "facts").as_deref(), Some("1"));
+        let search = call("memory_search");
+        assert_eq!(children(search), ["retrieval"]);
+        let retrieval = spans
+            .iter()
+            .find(|s| s.parent_span_id == search.span_id)
+            .unwrap();
+        assert_eq!(attribute(retrieval, "found").as_deref(), Some("1"));
+        let archive = call("memory_archive");
+        let mut archive_children = children(archive);
+        archive_children.sort();
+        assert_eq!(
+            archive_children,
+            ["extraction", "store", "store"],
+            "{spans:#?}"
+        );
+        let extraction = spans
+            .iter()
+            .find(|s| s.parent_span_id == archive.span_id && s.name == "extraction")
+            .unwrap();
+        assert_eq!(attribute(extraction, "facts").as_deref(), Some("1"));
+        // A child ends within its parent.
+        for child in spans.iter().filter(|s| !s.parent_span_id.is_empty()) {
+            let parent = spans
+                .iter()
+                .find(|s| s.span_id == child.parent_span_id)
+                .unwrap();
+            assert!(parent.start_time_unix_nano <= child.start_time_unix_nano);
+            assert!(child.end_time_unix_nano <= parent.end_time_unix_nano);
+        }
+        let failed = call("memory_get");
+        assert_eq!(attribute(failed, "outcome"), Some(missing_code));
+        assert_eq!(
+            failed.status.as_ref().unwrap().code,
+            StatusCode::Error as i32
+        );
+        // No span and no attribute holds what was remembered, asked or said.
+        for span in &spans {
+            for kv in &span.attributes {
+                let value = text(kv.value.as_ref().unwrap());
+                for secret in [
+                    MEMORY_TEXT,
+                    query,
+                    said,
+                    extracted,
+                    "flowerpot",
+                    "spare key",
+                ] {
+                    assert!(!value.contains(secret), "{}: {kv:?}", span.name);
+                }
+            }
+            assert!(span.events.is_empty(), "{span:?}");
+        }
+    }
+}
+
+#[test]
+fn an_otlp_endpoint_that_is_not_an_http_url_is_a_usage_error() {
+    for endpoint in ["https://collector:4318", "collector:4318"] {
+        let output = Command::new(env!("CARGO_BIN_EXE_facts"))
+            .args(["mcp", "--otlp-endpoint", endpoint])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{endpoint}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("--otlp-endpoint"), "{stderr}");
+    }
 }
