@@ -493,8 +493,11 @@ mod traces {
             .to_string(),
         )
         .unwrap();
+        let tokens = write_tokens(dir.path(), &[("alice", &["read", "write", "runtime"])]);
         let server = Traced::start(
             &[
+                "--tokens",
+                tokens.to_str().unwrap(),
                 "--db",
                 db.to_str().unwrap(),
                 "--allow-llm-cmd",
@@ -503,7 +506,11 @@ mod traces {
             ],
             &[("OTEL_BSP_SCHEDULE_DELAY", "100")],
         );
-        let mut client = HttpClient::connect(&server.url);
+        let bearer = [(
+            "Authorization".to_owned(),
+            format!("Bearer {}", token("alice")),
+        )];
+        let mut client = HttpClient::connect_with(&server.url, &bearer);
         let query = "where does alice hide the spare key";
         let said = "Please remember that I water the ferns every Sunday";
         let added = client.call(
@@ -572,6 +579,7 @@ mod traces {
         ] {
             let span = call(tool);
             assert!(span.parent_span_id.is_empty(), "{tool}: {span:?}");
+            assert_eq!(attribute(span, "tenant").as_deref(), Some("alice"));
             assert_eq!(span.trace_id.len(), 16);
         }
         let add = call("memory_add");
@@ -618,7 +626,7 @@ mod traces {
             failed.status.as_ref().unwrap().code,
             StatusCode::Error as i32
         );
-        // No span and no attribute holds what was remembered, asked or said.
+        // No span and no attribute holds what was remembered, asked or said, or a token.
         for span in &spans {
             for kv in &span.attributes {
                 let value = text(kv.value.as_ref().unwrap());
@@ -629,6 +637,8 @@ mod traces {
                     extracted,
                     "flowerpot",
                     "spare key",
+                    &token("alice"),
+                    &digest(&token("alice")),
                 ] {
                     assert!(!value.contains(secret), "{}: {kv:?}", span.name);
                 }
