@@ -661,3 +661,43 @@ fn an_otlp_endpoint_that_is_not_an_http_url_is_a_usage_error() {
         assert!(stderr.contains("--otlp-endpoint"), "{stderr}");
     }
 }
+
+#[test]
+fn a_store_that_fails_is_counted_by_the_stores_code() {
+    let dir = TempDir::new().unwrap();
+    let db = dir.path().join("memory.db");
+    let server = HttpServer::start("127.0.0.1:0", &["--db", db.to_str().unwrap(), "--metrics"]);
+    let mut client = HttpClient::connect(&server.url);
+    let added = client.call(
+        "memory_add",
+        json!({"subject": "user", "relation": "lives_in", "object": "Berlin"}),
+    );
+    assert_eq!(added["isError"], false, "{added}");
+    // Another connection takes the tables away: the reads fail with the store's code.
+    let other = rusqlite::Connection::open(&db).unwrap();
+    for table in ["facts", "scopes"] {
+        other
+            .execute_batch(&format!("ALTER TABLE {table} RENAME TO gone_{table}"))
+            .unwrap();
+    }
+    let mut codes = Vec::new();
+    for (tool, arguments) in [
+        ("memory_list", json!({})),
+        ("memory_history", json!({"subject": "user"})),
+    ] {
+        codes.push(error_code(&client.call(tool, arguments)));
+    }
+    assert_eq!(codes[0], codes[1]);
+    let scrape = parse(&get(&server.url, "/metrics", &[]));
+    let labels = [("code", codes[0].as_str())];
+    assert_eq!(value(&scrape, "factmem_store_errors_total", &labels), 2.0);
+    let called = [("tool", "memory_list"), ("outcome", codes[0].as_str())];
+    assert_eq!(value(&scrape, "factmem_tool_calls_total", &called), 1.0);
+    // A request's error is not the store's.
+    let bad = client.call("memory_get", json!({"id": "not an id"}));
+    assert_eq!(error_code(&bad), "invalid_id");
+    let scrape = parse(&get(&server.url, "/metrics", &[]));
+    let store_errors = samples(&scrape, "factmem_store_errors_total", &[]);
+    assert_eq!(store_errors.len(), 1, "{store_errors:?}");
+    assert_eq!(value(&scrape, "factmem_store_errors_total", &labels), 2.0);
+}
