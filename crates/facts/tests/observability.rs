@@ -1,6 +1,7 @@
 //! `facts mcp --http --metrics` and `--otlp-endpoint`: the real binary's `/metrics` read
 //! by a Prometheus text parser that is not ours (`prometheus-parse`) after tool calls that
-//! succeed and fail, under the token rules; and its traces received by an OTLP/HTTP
+//! succeed and fail, under the token rules, on SQLite and (with `FACTMEM_PG_URL`, else
+//! skipped with a note) on PostgreSQL's pool; and its traces received by an OTLP/HTTP
 //! collector of the test's own, decoded with the OpenTelemetry protocol's own types.
 
 #![allow(
@@ -700,4 +701,47 @@ fn a_store_that_fails_is_counted_by_the_stores_code() {
     let store_errors = samples(&scrape, "factmem_store_errors_total", &[]);
     assert_eq!(store_errors.len(), 1, "{store_errors:?}");
     assert_eq!(value(&scrape, "factmem_store_errors_total", &labels), 2.0);
+}
+
+#[path = "support/pg_server.rs"]
+mod pg_server;
+
+#[test]
+fn metrics_on_postgresql_count_the_pools_open_and_idle_connections() {
+    let Some(url) = pg_server::pg_server("the PostgreSQL pool's metrics are") else {
+        return;
+    };
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let scope = format!("observability-{}-{nanos}", std::process::id());
+    let server = HttpServer::start(
+        "127.0.0.1:0",
+        &["--db", url.as_str(), "--scope", scope.as_str(), "--metrics"],
+    );
+    let mut client = HttpClient::connect(&server.url);
+    let added = client.call(
+        "memory_add",
+        json!({"subject": "user", "relation": "lives_in", "object": "Berlin"}),
+    );
+    assert_eq!(added["isError"], false, "{added}");
+    let response = get(&server.url, "/metrics", &[]);
+    let scrape = parse(&response);
+    let open = value(&scrape, "factmem_db_connections", &[("state", "open")]);
+    let idle = value(&scrape, "factmem_db_connections", &[("state", "idle")]);
+    assert!(open >= 1.0 && idle <= open, "open {open}, idle {idle}");
+    // Opened connections are SQLite's count; the pool has none.
+    assert_eq!(
+        value(&scrape, "factmem_db_connections_opened_total", &[]),
+        0.0
+    );
+    // The URL's password is nowhere.
+    if let Some(password) = url.split_once("://").and_then(|(_, rest)| {
+        let credentials = rest.split_once('@')?.0;
+        credentials
+            .split_once(':')
+            .map(|(_, password)| password.to_owned())
+    }) {
+        assert!(!response.body.contains(&password));
+    }
 }
