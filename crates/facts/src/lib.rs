@@ -253,7 +253,8 @@ enum Command {
         /// Export OpenTelemetry traces of every tool call (a span per call, with child spans
         /// for store, retrieval, embedding and extraction; names, counts and codes, never
         /// memory text or tokens) to the OTLP/HTTP receiver at URL, e.g.
-        /// http://127.0.0.1:4318 (docs/observability.md).
+        /// http://127.0.0.1:4318 (docs/observability.md). With --http, SIGTERM and SIGINT
+        /// then stop the server and send the last traces before it exits.
         #[arg(long, value_name = "URL", hide = !cfg!(feature = "otlp"))]
         otlp_endpoint: Option<String>,
         /// With --http: serve the server's metrics at /metrics in the Prometheus text
@@ -425,7 +426,7 @@ where
             allow_remote,
             tokens,
             metrics,
-            otlp_endpoint: _,
+            otlp_endpoint,
             allow_origin,
             tls_cert,
             tls_key,
@@ -449,6 +450,7 @@ where
                 allow_remote,
                 tokens,
                 metrics,
+                stop_on_signal: otlp_endpoint.is_some(),
                 origins: allow_origin,
                 tls: tls_cert.zip(tls_key),
             },
@@ -509,6 +511,9 @@ struct McpHttp {
     tokens: Option<PathBuf>,
     /// `--metrics`.
     metrics: bool,
+    /// With `--otlp-endpoint`: SIGTERM and SIGINT stop the server, and the traces not sent
+    /// yet are sent as the command ends.
+    stop_on_signal: bool,
     /// `--allow-origin`.
     origins: Vec<mcp::AllowedOrigin>,
     /// `--tls-cert` and `--tls-key`.
@@ -542,6 +547,7 @@ impl McpHttp {
             clock: Arc::new(SystemClock),
             // Set once the database is open (`serve_mcp`).
             metrics: None,
+            stop_on_signal: self.stop_on_signal,
         })))
     }
 

@@ -566,9 +566,18 @@ pub(crate) fn serve(
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     match transport {
         Transport::Stdio => tokio.block_on(serve_stdio(server, max_request_bytes)),
-        Transport::Http(listen) => tokio.block_on(http::serve(server, *listen, max_request_bytes)),
+        Transport::Http(listen) => {
+            let served = tokio.block_on(http::serve(server, *listen, max_request_bytes));
+            // Tool calls still running when a signal stopped the server get a moment to
+            // finish.
+            tokio.shutdown_timeout(SHUTDOWN);
+            served
+        }
     }
 }
+
+/// How long tool calls still running when the server stops may go on.
+const SHUTDOWN: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// One client on stdin and stdout, through the relay that answers a frame rmcp cannot
 /// parse with a JSON-RPC error, refuses frames past `max_request_bytes` and holds back a

@@ -8,7 +8,7 @@
 //! token, and log events (whose messages may quote a request) are not exported. Spans are
 //! sent in batches by the OpenTelemetry SDK's own thread (every 5 s, or as
 //! `OTEL_BSP_SCHEDULE_DELAY` says, in milliseconds), and what is left is sent when the
-//! command ends.
+//! command ends (over HTTP, SIGTERM and SIGINT then stop the server: `mcp/http.rs`).
 
 #[cfg(feature = "otlp")]
 use tracing::Subscriber;

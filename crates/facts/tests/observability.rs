@@ -480,6 +480,45 @@ mod traces {
     }
 
     #[test]
+    fn sigterm_stops_the_server_and_sends_the_traces_not_sent_yet() {
+        let collector = Collector::start();
+        // Batches every ten minutes: only the end of the command sends this one.
+        let mut server = Traced::start(
+            &["--otlp-endpoint", &collector.url],
+            &[("OTEL_BSP_SCHEDULE_DELAY", "600000")],
+        );
+        let mut client = HttpClient::connect(&server.url);
+        let answer = client.call("get_telemetry", json!({}));
+        assert!(answer.get("isError").is_some(), "{answer}");
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(collector.spans().is_empty());
+        let status = Command::new("kill")
+            .args(["-TERM", &server.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let started = Instant::now();
+        let exited = loop {
+            if let Some(status) = server.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "still running after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(exited.success(), "{exited:?}");
+        let spans = collector.spans();
+        let calls: Vec<&Span> = spans.iter().filter(|s| s.name == "tool_call").collect();
+        assert_eq!(calls.len(), 1, "{spans:#?}");
+        assert_eq!(
+            attribute(calls[0], "tool").as_deref(),
+            Some("get_telemetry")
+        );
+    }
+
+    #[test]
     fn traces_have_a_span_per_tool_call_with_store_retrieval_and_extraction_children() {
         let collector = Collector::start();
         let dir = TempDir::new().unwrap();

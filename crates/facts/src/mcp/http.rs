@@ -40,6 +40,10 @@
 //! request without a listed bearer token is 401, one whose tenant lacks the `metrics` right
 //! 403, and the tenant's limits apply. Every refusal is counted there too.
 //!
+//! With `--otlp-endpoint`, SIGTERM and SIGINT stop the server (its tool calls still
+//! running get a moment to finish), so the command ends and sends its last traces; without
+//! it they end the process at once, as they always did.
+//!
 //! A POST body is at most `--max-request-bytes` long (16 MiB by default). One that says it
 //! is longer (`Content-Length`) is refused before it is read; one that turns out longer as
 //! it is read (chunked) is refused by rmcp's own check, set to the same limit. Either way
@@ -126,6 +130,10 @@ pub(crate) struct Listen {
     pub(crate) clock: Arc<dyn Clock>,
     /// `--metrics`: what `/metrics` serves, and where refusals are counted.
     pub(crate) metrics: Option<Metrics>,
+    /// Whether SIGTERM and SIGINT stop the server so the command can end normally (with
+    /// `--otlp-endpoint`: the traces not sent yet are sent then); otherwise they stop the
+    /// process as they always did.
+    pub(crate) stop_on_signal: bool,
 }
 
 /// The server's TLS configuration (`--tls-cert`, `--tls-key`): the files, and the
@@ -502,6 +510,7 @@ pub(super) async fn serve<S: ServerHandler + Clone>(
         origins: allowed_origins,
         clock,
         metrics,
+        stop_on_signal,
     } = listen;
     let listener = TcpListener::bind(address)
         .await
@@ -566,7 +575,64 @@ pub(super) async fn serve<S: ServerHandler + Clone>(
         limit_body,
     ));
     let scheme = if tls.is_some() { "https" } else { "http" };
+    let stop = match stop_on_signal {
+        true => Some(stop_signal()?),
+        false => None,
+    };
     eprintln!("facts mcp: serving MCP over streamable HTTP at {scheme}://{local}{PATH}");
+    let served = serve_router(listener, router, tls, local);
+    let Some(stop) = stop else {
+        return served.await;
+    };
+    let mut served = std::pin::pin!(served);
+    let mut stop = std::pin::pin!(stop);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(served) = served.as_mut().poll(cx) {
+            return Poll::Ready(served);
+        }
+        if stop.as_mut().poll(cx).is_ready() {
+            eprintln!("facts mcp: stopping on a signal");
+            return Poll::Ready(Ok(()));
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+/// A future that is ready when the process gets SIGTERM or SIGINT (Ctrl-C off Unix).
+#[cfg(unix)]
+fn stop_signal() -> Result<impl Future<Output = ()>, String> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let listen = |kind| signal(kind).map_err(|e| format!("cannot listen for signals: {e}"));
+    let mut terminate = listen(SignalKind::terminate())?;
+    let mut interrupt = listen(SignalKind::interrupt())?;
+    Ok(std::future::poll_fn(move |cx| {
+        let terminated = terminate.poll_recv(cx).is_ready();
+        if terminated || interrupt.poll_recv(cx).is_ready() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }))
+}
+
+/// A future that is ready when the process gets SIGTERM or SIGINT (Ctrl-C off Unix).
+#[cfg(not(unix))]
+fn stop_signal() -> Result<impl Future<Output = ()>, String> {
+    Ok(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+}
+
+/// Serves `router` on `listener` (over TLS with `tls`) until the server fails.
+async fn serve_router(
+    listener: TcpListener,
+    router: axum::Router,
+    tls: Option<Tls>,
+    local: SocketAddr,
+) -> Result<(), String> {
+    #[cfg(not(feature = "tls"))]
+    let _ = local;
     let stopped = |e: std::io::Error| format!("the HTTP server stopped: {e}");
     match tls {
         None => axum::serve(
