@@ -7,7 +7,7 @@
 //! all clean, every library crate's public API matches its snapshot, every
 //! publishable crate packages and builds from its package alone, the lean
 //! build of `facts` (`--no-default-features --features sqlite`) compiles
-//! cleanly with no PostgreSQL, TLS or ONNX crate in its tree, and the
+//! cleanly with no PostgreSQL, TLS, ONNX or OpenTelemetry crate in its tree, and the
 //! dependency graph passes `cargo deny`. Every step that resolves
 //! dependencies passes `--locked`, so a stale `Cargo.lock` fails instead of
 //! being silently rewritten.
@@ -94,11 +94,12 @@ enum Missing {
 /// The steps, in the order they run. Cheap, common failures come first.
 const STEPS: &[Step] = &[
     cargo_step(&["fmt", "--all", "--check"]),
-    // The lean build of `facts` (SQLite alone) brings no PostgreSQL, TLS or ONNX crate...
+    // The lean build of `facts` (SQLite alone) brings no PostgreSQL, TLS, ONNX or
+    // OpenTelemetry crate...
     Step {
         action: Action::Xtask {
             name: "cargo tree -p factmem-cli --no-default-features --features sqlite \
-                   (the lean build: no PostgreSQL, TLS or ONNX crate)",
+                   (the lean build: no PostgreSQL, TLS, ONNX or OpenTelemetry crate)",
             run: lean_tree,
         },
         gate: None,
@@ -400,7 +401,7 @@ fn remove_dir(dir: &Path) -> Result<usize, Error> {
 
 /// The crates the lean build of `facts` (`-p factmem-cli --no-default-features --features
 /// sqlite`) must not compile: the PostgreSQL backend, its client and its pool, rustls,
-/// ONNX Runtime.
+/// ONNX Runtime, the OpenTelemetry exporter and its HTTP client.
 const NOT_LEAN: &[&str] = &[
     "fact-store-postgres",
     "postgres",
@@ -412,6 +413,11 @@ const NOT_LEAN: &[&str] = &[
     "tokio-rustls",
     "ort",
     "ort-sys",
+    "opentelemetry",
+    "opentelemetry_sdk",
+    "opentelemetry-otlp",
+    "tracing-opentelemetry",
+    "reqwest",
 ];
 
 /// Fails when the lean build's dependency tree (normal and build dependencies, for every

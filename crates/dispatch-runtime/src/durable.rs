@@ -276,6 +276,19 @@ pub struct DatabaseHandle {
     cache_budget: CacheBudget,
 }
 
+/// A database's connections at one moment ([`DatabaseHandle::connections`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Connections {
+    /// Open and unused now, kept for the next operation.
+    pub idle: usize,
+    /// Open now, idle or in use, where the backend counts them (PostgreSQL's pool).
+    pub open: Option<usize>,
+    /// Opened since the database was opened, closed since or not, where the backend
+    /// counts them (SQLite).
+    pub opened: Option<u64>,
+}
+
 /// What a [`DatabaseHandle`] opens stores with.
 #[derive(Clone)]
 enum Backend {
@@ -343,6 +356,30 @@ impl DatabaseHandle {
         };
         self.cache_budget = budget;
         self
+    }
+
+    /// The database's connections now, as the handle's stores share them: on SQLite the
+    /// idle ones and how many were opened so far, on PostgreSQL the pool's open and idle
+    /// ones (a metrics scrape reads them).
+    #[must_use]
+    pub fn connections(&self) -> Connections {
+        match &self.backend {
+            #[cfg(feature = "sqlite")]
+            Backend::Sqlite(database) => Connections {
+                idle: database.idle_connections(),
+                open: None,
+                opened: Some(database.opened_connections()),
+            },
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(database) => {
+                let (open, idle) = database.pool_connections();
+                Connections {
+                    idle,
+                    open: Some(open),
+                    opened: None,
+                }
+            }
+        }
     }
 
     /// The budget the handle's stores charge their in-process caches to.

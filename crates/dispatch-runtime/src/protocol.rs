@@ -101,6 +101,48 @@ pub fn is_success(answer: &Value) -> bool {
     answer.get("ok") == Some(&Value::Bool(true))
 }
 
+/// The error code of an answer that failed (`None` for a success); a failure without a
+/// code, which no answer of this crate is, counts as `internal_error`.
+#[must_use]
+pub fn error_code(answer: &Value) -> Option<&str> {
+    if is_success(answer) {
+        return None;
+    }
+    let code = answer
+        .get("error")
+        .and_then(|error| error.get("code"))
+        .and_then(Value::as_str);
+    Some(code.unwrap_or(code::INTERNAL_ERROR))
+}
+
+/// The prefix of the protocol's codes of a store's failures (`store_io`, `store_busy`, …):
+/// [`RuntimeError::Store`](crate::RuntimeError::Store)'s code is it and the store's code.
+const STORE_PREFIX: &str = "store_";
+
+/// The codes the memory tools answer when the store itself failed (it could not read or
+/// write), rather than the request: the store's own codes, without [`STORE_PREFIX`].
+const STORE_FAILURES: [&str; 5] = ["io", "busy", "corrupt", "newer_schema", "backend"];
+
+/// The store's own code (`io`, `busy`, `corrupt`, …) when an answer's error `code` says a
+/// store failed: a protocol action's `store_*` code, or a memory tool's code of a store that
+/// could not read or write. `None` for every other code, among them a memory tool's
+/// `not_found` (an id the caller got wrong).
+///
+/// ```
+/// use dispatch_runtime::protocol::store_failure;
+/// assert_eq!(store_failure("store_busy"), Some("busy"));
+/// assert_eq!(store_failure("corrupt"), Some("corrupt"));
+/// assert_eq!(store_failure("not_found"), None);
+/// assert_eq!(store_failure("invalid_request"), None);
+/// ```
+#[must_use]
+pub fn store_failure(code: &str) -> Option<&str> {
+    match code.strip_prefix(STORE_PREFIX) {
+        Some(store) => Some(store),
+        None => STORE_FAILURES.contains(&code).then_some(code),
+    }
+}
+
 /// `get_snapshot` and `end_run`: a run.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -170,8 +170,12 @@ impl Spec {
         for selector in extraction.settles {
             transaction.push(Step::EndMatching(selector));
         }
+        let facts = extraction.facts.len();
         transaction.push(Step::Add(extraction.facts));
-        let applied = self.store.apply(transaction)?;
+        let applied = {
+            let _span = tracing::info_span!("store", operation = "apply", facts).entered();
+            self.store.apply(transaction)?
+        };
         let mut settled = 0;
         let mut report = AddReport::default();
         for step in applied.steps {
@@ -709,7 +713,8 @@ impl DispatchRuntimeManager {
 
     /// How many runs the runtime holds (some may have expired and wait for the next
     /// `init_run` to be dropped).
-    fn run_count(&self) -> usize {
+    #[must_use]
+    pub fn run_count(&self) -> usize {
         lock(&self.runs).len()
     }
 
@@ -1068,7 +1073,13 @@ impl DispatchRuntimeManager {
         };
         self.counters().telemetry.total_output_tokens += tokens as u64;
         let now = self.clock.now();
-        let extraction = self.extractor.extract(&result, &request.task_id);
+        let extraction = {
+            let span = tracing::info_span!("extraction", facts = tracing::field::Empty);
+            let _entered = span.enter();
+            let extraction = self.extractor.extract(&result, &request.task_id);
+            span.record("facts", extraction.facts.len());
+            extraction
+        };
         let facts_extracted: Vec<String> = extraction
             .facts
             .iter()

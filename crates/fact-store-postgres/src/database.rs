@@ -278,6 +278,16 @@ impl PgDatabase {
         &self.shared.location
     }
 
+    /// The pool's connections now: how many are open, and how many of them are idle
+    /// (the others are in use by an operation).
+    #[must_use]
+    pub fn pool_connections(&self) -> (usize, usize) {
+        let state = self.shared.pool.state();
+        let open = usize::try_from(state.connections).unwrap_or(usize::MAX);
+        let idle = usize::try_from(state.idle_connections).unwrap_or(usize::MAX);
+        (open, idle)
+    }
+
     /// The options the handle was opened with.
     #[must_use]
     pub fn options(&self) -> &PgOptions {

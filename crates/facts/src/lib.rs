@@ -56,6 +56,7 @@ mod mcp;
 mod mem;
 mod model;
 mod options;
+mod otlp;
 mod replay;
 mod schema;
 
@@ -249,6 +250,19 @@ enum Command {
         /// apply) and its specs are stored under it. SIGHUP re-reads the file.
         #[arg(long, value_name = "FILE", requires = "http")]
         tokens: Option<PathBuf>,
+        /// Export OpenTelemetry traces of every tool call (a span per call, with child spans
+        /// for store, retrieval, embedding and extraction; names, counts and codes, never
+        /// memory text or tokens) to the OTLP/HTTP receiver at URL, e.g.
+        /// http://127.0.0.1:4318 (docs/observability.md). With --http, SIGTERM and SIGINT
+        /// then stop the server and send the last traces before it exits.
+        #[arg(long, value_name = "URL", hide = !cfg!(feature = "otlp"))]
+        otlp_endpoint: Option<String>,
+        /// With --http: serve the server's metrics at /metrics in the Prometheus text
+        /// format (tool calls by tool and outcome, their latency, store errors, caches,
+        /// refusals, runs, database connections; docs/observability.md). With --tokens, a
+        /// scrape needs the bearer token of a tenant with the `metrics` right.
+        #[arg(long, requires = "http")]
+        metrics: bool,
         /// With --http: also let in browser requests whose Origin is ORIGIN, exactly
         /// (scheme://host[:port], e.g. https://mcp.example.com, a reverse proxy's public
         /// name); repeat for several. Pages on localhost, 127.0.0.1 and [::1] (any port)
@@ -382,7 +396,18 @@ where
         .subcommand_matches("mcp")
         .and_then(|mcp| mcp.value_source("embedder"))
         == Some(ValueSource::CommandLine);
-    logging::init(cli.log_level);
+    let otlp = match &cli.command {
+        Command::Mcp { otlp_endpoint, .. } => otlp_endpoint.as_deref(),
+        _ => None,
+    };
+    // Kept until the command ends: dropping it sends the traces not sent yet.
+    let _exporter = match logging::init(cli.log_level, otlp) {
+        Ok(exporter) => exporter,
+        Err(message) => {
+            eprintln!("facts: {message}");
+            return EXIT_USAGE;
+        }
+    };
     let result = match cli.command {
         Command::Demo => demo::run().map_err(Failure::failed),
         Command::Replay(args) => replay::run(args),
@@ -400,6 +425,8 @@ where
             http,
             allow_remote,
             tokens,
+            metrics,
+            otlp_endpoint,
             allow_origin,
             tls_cert,
             tls_key,
@@ -422,6 +449,8 @@ where
                 address: http,
                 allow_remote,
                 tokens,
+                metrics,
+                stop_on_signal: otlp_endpoint.is_some(),
                 origins: allow_origin,
                 tls: tls_cert.zip(tls_key),
             },
@@ -480,6 +509,11 @@ struct McpHttp {
     allow_remote: bool,
     /// `--tokens`.
     tokens: Option<PathBuf>,
+    /// `--metrics`.
+    metrics: bool,
+    /// With `--otlp-endpoint`: SIGTERM and SIGINT stop the server, and the traces not sent
+    /// yet are sent as the command ends.
+    stop_on_signal: bool,
     /// `--allow-origin`.
     origins: Vec<mcp::AllowedOrigin>,
     /// `--tls-cert` and `--tls-key`.
@@ -511,6 +545,9 @@ impl McpHttp {
             tokens,
             origins: self.origins,
             clock: Arc::new(SystemClock),
+            // Set once the database is open (`serve_mcp`).
+            metrics: None,
+            stop_on_signal: self.stop_on_signal,
         })))
     }
 
@@ -559,7 +596,8 @@ fn serve_mcp(
         }
         (embedder, _) => embedder.map(|(dir, _)| dir),
     };
-    let transport = http.transport()?;
+    let metrics_on = http.metrics;
+    let mut transport = http.transport()?;
     let counter = counter(tokenizer)?;
     let (project, run_expiry) = runs;
     if let Some(project) = &project {
@@ -607,12 +645,31 @@ fn serve_mcp(
         }
         None => None,
     };
+    let tenanted = McpHttp::tenanted(&transport);
+    let metrics = match metrics_on {
+        true => Some(Arc::new(mcp::Metrics::new(
+            tenanted,
+            handle.clone(),
+            clock.clone(),
+        )?)),
+        false => None,
+    };
+    if let mcp::Transport::Http(listen) = &mut transport {
+        listen.metrics = metrics.clone();
+    }
+    let serve = move |server: mcp::FactsServer| {
+        let server = match metrics {
+            Some(metrics) => server.with_metrics(metrics),
+            None => server,
+        };
+        mcp::serve(server, transport, max_request_bytes)
+    };
     // Once, at start: a model that cannot be loaded stops the server.
     let embedder = match (&handle, embedder) {
         (Some(_), Some(dir)) => Some(mem::load_embedder(&dir, host)?),
         _ => None,
     };
-    if McpHttp::tenanted(&transport) {
+    if tenanted {
         let root = match &project {
             Some(project) => project.clone(),
             None => PathBuf::from("."),
@@ -631,12 +688,12 @@ fn serve_mcp(
             )
         });
         let server = mcp::FactsServer::tenanted(mcp::Tenancy::new(open, root), memory);
-        return Ok(mcp::serve(server, transport, max_request_bytes)?);
+        return Ok(serve(server)?);
     }
     let builder = runtimes.builder(project.as_deref());
     let Some(handle) = handle else {
         let server = mcp::FactsServer::new(builder.build(), None);
-        return Ok(mcp::serve(server, transport, max_request_bytes)?);
+        return Ok(serve(server)?);
     };
     let memory = handle
         .open_memory(scope, config, clock.clone())
@@ -653,7 +710,7 @@ fn serve_mcp(
     }
     let memory = mcp::Memory::new(memory, scope, allow_llm_cmd);
     let server = mcp::FactsServer::new(runtime, Some(memory));
-    Ok(mcp::serve(server, transport, max_request_bytes)?)
+    Ok(serve(server)?)
 }
 
 /// How `facts mcp` builds a runtime: `--tokenizer` and `--run-expiry`.

@@ -29,6 +29,7 @@ mod frames;
 mod hints;
 mod http;
 mod memory;
+mod metrics;
 mod tenants;
 
 use std::collections::HashMap;
@@ -49,6 +50,7 @@ use serde_json::{Map, Value};
 use hints::Hints;
 pub(crate) use http::{AllowedOrigin, Listen, Tls, check_address, parse_address, parse_origin};
 pub(crate) use memory::Memory;
+pub(crate) use metrics::Metrics;
 pub(crate) use tenants::{Tenant, Tenants, spec_prefix};
 
 /// What the server tells a client about itself.
@@ -163,6 +165,25 @@ impl Tenancy {
         }
     }
 
+    /// How many runs the tenants' runtimes hold together.
+    fn runs_held(&self) -> usize {
+        let slots: Vec<Arc<Slot>> = self
+            .spaces
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect();
+        slots
+            .iter()
+            .filter_map(|slot| {
+                // A slot being opened (its lock held) has no runs yet.
+                let slot = slot.try_lock().ok()?;
+                slot.as_ref().map(|space| space.runtime.run_count())
+            })
+            .sum()
+    }
+
     /// The project directory `tenant`'s `project_path`s must lie in.
     fn project<'a>(&'a self, tenant: &'a Tenant) -> &'a Path {
         tenant.project().unwrap_or(&self.project)
@@ -189,6 +210,16 @@ impl Tenancy {
     }
 }
 
+impl Serving {
+    /// How many runs are held: the one runtime's, or every tenant's opened so far.
+    fn runs_held(&self) -> usize {
+        match self {
+            Serving::One { runtime, .. } => runtime.run_count(),
+            Serving::Tenants(tenancy) => tenancy.runs_held(),
+        }
+    }
+}
+
 /// Whom the server answers: everyone in one space, or each tenant in its own.
 #[derive(Clone)]
 enum Serving {
@@ -210,6 +241,8 @@ pub(crate) struct FactsServer {
     tools: Arc<[Tool]>,
     /// Whether the memory tools are served, and whether they rank by meaning.
     memory: Option<bool>,
+    /// `--metrics`: where each tool call is counted.
+    metrics: Option<metrics::Shared>,
 }
 
 impl FactsServer {
@@ -222,7 +255,16 @@ impl FactsServer {
             },
             tools: tools(semantic.is_some()).into(),
             memory: semantic,
+            metrics: None,
         }
+    }
+
+    /// This server, counting its tool calls and its runs in `metrics`.
+    pub(crate) fn with_metrics(mut self, metrics: metrics::Shared) -> Self {
+        let serving = self.serving.clone();
+        metrics.count_runs(Box::new(move || serving.runs_held()));
+        self.metrics = Some(metrics);
+        self
     }
 
     /// A server of tenants: each request is answered in its tenant's space, which
@@ -233,6 +275,7 @@ impl FactsServer {
             serving: Serving::Tenants(Arc::new(tenancy)),
             tools: tools(memory.is_some()).into(),
             memory,
+            metrics: None,
         }
     }
 
@@ -467,8 +510,38 @@ impl ServerHandler for FactsServer {
         // Tools read and write stores (a database, a model command): off the async thread.
         let server = self.clone();
         let tenant = tenant_of(&context.extensions);
+        let metrics = self.metrics.clone();
+        let started = metrics.as_ref().map(|metrics| metrics.now());
+        let tool = match self.get_tool(&request.name) {
+            Some(tool) => tool.name.clone(),
+            None => metrics::UNKNOWN_TOOL_LABEL.into(),
+        };
         let answer = tokio::task::spawn_blocking(move || {
-            server.call(&request.name, request.arguments, tenant.as_deref())
+            // The call's span, the parent of the runtime's store, retrieval, embedding and
+            // extraction spans: names and codes only, never the arguments.
+            let span = tracing::info_span!(
+                "tool_call",
+                otel.kind = "server",
+                tool = %tool,
+                tenant = tracing::field::Empty,
+                outcome = tracing::field::Empty,
+                otel.status_code = tracing::field::Empty,
+            );
+            if let Some(tenant) = &tenant {
+                span.record("tenant", tenant.name());
+            }
+            let answer =
+                span.in_scope(|| server.call(&request.name, request.arguments, tenant.as_deref()));
+            let code = protocol::error_code(&answer);
+            span.record("outcome", code.unwrap_or("ok"));
+            if code.is_some() {
+                span.record("otel.status_code", "error");
+            }
+            if let (Some(metrics), Some(started)) = (metrics, started) {
+                let tenant = tenant.as_ref().map(|tenant| tenant.name());
+                metrics.tool_call(&tool, code, tenant, started);
+            }
+            answer
         })
         .await
         .map_err(|e| ErrorData::internal_error(format!("the tool call failed: {e}"), None))?;
@@ -493,9 +566,18 @@ pub(crate) fn serve(
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     match transport {
         Transport::Stdio => tokio.block_on(serve_stdio(server, max_request_bytes)),
-        Transport::Http(listen) => tokio.block_on(http::serve(server, *listen, max_request_bytes)),
+        Transport::Http(listen) => {
+            let served = tokio.block_on(http::serve(server, *listen, max_request_bytes));
+            // Tool calls still running when a signal stopped the server get a moment to
+            // finish.
+            tokio.shutdown_timeout(SHUTDOWN);
+            served
+        }
     }
 }
+
+/// How long tool calls still running when the server stops may go on.
+const SHUTDOWN: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// One client on stdin and stdout, through the relay that answers a frame rmcp cannot
 /// parse with a JSON-RPC error, refuses frames past `max_request_bytes` and holds back a

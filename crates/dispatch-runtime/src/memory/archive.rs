@@ -241,7 +241,10 @@ impl MemoryService {
             .map_or_else(|| default_title(&transcript.messages), str::to_owned);
         let mut episode =
             Episode::new(title, "", transcript.messages, now).with_metadata(request.metadata);
-        self.store.put_episode(&episode)?;
+        {
+            let _span = tracing::info_span!("store", operation = "put_episode").entered();
+            self.store.put_episode(&episode)?;
+        }
         let extractor = request.extractor.or(self.extractor.as_deref());
         let changes = match extractor {
             None => None,
@@ -299,12 +302,18 @@ impl MemoryService {
         extractor: &dyn ConversationExtractor,
     ) -> Result<(MemoryChanges, Vec<String>), MemoryError> {
         let known = self.known_memory(&episode.messages)?;
-        let extraction = extractor
-            .extract_conversation(&episode.messages, &episode.id, &known)
+        let span = tracing::info_span!(
+            "extraction",
+            messages = episode.messages.len(),
+            facts = tracing::field::Empty
+        );
+        let extraction = span
+            .in_scope(|| extractor.extract_conversation(&episode.messages, &episode.id, &known))
             .map_err(|source| MemoryError::Extraction {
                 episode_id: episode.id.clone(),
                 source,
             })?;
+        span.record("facts", extraction.facts.len());
         let now = self.clock.now();
         let said_at = episode
             .messages
@@ -400,7 +409,10 @@ impl MemoryService {
                 .with_title(title)
                 .with_summary(extraction.summary.clone()),
         );
-        let report = self.store.commit(write)?;
+        let report = {
+            let _span = tracing::info_span!("store", operation = "commit").entered();
+            self.store.commit(write)?
+        };
         for (at, step) in report.facts.steps.iter().enumerate() {
             match step {
                 StepReport::Added(added) if at >= first_reply_step => {
@@ -487,7 +499,10 @@ impl MemoryService {
         for fact in &facts {
             write.facts.push(Step::Delete(*fact));
         }
-        let report = self.store.commit(write)?;
+        let report = {
+            let _span = tracing::info_span!("store", operation = "commit").entered();
+            self.store.commit(write)?
+        };
         Ok(ForgetReport {
             episodes: vec![id.to_owned()],
             versions: deleted_versions(&report.facts.steps),
@@ -533,7 +548,10 @@ impl MemoryService {
                 alias: alias.clone(),
             });
         }
-        let report = self.store.commit(write)?;
+        let report = {
+            let _span = tracing::info_span!("store", operation = "commit").entered();
+            self.store.commit(write)?
+        };
         Ok(ForgetReport {
             episodes: Vec::new(),
             versions: deleted_versions(&report.facts.steps),

@@ -317,6 +317,7 @@ impl MemoryService {
             .cloned()
             .collect();
         if !added.is_empty() {
+            let _span = tracing::info_span!("embedding", facts = added.len()).entered();
             hybrid.embed_facts(&added)?;
         }
         Ok(())
@@ -337,7 +338,10 @@ impl MemoryService {
     pub fn add(&self, new: NewMemory) -> Result<AddOutcome, MemoryError> {
         let now = self.clock.now();
         let fact = fact_of(&self.entities()?, new, now)?;
-        let report = self.store.add(vec![fact.clone()])?;
+        let report = {
+            let _span = tracing::info_span!("store", operation = "add", facts = 1).entered();
+            self.store.add(vec![fact.clone()])?
+        };
         self.embed_added(std::slice::from_ref(&fact), &report.added)?;
         Ok(AddOutcome { fact, report })
     }
@@ -387,7 +391,11 @@ impl MemoryService {
         for fact in &facts {
             transaction.push(Step::Add(vec![fact.clone()]));
         }
-        let applied = self.store.apply(transaction)?;
+        let applied = {
+            let _span =
+                tracing::info_span!("store", operation = "add", facts = facts.len()).entered();
+            self.store.apply(transaction)?
+        };
         let mut outcomes = Vec::with_capacity(facts.len());
         let mut added = Vec::new();
         for (fact, step) in facts.into_iter().zip(applied.steps) {
@@ -566,7 +574,16 @@ impl MemoryService {
         }
         term_query.filter = read.filter.as_ref();
         term_query.recency = read.recency(self.clock.now());
-        Ok(self.store.search(&term_query, &Bm25::default())?)
+        let span = tracing::info_span!(
+            "retrieval",
+            operation = "search",
+            limit,
+            found = tracing::field::Empty
+        );
+        let _entered = span.enter();
+        let found = self.store.search(&term_query, &Bm25::default())?;
+        span.record("found", found.len());
+        Ok(found)
     }
 
     /// [`search`](Self::search) ranked by words and meaning together when the service
@@ -593,6 +610,7 @@ impl MemoryService {
         let mut fact_query = FactQuery::new("", text).with_max_facts(limit);
         fact_query.filter.clone_from(&read.filter);
         fact_query.recency = read.recency(self.clock.now());
+        let _span = tracing::info_span!("retrieval", operation = "search_hybrid", limit).entered();
         Ok(hybrid
             .rank(&fact_query)
             .map_err(store_first)?
@@ -667,6 +685,14 @@ impl MemoryService {
         if let Some((context, weight)) = self.message_context {
             query = query.with_message_context(context, weight);
         }
+        let _span = tracing::info_span!(
+            "retrieval",
+            operation = "recall",
+            limit,
+            max_tokens,
+            hybrid = self.hybrid.is_some()
+        )
+        .entered();
         if let Some(hybrid) = &self.hybrid {
             return hybrid
                 .recall(&*self.store, &query, &*self.counter)

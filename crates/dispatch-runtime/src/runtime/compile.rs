@@ -90,10 +90,12 @@ impl DispatchRuntimeManager {
             .with_max_tokens(self.prompts.max_fact_tokens);
         let spec = self.spec(&entry.spec_name)?;
         let started = self.clock.now();
-        let retrieval = spec
-            .retriever
-            .retrieve(&query)
-            .map_err(super::store_error)?;
+        let retrieval = {
+            let _span = tracing::info_span!("retrieval", operation = "compile_prompt").entered();
+            spec.retriever
+                .retrieve(&query)
+                .map_err(super::store_error)?
+        };
         let took = self.clock.now().unix_micros() - started.unix_micros();
         // This dispatch cycle would re-send every earlier observation of the spec.
         let masked = spec.observed_tokens.load(Ordering::Relaxed);

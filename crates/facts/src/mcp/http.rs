@@ -34,6 +34,16 @@
 //! cannot be loaded are logged and the old certificate kept. A build without the feature
 //! refuses the two flags with a usage error.
 //!
+//! With `--metrics`, `GET /metrics` answers the server's metrics in the Prometheus text
+//! format (`mcp/metrics.rs`, `docs/observability.md`) under the same rules as `/mcp`: on
+//! loopback only to a loopback `Host`, a foreign `Origin` is 403, and with `--tokens` a
+//! request without a listed bearer token is 401, one whose tenant lacks the `metrics` right
+//! 403, and the tenant's limits apply. Every refusal is counted there too.
+//!
+//! With `--otlp-endpoint`, SIGTERM and SIGINT stop the server (its tool calls still
+//! running get a moment to finish), so the command ends and sends its last traces; without
+//! it they end the process at once, as they always did.
+//!
 //! A POST body is at most `--max-request-bytes` long (16 MiB by default). One that says it
 //! is longer (`Content-Length`) is refused before it is read; one that turns out longer as
 //! it is read (chunked) is refused by rmcp's own check, set to the same limit. Either way
@@ -50,6 +60,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State};
+use axum::http::header::HOST;
 use axum::http::header::{
     AUTHORIZATION, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, ORIGIN, RETRY_AFTER, WWW_AUTHENTICATE,
 };
@@ -71,11 +82,15 @@ use tokio_rustls::TlsAcceptor;
 #[cfg(feature = "tls")]
 use tokio_rustls::server::TlsStream;
 
-use super::tenants::{Sha, Tenants};
+use super::metrics::{Refusal, Shared as Metrics};
+use super::tenants::{Right, Sha, Tenant, Tenants};
 use crate::bounds;
 
 /// The path the MCP endpoint is served at.
 const PATH: &str = "/mcp";
+
+/// The path the metrics are served at, with `--metrics`.
+const METRICS_PATH: &str = "/metrics";
 
 /// The header of an MCP session's id.
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -97,6 +112,8 @@ const HANDSHAKES_QUEUED: usize = 64;
 const UNAUTHORIZED_CODE: i64 = -32001;
 /// The JSON-RPC error code of a request refused for its tenant's limits.
 const TOO_MANY_CODE: i64 = -32002;
+/// The JSON-RPC error code of a request its tenant has no right to make.
+const FORBIDDEN_CODE: i64 = -32003;
 
 /// Where and how `facts mcp --http` listens.
 #[derive(Debug)]
@@ -111,6 +128,12 @@ pub(crate) struct Listen {
     pub(crate) origins: Vec<AllowedOrigin>,
     /// The clock of the tenants' rate limits and of their sessions' idle time.
     pub(crate) clock: Arc<dyn Clock>,
+    /// `--metrics`: what `/metrics` serves, and where refusals are counted.
+    pub(crate) metrics: Option<Metrics>,
+    /// Whether SIGTERM and SIGINT stop the server so the command can end normally (with
+    /// `--otlp-endpoint`: the traces not sent yet are sent then); otherwise they stop the
+    /// process as they always did.
+    pub(crate) stop_on_signal: bool,
 }
 
 /// The server's TLS configuration (`--tls-cert`, `--tls-key`): the files, and the
@@ -374,7 +397,7 @@ pub(crate) fn origin_allowed(value: &str, allowed: &[AllowedOrigin]) -> bool {
 /// words of rmcp's own refusals (`Forbidden: Origin header is not allowed`), and logs it;
 /// lets the others in.
 async fn check_origin(
-    State(allowed): State<Arc<Vec<AllowedOrigin>>>,
+    State((allowed, metrics)): State<(Arc<Vec<AllowedOrigin>>, Option<Metrics>)>,
     request: Request,
     next: Next,
 ) -> Response {
@@ -390,6 +413,9 @@ async fn check_origin(
          --allow-origin",
         crate::bounds::clip(&text, 200)
     );
+    if let Some(metrics) = &metrics {
+        metrics.refused(Refusal::Origin, None);
+    }
     let mut response = Response::new(Body::from("Forbidden: Origin header is not allowed"));
     *response.status_mut() = StatusCode::FORBIDDEN;
     response
@@ -483,6 +509,8 @@ pub(super) async fn serve<S: ServerHandler + Clone>(
         tokens,
         origins: allowed_origins,
         clock,
+        metrics,
+        stop_on_signal,
     } = listen;
     let listener = TcpListener::bind(address)
         .await
@@ -495,11 +523,11 @@ pub(super) async fn serve<S: ServerHandler + Clone>(
     let mut config = StreamableHttpServerConfig::default()
         .disable_allowed_origins()
         .with_max_request_body_bytes(max_request_bytes);
+    let mut config_hosts = config.allowed_hosts.clone();
+    config_hosts.push(local.ip().to_string());
     config = if is_loopback(local) {
         // rmcp's loopback names, and the address itself (127.0.0.2 is loopback too).
-        let mut hosts = config.allowed_hosts.clone();
-        hosts.push(local.ip().to_string());
-        config.with_allowed_hosts(hosts)
+        config.with_allowed_hosts(config_hosts.clone())
     } else {
         // Served on purpose (`--allow-remote`) to names this server cannot know.
         config.disable_allowed_hosts()
@@ -509,18 +537,33 @@ pub(super) async fn serve<S: ServerHandler + Clone>(
     let service =
         StreamableHttpService::new(move || Ok(server.clone()), Arc::new(sessions), config);
     let mut router = axum::Router::new().nest_service(PATH, service);
+    if let Some(metrics) = &metrics {
+        // rmcp checks `/mcp`'s Host; `/metrics` is checked against the same names.
+        let hosts = Arc::new(if is_loopback(local) {
+            config_hosts
+        } else {
+            Vec::new()
+        });
+        let metrics = metrics.clone();
+        router = router.route(
+            METRICS_PATH,
+            axum::routing::get(move |request: Request| {
+                scrape(metrics.clone(), hosts.clone(), request)
+            }),
+        );
+    }
     let mut reloads = Reloads {
         tokens: None,
         tls: tls.clone(),
     };
     if let Some((path, tenants)) = tokens {
-        let gate = Arc::new(Gate::new(tenants, clock));
+        let gate = Arc::new(Gate::new(tenants, clock, metrics.clone()));
         reloads.tokens = Some((gate.clone(), path));
         router = router.layer(axum::middleware::from_fn_with_state(gate, authenticate));
     }
     // Outside the tenants' gate: a page of another site learns nothing of the tokens.
     router = router.layer(axum::middleware::from_fn_with_state(
-        Arc::new(allowed_origins),
+        (Arc::new(allowed_origins), metrics.clone()),
         check_origin,
     ));
     // Before the URL is printed: from then on, SIGHUP re-reads the files rather than
@@ -528,11 +571,68 @@ pub(super) async fn serve<S: ServerHandler + Clone>(
     reload_on_hangup(reloads)?;
     // The body limit first: a body too long is refused before anything else is done.
     let router = router.layer(axum::middleware::from_fn_with_state(
-        max_request_bytes,
+        (max_request_bytes, metrics),
         limit_body,
     ));
     let scheme = if tls.is_some() { "https" } else { "http" };
+    let stop = match stop_on_signal {
+        true => Some(stop_signal()?),
+        false => None,
+    };
     eprintln!("facts mcp: serving MCP over streamable HTTP at {scheme}://{local}{PATH}");
+    let served = serve_router(listener, router, tls, local);
+    let Some(stop) = stop else {
+        return served.await;
+    };
+    let mut served = std::pin::pin!(served);
+    let mut stop = std::pin::pin!(stop);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(served) = served.as_mut().poll(cx) {
+            return Poll::Ready(served);
+        }
+        if stop.as_mut().poll(cx).is_ready() {
+            eprintln!("facts mcp: stopping on a signal");
+            return Poll::Ready(Ok(()));
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+/// A future that is ready when the process gets SIGTERM or SIGINT (Ctrl-C off Unix).
+#[cfg(unix)]
+fn stop_signal() -> Result<impl Future<Output = ()>, String> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let listen = |kind| signal(kind).map_err(|e| format!("cannot listen for signals: {e}"));
+    let mut terminate = listen(SignalKind::terminate())?;
+    let mut interrupt = listen(SignalKind::interrupt())?;
+    Ok(std::future::poll_fn(move |cx| {
+        let terminated = terminate.poll_recv(cx).is_ready();
+        if terminated || interrupt.poll_recv(cx).is_ready() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }))
+}
+
+/// A future that is ready when the process gets SIGTERM or SIGINT (Ctrl-C off Unix).
+#[cfg(not(unix))]
+fn stop_signal() -> Result<impl Future<Output = ()>, String> {
+    Ok(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+}
+
+/// Serves `router` on `listener` (over TLS with `tls`) until the server fails.
+async fn serve_router(
+    listener: TcpListener,
+    router: axum::Router,
+    tls: Option<Tls>,
+    local: SocketAddr,
+) -> Result<(), String> {
+    #[cfg(not(feature = "tls"))]
+    let _ = local;
     let stopped = |e: std::io::Error| format!("the HTTP server stopped: {e}");
     match tls {
         None => axum::serve(
@@ -562,17 +662,27 @@ struct Gate {
     clock: Arc<dyn Clock>,
     /// The origin of [`Gate::elapsed`], in microseconds since the Unix epoch.
     start: i64,
+    /// Where refusals are counted (`--metrics`).
+    metrics: Option<Metrics>,
 }
 
 impl Gate {
     /// A gate of `tenants`, read at the clock's time zero, as [`Tenants::load`] is given.
-    fn new(tenants: Tenants, clock: Arc<dyn Clock>) -> Gate {
+    fn new(tenants: Tenants, clock: Arc<dyn Clock>, metrics: Option<Metrics>) -> Gate {
         let start = clock.now().unix_micros();
         Gate {
             tenants: RwLock::new(Arc::new(tenants)),
             sessions: Mutex::new(HashMap::new()),
             clock,
             start,
+            metrics,
+        }
+    }
+
+    /// Counts a refusal, when metrics are kept.
+    fn refused(&self, reason: Refusal, tenant: Option<&Tenant>) {
+        if let Some(metrics) = &self.metrics {
+            metrics.refused(reason, tenant.map(|tenant| tenant.name()));
         }
     }
 
@@ -688,6 +798,62 @@ fn reload_on_hangup(reloads: Reloads) -> Result<(), String> {
     Ok(())
 }
 
+/// Answers `GET /metrics`: the metrics in the Prometheus text format, to a request whose
+/// `Host` is one of `hosts` (any, when `hosts` is empty: served on purpose to other
+/// machines) and, with tenants, whose tenant has the `metrics` right (the tenants' gate let
+/// the request in already).
+async fn scrape(metrics: Metrics, hosts: Arc<Vec<String>>, request: Request) -> Response {
+    if !hosts.is_empty() && !host_allowed(request.headers(), &hosts) {
+        tracing::warn!("facts mcp: refused a scrape of {METRICS_PATH} for a foreign Host (403)");
+        let mut response = Response::new(Body::from("Forbidden: Host header is not allowed"));
+        *response.status_mut() = StatusCode::FORBIDDEN;
+        return response;
+    }
+    if let Some(tenant) = request.extensions().get::<Arc<Tenant>>()
+        && !tenant.may(Right::Metrics)
+    {
+        tracing::warn!(
+            "facts mcp: tenant {:?} scraped {METRICS_PATH} without the metrics right (403)",
+            tenant.name()
+        );
+        metrics.refused(Refusal::NoMetricsRight, Some(tenant.name()));
+        return json_error(
+            StatusCode::FORBIDDEN,
+            FORBIDDEN_CODE,
+            format!(
+                "Forbidden: tenant {:?} may not read {METRICS_PATH}: its token lacks the \
+                 \"metrics\" right",
+                tenant.name()
+            ),
+        );
+    }
+    let (text, content_type) = tokio::task::spawn_blocking(move || metrics.render())
+        .await
+        .unwrap_or_else(|e| (format!("# the metrics could not be read: {e}\n"), ""));
+    let mut response = Response::new(Body::from(text));
+    if let Ok(value) = HeaderValue::from_str(content_type) {
+        response.headers_mut().insert(CONTENT_TYPE, value);
+    }
+    response
+}
+
+/// Whether a request's `Host` (its name, without the port) is one of `hosts`.
+fn host_allowed(headers: &HeaderMap, hosts: &[String]) -> bool {
+    let Some(host) = headers.get(HOST).and_then(|value| value.to_str().ok()) else {
+        return false;
+    };
+    let name = match host.strip_prefix('[') {
+        Some(bracketed) => bracketed.split(']').next().unwrap_or_default(),
+        None => host.split(':').next().unwrap_or_default(),
+    };
+    let bare = |text: &str| {
+        text.trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_ascii_lowercase()
+    };
+    hosts.iter().any(|allowed| bare(allowed) == bare(name))
+}
+
 /// The bearer token of a request's `Authorization` header.
 fn bearer(headers: &HeaderMap) -> Option<&str> {
     let value = headers.get(AUTHORIZATION)?.to_str().ok()?.trim();
@@ -710,10 +876,12 @@ async fn authenticate(State(gate): State<Arc<Gate>>, mut request: Request, next:
     let (tenant, digest) = match found {
         None => {
             tracing::warn!("facts mcp: refused a request from {peer}: no bearer token (401)");
+            gate.refused(Refusal::NoToken, None);
             return unauthorized("this server needs Authorization: Bearer TOKEN");
         }
         Some(None) => {
             tracing::warn!("facts mcp: refused a request from {peer}: unknown token (401)");
+            gate.refused(Refusal::UnknownToken, None);
             return unauthorized("the bearer token is not one this server knows");
         }
         Some(Some((tenant, digest))) => (tenant.clone(), digest),
@@ -732,6 +900,7 @@ async fn authenticate(State(gate): State<Arc<Gate>>, mut request: Request, next:
              created with another token (404)",
             tenant.name()
         );
+        gate.refused(Refusal::ForeignSession, Some(&tenant));
         return json_error(
             StatusCode::NOT_FOUND,
             -32600,
@@ -743,6 +912,7 @@ async fn authenticate(State(gate): State<Arc<Gate>>, mut request: Request, next:
             "facts mcp: tenant {:?} from {peer} is over its request rate (429)",
             tenant.name()
         );
+        gate.refused(Refusal::Rate, Some(&tenant));
         return too_many(
             wait,
             format!("tenant {:?} is over its request rate", tenant.name()),
@@ -761,6 +931,7 @@ async fn authenticate(State(gate): State<Arc<Gate>>, mut request: Request, next:
                     tenant.name(),
                     tenant.max_concurrent()
                 );
+                gate.refused(Refusal::InFlight, Some(&tenant));
                 return too_many(
                     Duration::from_secs(1),
                     format!(
@@ -873,17 +1044,28 @@ fn json_error(status: StatusCode, code: i64, message: String) -> Response {
 
 /// Refuses a body that says it is longer than the limit before reading it, and gives
 /// rmcp's refusal of one that turned out longer a JSON-RPC body.
-async fn limit_body(State(limit): State<usize>, request: Request, next: Next) -> Response {
+async fn limit_body(
+    State((limit, metrics)): State<(usize, Option<Metrics>)>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let refused = || {
+        if let Some(metrics) = &metrics {
+            metrics.refused(Refusal::TooLarge, None);
+        }
+    };
     let announced = request
         .headers()
         .get(CONTENT_LENGTH)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.trim().parse::<u64>().ok());
     if let Some(bytes) = announced.filter(|&bytes| bytes > limit as u64) {
+        refused();
         return too_large(Some(bytes), limit);
     }
     let response = next.run(request).await;
     if response.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        refused();
         return too_large(None, limit);
     }
     response

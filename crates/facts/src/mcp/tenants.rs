@@ -52,6 +52,8 @@ pub(crate) enum Right {
     Write,
     /// The protocol's actions that drive runs (`init_run`, `compile_prompt`, …).
     Runtime,
+    /// Reading `/metrics` (`facts mcp --metrics`): every tenant's counts, so an operator's.
+    Metrics,
 }
 
 impl Right {
@@ -61,11 +63,12 @@ impl Right {
             Right::Read => "read",
             Right::Write => "write",
             Right::Runtime => "runtime",
+            Right::Metrics => "metrics",
         }
     }
 
     fn parse(name: &str) -> Option<Right> {
-        [Right::Read, Right::Write, Right::Runtime]
+        [Right::Read, Right::Write, Right::Runtime, Right::Metrics]
             .into_iter()
             .find(|right| right.name() == name)
     }
@@ -266,7 +269,7 @@ impl Tenants {
             let mut rights = HashSet::new();
             for right in &entry.rights {
                 let parsed = Right::parse(right).ok_or_else(|| {
-                    format!("{at}: unknown right {right:?}; the rights are read, write, runtime")
+                    format!("{at}: unknown right {right:?}; the rights are read, write, runtime, metrics")
                 })?;
                 rights.insert(parsed);
             }
