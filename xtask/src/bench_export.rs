@@ -242,7 +242,7 @@ pub(crate) fn synthetic(facts: usize, scope: &str, path: &Path) -> Result<u64, E
                 ))
                 .valid_from(at(from))
                 .recorded_at(at(from));
-            if n % 10 == 0 {
+            if n.is_multiple_of(10) {
                 builder = builder.metadata(
                     Metadata::from_assignments(["project=rlm", "turn=3"]).unwrap_or_default(),
                 );
