@@ -760,6 +760,14 @@ fn existing_database(
         .map_err(|e| MemFailure::from(MemoryError::Store(e)))
 }
 
+/// The cache budget of the stores an export or an import opens. A bounded budget also
+/// opens SQLite without a memory map and with a small page cache: one pass over a scope
+/// gains nothing from either, and the pages read through a 256 MiB map counted in the
+/// process's resident memory, so an export of a million facts held 330 MiB.
+fn transfer_budget() -> reexports::CacheBudget {
+    reexports::CacheBudget::new(64 * 1024 * 1024)
+}
+
 /// Whether `memory` holds no fact version, episode, alias or profile version.
 fn holds_nothing(memory: &MemoryService) -> Result<bool, reexports::StoreError> {
     let store = memory.store();
@@ -824,6 +832,7 @@ fn execute(args: MemArgs, clock: Arc<dyn Clock>, host: &Host) -> Result<Answer, 
                 let handle = existing_scope(&database, &args.scope, "to export")?;
                 (handle, vec![args.scope.clone()])
             };
+            let handle = handle.with_cache_budget(transfer_budget());
             let mut memories = Vec::new();
             for scope in scopes {
                 let memory = handle
@@ -846,19 +855,31 @@ fn execute(args: MemArgs, clock: Arc<dyn Clock>, host: &Host) -> Result<Answer, 
         }
         MemCommand::Import {
             file,
-            all_scopes: true,
-            ..
+            from,
+            all_scopes,
         } => {
+            if args.scope.trim().is_empty() {
+                return Err(MemFailure::usage(
+                    "invalid_scope",
+                    "--scope must not be empty",
+                ));
+            }
             create_parent(&database).map_err(MemFailure::io)?;
             let handle = database
                 .handle()
-                .map_err(|e| MemFailure::from(MemoryError::Store(e)))?;
+                .map_err(|e| MemFailure::from(MemoryError::Store(e)))?
+                .with_cache_budget(transfer_budget());
             let open = |scope: &str| {
                 handle
                     .open_memory(scope, config, clock.clone())
                     .map_err(MemoryError::Store)
             };
-            let (json, text) = transfer::import_all(&file, open)?;
+            let (json, text) = if all_scopes {
+                transfer::import_all(&file, open)?
+            } else {
+                let memory = open(&args.scope)?;
+                transfer::import(&memory, &args.scope, &file, from, clock.now())?
+            };
             return Ok(Answer::new(json, text));
         }
         _ => {}
@@ -1148,14 +1169,13 @@ fn execute(args: MemArgs, clock: Arc<dyn Clock>, host: &Host) -> Result<Answer, 
             };
             Ok(Answer::new(wire::aliases_answer(&aliases), text))
         }
-        MemCommand::Erase { .. } | MemCommand::Export { .. } => Err(MemFailure::usage(
-            dispatch_runtime::protocol::code::INVALID_REQUEST,
-            "erase and export run before the scope is opened",
-        )),
-        MemCommand::Import { file, from, .. } => {
-            let (json, text) = transfer::import(&memory, &args.scope, &file, from, clock.now())?;
-            Ok(Answer::new(json, text))
+        MemCommand::Erase { .. } | MemCommand::Export { .. } | MemCommand::Import { .. } => {
+            Err(MemFailure::usage(
+                dispatch_runtime::protocol::code::INVALID_REQUEST,
+                "erase, export and import run before the scope is opened",
+            ))
         }
+
         MemCommand::Forget { episode, subject } => {
             let report = match (episode, subject) {
                 (Some(episode), _) => memory.forget_episode(&episode)?,
