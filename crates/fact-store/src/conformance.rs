@@ -192,6 +192,7 @@ macro_rules! conformance_suite {
                     importing_a_file_twice_changes_nothing,
                     a_bad_file_imports_nothing_and_names_its_line,
                     an_import_into_a_scope_with_memory_merges,
+                    an_alias_cycle_with_the_scope_refuses_the_file_naming_its_line,
                     as_of_exports_the_memory_as_it_was,
                 ];
                 long_term: [

@@ -187,10 +187,9 @@ pub trait LongTermStore: SessionFactStore + EpisodeStore {
     ///
     /// # Errors
     ///
-    /// [`StoreError::Export`] or [`StoreError::ExportVersion`] for a file that cannot be
-    /// imported, [`StoreError::AliasCycle`] or [`StoreError::InvalidAlias`] for an alias
-    /// the scope's own would make a cycle of, or a durable store's error; nothing is
-    /// imported then.
+    /// [`StoreError::Export`] naming the line of a file that cannot be imported (an alias
+    /// the scope's aliases would make a cycle of included), [`StoreError::ExportVersion`]
+    /// for a newer format, or a durable store's error; nothing is imported then.
     fn import_from(&self, source: &dyn ExportSource) -> StoreResult<MemoryImportReport>;
 
     /// Every alias, in the order they were set.
@@ -270,7 +269,7 @@ pub trait LongTermStore: SessionFactStore + EpisodeStore {
 /// [`StoreError::InvalidAlias`] for a blank name, [`StoreError::AliasCycle`] for a cycle.
 ///
 /// ```
-/// use std::collections::{HashMap, HashSet};
+/// use std::collections::HashMap;
 /// use fact_store::check_alias;
 ///
 /// let table = HashMap::from([("mel".to_owned(), "melanie".to_owned())]);

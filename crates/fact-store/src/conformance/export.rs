@@ -163,6 +163,45 @@ pub fn a_bad_file_imports_nothing_and_names_its_line(fixture: &dyn Fixture) {
     );
 }
 
+/// An alias of the file that the scope's aliases make a cycle of refuses the whole file,
+/// naming its line; nothing of the file is imported.
+pub fn an_alias_cycle_with_the_scope_refuses_the_file_naming_its_line(fixture: &dyn Fixture) {
+    let (Some((store, clock)), Some((target, target_clock))) =
+        (long_term(fixture), long_term(fixture))
+    else {
+        return;
+    };
+    // The file: a fact, then the alias melanie-1 → user (line 3, after the header and
+    // the fact).
+    apply(
+        &[Change::Add(vec![(0, 0, 0, false)]), Change::Alias(1, 0)],
+        store.as_ref(),
+        &clock,
+    );
+    let file = export_bytes(store.as_ref(), &ExportOptions::default());
+    // The scope: user → melanie-1, so the file's alias would close a cycle.
+    let mut write = crate::MemoryWrite::default();
+    write.aliases.push(crate::AliasChange::Set {
+        alias: "user".into(),
+        entity: "melanie-1".into(),
+        at: t(1),
+    });
+    target.commit(write).unwrap();
+    apply(&[Change::Profile(1, 1)], target.as_ref(), &target_clock);
+    let before = export_bytes(target.as_ref(), &ExportOptions::default());
+    match target.import_from(&ExportText::new(file)) {
+        Err(StoreError::Export { line, message }) => {
+            assert_eq!(line, 3, "{message}");
+            assert!(message.contains("cycle"), "{message}");
+        }
+        other => panic!("expected the alias's line refused, got {other:?}"),
+    }
+    assert_eq!(
+        export_bytes(target.as_ref(), &ExportOptions::default()),
+        before
+    );
+}
+
 /// An import into a scope that holds memory merges: the file's valid facts supersede the
 /// scope's of the same subject and relation (its batches count as newer), the scope's
 /// other facts stay, and profile versions are added after the scope's own.
