@@ -66,6 +66,7 @@ impl MemoryService {
         let io = |e: std::io::Error| StoreError::Io {
             message: format!("writing the export: {e}"),
         };
+        let _span = tracing::info_span!("store", operation = "export").entered();
         let header = ExportHeader::new(scope, options.as_of);
         let mut writer = ExportWriter::new(out, &header).map_err(io)?;
         self.store()
@@ -86,6 +87,7 @@ impl MemoryService {
     /// an export, is cut short or was changed; [`StoreError::ExportVersion`] for a newer
     /// format; the store's error. Nothing is imported then.
     pub fn import(&self, source: &dyn ExportSource) -> Result<MemoryImportReport, MemoryError> {
+        let _span = tracing::info_span!("store", operation = "import").entered();
         Ok(self.store().import_from(source)?)
     }
 }
