@@ -86,6 +86,7 @@ pub use crate::memory::{
     DEFAULT_KNOWN_TOKENS, EXPORT_SCHEMA, ForgetReport, KnownBudget, MAX_NEIGHBOUR_DEPTH,
     MEM0_RELATION, MEM0_SOURCE, Mem0Conversion, Mem0Skipped, MemoryChange, MemoryChanges,
     MemoryContext, MemoryError, MemoryService, Neighbour, NewMemory, ReadOptions, mem0_export,
+    write_whole,
 };
 pub use crate::runtime::{
     Compaction, CompactionStage, CompilePromptRequest, CompilePromptResponse,

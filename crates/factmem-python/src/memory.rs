@@ -21,7 +21,7 @@ use dispatch_runtime::reexports::{
 };
 use dispatch_runtime::{
     AddOutcome, ArchiveReport, ArchiveRequest, MAX_NEIGHBOUR_DEPTH, MemoryChange, MemoryError,
-    MemoryService, NewMemory, ReadOptions, mem0_export,
+    MemoryService, NewMemory, ReadOptions, mem0_export, write_whole,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString, PyTuple};
@@ -748,29 +748,7 @@ impl PyMemory {
         options.as_of = convert::instant(py, "as_of", as_of)?;
         let scope = self.scope.clone();
         let end = self.run(py, move |memory| {
-            let mut partial = path.clone().into_os_string();
-            partial.push(".partial");
-            let partial = PathBuf::from(partial);
-            let io = |what: &str, e: std::io::Error| {
-                MemoryError::Store(StoreError::Io {
-                    message: format!("{what} {}: {e}", path.display()),
-                })
-            };
-            let file = std::fs::File::create(&partial).map_err(|e| io("creating", e))?;
-            let written = memory
-                .export(
-                    &scope,
-                    &options,
-                    std::io::BufWriter::with_capacity(1 << 16, file),
-                )
-                .and_then(|end| {
-                    std::fs::rename(&partial, &path).map_err(|e| io("renaming to", e))?;
-                    Ok(end)
-                });
-            if written.is_err() {
-                let _ = std::fs::remove_file(&partial);
-            }
-            written
+            write_whole(&path, |out| memory.export(&scope, &options, out))
         })?;
         let answer = PyDict::new(py);
         answer.set_item("records", end.records)?;

@@ -55,6 +55,7 @@ pub use self::read::ReadOptions;
 pub use self::service::MemoryService;
 pub use self::transfer::{
     EXPORT_SCHEMA, MEM0_RELATION, MEM0_SOURCE, Mem0Conversion, Mem0Skipped, mem0_export,
+    write_whole,
 };
 
 use self::entities::Entities;

@@ -3,7 +3,9 @@
 //! [`MemoryService::import`] reads one back, whole or not at all, and [`mem0_export`]
 //! turns what Mem0's `get_all` returns into such a file.
 
-use std::io::Write;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
 
 use fact_model::{MetaValue, Metadata, SessionFact, SourceRole, Tag, Timestamp};
 use fact_store::{
@@ -90,6 +92,43 @@ impl MemoryService {
         let _span = tracing::info_span!("store", operation = "import").entered();
         Ok(self.store().import_from(source)?)
     }
+}
+
+/// Runs `write` on a new file beside `path` (its name and `.partial`), flushes it, and
+/// renames it to `path`; on any failure the partial file is removed. So an export that
+/// fails half way leaves no file at `path` that looks whole.
+///
+/// # Errors
+///
+/// The error of `write`, or [`StoreError::Io`] when the file cannot be created, written
+/// or renamed.
+pub fn write_whole<T>(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> Result<T, MemoryError>,
+) -> Result<T, MemoryError> {
+    let io = |what: &str, at: &Path, e: std::io::Error| {
+        MemoryError::Store(StoreError::Io {
+            message: format!("{what} {}: {e}", at.display()),
+        })
+    };
+    let mut name = path.file_name().map(ToOwned::to_owned).unwrap_or_default();
+    name.push(".partial");
+    let partial = path.with_file_name(name);
+    let file = File::create(&partial).map_err(|e| io("creating", &partial, e))?;
+    let mut out = BufWriter::with_capacity(1 << 16, file);
+    let written = write(&mut out)
+        .and_then(|value| {
+            out.flush().map_err(|e| io("writing", &partial, e))?;
+            Ok(value)
+        })
+        .and_then(|value| {
+            std::fs::rename(&partial, path).map_err(|e| io("renaming to", path, e))?;
+            Ok(value)
+        });
+    if written.is_err() {
+        let _ = std::fs::remove_file(&partial);
+    }
+    written
 }
 
 /// What [`mem0_export`] made of a Mem0 dump.

@@ -4,14 +4,13 @@
 //! Each function answers the JSON document and the text of its subcommand, or the
 //! [`MemoryError`] whose code the CLI reports.
 
-use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use dispatch_runtime::reexports::{
     ExportFile, ExportOptions, ExportSource, ExportText, MemoryImportReport, StoreError, Timestamp,
 };
-use dispatch_runtime::{MemoryError, MemoryService, mem0_export};
+use dispatch_runtime::{MemoryError, MemoryService, mem0_export, write_whole};
 use serde_json::{Value, json};
 
 /// What an import reads: this project's export, or Mem0's `get_all` answer.
@@ -52,21 +51,7 @@ pub(crate) fn export(
             let stdout = std::io::stdout();
             write_all(&mut BufWriter::new(stdout.lock()))?
         }
-        Some(path) => {
-            let partial = partial_path(path);
-            let file = File::create(&partial)
-                .map_err(|e| io(format!("creating {}: {e}", partial.display())))?;
-            let written =
-                write_all(&mut BufWriter::with_capacity(1 << 16, file)).and_then(|ends| {
-                    std::fs::rename(&partial, path)
-                        .map_err(|e| io(format!("renaming to {}: {e}", path.display())))?;
-                    Ok(ends)
-                });
-            if written.is_err() {
-                let _ = std::fs::remove_file(&partial);
-            }
-            written?
-        }
+        Some(path) => write_whole(path, write_all)?,
     };
     let to = output.map_or_else(|| "stdout".to_owned(), |p| p.display().to_string());
     let lines: Vec<String> = ends
@@ -96,13 +81,6 @@ pub(crate) fn export(
         }),
     };
     Ok((json, text))
-}
-
-/// `path` with `.partial` added to its name.
-fn partial_path(path: &Path) -> PathBuf {
-    let mut name = path.file_name().map(ToOwned::to_owned).unwrap_or_default();
-    name.push(".partial");
-    path.with_file_name(name)
 }
 
 /// Imports `file` into `memory` (scope `scope`), as `format`.
